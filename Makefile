@@ -1,0 +1,40 @@
+# sojourn: `make demo` builds everything and runs the demo experiment;
+# `make test` runs every test suite. Both install what they need first.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+ENGINE := target/release/sojourn-engine
+
+.PHONY: all setup system build test rust-test py-test demo bench fuzz clean
+
+all: build
+
+system:
+	@scripts/setup-system.sh
+
+$(VENV)/.installed: python/pyproject.toml scripts/setup-venv.sh
+	scripts/setup-venv.sh
+
+setup: system $(VENV)/.installed
+
+build: setup
+	cargo build --release --workspace
+
+# One release build serves both the binaries the Python tests drive and the Rust tests.
+test: build rust-test py-test
+
+rust-test:
+	cargo test --release --workspace
+
+py-test:
+	$(PY) -m pytest -q python/tests
+
+demo: build
+	$(VENV)/bin/sojourn run experiments/demo.toml
+
+bench: build
+	bench/run.sh
+
+clean:
+	cargo clean
+	rm -rf $(VENV)

@@ -1,0 +1,43 @@
+//! `sojourn-engine`: the data-path programs of sojourn behind one binary.
+//! Each subcommand's options and behaviour live in its own crate's `cli` module.
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "sojourn-engine", version, about = "sojourn's data path: web server, load generator, link emulator, simulator")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve a directory over HTTP/1.1 with FAIR, SRPT or LAS connection scheduling.
+    Serve(sojourn_server::cli::ServeArgs),
+    /// Set up or show the strict-priority qdisc bands for kernel-level SRPT.
+    Bands(sojourn_server::bands::BandsArgs),
+    /// Drive an HTTP server from a trace or load model, recording every request.
+    Load(sojourn_load::cli::LoadArgs),
+    /// Emulate wide-area links (loss, queue, rate, delay) between TUN devices.
+    Wan(sojourn_wan::cli::WanArgs),
+    /// Simulate a bottleneck link under a scheduling policy.
+    Sim(sojourn_sim::cli::SimArgs),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Serve(args) => sojourn_server::cli::run(args),
+        Command::Bands(args) => sojourn_server::bands::run(args),
+        Command::Load(args) => sojourn_load::cli::run(args),
+        Command::Wan(args) => sojourn_wan::cli::run(args),
+        Command::Sim(args) => sojourn_sim::cli::run(args),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("sojourn-engine: {err:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

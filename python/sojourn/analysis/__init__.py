@@ -1,0 +1,1 @@
+"""Metrics over per-request records (see docs/formats.md)."""

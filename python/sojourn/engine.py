@@ -1,0 +1,28 @@
+"""Locating (and if need be building) the ``sojourn-engine`` binary."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def engine_path(build: bool = True) -> Path:
+    """The ``sojourn-engine`` to run: ``$SOJOURN_ENGINE`` if set, else the
+    workspace's release build, built with cargo first when missing and ``build``."""
+    override = os.environ.get("SOJOURN_ENGINE")
+    if override:
+        path = Path(override)
+        if not path.is_file():
+            raise FileNotFoundError(f"SOJOURN_ENGINE={override} is not a file")
+        return path
+    path = REPO / "target" / "release" / "sojourn-engine"
+    if not path.is_file():
+        if not build:
+            raise FileNotFoundError(f"{path} is missing: run `make build`")
+        cargo = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
+        subprocess.run([cargo, "build", "--release", "-p", "sojourn-engine"], cwd=REPO, check=True)
+    return path

@@ -1,0 +1,1 @@
+"""Experiment specs and `sojourn run`."""

@@ -1,0 +1,1 @@
+"""The network testbed: namespaces, links, qdiscs, sysctls, the WAN emulator, counters."""

@@ -1,0 +1,1 @@
+"""Request streams: size and popularity models, arrivals, importers, load shaping, docroots."""
