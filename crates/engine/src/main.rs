@@ -22,6 +22,8 @@ enum Command {
     Wan(sojourn_wan::cli::WanArgs),
     /// Simulate a bottleneck link under a scheduling policy.
     Sim(sojourn_sim::cli::SimArgs),
+    /// Simulate dispatch among CPU-bound stage queues (003 §4.1).
+    Stages(sojourn_stages::cli::StagesArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -32,6 +34,7 @@ fn main() -> std::process::ExitCode {
         Command::Load(args) => sojourn_load::cli::run(args),
         Command::Wan(args) => sojourn_wan::cli::run(args),
         Command::Sim(args) => sojourn_sim::cli::run(args),
+        Command::Stages(args) => sojourn_stages::cli::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Runs every benchmark of sojourn and writes their figures under bench/out/.
+# Each area's script compares sojourn with a real peer side by side in one run
+# and prints ratios; docs/benchmarks.md records the figures and how to read them.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p bench/out
+# One line per benchmark script (each is runnable on its own too):
