@@ -1,0 +1,439 @@
+"""Servers under test: sojourn's own and real ones from Debian's packages.
+
+A :class:`Peer` starts one HTTP server serving a docroot on ``addr:port``, with a
+configuration generated into a private temporary directory, optionally inside a
+network namespace (argv prefix ``ip netns exec NS``). Used as a context manager it
+
+* refuses to start when the port is taken, the binary is missing or the docroot cannot be read by the
+  user the server's workers run as (the error names the path and what would work);
+* returns only once the port answers an HTTP request (``HEAD /``, any status; it is the
+  first line of the access log), or raises with the
+  server's own error output if it exits or does not answer within ``start_timeout_s``;
+* on exit (also after an exception) terminates the whole process group (SIGTERM, then
+  SIGKILL after ``stop_timeout_s``) and removes its temporary directory.
+
+Servers, compared on equal terms as 000 §2 and the benchmarks need: same worker
+count, sendfile on, access log on or off on all of them (``access_log`` = its path, Combined Log Format where
+the server allows).
+
+| kind      | program                  | workers                     |
+|-----------|--------------------------|-----------------------------|
+| sojourn   | ``sojourn-engine serve`` | ``--threads``               |
+| nginx     | nginx                    | ``worker_processes``        |
+| apache2   | apache2, mpm_event       | ``ServerLimit`` processes   |
+| lighttpd  | lighttpd                 | ``server.max-worker``       |
+| h2o       | h2o                      | ``num-threads``             |
+| command   | any argv (``{root}``, ``{addr}``, ``{port}`` substituted) | — |
+"""
+
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import textwrap
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sojourn.engine import engine_path
+
+KINDS = ("sojourn", "nginx", "apache2", "lighttpd", "h2o", "command")
+POLICIES = ("fair", "srpt", "las")
+
+
+class PeerError(RuntimeError):
+    """A server could not be configured, started or reached."""
+
+
+@dataclass
+class PeerConfig:
+    """What to serve and how. ``kind`` is one of :data:`KINDS`."""
+
+    kind: str
+    root: Path
+    port: int
+    addr: str = "127.0.0.1"
+    workers: int = 1
+    access_log: Path | None = None  # where to write the access log; None = logging off
+    netns: str | None = None
+    # sojourn only: scheduling policy and kernel-level SRPT bands (000 §3).
+    policy: str = "fair"
+    kernel_bands: bool = False
+    band_cutoffs: str | None = None
+    extra_args: list[str] = field(default_factory=list)
+    # kind == "command": the argv to run.
+    command: list[str] = field(default_factory=list)
+
+    def validate(self) -> None:
+        if self.kind not in KINDS:
+            raise PeerError(f"unknown server kind {self.kind!r}; accepted: {', '.join(KINDS)}")
+        if not 0 < self.port < 65536:
+            raise PeerError(f"port {self.port} out of range 1..65535")
+        if self.workers < 1:
+            raise PeerError(f"workers must be >= 1, got {self.workers}")
+        if self.kind == "sojourn" and self.policy not in POLICIES:
+            raise PeerError(f"unknown policy {self.policy!r} for sojourn; accepted: {', '.join(POLICIES)}")
+        if self.kind != "sojourn" and (self.policy != "fair" or self.kernel_bands):
+            raise PeerError(f"policy/kernel_bands apply to the sojourn server only, not {self.kind}")
+        if self.kind == "command" and not self.command:
+            raise PeerError("kind 'command' needs a non-empty command argv")
+        if not Path(self.root).is_dir():
+            raise PeerError(f"docroot {self.root} is not a directory")
+
+
+def free_port(addr: str = "127.0.0.1") -> int:
+    """A TCP port free on ``addr`` right now (in the caller's namespace)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((addr, 0))
+        return sock.getsockname()[1]
+
+
+def _unprivileged_user() -> str:
+    for name in ("www-data", "nobody"):
+        try:
+            pwd.getpwnam(name)
+            return name
+        except KeyError:
+            continue
+    raise PeerError("neither user www-data nor nobody exists for apache2 to run as")
+
+
+def _check_world_readable(root: Path, user: str) -> None:
+    """apache2 refuses to run its workers as root, so they must reach the docroot as
+    ``user``: every directory up to it needs o+x and the docroot o+rx."""
+    root = Path(root).resolve()
+    for directory in [*reversed(root.parents), root]:
+        mode = directory.stat().st_mode
+        if not mode & 0o001:
+            raise PeerError(
+                f"apache2 workers run as {user} and cannot enter {directory} (mode {mode & 0o777:o}); "
+                f"put the docroot under a world-traversable directory or chmod o+x {directory}"
+            )
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def live_group_members(pgid: int) -> list[int]:
+    """Pids in process group ``pgid`` that are not zombies (exited workers whose
+    parent has not reaped them yet do not count)."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # Fields after the parenthesised command: state ppid pgrp ...
+        state, _ppid, group = stat[stat.rindex(")") + 2:].split()[:3]
+        if int(group) == pgid and state not in ("Z", "X"):
+            members.append(int(entry.name))
+    return members
+
+
+def port_in_use(addr: str, port: int, netns: str | None = None) -> bool:
+    """True if something already listens on ``addr:port`` (or the wildcard) in ``netns``."""
+    prefix = ["ip", "netns", "exec", netns] if netns else []
+    out = subprocess.run(prefix + ["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise PeerError(f"cannot list listening sockets{' in netns ' + netns if netns else ''}: {out.stderr.strip()}")
+    for line in out.stdout.splitlines():
+        local = line.split()[3]
+        host = local.rsplit(":", 1)[0].strip("[]")
+        if host in (addr, "*", "0.0.0.0", "::"):
+            return True
+    return False
+
+
+class Peer:
+    """One running server; see the module doc for the guarantees."""
+
+    def __init__(self, config: PeerConfig, start_timeout_s: float = 15.0, stop_timeout_s: float = 5.0,
+                 log_dir: Path | None = None):
+        """``log_dir``: where to keep the server's output and error log after it stops."""
+        config.validate()
+        self.log_dir = Path(log_dir) if log_dir else None
+        self.config = config
+        self.start_timeout_s = start_timeout_s
+        self.stop_timeout_s = stop_timeout_s
+        self.workdir: Path | None = None
+        self.process: subprocess.Popen | None = None
+        self.argv: list[str] = []
+
+    # -- configuration generators, one per kind -------------------------------------------
+
+    def _argv_sojourn(self, work: Path) -> list[str]:
+        c = self.config
+        argv = [str(engine_path()), "serve", "--root", str(c.root), "--listen", f"{c.addr}:{c.port}",
+                "--policy", c.policy, "--threads", str(c.workers)]
+        if c.kernel_bands:
+            argv.append("--kernel-bands")
+            if c.band_cutoffs:
+                argv += ["--cutoffs", c.band_cutoffs]
+        if c.access_log:
+            argv += ["--access-log", str(c.access_log)]
+        return argv + c.extra_args
+
+    def _argv_nginx(self, work: Path) -> list[str]:
+        c = self.config
+        # `user root` because the docroot may sit in a private directory; nginx allows it.
+        user = "user root;" if os.geteuid() == 0 else ""
+        log = f"access_log {c.access_log};" if c.access_log else "access_log off;"
+        (work / "nginx.conf").write_text(textwrap.dedent(f"""\
+            {user}
+            worker_processes {c.workers};
+            daemon off;
+            pid {work}/nginx.pid;
+            error_log {work}/error.log warn;
+            events {{ worker_connections 16384; }}
+            http {{
+                include /etc/nginx/mime.types;
+                default_type application/octet-stream;
+                sendfile on;
+                tcp_nopush on;
+                keepalive_timeout 65;
+                keepalive_requests 100000;
+                client_body_temp_path {work}/tmp;
+                proxy_temp_path {work}/tmp;
+                fastcgi_temp_path {work}/tmp;
+                uwsgi_temp_path {work}/tmp;
+                scgi_temp_path {work}/tmp;
+                {log}
+                server {{
+                    listen {c.addr}:{c.port} backlog=512;
+                    root {c.root};
+                    location /nginx_status {{ stub_status; }}
+                }}
+            }}
+            """))
+        return ["nginx", "-p", str(work), "-c", str(work / "nginx.conf")] + c.extra_args
+
+    def _argv_apache2(self, work: Path) -> list[str]:
+        c = self.config
+        user = _unprivileged_user()
+        _check_world_readable(Path(c.root), user)
+        modules = "/usr/lib/apache2/modules"
+        log = (f'LogFormat "%h %l %u %t \\"%r\\" %>s %b \\"%{{Referer}}i\\" \\"%{{User-Agent}}i\\"" combined\n'
+               f"CustomLog {c.access_log} combined") if c.access_log else ""
+        threads = 64
+        (work / "apache2.conf").write_text(textwrap.dedent(f"""\
+            ServerRoot {work}
+            ServerName peer.sojourn
+            DefaultRuntimeDir {work}
+            PidFile {work}/apache2.pid
+            Mutex file:{work} default
+            ErrorLog {work}/error.log
+            LogLevel warn
+            LoadModule mpm_event_module {modules}/mod_mpm_event.so
+            LoadModule authz_core_module {modules}/mod_authz_core.so
+            LoadModule mime_module {modules}/mod_mime.so
+            LoadModule dir_module {modules}/mod_dir.so
+            LoadModule status_module {modules}/mod_status.so
+            User {user}
+            Group {grp.getgrgid(pwd.getpwnam(user).pw_gid).gr_name}
+            Listen {c.addr}:{c.port}
+            ListenBacklog 512
+            StartServers {c.workers}
+            ServerLimit {c.workers}
+            ThreadsPerChild {threads}
+            MaxRequestWorkers {c.workers * threads}
+            MinSpareThreads 1
+            MaxSpareThreads {c.workers * threads}
+            MaxConnectionsPerChild 0
+            KeepAlive On
+            MaxKeepAliveRequests 0
+            KeepAliveTimeout 65
+            EnableSendfile On
+            EnableMMAP On
+            TypesConfig /etc/mime.types
+            DocumentRoot {c.root}
+            <Directory />
+                Require all granted
+                AllowOverride None
+            </Directory>
+            <Location /server-status>
+                SetHandler server-status
+            </Location>
+            """) + log + "\n")
+        return ["apache2", "-d", str(work), "-f", str(work / "apache2.conf"), "-DFOREGROUND"] + c.extra_args
+
+    def _argv_lighttpd(self, work: Path) -> list[str]:
+        c = self.config
+        modules = '"mod_accesslog"' if c.access_log else ""
+        log = (f'accesslog.filename = "{c.access_log}"\n'
+               'accesslog.format = "%h %l %u %t \\"%r\\" %>s %b \\"%{Referer}i\\" \\"%{User-Agent}i\\""'
+               ) if c.access_log else ""
+        # max-worker 0 is lighttpd's single-process default; n > 1 forks n workers.
+        (work / "lighttpd.conf").write_text(textwrap.dedent(f"""\
+            server.modules = ( {modules} )
+            server.document-root = "{c.root}"
+            server.bind = "{c.addr}"
+            server.port = {c.port}
+            server.pid-file = "{work}/lighttpd.pid"
+            server.errorlog = "{work}/error.log"
+            server.max-worker = {c.workers if c.workers > 1 else 0}
+            server.network-backend = "sendfile"
+            server.max-connections = 16384
+            server.max-fds = 32768
+            server.max-keep-alive-requests = 100000
+            server.listen-backlog = 512
+            mimetype.assign = ( "" => "application/octet-stream" )
+            """) + log + "\n")
+        return ["lighttpd", "-D", "-f", str(work / "lighttpd.conf")] + c.extra_args
+
+    def _argv_h2o(self, work: Path) -> list[str]:
+        c = self.config
+        user = "user: root\n" if os.geteuid() == 0 else ""
+        log = f"access-log: {c.access_log}\n" if c.access_log else ""
+        (work / "h2o.conf").write_text(
+            f"{user}"
+            f"listen:\n  host: {c.addr}\n  port: {c.port}\n"
+            f"num-threads: {c.workers}\n"
+            f"pid-file: {work}/h2o.pid\n"
+            f"error-log: {work}/error.log\n"
+            f"{log}"
+            "http1-request-timeout: 65\n"
+            "hosts:\n  default:\n    paths:\n      /:\n"
+            f"        file.dir: {c.root}\n"
+        )
+        return ["h2o", "-c", str(work / "h2o.conf")] + c.extra_args
+
+    def _argv_command(self, work: Path) -> list[str]:
+        c = self.config
+        values = {"root": str(c.root), "addr": c.addr, "port": str(c.port), "workers": str(c.workers), "work": str(work)}
+        return [part.format(**values) for part in c.command] + c.extra_args
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def command_line(self, work: Path) -> list[str]:
+        """The full argv (namespace prefix included), writing config files into ``work``."""
+        build = {
+            "sojourn": self._argv_sojourn, "nginx": self._argv_nginx, "apache2": self._argv_apache2,
+            "lighttpd": self._argv_lighttpd, "h2o": self._argv_h2o, "command": self._argv_command,
+        }[self.config.kind]
+        argv = build(work)
+        if shutil.which(argv[0]) is None and not Path(argv[0]).is_file():
+            raise PeerError(f"{argv[0]} is not installed (scripts/setup-system.sh installs it)")
+        prefix = ["ip", "netns", "exec", self.config.netns] if self.config.netns else []
+        return prefix + argv
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.config.addr}:{self.config.port}"
+
+    def start(self) -> "Peer":
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"sojourn-peer-{self.config.kind}-"))
+        (self.workdir / "tmp").mkdir()
+        os.chmod(self.workdir, 0o755)  # apache2 workers (www-data) open files under it
+        try:
+            if port_in_use(self.config.addr, self.config.port, self.config.netns):
+                raise PeerError(f"{self.config.addr}:{self.config.port} is already in use"
+                                f"{' in netns ' + self.config.netns if self.config.netns else ''}; choose another port")
+            self.argv = self.command_line(self.workdir)
+            self._stdio = open(self.workdir / "stdio.log", "wb")
+            self.process = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self._stdio,
+                                            stderr=subprocess.STDOUT, start_new_session=True)
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _server_output(self) -> str:
+        text = []
+        for name in ("stdio.log", "error.log"):
+            path = self.workdir / name if self.workdir else None
+            if path and path.is_file():
+                text.append(path.read_text(errors="replace").strip()[-2000:])
+        return "\n".join(t for t in text if t) or "(no output)"
+
+    def _probe(self) -> bool:
+        """True once an HTTP request to the port gets any response head."""
+        target = f"{self.url}/"
+        if self.config.netns:
+            probe = subprocess.run(["ip", "netns", "exec", self.config.netns, "curl", "-s", "-o", "/dev/null",
+                                    "--max-time", "1", "-w", "%{http_code}", target],
+                                   capture_output=True, text=True)
+            return probe.stdout.strip() not in ("", "000")
+        try:
+            with socket.create_connection((self.config.addr, self.config.port), timeout=1.0) as sock:
+                sock.sendall(b"HEAD / HTTP/1.1\r\nHost: peer\r\nConnection: close\r\n\r\n")
+                return sock.recv(16).startswith(b"HTTP/")
+        except OSError:
+            return False
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.start_timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise PeerError(f"{self.config.kind} exited with status {self.process.returncode} before answering "
+                                f"on {self.config.addr}:{self.config.port}:\n{self._server_output()}")
+            if self._probe():
+                return
+            time.sleep(0.05)
+        raise PeerError(f"{self.config.kind} did not answer on {self.config.addr}:{self.config.port} within "
+                        f"{self.start_timeout_s} s:\n{self._server_output()}")
+
+    def stop(self) -> int | None:
+        """Stops the server's whole process group (workers too); returns the main
+        process's exit status (None if never started)."""
+        status = None
+        if self.process is not None:
+            pgid = self.process.pid
+            _signal_group(pgid, signal.SIGTERM)
+            try:
+                self.process.wait(self.stop_timeout_s)
+            except subprocess.TimeoutExpired:
+                _signal_group(pgid, signal.SIGKILL)
+                self.process.wait()
+            deadline = time.monotonic() + self.stop_timeout_s
+            while live_group_members(pgid) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            if live_group_members(pgid):  # workers that ignored SIGTERM
+                _signal_group(pgid, signal.SIGKILL)
+            status = self.process.returncode
+            self.process = None
+        if getattr(self, "_stdio", None):
+            self._stdio.close()
+            self._stdio = None
+        if self.workdir is not None:
+            if self.log_dir is not None:
+                self.log_dir.mkdir(parents=True, exist_ok=True)
+                for name in ("stdio.log", "error.log"):
+                    if (self.workdir / name).is_file():
+                        shutil.copy2(self.workdir / name, self.log_dir / f"server-{name}")
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
+        return status
+
+    def __enter__(self) -> "Peer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def version(kind: str) -> str:
+    """The server program's version line, for result metadata."""
+    argv = {"sojourn": None, "nginx": ["nginx", "-v"], "apache2": ["apache2", "-v"],
+            "lighttpd": ["lighttpd", "-v"], "h2o": ["h2o", "-v"]}.get(kind)
+    if kind == "sojourn":
+        argv = [str(engine_path(build=False)), "--version"]
+    if not argv:
+        return ""
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"unknown ({err})"
+    return (out.stdout + out.stderr).strip().splitlines()[0] if (out.stdout + out.stderr).strip() else ""

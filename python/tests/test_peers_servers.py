@@ -1,0 +1,155 @@
+"""sojourn.peers against the real servers: each one serves the docroot byte for byte,
+keeps connections alive, logs when asked, and leaves no process or directory behind."""
+
+from __future__ import annotations
+
+import http.client
+import os
+import shutil
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+
+from sojourn.engine import engine_path
+from sojourn.peers import Peer, PeerConfig, PeerError, free_port, live_group_members
+
+REAL_SERVERS = ["nginx", "apache2", "lighttpd", "h2o"]
+
+
+@pytest.fixture
+def docroot(tmp_path_factory):
+    """A world-readable docroot (apache2's workers run as www-data)."""
+    root = Path(f"/tmp/sjrn-peers-{uuid.uuid4().hex[:8]}")
+    (root / "o").mkdir(parents=True)
+    os.chmod(root, 0o755)
+    os.chmod(root / "o", 0o755)
+    objects = {"/o/small.bin": os.urandom(700), "/o/large.bin": os.urandom(300_000)}
+    for path, body in objects.items():
+        (root / path.lstrip("/")).write_bytes(body)
+    try:
+        yield root, objects
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def group_alive(pgid: int) -> bool:
+    return bool(live_group_members(pgid))
+
+
+def sojourn_serve_available() -> bool:
+    try:
+        help_text = subprocess.run([str(engine_path(build=False)), "serve", "--help"], capture_output=True, text=True).stdout
+    except FileNotFoundError:
+        return False
+    return "--root" in help_text
+
+
+@pytest.mark.parametrize("kind", REAL_SERVERS + ["sojourn"])
+def test_serves_docroot_with_keepalive_and_log(kind, docroot):
+    if kind == "sojourn" and not sojourn_serve_available():
+        pytest.skip("sojourn-engine serve is not built yet (issue 2)")
+    if shutil.which(kind if kind != "sojourn" else "true") is None:
+        pytest.skip(f"{kind} not installed")
+    root, objects = docroot
+    log = root / f"{kind}-access.log"
+    port = free_port()
+    peer = Peer(PeerConfig(kind=kind, root=root, port=port, workers=2, access_log=log))
+    with peer:
+        pgid = peer.process.pid
+        workdir = peer.workdir
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        for path, body in objects.items():
+            conn.request("GET", path)
+            response = conn.getresponse()
+            assert response.status == 200
+            assert response.read() == body
+        # Both answers came over one connection: keep-alive works.
+        assert conn.sock is not None
+        conn.close()
+        missing = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        missing.request("GET", "/o/none.bin")
+        assert missing.getresponse().status == 404
+        missing.close()
+    assert not group_alive(pgid), f"{kind} processes survived stop()"
+    assert not workdir.exists()
+    lines = log.read_text().splitlines()
+    assert any('"GET /o/large.bin HTTP/1.1" 200 300000' in line for line in lines), lines
+    # The port is free again.
+    Peer(PeerConfig(kind="nginx", root=root, port=port)).start().stop()
+
+
+def test_bad_configs_are_named(docroot, tmp_path):
+    root, _ = docroot
+    with pytest.raises(PeerError, match="unknown server kind 'iis'"):
+        Peer(PeerConfig(kind="iis", root=root, port=8080))
+    with pytest.raises(PeerError, match="not a directory"):
+        Peer(PeerConfig(kind="nginx", root=root / "nope", port=8080))
+    with pytest.raises(PeerError, match="policy/kernel_bands apply to the sojourn server only"):
+        Peer(PeerConfig(kind="nginx", root=root, port=8080, policy="srpt"))
+    with pytest.raises(PeerError, match="unknown policy 'sjf'"):
+        Peer(PeerConfig(kind="sojourn", root=root, port=8080, policy="sjf"))
+    private = tmp_path / "private"
+    private.mkdir()
+    os.chmod(tmp_path, 0o700)
+    with pytest.raises(PeerError, match="cannot enter"):
+        Peer(PeerConfig(kind="apache2", root=private, port=free_port())).start()
+
+
+def test_taken_port_is_refused(docroot):
+    root, _ = docroot
+    port = free_port()
+    with Peer(PeerConfig(kind="nginx", root=root, port=port)):
+        second = Peer(PeerConfig(kind="lighttpd", root=root, port=port), start_timeout_s=5)
+        with pytest.raises(PeerError, match=f"127.0.0.1:{port} is already in use"):
+            second.start()
+        assert second.process is None and second.workdir is None
+
+
+def test_start_failure_reports_server_output(docroot):
+    root, _ = docroot
+    peer = Peer(PeerConfig(kind="nginx", root=root, port=free_port(), extra_args=["-g", "bogus_directive on;"]))
+    with pytest.raises(PeerError, match="(?s)exited with status 1.*unknown directive .bogus_directive."):
+        peer.start()
+    assert peer.process is None and peer.workdir is None
+
+
+def test_command_kind_substitutes_placeholders(docroot):
+    root, objects = docroot
+    port = free_port()
+    argv = ["python3", "-m", "http.server", "--bind", "{addr}", "--directory", "{root}", "{port}"]
+    with Peer(PeerConfig(kind="command", root=root, port=port, command=argv)) as peer:
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("GET", "/o/small.bin")
+        assert conn.getresponse().read() == objects["/o/small.bin"]
+        conn.close()
+        pgid = peer.process.pid
+    assert not group_alive(pgid)
+
+
+@pytest.mark.netns
+def test_runs_inside_a_network_namespace(docroot):
+    if os.geteuid() != 0:
+        pytest.skip("needs root for ip netns")
+    root, objects = docroot
+    ns = f"sjrn-peer-{os.getpid() % 100000}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        subprocess.run(["ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"], check=True)
+        port = 8080
+        with Peer(PeerConfig(kind="nginx", root=root, port=port, netns=ns)):
+            fetched = subprocess.run(["ip", "netns", "exec", ns, "curl", "-sf", f"http://127.0.0.1:{port}/o/large.bin"],
+                                     capture_output=True, check=True).stdout
+            assert fetched == objects["/o/large.bin"]
+            # Not reachable from the host's namespace: it really runs inside.
+            outside = subprocess.run(["curl", "-s", "--max-time", "2", "-o", "/dev/null", "-w", "%{http_code}",
+                                      f"http://127.0.0.1:{port}/o/small.bin"], capture_output=True, text=True).stdout
+            assert outside != "200" or port_used_on_host(port)
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], check=False)
+
+
+def port_used_on_host(port: int) -> bool:
+    out = subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True).stdout
+    return bool(out.strip())
