@@ -1,9 +1,352 @@
-//! `sojourn-engine bands`: the HTB strict-priority bands behind kernel-level SRPT.
+//! `sojourn-engine bands`: the HTB strict-priority bands behind kernel-level SRPT (000 §3).
+//!
+//! This kernel has no `prio` qdisc, so strict priority comes from HTB (see
+//! docs/architecture.md): a root class at the link rate and one leaf per band with
+//! `prio i`, a tiny guaranteed rate and `ceil` equal to the link rate, so a leaf
+//! borrows the whole link whenever no higher-priority leaf has packets. A default
+//! leaf takes unclassified traffic (SYN/ACKs of listening sockets, other programs),
+//! at priority 0 like the control band of 000 §3.2.
+//!
+//! A socket whose `SO_PRIORITY` is `(major << 16) | minor` of a class is classified
+//! straight into it; [`so_priority`] is that mapping, used by `serve --kernel-bands`.
+//!
+//! Guarantees: the pure functions ([`setup_commands`], [`parse_class_stats`],
+//! [`band_stats`], [`parse_rate`]) do no I/O; `run` only runs `tc` and reports any
+//! failure with the exact command and tc's message.
 
-/// Set up or show the priority qdisc bands used by `serve --kernel-bands`.
+use std::fmt;
+use std::process::Command;
+
+use anyhow::{bail, Context};
+use sojourn_sched::Bands;
+
+/// The qdisc handle (major number) of the root HTB qdisc.
+pub const HTB_MAJOR: u16 = 1;
+/// The root class `1:1` at the link rate; every band borrows from it.
+const ROOT_MINOR: u16 = 1;
+/// Band `i` is class `1:(BAND_MINOR_BASE + i)`, written in hex by tc (`1:10` ... `1:17`).
+const BAND_MINOR_BASE: u16 = 0x10;
+/// The default class for traffic whose priority names no band.
+pub const DEFAULT_MINOR: u16 = 0x20;
+/// Guaranteed rate of each leaf: tiny, so priority (not the rate) decides sharing.
+const LEAF_RATE_BPS: u64 = 8_000;
+/// HTB quantum of each leaf: one Ethernet frame (tc warns about tiny computed quanta).
+const LEAF_QUANTUM: u32 = 1514;
+
+/// An HTB class id `major:minor`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ClassId {
+    pub major: u16,
+    pub minor: u16,
+}
+
+impl fmt::Display for ClassId {
+    /// tc's notation: both numbers in hex.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:x}:{:x}", self.major, self.minor)
+    }
+}
+
+impl ClassId {
+    /// Parses tc's `major:minor` (hex) notation.
+    pub fn parse(s: &str) -> Option<ClassId> {
+        let (major, minor) = s.split_once(':')?;
+        Some(ClassId { major: u16::from_str_radix(major, 16).ok()?, minor: u16::from_str_radix(minor, 16).ok()? })
+    }
+}
+
+/// The class of band `band` (0 = highest priority).
+pub fn band_class(band: usize) -> ClassId {
+    ClassId { major: HTB_MAJOR, minor: BAND_MINOR_BASE + band as u16 }
+}
+
+/// The `SO_PRIORITY` that classifies a socket into band `band`'s HTB class.
+pub fn so_priority(band: usize) -> u32 {
+    let class = band_class(band);
+    (u32::from(class.major) << 16) | u32::from(class.minor)
+}
+
+/// Parses a link rate in bits per second: a number with an optional tc-style unit
+/// `bit`, `kbit`, `mbit`, `gbit` (powers of 1000, case-insensitive), e.g. `10mbit`.
+pub fn parse_rate(s: &str) -> anyhow::Result<u64> {
+    const UNITS: [(&str, f64); 4] = [("gbit", 1e9), ("mbit", 1e6), ("kbit", 1e3), ("bit", 1.0)];
+    let lower = s.trim().to_ascii_lowercase();
+    let (number, scale) = UNITS
+        .iter()
+        .find_map(|&(unit, scale)| lower.strip_suffix(unit).map(|n| (n, scale)))
+        .unwrap_or((lower.as_str(), 1.0));
+    match number.trim().parse::<f64>() {
+        Ok(n) if n.is_finite() && n * scale >= 1.0 => Ok((n * scale).round() as u64),
+        _ => bail!("bad rate {s:?}: expected bits per second such as 10mbit, 500kbit, 1gbit or 2000000"),
+    }
+}
+
+/// The `tc` invocations (arguments after `tc`) that set up `bands` on `dev` at `rate_bps`.
+pub fn setup_commands(dev: &str, rate_bps: u64, bands: &Bands) -> anyhow::Result<Vec<Vec<String>>> {
+    let leaves = bands.count() as u64 + 1;
+    if rate_bps < leaves * LEAF_RATE_BPS * 2 {
+        bail!(
+            "rate {rate_bps} bit/s is too low for {leaves} leaves of {LEAF_RATE_BPS} bit/s guaranteed each: use at least {} bit/s",
+            leaves * LEAF_RATE_BPS * 2
+        );
+    }
+    let rate = format!("{rate_bps}bit");
+    let root = ClassId { major: HTB_MAJOR, minor: ROOT_MINOR };
+    let args = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
+    let leaf = |class: ClassId, prio: usize| {
+        args(&format!(
+            "class add dev {dev} parent {root} classid {class} htb rate {LEAF_RATE_BPS}bit ceil {rate} prio {prio} quantum {LEAF_QUANTUM}"
+        ))
+    };
+    let mut commands = vec![
+        args(&format!("qdisc replace dev {dev} root handle {HTB_MAJOR:x}: htb default {DEFAULT_MINOR:x}")),
+        args(&format!("class add dev {dev} parent {HTB_MAJOR:x}: classid {root} htb rate {rate} ceil {rate}")),
+    ];
+    commands.extend((0..bands.count()).map(|band| leaf(band_class(band), band)));
+    commands.push(leaf(ClassId { major: HTB_MAJOR, minor: DEFAULT_MINOR }, 0));
+    Ok(commands)
+}
+
+/// Counters of one class from `tc -s class show`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClassStats {
+    pub class: Option<ClassId>,
+    pub sent_bytes: u64,
+    pub sent_packets: u64,
+    pub dropped: u64,
+    pub backlog_bytes: u64,
+    pub backlog_packets: u64,
+}
+
+/// Parses the text of `tc -s class show dev DEV` (iproute2 has no JSON for HTB
+/// classes). Blocks start with `class <kind> <id>`; the counters come from the
+/// `Sent N bytes M pkt (dropped D, ...)` and `backlog Nb Mp` lines.
+pub fn parse_class_stats(text: &str) -> Vec<ClassStats> {
+    let mut out: Vec<ClassStats> = Vec::new();
+    for line in text.lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let number = |at: usize, suffix: &str| -> u64 {
+            let word = words.get(at).map_or("", |w| w.trim_end_matches(','));
+            word.strip_suffix(suffix).unwrap_or(word).parse().unwrap_or(0)
+        };
+        match words.first() {
+            Some(&"class") => out.push(ClassStats { class: words.get(2).and_then(|w| ClassId::parse(w)), ..Default::default() }),
+            Some(&"Sent") => {
+                if let Some(stats) = out.last_mut() {
+                    stats.sent_bytes = number(1, "");
+                    stats.sent_packets = number(3, "");
+                    if let Some(at) = words.iter().position(|w| *w == "(dropped") {
+                        stats.dropped = number(at + 1, "");
+                    }
+                }
+            }
+            Some(&"backlog") => {
+                if let Some(stats) = out.last_mut() {
+                    stats.backlog_bytes = number(1, "b");
+                    stats.backlog_packets = number(2, "p");
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Per-band counters (and the default class) picked out of all classes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BandRow {
+    /// `Some(i)` for band `i`, `None` for the default class.
+    pub band: Option<usize>,
+    pub stats: ClassStats,
+}
+
+/// The rows for bands `0..count` and the default class, in that order; a class
+/// missing from `classes` (bands not set up) is left out.
+pub fn band_stats(classes: &[ClassStats], count: usize) -> Vec<BandRow> {
+    let find = |id: ClassId| classes.iter().find(|c| c.class == Some(id)).copied();
+    let mut rows: Vec<BandRow> =
+        (0..count).filter_map(|band| find(band_class(band)).map(|stats| BandRow { band: Some(band), stats })).collect();
+    if let Some(stats) = find(ClassId { major: HTB_MAJOR, minor: DEFAULT_MINOR }) {
+        rows.push(BandRow { band: None, stats });
+    }
+    rows
+}
+
+/// Set up or show the strict-priority HTB bands used by `serve --kernel-bands` (000 §3).
 #[derive(Debug, clap::Args)]
-pub struct BandsArgs {}
+pub struct BandsArgs {
+    #[command(subcommand)]
+    action: BandsAction,
+}
 
-pub fn run(_args: BandsArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`bands` is not built yet (issue 2)")
+#[derive(Debug, clap::Subcommand)]
+enum BandsAction {
+    /// Replace DEV's root qdisc with an HTB root at RATE and one strict-priority leaf per band.
+    Setup {
+        /// Network device whose egress carries the responses (e.g. the server side of a veth pair).
+        #[arg(long)]
+        dev: String,
+        /// Link rate in bit/s with a tc-style unit: 10mbit, 500kbit, 1gbit.
+        #[arg(long)]
+        rate: String,
+        /// Size cutoffs between bands (bytes, K/M suffixes); n cutoffs make n+1 bands (000 §3.2).
+        #[arg(long, default_value = "1K,2K,5K,50K")]
+        cutoffs: Bands,
+        /// Print the tc commands instead of running them.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Print per-band sent bytes/packets, drops and backlog from `tc -s class show`.
+    Show {
+        #[arg(long)]
+        dev: String,
+        /// Number of bands to look for (cutoffs + 1).
+        #[arg(long, default_value_t = 5)]
+        bands: usize,
+        /// Print JSON (one object per band) instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove the root qdisc from DEV (back to the kernel default).
+    Clear {
+        #[arg(long)]
+        dev: String,
+    },
+}
+
+fn tc(args: &[String]) -> anyhow::Result<String> {
+    let output = Command::new("tc").args(args).output().with_context(|| "could not run `tc` (is iproute2 installed?)")?;
+    if !output.status.success() {
+        bail!("`tc {}` failed: {}", args.join(" "), String::from_utf8_lossy(&output.stderr).trim());
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+pub fn run(args: BandsArgs) -> anyhow::Result<()> {
+    match args.action {
+        BandsAction::Setup { dev, rate, cutoffs, dry_run } => {
+            let commands = setup_commands(&dev, parse_rate(&rate)?, &cutoffs)?;
+            for command in &commands {
+                if dry_run {
+                    println!("tc {}", command.join(" "));
+                } else {
+                    tc(command)?;
+                }
+            }
+            if !dry_run {
+                for band in 0..cutoffs.count() {
+                    println!("band {band}: class {} so_priority {}", band_class(band), so_priority(band));
+                }
+            }
+            Ok(())
+        }
+        BandsAction::Show { dev, bands, json } => {
+            if bands == 0 || bands > sojourn_sched::bands::MAX_BANDS {
+                bail!("--bands {bands}: expected 1..={}", sojourn_sched::bands::MAX_BANDS);
+            }
+            let text = tc(&["-s", "class", "show", "dev", &dev].map(String::from))?;
+            let rows = band_stats(&parse_class_stats(&text), bands);
+            if rows.is_empty() {
+                bail!("no sojourn bands on {dev}: run `sojourn-engine bands setup --dev {dev} --rate RATE` first");
+            }
+            for row in &rows {
+                let name = row.band.map_or("default".to_string(), |b| b.to_string());
+                let s = row.stats;
+                if json {
+                    println!(
+                        "{}",
+                        serde_json::json!({"band": row.band, "class": s.class.map(|c| c.to_string()), "sent_bytes": s.sent_bytes,
+                            "sent_packets": s.sent_packets, "dropped": s.dropped, "backlog_bytes": s.backlog_bytes, "backlog_packets": s.backlog_packets})
+                    );
+                } else {
+                    println!(
+                        "band {name:>7}  class {:>5}  sent {:>12} B {:>9} pkt  dropped {:>7}  backlog {:>8} B {:>5} pkt",
+                        s.class.map(|c| c.to_string()).unwrap_or_default(),
+                        s.sent_bytes,
+                        s.sent_packets,
+                        s.dropped,
+                        s.backlog_bytes,
+                        s.backlog_packets
+                    );
+                }
+            }
+            Ok(())
+        }
+        BandsAction::Clear { dev } => tc(&["qdisc", "del", "dev", &dev, "root"].map(String::from)).map(drop),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn so_priority_is_the_class_id() {
+        assert_eq!(so_priority(0), 0x0001_0010);
+        assert_eq!(so_priority(4), 0x0001_0014);
+        assert_eq!(band_class(4).to_string(), "1:14");
+        assert_eq!(ClassId::parse("1:14"), Some(band_class(4)));
+        assert_eq!(ClassId::parse("1:zz"), None);
+    }
+
+    #[test]
+    fn rates() {
+        for (text, bps) in [("10mbit", 10_000_000), ("10Mbit", 10_000_000), ("1.5kbit", 1500), ("1gbit", 1_000_000_000), ("2000000", 2_000_000)] {
+            assert_eq!(parse_rate(text).unwrap(), bps, "{text}");
+        }
+        for bad in ["", "fast", "-1mbit", "10mbps", "0"] {
+            let err = parse_rate(bad).unwrap_err().to_string();
+            assert!(err.contains(&format!("{bad:?}")) && err.contains("10mbit"), "{err}");
+        }
+    }
+
+    #[test]
+    fn setup_plan() {
+        let plan = setup_commands("eth9", 10_000_000, &Bands::default()).unwrap();
+        let lines: Vec<String> = plan.iter().map(|c| c.join(" ")).collect();
+        assert_eq!(lines[0], "qdisc replace dev eth9 root handle 1: htb default 20");
+        assert_eq!(lines[1], "class add dev eth9 parent 1: classid 1:1 htb rate 10000000bit ceil 10000000bit");
+        assert_eq!(lines[2], "class add dev eth9 parent 1:1 classid 1:10 htb rate 8000bit ceil 10000000bit prio 0 quantum 1514");
+        assert_eq!(lines[6], "class add dev eth9 parent 1:1 classid 1:14 htb rate 8000bit ceil 10000000bit prio 4 quantum 1514");
+        assert_eq!(lines[7], "class add dev eth9 parent 1:1 classid 1:20 htb rate 8000bit ceil 10000000bit prio 0 quantum 1514");
+        assert_eq!(lines.len(), 8);
+        assert!(setup_commands("eth9", 50_000, &Bands::default()).unwrap_err().to_string().contains("too low"));
+    }
+
+    const SHOW: &str = "class htb 1:11 parent 1:1 prio 1 rate 8Kbit ceil 10Mbit burst 1600b cburst 1600b 
+ Sent 1234 bytes 5 pkt (dropped 2, overlimits 0 requeues 0) 
+ backlog 300b 3p requeues 0
+ lended: 0 borrowed: 0 giants: 0
+ tokens: 25000000 ctokens: 20000
+
+class htb 1:10 parent 1:1 prio 0 rate 8Kbit ceil 10Mbit burst 1600b cburst 1600b 
+ Sent 99 bytes 1 pkt (dropped 0, overlimits 0 requeues 0) 
+ backlog 0b 0p requeues 0
+
+class htb 1:1 root rate 10Mbit ceil 10Mbit burst 1600b cburst 1600b 
+ Sent 1333 bytes 6 pkt (dropped 0, overlimits 0 requeues 0) 
+ backlog 0b 0p requeues 0
+
+class htb 1:20 parent 1:1 prio 0 rate 8Kbit ceil 10Mbit burst 1600b cburst 1600b 
+ Sent 7 bytes 1 pkt (dropped 0, overlimits 0 requeues 0) 
+ backlog 0b 0p requeues 0
+";
+
+    #[test]
+    fn show_parsing() {
+        let classes = parse_class_stats(SHOW);
+        assert_eq!(classes.len(), 4);
+        let rows = band_stats(&classes, 5);
+        assert_eq!(rows.len(), 3, "bands 0, 1 and the default");
+        assert_eq!(rows[0].band, Some(0));
+        assert_eq!(rows[0].stats.sent_bytes, 99);
+        assert_eq!(rows[1].band, Some(1));
+        assert_eq!(
+            rows[1].stats,
+            ClassStats { class: Some(band_class(1)), sent_bytes: 1234, sent_packets: 5, dropped: 2, backlog_bytes: 300, backlog_packets: 3 }
+        );
+        assert_eq!(rows[2].band, None);
+        assert_eq!(rows[2].stats.sent_bytes, 7);
+        assert!(parse_class_stats("garbage\nSent x\n").is_empty());
+    }
 }
