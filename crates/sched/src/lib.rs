@@ -12,6 +12,8 @@
 //! - `ReadyQueue::pop` is `O(log n)`, as are `push` and `remove`.
 
 pub mod bands;
+pub mod dispatch;
+pub mod dwfs;
 pub mod policy;
 pub mod queue;
 
