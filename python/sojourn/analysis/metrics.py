@@ -1,0 +1,198 @@
+"""The papers' metrics over one run's requests (the output of ``records.requests``).
+
+Pure functions of DataFrames and numbers; nothing here reads files or clocks.
+Response-time statistics are over *completed* requests (outcome ``ok``); incomplete
+requests are counted separately, never silently mixed in (000 §4 reports both).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from sojourn.analysis.records import ERROR_OUTCOMES, OUTCOMES
+
+
+def _percentiles(values: np.ndarray, prefix: str) -> dict[str, float]:
+    if values.size == 0:
+        return {f"{prefix}_{name}": math.nan for name in ("mean", "median", "p5", "p95", "p99")}
+    p5, median, p95, p99 = np.percentile(values, [5, 50, 95, 99])
+    return {f"{prefix}_mean": float(values.mean()), f"{prefix}_median": float(median),
+            f"{prefix}_p5": float(p5), f"{prefix}_p95": float(p95), f"{prefix}_p99": float(p99)}
+
+
+def squared_cv(values: np.ndarray) -> float:
+    """Squared coefficient of variation C² = Var/mean² (population variance)."""
+    if values.size == 0 or values.mean() == 0:
+        return math.nan
+    return float(values.var() / values.mean() ** 2)
+
+
+def largest_share_mean(requests: pd.DataFrame, share: float = 0.01) -> float:
+    """Mean response time of the largest ``share`` of completed requests by size
+    (000 §4: "the largest 1% of requests"); at least one request."""
+    done = requests[requests["completed"]]
+    if done.empty:
+        return math.nan
+    count = max(1, int(round(share * len(done))))
+    order = np.argsort(-done["size"].to_numpy(), kind="stable")[:count]
+    return float(done["response_s"].to_numpy()[order].mean())
+
+
+def biggest_request_mean(requests: pd.DataFrame) -> float:
+    """Mean response time of the completed requests for the biggest object."""
+    done = requests[requests["completed"]]
+    if done.empty:
+        return math.nan
+    return float(done.loc[done["size"] == done["size"].max(), "response_s"].mean())
+
+
+def run_span(requests: pd.DataFrame) -> float:
+    """Seconds from the first scheduled request to the last byte of any request."""
+    if requests.empty:
+        return 0.0
+    end = np.nanmax([requests["last_byte_s"].max(), requests["scheduled_s"].max()])
+    return float(end - requests["scheduled_s"].min())
+
+
+def summarize(requests: pd.DataFrame, link_bps: float | None = None, duration_s: float | None = None) -> dict:
+    """The summary metrics of one run (the issue's list; counters-based ones are in
+    :func:`counter_metrics`). ``duration_s`` defaults to :func:`run_span`."""
+    done = requests[requests["completed"]]
+    response = done["response_s"].to_numpy()
+    duration = duration_s if duration_s is not None else run_span(requests)
+    counts = requests["outcome"].value_counts()
+    outcomes = {name: int(counts.get(name, 0)) for name in OUTCOMES}
+    body_bytes = float(requests["bytes_all_attempts"].fillna(0).sum())
+    summary = {
+        "requests": int(len(requests)),
+        "completed": int(len(done)),
+        "incomplete": int(len(requests) - len(done)),
+        "errors": int(sum(outcomes[o] for o in ERROR_OUTCOMES)),
+        "gave_up": outcomes["gave_up"],
+        "retried_requests": int((requests["attempts"] > 1).sum()),
+        "outcomes": outcomes,
+        **_percentiles(response, "response"),
+        **_percentiles(done["ttfb_s"].to_numpy(), "ttfb"),
+        "response_c2": squared_cv(response),
+        "response_largest_1pct_mean": largest_share_mean(requests, 0.01),
+        "response_biggest_mean": biggest_request_mean(requests),
+        "lag_p99": float(np.nanpercentile(requests["lag_s"], 99)) if requests["lag_s"].notna().any() else math.nan,
+        "duration_s": duration,
+        "throughput_rps": len(done) / duration if duration > 0 else math.nan,
+        "throughput_bps": body_bytes * 8 / duration if duration > 0 else math.nan,
+    }
+    # Utilization from response bodies only (headers and TCP/IP overhead excluded);
+    # the link's own counters give the wire figure (counter_metrics).
+    summary["body_utilization"] = summary["throughput_bps"] / link_bps if link_bps else math.nan
+    if link_bps:
+        summary["slowdown_mean"] = float(np.nanmean(slowdown(done, link_bps))) if len(done) else math.nan
+    return summary
+
+
+def counter_metrics(counters: pd.DataFrame, link_bps: float | None = None) -> dict:
+    """SYN drops, peak connections and wire utilization from the testbed's per-second
+    counters (docs/testbed.md). Cumulative kernel counters are differenced over the run;
+    columns that are absent give NaN rather than a guess."""
+    out: dict[str, float] = {}
+    if counters is None or counters.empty:
+        return {"syn_drops": math.nan, "peak_connections": math.nan, "link_utilization": math.nan}
+
+    def delta(column: str) -> float:
+        if column not in counters:
+            return math.nan
+        series = pd.to_numeric(counters[column], errors="coerce").dropna()
+        return float(series.iloc[-1] - series.iloc[0]) if len(series) else math.nan
+
+    # 000 §4 "SYN drops": the listen queue overflowing / SYNs dropped (ListenDrops counts both).
+    drops = [delta(c) for c in ("ListenDrops", "listen_drops", "ListenOverflows", "listen_overflows")]
+    drops = [d for d in drops if not math.isnan(d)]
+    out["syn_drops"] = max(drops) if drops else math.nan
+    established = [c for c in ("established", "estab", "connections_established") if c in counters]
+    out["peak_connections"] = float(pd.to_numeric(counters[established[0]]).max()) if established else math.nan
+    utilization = [c for c in ("link_utilization", "utilization") if c in counters]
+    if utilization:
+        out["link_utilization"] = float(pd.to_numeric(counters[utilization[0]], errors="coerce").mean())
+    elif link_bps and "tx_bytes" in counters and "t_s" in counters:
+        span = float(counters["t_s"].iloc[-1] - counters["t_s"].iloc[0])
+        out["link_utilization"] = delta("tx_bytes") * 8 / span / link_bps if span > 0 else math.nan
+    else:
+        out["link_utilization"] = math.nan
+    return out
+
+
+def per_second(requests: pd.DataFrame, bin_s: float = 1.0) -> pd.DataFrame:
+    """Mean response time per bin of *arrival* (scheduled) time, as in 000 Fig. 8(a-b),
+    with the counts of arrivals, completions and incompletes per bin. Bins with no
+    completed request have NaN mean."""
+    if requests.empty:
+        return pd.DataFrame(columns=["t_s", "mean_response_s", "arrivals", "completed", "incomplete"])
+    start = requests["scheduled_s"].min()
+    index = np.floor((requests["scheduled_s"] - start) / bin_s).astype(int)
+    frame = pd.DataFrame({"bin": index, "response_s": requests["response_s"], "completed": requests["completed"]})
+    grouped = frame.groupby("bin")
+    bins = np.arange(index.max() + 1)
+    out = pd.DataFrame({
+        "t_s": bins * bin_s,
+        "mean_response_s": grouped["response_s"].mean().reindex(bins).to_numpy(),
+        "arrivals": grouped.size().reindex(bins, fill_value=0).to_numpy(),
+        "completed": grouped["completed"].sum().reindex(bins, fill_value=0).to_numpy().astype(int),
+    })
+    out["incomplete"] = out["arrivals"] - out["completed"]
+    return out
+
+
+def ccdf(values: np.ndarray, points: int | None = 2000) -> pd.DataFrame:
+    """Empirical complementary CDF P(X > x) at the sorted sample values (000 Fig. 8c),
+    thinned to about ``points`` log-spaced ranks for plotting (None keeps all)."""
+    values = np.sort(np.asarray(values, dtype=float)[~np.isnan(values)])
+    n = values.size
+    if n == 0:
+        return pd.DataFrame({"x": [], "ccdf": []})
+    # P(X > x_i) for the i-th smallest value: ties share the value after the last of them.
+    after = np.searchsorted(values, values, side="right")
+    probability = (n - after) / n
+    keep = np.arange(n)
+    if points is not None and n > points:
+        keep = np.unique(np.concatenate([np.unique(np.geomspace(1, n, points).astype(int) - 1), [n - 1]]))
+        keep = np.unique(np.concatenate([keep, n - 1 - keep]))
+    return pd.DataFrame({"x": values[keep], "ccdf": probability[keep]})
+
+
+def by_size(requests: pd.DataFrame, bins_per_decade: int = 4) -> pd.DataFrame:
+    """Mean (and median) response time of completed requests in logarithmic size bins
+    (004 Figs. 2 and 4; 000 Fig. 8d). Empty bins are omitted."""
+    done = requests[requests["completed"] & (requests["size"] > 0)]
+    columns = ["size_lo", "size_hi", "size_mid", "count", "mean_response_s", "median_response_s"]
+    if done.empty:
+        return pd.DataFrame(columns=columns)
+    exponent = np.floor(np.log10(done["size"].to_numpy()) * bins_per_decade).astype(int)
+    grouped = pd.DataFrame({"bin": exponent, "r": done["response_s"].to_numpy()}).groupby("bin")["r"]
+    bins = np.array(sorted(grouped.groups))
+    lo, hi = 10.0 ** (bins / bins_per_decade), 10.0 ** ((bins + 1) / bins_per_decade)
+    return pd.DataFrame({"size_lo": lo, "size_hi": hi, "size_mid": np.sqrt(lo * hi),
+                         "count": grouped.size().reindex(bins).to_numpy(),
+                         "mean_response_s": grouped.mean().reindex(bins).to_numpy(),
+                         "median_response_s": grouped.median().reindex(bins).to_numpy()})[columns]
+
+
+def slowdown(requests: pd.DataFrame, link_bps: float) -> np.ndarray:
+    """Slowdown = response time / the request's transmission time alone on the
+    bottleneck (size·8 / link rate), as in 004 §6 (NaN for incomplete requests)."""
+    service = requests["size"].to_numpy(dtype=float) * 8.0 / link_bps
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(service > 0, requests["response_s"].to_numpy() / service, np.nan)
+
+
+def slowdown_by_size_percentile(requests: pd.DataFrame, link_bps: float, groups: int = 100) -> pd.DataFrame:
+    """Mean slowdown per percentile of request size (004 Figs. 7-8)."""
+    done = requests[requests["completed"]]
+    if done.empty:
+        return pd.DataFrame(columns=["percentile", "mean_slowdown", "count"])
+    ranks = done["size"].rank(method="first").to_numpy()
+    percentile = np.minimum(((ranks - 1) * groups / len(done)).astype(int), groups - 1)
+    frame = pd.DataFrame({"percentile": (percentile + 1) * (100 / groups), "s": slowdown(done, link_bps)})
+    grouped = frame.groupby("percentile")["s"]
+    return pd.DataFrame({"mean_slowdown": grouped.mean(), "count": grouped.size()}).reset_index()

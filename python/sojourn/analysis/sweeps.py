@@ -1,0 +1,52 @@
+"""Across runs: confidence intervals over repetitions (002 §3.5) and capacity over a
+load sweep (002 §4.4)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+
+def confidence_interval(samples, level: float = 0.90) -> tuple[float, float, float]:
+    """(mean, low, high): the two-sided ``level`` interval of the mean from Student's t
+    with n−1 degrees of freedom, as 002 §3.5 (which checks normality and accepts n = 3).
+    With one sample the interval is that sample (no spread can be estimated)."""
+    values = np.asarray(samples, dtype=float)
+    values = values[~np.isnan(values)]
+    if values.size == 0:
+        return (math.nan, math.nan, math.nan)
+    mean = float(values.mean())
+    if values.size == 1:
+        return (mean, mean, mean)
+    half = float(stats.t.ppf(0.5 + level / 2, values.size - 1) * values.std(ddof=1) / math.sqrt(values.size))
+    return (mean, mean - half, mean + half)
+
+
+def over_repetitions(summaries: pd.DataFrame, by: list[str], metrics: list[str], level: float = 0.90) -> pd.DataFrame:
+    """One row per group of ``by`` (e.g. run name) with ``<metric>``, ``<metric>_lo``,
+    ``<metric>_hi`` and the number of repetitions ``n``."""
+    rows = []
+    for key, group in summaries.groupby(by, sort=False):
+        key = key if isinstance(key, tuple) else (key,)
+        row = dict(zip(by, key))
+        row["n"] = len(group)
+        for metric in metrics:
+            mean, low, high = confidence_interval(group[metric].to_numpy(dtype=float), level)
+            row[metric], row[f"{metric}_lo"], row[f"{metric}_hi"] = mean, low, high
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def capacity(sweep: pd.DataFrame, load: str, throughput: str = "throughput_rps") -> dict:
+    """002 §4.4: capacity is the maximum throughput over the load sweep (whatever load
+    reached it). Returns the capacity, the load that reached it, and whether that load is
+    the sweep's last point (then the server may not have been saturated)."""
+    valid = sweep.dropna(subset=[throughput])
+    if valid.empty:
+        return {"capacity": math.nan, "at_load": math.nan, "at_sweep_end": False}
+    best = valid.loc[valid[throughput].idxmax()]
+    return {"capacity": float(best[throughput]), "at_load": best[load].item() if hasattr(best[load], "item") else best[load],
+            "at_sweep_end": bool(best[load] == valid[load].max())}

@@ -1,0 +1,178 @@
+"""sojourn.analysis on hand-made records whose answers are computed by hand below."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sojourn import analysis
+from sojourn.analysis.records import RecordsError
+
+# Five requests. Request 1 was aborted once and succeeded on its retry; 3 gave up; 4 failed to connect.
+RECORDS = """\
+request_id,attempt,final,client,path,expected_size,bytes,status,scheduled_s,dispatch_s,sent_s,first_byte_s,last_byte_s,outcome,error
+0,0,1,0,/a,100,100,200,0.0,0.001,0.01,0.02,0.10,ok,
+1,0,0,1,/b,1000,300,200,0.5,0.5,0.51,0.9,1.5,aborted,
+1,1,1,1,/b,1000,1000,200,0.5,1.5,1.6,2.0,2.5,ok,
+2,0,1,2,/c,10000,10000,200,1.2,1.2,1.21,1.3,1.5,ok,
+3,0,1,0,/a,100,0,,1.6,1.6,1.61,,3.0,gave_up,
+4,0,1,3,/d,500,0,,2.0,2.0,,,2.0,connect_error,ECONNREFUSED
+"""
+
+
+@pytest.fixture
+def write(tmp_path):
+    counter = iter(range(1000))
+
+    def write_csv(text):
+        path = tmp_path / f"records{next(counter)}.csv"
+        path.write_text(text)
+        return path
+    return write_csv
+
+
+@pytest.fixture
+def reqs(write):
+    return analysis.requests(analysis.read_records(write(RECORDS)))
+
+
+def test_derived_times(reqs):
+    assert list(reqs["request_id"]) == [0, 1, 2, 3, 4]
+    assert np.allclose(reqs["response_s"][:3], [0.10, 2.0, 0.3])
+    assert np.allclose(reqs["ttfb_s"][:3], [0.02, 1.5, 0.1])
+    assert reqs["response_s"][3:].isna().all()
+    assert list(reqs["attempts"]) == [1, 2, 1, 1, 1]
+    # Lag is attempt 0's dispatch minus schedule.
+    assert reqs["lag_s"][0] == pytest.approx(0.001) and reqs["lag_s"][1] == pytest.approx(0.0)
+
+
+def test_summary(reqs):
+    s = analysis.summarize(reqs, link_bps=8000, duration_s=3.0)
+    assert (s["requests"], s["completed"], s["incomplete"], s["errors"], s["gave_up"], s["retried_requests"]) == (5, 3, 2, 1, 1, 1)
+    assert s["outcomes"]["connect_error"] == 1 and s["outcomes"]["ok"] == 3
+    assert s["response_mean"] == pytest.approx(0.8)
+    assert s["response_median"] == pytest.approx(0.3)
+    # Var = (0.7² + 1.2² + 0.5²)/3 = 0.726667; C² = Var / 0.8² = 1.135417.
+    assert s["response_c2"] == pytest.approx(0.7266667 / 0.64, rel=1e-6)
+    assert s["response_largest_1pct_mean"] == pytest.approx(0.3)  # one request: the 10000-byte one
+    assert s["throughput_rps"] == pytest.approx(1.0)
+    # Bodies of all attempts: (100 + 300 + 1000 + 10000) B x 8 / 3 s = 30400 bit/s; link 8000 bit/s.
+    assert s["throughput_bps"] == pytest.approx(30400)
+    assert s["body_utilization"] == pytest.approx(30400 / 8000)
+    # Slowdowns 0.1/0.1 = 1, 2.0/1.0 = 2, 0.3/10 = 0.03.
+    assert s["slowdown_mean"] == pytest.approx((1 + 2 + 0.03) / 3)
+
+
+def test_per_second(reqs):
+    table = analysis.per_second(reqs)
+    assert list(table["arrivals"]) == [2, 2, 1]
+    assert list(table["completed"]) == [2, 1, 0]
+    assert list(table["incomplete"]) == [0, 1, 1]
+    assert table["mean_response_s"][0] == pytest.approx(1.05)
+    assert table["mean_response_s"][1] == pytest.approx(0.3)
+    assert math.isnan(table["mean_response_s"][2])
+
+
+def test_by_size_and_ccdf(reqs):
+    table = analysis.by_size(reqs, bins_per_decade=1)
+    assert list(table["size_lo"]) == [100, 1000, 10000]
+    assert np.allclose(table["mean_response_s"], [0.1, 2.0, 0.3])
+    c = analysis.ccdf(np.array([1.0, 2.0, 2.0, 3.0]))
+    assert list(c["x"]) == [1, 2, 2, 3]
+    assert list(c["ccdf"]) == [0.75, 0.25, 0.25, 0.0]
+
+
+def test_counter_metrics():
+    counters = pd.DataFrame({"t_s": [0, 1, 2], "ListenDrops": [10, 15, 40], "established": [3, 9, 4],
+                             "tx_bytes": [0, 500, 2500]})
+    out = analysis.counter_metrics(counters, link_bps=10_000)
+    assert out["syn_drops"] == 30 and out["peak_connections"] == 9
+    assert out["link_utilization"] == pytest.approx(2500 * 8 / 2 / 10_000)
+    assert math.isnan(analysis.counter_metrics(pd.DataFrame({"t_s": [0, 1]}))["syn_drops"])
+
+
+def test_bad_records_are_named(write):
+    with pytest.raises(RecordsError, match="missing required column.*outcome"):
+        analysis.read_records(write("request_id,final,scheduled_s,last_byte_s\n0,1,0,1\n"))
+    with pytest.raises(RecordsError, match="unknown outcome.*teleported"):
+        analysis.read_records(write("request_id,final,scheduled_s,last_byte_s,outcome\n0,1,0,1,teleported\n"))
+    double = analysis.read_records(write("request_id,final,scheduled_s,last_byte_s,outcome\n0,1,0,1,ok\n0,1,0,2,ok\n"))
+    with pytest.raises(RecordsError, match="request_id 0 has more than one final"):
+        analysis.requests(double)
+    none = analysis.read_records(write("request_id,final,scheduled_s,last_byte_s,outcome\n0,0,0,1,aborted\n"))
+    with pytest.raises(RecordsError, match="request_id 0 has no final"):
+        analysis.requests(none)
+
+
+# --- service inversion (001 eq. 3) -------------------------------------------------------
+
+def test_inversion_paper_example():
+    # Sizes a<b<c<d<e finish in the order b, c, a, d, e: distances 2,1,1,0,0 -> 4/12 (001 §3.3).
+    sizes = [1, 2, 3, 4, 5]
+    finish_times = [3, 1, 2, 4, 5]
+    assert analysis.service_inversion_index(sizes, finish_times) == pytest.approx(4 / 12)
+    assert analysis.service_inversion_index(sizes, [1, 2, 3, 4, 5]) == 0.0
+    assert analysis.service_inversion_index(sizes, [5, 4, 3, 2, 1]) == 1.0
+
+
+def brute_force_inversion(sizes, times):
+    n = len(sizes)
+    ideal = sorted(range(n), key=lambda i: (sizes[i], times[i]))
+    observed = sorted(range(n), key=lambda i: (times[i], sizes[i]))
+    distance = sum(abs(observed.index(i) - ideal.index(i)) for i in range(n))
+    return distance / (n * n // 2)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 8), st.integers(0, 8)), min_size=2, max_size=40))
+def test_inversion_matches_definition(pairs):
+    sizes = [p[0] for p in pairs]
+    times = [p[1] for p in pairs]
+    index = analysis.service_inversion_index(sizes, times)
+    assert index == pytest.approx(brute_force_inversion(sizes, times))
+    assert 0.0 <= index <= 1.0
+
+
+@given(st.integers(2, 500))
+def test_reverse_order_is_exactly_one(n):
+    sizes = np.arange(n)
+    assert analysis.service_inversion_index(sizes, -sizes.astype(float)) == 1.0
+
+
+def test_inversion_is_fast_on_a_million():
+    rng = np.random.default_rng(1)
+    sizes = rng.integers(1, 1000, 1_000_000)
+    # Served in size order with ties: exactly 0.
+    assert analysis.service_inversion_index(sizes, sizes * 0.001) == 0.0
+
+
+def test_decile_composition():
+    frame = pd.DataFrame({"size": np.arange(1, 21), "response_s": np.arange(1, 21) * 0.1, "completed": True})
+    table = analysis.decile_composition(frame)
+    assert table.loc[0].tolist() == [1.0, 0.0, 0.0, 0.0]
+    assert table.loc[2].tolist() == [0.5, 0.5, 0.0, 0.0]
+    assert table.loc[9].tolist() == [0.0, 0.0, 0.0, 1.0]
+    series = table.attrs["series"]
+    assert [(s["min"], s["max"]) for s in series] == [(1, 5), (6, 10), (11, 15), (16, 20)]
+    # Equal sizes never split: six 1s and one each of 2 and 3 in two series.
+    assert analysis.size_series(np.array([1, 1, 1, 1, 1, 1, 2, 3]), 2).tolist() == [0] * 6 + [1, 1]
+
+
+# --- across runs -------------------------------------------------------------------------
+
+def test_confidence_interval_and_capacity():
+    mean, low, high = analysis.confidence_interval([1.0, 2.0, 3.0])
+    # t(0.95; 2 d.f.) = 2.919986, s = 1, n = 3: half-width 1.685854.
+    assert mean == 2.0
+    assert (high - mean) == pytest.approx(2.919986 / math.sqrt(3), rel=1e-5)
+    assert low == pytest.approx(2 * mean - high)
+    assert analysis.confidence_interval([4.0]) == (4.0, 4.0, 4.0)
+    sweep = pd.DataFrame({"clients": [8, 16, 32, 64], "throughput_rps": [100, 180, 170, 150]})
+    assert analysis.capacity(sweep, "clients") == {"capacity": 180.0, "at_load": 16, "at_sweep_end": False}
+    table = analysis.over_repetitions(pd.DataFrame({"run": ["a", "a", "a", "b"], "m": [1.0, 2.0, 3.0, 5.0]}), ["run"], ["m"])
+    assert list(table["n"]) == [3, 1] and table["m_hi"][1] == 5.0
