@@ -1,0 +1,135 @@
+"""``sojourn testbed up|down|status``: the testbed by hand.
+
+``up`` builds the testbed and leaves it running (the emulator and helper
+processes keep running in the namespaces); ``down`` removes everything with the
+prefix, including leftovers of a killed run; ``status`` shows what exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import fields
+
+from . import sysnet
+from .config import CONGESTION_CONTROLS, ConfigError, TcpKnobs, TestbedConfig, WanGroup
+from .topology import Testbed
+
+GROUP_FIELDS = {f.name: f.type for f in fields(WanGroup)}
+
+
+def parse_group(text: str) -> WanGroup:
+    """``name=g0,clients=2,rtt_ms=50,loss=0.03,loss_model=two-state`` -> WanGroup."""
+    values: dict[str, object] = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or key not in GROUP_FIELDS:
+            raise argparse.ArgumentTypeError(
+                f"--group item {item!r}: expected key=value with key one of {', '.join(GROUP_FIELDS)}")
+        kind = GROUP_FIELDS[key]
+        try:
+            if "bool" in kind:
+                values[key] = value.lower() in ("1", "true", "yes", "on")
+            elif "int" in kind:
+                values[key] = None if value.lower() == "none" else int(float(value))
+            elif "float" in kind:
+                values[key] = float(value)
+            else:
+                values[key] = value
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"--group {key}={value!r}: not a number") from None
+    values.setdefault("name", "g0")
+    try:
+        return WanGroup(**values)
+    except ConfigError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def parse_rate(text: str) -> int:
+    """``10M``, ``1.5G``, ``800k`` or plain bits per second."""
+    units = {"k": 1e3, "m": 1e6, "g": 1e9}
+    scale = units.get(text[-1:].lower(), 1)
+    try:
+        return int(float(text[:-1] if scale != 1 else text) * scale)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"rate {text!r}: expected bits/s like 10M, 1G, 800k or 10000000") from None
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="testbed_command", metavar="ACTION", required=True)
+    up = sub.add_parser("up", help="build the testbed and leave it running",
+                        description="Build the namespaces, the bottleneck uplink, the WAN emulator and TCP knobs.")
+    up.add_argument("--prefix", default="sjtb", help="name prefix of namespaces and interfaces (default sjtb)")
+    up.add_argument("--link", type=parse_rate, default=10_000_000, help="server uplink rate in bit/s (default 10M)")
+    up.add_argument("--queue-bytes", type=int, help="uplink queue limit in bytes (default 1000 packets)")
+    up.add_argument("--bands", help="size cutoffs of the priority bands, e.g. 1K,2K,5K,50K (default: one FIFO)")
+    up.add_argument("--group", action="append", type=parse_group, metavar="SPEC",
+                    help="a client group, e.g. name=g0,clients=2,rtt_ms=50,loss=0.03,loss_model=two-state,"
+                         "rate_bps=1000000,mtu=1500 (repeatable; default one client, no WAN conditions)")
+    up.add_argument("--congestion", choices=CONGESTION_CONTROLS, default="reno",
+                    help="congestion control of both namespaces (default reno, the papers' NewReno)")
+    up.add_argument("--no-sack", action="store_true", help="disable SACK")
+    up.add_argument("--syncookies", action="store_true", help="enable SYN cookies")
+    up.add_argument("--syn-backlog", type=int, default=512, help="tcp_max_syn_backlog (default 512)")
+    up.add_argument("--somaxconn", type=int, default=512, help="accept queue limit (default 512)")
+    up.add_argument("--initcwnd", type=int, help="initial congestion window (route metric)")
+    up.add_argument("--cwnd-clamp", type=int, help="congestion window clamp (locked route metric)")
+    up.add_argument("--rto-min-ms", type=int, help="minimum RTO in ms (route metric)")
+    up.add_argument("--emulator", choices=("auto", "on", "off"), default="auto",
+                    help="run the WAN emulator: auto = when a group has WAN conditions")
+    up.add_argument("--seed", type=int, default=1, help="emulator random seed")
+    up.add_argument("--workdir", help="where the emulator's config and counters go (default: a temp dir)")
+    up.set_defaults(func=cmd_up)
+    down = sub.add_parser("down", help="remove the testbed (and leftovers of killed runs)")
+    down.add_argument("--prefix", default="sjtb")
+    down.set_defaults(func=cmd_down)
+    status = sub.add_parser("status", help="show namespaces, addresses, qdiscs and processes of the testbed")
+    status.add_argument("--prefix", default="sjtb")
+    status.set_defaults(func=cmd_status)
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    try:
+        tcp = TcpKnobs(congestion=args.congestion, sack=not args.no_sack, syncookies=args.syncookies,
+                       syn_backlog=args.syn_backlog, somaxconn=args.somaxconn, initcwnd=args.initcwnd,
+                       cwnd_clamp=args.cwnd_clamp, rto_min_ms=args.rto_min_ms)
+        cfg = TestbedConfig(prefix=args.prefix, link_bps=args.link, queue_bytes=args.queue_bytes, bands=args.bands,
+                            groups=tuple(args.group or [WanGroup(name="g0")]), tcp=tcp,
+                            emulator={"auto": None, "on": True, "off": False}[args.emulator], seed=args.seed)
+        tb = Testbed(cfg, workdir=args.workdir)
+        tb.up()
+    except (ConfigError, PermissionError, sysnet.NetError, FileNotFoundError) as err:
+        print(f"sojourn testbed up: {err}", file=sys.stderr)
+        if isinstance(err, sysnet.NetError):
+            sysnet.remove_prefix(args.prefix)
+        return 1
+    print(json.dumps({"server_ns": tb.server_ns, "server_addr": tb.server_addr, "client_ns": tb.client_ns,
+                      "client_addrs": tb.client_addrs, "router_ns": tb.router_ns,
+                      "wan_counters": str(tb.wan_counters_path) if tb.wan_counters_path else None}, indent=2))
+    return 0
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    try:
+        sysnet.require_root()
+    except PermissionError as err:
+        print(f"sojourn testbed down: {err}", file=sys.stderr)
+        return 1
+    removed = sysnet.remove_prefix(args.prefix)
+    print("\n".join(removed) if removed else f"nothing with prefix {args.prefix}")
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    names = sysnet.namespaces_with_prefix(args.prefix)
+    if not names:
+        print(f"no testbed with prefix {args.prefix}")
+        return 1
+    for ns in names:
+        print(f"== {ns} (pids {' '.join(map(str, sysnet.ns_pids(ns))) or '-'})")
+        print(sysnet.ip(ns, "-br", "addr", "show").rstrip())
+        if ns.endswith("-srv"):
+            print(sysnet.tc(ns, "-s", "qdisc", "show", "dev", f"{args.prefix}s", check=False).rstrip())
+    return 0

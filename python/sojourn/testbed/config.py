@@ -1,0 +1,242 @@
+"""What a testbed is made of: validated, immutable configuration.
+
+Everything here is plain data checked at construction: a ``TestbedConfig`` that
+constructs is one the testbed can build (names fit Linux's 15-character interface
+limit, addresses fit the address plan, numbers are in range). Errors name the bad
+field and what is accepted.
+
+Address plan (the same in every testbed: each testbed has its own namespaces, so
+two testbeds with different prefixes never see each other's addresses):
+
+- server namespace ``<prefix>-srv``: ``10.77.0.1/24``, default route via the router;
+- client namespace ``<prefix>-cli``: group ``g`` client ``i`` is ``10.78.g.(i+1)``;
+- router namespace ``<prefix>-rtr``: ``10.77.0.254`` and ``10.78.255.254``, and the
+  WAN emulator's TUN device.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from dataclasses import dataclass, field
+
+SERVER_ADDR = "10.77.0.1"
+SERVER_NET_PREFIXLEN = 24
+ROUTER_SERVER_SIDE = "10.77.0.254"
+CLIENT_NET = "10.78.0.0/16"
+ROUTER_CLIENT_SIDE = "10.78.255.254"
+MAX_GROUPS = 250
+MAX_CLIENTS_PER_GROUP = 250
+
+PREFIX_PATTERN = re.compile(r"^[a-z][a-z0-9]{1,7}$")
+CONGESTION_CONTROLS = ("reno", "cubic", "bbr")
+LOSS_MODELS = ("bernoulli", "two-state")
+
+
+class ConfigError(ValueError):
+    """A configuration value the testbed cannot build; the message names it."""
+
+
+def _check(condition: bool, message: str) -> None:
+    if not condition:
+        raise ConfigError(message)
+
+
+@dataclass(frozen=True)
+class WanGroup:
+    """Clients that share wide-area conditions (000 §5.1 (B): e.g. five groups
+    with RTT 0, 37.5, 75, 112.5, 150 ms).
+
+    ``rtt_ms`` is split evenly between the two directions. ``loss`` applies to
+    each direction on its own: ``bernoulli`` drops each packet independently
+    (Dummynet, 002 §3.4); ``two-state`` keeps a good/bad state per connection
+    (002 §3.4, Fig. 5) whose probability of staying bad is ``conditional_loss``
+    (35% in 002) and whose overall loss rate is ``loss``. ``rate_bps`` limits each
+    direction of the group's access link (None: unlimited); the queue in front of
+    it is ``queue_bytes``/``queue_packets`` (None: sized from the bandwidth-delay
+    product by the emulator). ``mtu`` (536-1500, 000 Table 2 (I)) clamps the TCP
+    MSS of the group's connections to ``mtu - 40``.
+    """
+
+    name: str
+    clients: int = 1
+    rtt_ms: float = 0.0
+    jitter_ms: float = 0.0
+    loss: float = 0.0
+    loss_model: str = "bernoulli"
+    conditional_loss: float = 0.35
+    rate_bps: int | None = None
+    queue_bytes: int | None = None
+    queue_packets: int | None = None
+    mtu: int = 1500
+    reorder: bool = False
+
+    def __post_init__(self) -> None:
+        _check(re.fullmatch(r"[A-Za-z0-9_.-]{1,32}", self.name) is not None,
+               f"group name {self.name!r}: use 1-32 letters, digits, '_', '.', '-'")
+        _check(1 <= self.clients <= MAX_CLIENTS_PER_GROUP,
+               f"group {self.name}: clients={self.clients}, accepted 1..{MAX_CLIENTS_PER_GROUP}")
+        _check(0.0 <= self.rtt_ms <= 10_000.0, f"group {self.name}: rtt_ms={self.rtt_ms}, accepted 0..10000")
+        _check(0.0 <= self.jitter_ms <= 10_000.0, f"group {self.name}: jitter_ms={self.jitter_ms}, accepted 0..10000")
+        _check(0.0 <= self.loss < 1.0, f"group {self.name}: loss={self.loss}, accepted 0 <= loss < 1")
+        _check(self.loss_model in LOSS_MODELS,
+               f"group {self.name}: loss_model={self.loss_model!r}, accepted {', '.join(LOSS_MODELS)}")
+        _check(0.0 <= self.conditional_loss < 1.0,
+               f"group {self.name}: conditional_loss={self.conditional_loss}, accepted 0 <= p < 1")
+        if self.loss_model == "two-state" and self.loss > 0:
+            _check(self.conditional_loss >= self.loss,
+                   f"group {self.name}: conditional_loss={self.conditional_loss} below loss={self.loss}: "
+                   "a two-state model needs conditional loss >= overall loss")
+        _check(self.rate_bps is None or 8_000 <= self.rate_bps <= 100_000_000_000,
+               f"group {self.name}: rate_bps={self.rate_bps}, accepted None or 8000..1e11")
+        _check(self.queue_bytes is None or self.queue_bytes >= 1500,
+               f"group {self.name}: queue_bytes={self.queue_bytes}, accepted None or >= 1500")
+        _check(self.queue_packets is None or self.queue_packets >= 1,
+               f"group {self.name}: queue_packets={self.queue_packets}, accepted None or >= 1")
+        _check(536 <= self.mtu <= 1500, f"group {self.name}: mtu={self.mtu}, accepted 536..1500 (000 Table 2 (I))")
+
+    @property
+    def emulated(self) -> bool:
+        """Whether this group needs the emulator (anything but a plain wire)."""
+        return bool(self.rtt_ms or self.jitter_ms or self.loss or self.rate_bps or self.mtu != 1500)
+
+
+@dataclass(frozen=True)
+class TcpKnobs:
+    """TCP settings of one namespace (sysctls inside the namespace, route metrics
+    on its default route); the host's own settings are never touched.
+
+    ``syn_backlog`` and ``somaxconn`` default to the papers' SYNQ = ACKQ = 512
+    (000 Table 2 (A)). ``cwnd_clamp`` locks the congestion window's upper bound
+    (001 §6.3, Fig. 18). ``congestion`` defaults to reno: the papers' hosts ran
+    NewReno (002 §4.3), which is what Linux's reno implements (RFC 6582). A
+    namespace may only choose algorithms in the host's
+    ``net.ipv4.tcp_allowed_congestion_control`` (the testbed does not change it).
+    Linux's initial RTO is 1 s and cannot be set per route;
+    ``rto_min_ms`` sets only the lower bound of the RTO (see docs/testbed.md).
+    """
+
+    congestion: str = "reno"
+    sack: bool = True
+    syncookies: bool = False
+    syn_backlog: int = 512
+    somaxconn: int = 512
+    initcwnd: int | None = None
+    cwnd_clamp: int | None = None
+    rto_min_ms: int | None = None
+
+    def __post_init__(self) -> None:
+        _check(self.congestion in CONGESTION_CONTROLS,
+               f"congestion={self.congestion!r}, accepted {', '.join(CONGESTION_CONTROLS)}")
+        _check(1 <= self.syn_backlog <= 1 << 20, f"syn_backlog={self.syn_backlog}, accepted 1..1048576")
+        _check(1 <= self.somaxconn <= 1 << 20, f"somaxconn={self.somaxconn}, accepted 1..1048576")
+        _check(self.initcwnd is None or 1 <= self.initcwnd <= 1000, f"initcwnd={self.initcwnd}, accepted None or 1..1000")
+        _check(self.cwnd_clamp is None or 1 <= self.cwnd_clamp <= 100_000,
+               f"cwnd_clamp={self.cwnd_clamp}, accepted None or 1..100000")
+        _check(self.rto_min_ms is None or 1 <= self.rto_min_ms <= 60_000,
+               f"rto_min_ms={self.rto_min_ms}, accepted None or 1..60000")
+
+    def sysctls(self) -> dict[str, str]:
+        """The namespace sysctls these knobs set."""
+        return {
+            "net.ipv4.tcp_congestion_control": self.congestion,
+            "net.ipv4.tcp_sack": str(int(self.sack)),
+            "net.ipv4.tcp_syncookies": str(int(self.syncookies)),
+            "net.ipv4.tcp_max_syn_backlog": str(self.syn_backlog),
+            "net.core.somaxconn": str(self.somaxconn),
+        }
+
+    def route_metrics(self) -> list[str]:
+        """`ip route` arguments for the per-route knobs."""
+        args: list[str] = []
+        if self.initcwnd is not None:
+            args += ["initcwnd", str(self.initcwnd)]
+        if self.cwnd_clamp is not None:
+            # Only a locked RTAX_CWND becomes snd_cwnd_clamp (tcp_init_metrics).
+            args += ["cwnd", "lock", str(self.cwnd_clamp)]
+        if self.rto_min_ms is not None:
+            args += ["rto_min", f"{self.rto_min_ms}ms"]
+        return args
+
+
+def parse_bands(bands: str | None) -> list[int] | None:
+    """Size cutoffs like ``"1K,2K,5K,50K"`` (000 §3) as byte counts, or None."""
+    if bands is None or bands == "":
+        return None
+    units = {"": 1, "K": 1024, "M": 1024 * 1024}
+    cutoffs = []
+    for item in bands.split(","):
+        match = re.fullmatch(r"\s*(\d+)\s*([KM]?)\s*", item.upper())
+        _check(match is not None, f"bands={bands!r}: item {item!r} is not a size like 1K, 50K or 2048")
+        cutoffs.append(int(match.group(1)) * units[match.group(2)])
+    _check(cutoffs == sorted(set(cutoffs)), f"bands={bands!r}: cutoffs must be strictly increasing")
+    _check(len(cutoffs) <= 7, f"bands={bands!r}: at most 7 cutoffs (8 HTB priorities)")
+    return cutoffs
+
+
+@dataclass(frozen=True)
+class TestbedConfig:
+    """One testbed: a server behind a bottleneck uplink, client groups behind the
+    WAN emulator.
+
+    ``link_bps`` is the server's uplink rate (000 §2.5: 10 Mbit/s); ``queue_bytes``
+    its queue limit (None: a 1000-packet pfifo, Linux's default txqueuelen).
+    ``bands`` are the size cutoffs of kernel-level SRPT (000 §3), None for a
+    single FIFO. ``tcp`` applies to the server namespace, ``client_tcp`` (default:
+    the same) to the client namespace. ``emulator`` None runs the WAN emulator
+    when any group asks for WAN conditions, True always, False never.
+    """
+
+    __test__ = False  # not a pytest test class despite the name
+
+    prefix: str = "sjtb"
+    link_bps: int = 10_000_000
+    queue_bytes: int | None = None
+    bands: str | None = None
+    groups: tuple[WanGroup, ...] = field(default_factory=lambda: (WanGroup(name="g0"),))
+    tcp: TcpKnobs = field(default_factory=TcpKnobs)
+    client_tcp: TcpKnobs | None = None
+    emulator: bool | None = None
+    seed: int = 1
+
+    def __post_init__(self) -> None:
+        _check(PREFIX_PATTERN.fullmatch(self.prefix) is not None,
+               f"prefix={self.prefix!r}: use 2-8 lowercase letters/digits starting with a letter "
+               "(it names namespaces and interfaces, which Linux limits to 15 characters)")
+        _check(8_000 <= self.link_bps <= 100_000_000_000, f"link_bps={self.link_bps}, accepted 8000..1e11")
+        _check(self.queue_bytes is None or self.queue_bytes >= 1500,
+               f"queue_bytes={self.queue_bytes}, accepted None or >= 1500")
+        parse_bands(self.bands)
+        object.__setattr__(self, "groups", tuple(self.groups))
+        _check(1 <= len(self.groups) <= MAX_GROUPS, f"{len(self.groups)} groups, accepted 1..{MAX_GROUPS}")
+        names = [g.name for g in self.groups]
+        _check(len(set(names)) == len(names), f"group names repeat: {names}")
+        _check(0 <= self.seed < 1 << 63, f"seed={self.seed}, accepted 0..2^63-1")
+
+    @property
+    def cutoffs(self) -> list[int] | None:
+        return parse_bands(self.bands)
+
+    @property
+    def uses_emulator(self) -> bool:
+        if self.emulator is None:
+            return any(g.emulated for g in self.groups)
+        return self.emulator
+
+    def ns(self, role: str) -> str:
+        """Namespace name of ``role`` (srv, cli or rtr)."""
+        return f"{self.prefix}-{role}"
+
+    def dev(self, role: str) -> str:
+        """Interface name: ``s`` server uplink, ``sr`` router side of it, ``c``
+        clients' link, ``cr`` router side of it, ``t`` emulator TUN."""
+        return f"{self.prefix}{role}"
+
+    def group_addrs(self) -> dict[str, list[str]]:
+        """Client addresses per group name (group g client i = 10.78.g.(i+1))."""
+        net = ipaddress.ip_network(CLIENT_NET)
+        base = int(net.network_address)
+        return {
+            group.name: [str(ipaddress.ip_address(base + (g << 8) + i + 1)) for i in range(group.clients)]
+            for g, group in enumerate(self.groups)
+        }

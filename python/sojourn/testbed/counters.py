@@ -1,0 +1,168 @@
+"""Kernel counters of the server namespace, sampled into a CSV time series.
+
+Reading ``/proc/<pid>/net/*`` of a process inside the server namespace shows that
+namespace's tables, so sampling costs no process spawn except one ``tc`` call
+for the qdisc counters. Columns (docs/testbed.md):
+
+``t_s`` seconds since sampling started; ``established``, ``syn_recv`` socket
+counts; ``accept_queue`` connections waiting in listen queues; cumulative
+``listen_overflows``, ``listen_drops`` (the papers' SYN drops), ``retrans_segs``,
+``syn_retrans``; ``uplink_tx_bytes`` and ``uplink_util`` (fraction of the link
+rate over the last interval); ``server_cpu`` (CPU seconds per second of every
+process in the server namespace over the last interval); per leaf qdisc of the
+uplink ``q<class>_sent_bytes``, ``q<class>_dropped``, ``q<class>_backlog_bytes``.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import threading
+import time
+from pathlib import Path
+
+from . import uplink
+
+# /proc/net/tcp "st" field (include/net/tcp_states.h)
+TCP_ESTABLISHED = "01"
+TCP_SYN_RECV = "03"
+TCP_LISTEN = "0A"
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def parse_proc_net_stats(text: str) -> dict[str, int]:
+    """``/proc/net/netstat`` or ``/proc/net/snmp`` (header line, value line per
+    protocol) as ``{"TcpExt.ListenDrops": n, ...}``."""
+    values: dict[str, int] = {}
+    lines = text.splitlines()
+    for header, row in zip(lines[::2], lines[1::2]):
+        proto, names = header.split(":", 1)
+        _, numbers = row.split(":", 1)
+        for name, number in zip(names.split(), numbers.split()):
+            values[f"{proto}.{name}"] = int(number)
+    return values
+
+
+def socket_states(tables: list[str]) -> dict[str, int]:
+    """Counts of established and SYN-RECV sockets, and the summed accept-queue
+    length of listening sockets (``rx_queue`` of a LISTEN row is its accept
+    backlog), from ``/proc/net/tcp``-format tables."""
+    counts = {"established": 0, "syn_recv": 0, "accept_queue": 0}
+    for table in tables:
+        for line in table.splitlines()[1:]:
+            fields = line.split()
+            if len(fields) < 5:
+                continue
+            state = fields[3]
+            if state == TCP_ESTABLISHED:
+                counts["established"] += 1
+            elif state == TCP_SYN_RECV:
+                counts["syn_recv"] += 1
+            elif state == TCP_LISTEN:
+                counts["accept_queue"] += int(fields[4].split(":")[1], 16)
+    return counts
+
+
+def tx_bytes(net_dev: str, dev: str) -> int:
+    """Transmitted bytes of ``dev`` from ``/proc/net/dev``."""
+    for line in net_dev.splitlines()[2:]:
+        name, data = line.split(":", 1)
+        if name.strip() == dev:
+            return int(data.split()[8])
+    raise KeyError(f"no interface {dev} in /proc/net/dev")
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def ns_cpu_ticks(ns_inode: str) -> dict[int, int]:
+    """utime + stime (clock ticks) of every process whose network namespace is ``ns_inode``."""
+    ticks = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            if os.readlink(f"/proc/{entry}/ns/net") != ns_inode:
+                continue
+        except OSError:
+            continue
+        stat = _read(f"/proc/{entry}/stat")
+        if stat:
+            fields = stat.rsplit(")", 1)[1].split()
+            ticks[int(entry)] = int(fields[11]) + int(fields[12])
+    return ticks
+
+
+class CounterSampler:
+    """A background thread writing one CSV row per interval."""
+
+    def __init__(self, path_csv, interval_s: float, anchor_pid: int, ns: str, uplink_dev: str, link_bps: int):
+        if interval_s <= 0:
+            raise ValueError(f"interval_s={interval_s}: must be > 0")
+        self.path = Path(path_csv)
+        self.interval_s = interval_s
+        self.proc_net = f"/proc/{anchor_pid}/net"
+        self.ns_inode = os.readlink(f"/proc/{anchor_pid}/ns/net")
+        self.ns = ns
+        self.dev = uplink_dev
+        self.link_bps = link_bps
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="testbed-counters", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def sample(self) -> dict[str, float]:
+        """One snapshot of the cumulative counters and gauges."""
+        net = self.proc_net
+        stats = parse_proc_net_stats(_read(f"{net}/netstat")) | parse_proc_net_stats(_read(f"{net}/snmp"))
+        row: dict[str, float] = socket_states([_read(f"{net}/tcp"), _read(f"{net}/tcp6")])
+        row |= {
+            "listen_overflows": stats.get("TcpExt.ListenOverflows", 0),
+            "listen_drops": stats.get("TcpExt.ListenDrops", 0),
+            "retrans_segs": stats.get("Tcp.RetransSegs", 0),
+            "syn_retrans": stats.get("TcpExt.TCPSynRetrans", 0),
+            "uplink_tx_bytes": tx_bytes(_read(f"{net}/dev"), self.dev),
+        }
+        for q in uplink.qdisc_stats(self.ns, self.dev):
+            name = "q" + q["class"].replace(":", "_")
+            row |= {f"{name}_sent_bytes": q["sent_bytes"], f"{name}_dropped": q["dropped"],
+                    f"{name}_backlog_bytes": q["backlog_bytes"]}
+        return row
+
+    def _loop(self) -> None:
+        start = time.monotonic()
+        previous_bytes = None
+        previous_ticks: dict[int, int] = {}
+        previous_t = start
+        with open(self.path, "w", newline="") as out:
+            writer = None
+            next_t = start
+            while True:
+                now = time.monotonic()
+                row = self.sample()
+                ticks = ns_cpu_ticks(self.ns_inode)
+                elapsed = max(now - previous_t, 1e-9)
+                sent = row["uplink_tx_bytes"] - previous_bytes if previous_bytes is not None else 0
+                row["uplink_util"] = round(sent * 8 / elapsed / self.link_bps, 4)
+                cpu = sum(t - previous_ticks[pid] for pid, t in ticks.items() if pid in previous_ticks)
+                row["server_cpu"] = round(cpu / CLOCK_TICKS / elapsed, 4)
+                previous_bytes, previous_ticks, previous_t = row["uplink_tx_bytes"], ticks, now
+                row = {"t_s": round(now - start, 6)} | row
+                if writer is None:
+                    writer = csv.DictWriter(out, fieldnames=list(row), extrasaction="ignore", restval="")
+                    writer.writeheader()
+                writer.writerow(row)
+                out.flush()
+                next_t += self.interval_s
+                if self._stop.wait(max(0.0, next_t - time.monotonic())):
+                    return

@@ -1,0 +1,105 @@
+"""Running ``sojourn-engine wan`` in the router namespace and routing through it.
+
+The router namespace holds a persistent TUN device ``<prefix>t``. Policy rules
+send every packet that arrives from the server link or the clients' link to the
+TUN device (table 100); the emulator reads it, applies the group's pipeline and
+writes it back, and packets arriving from the TUN device use the main table, so
+they leave on the right link. If the emulator dies, the TUN device has no reader
+and traffic stops: a broken emulator can never silently become a plain wire.
+
+The JSON written here is the emulator's config contract (crates/wan/src/config.rs).
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import subprocess
+from pathlib import Path
+from typing import Callable
+
+from sojourn.engine import engine_path
+
+from . import sysnet
+from .config import SERVER_ADDR, SERVER_NET_PREFIXLEN, TestbedConfig, WanGroup
+
+ROUTE_TABLE = "100"
+READY_TIMEOUT_S = 10.0
+
+
+def direction(group: WanGroup) -> dict:
+    """One direction's pipeline parameters: half the RTT each way."""
+    return {
+        "delay_ms": group.rtt_ms / 2,
+        "jitter_ms": group.jitter_ms / 2,
+        "reorder": group.reorder,
+        "loss": group.loss,
+        "loss_model": group.loss_model,
+        "conditional_loss": group.conditional_loss,
+        "rate_bps": group.rate_bps,
+        "queue_bytes": group.queue_bytes,
+        "queue_packets": group.queue_packets,
+    }
+
+
+def emulator_config(cfg: TestbedConfig, addrs: dict[str, list[str]]) -> dict:
+    """The ``sojourn-engine wan --config`` document for ``cfg``."""
+    return {
+        "tun": cfg.dev("t"),
+        "seed": cfg.seed,
+        "server_net": f"{SERVER_ADDR}/{SERVER_NET_PREFIXLEN}",
+        "groups": [
+            {"name": g.name, "addrs": addrs[g.name], "mtu": g.mtu, "down": direction(g), "up": direction(g)}
+            for g in cfg.groups
+        ],
+    }
+
+
+class Emulator:
+    """The emulator process of one testbed."""
+
+    def __init__(self, cfg: TestbedConfig, workdir: Path):
+        self.cfg = cfg
+        self.ns = cfg.ns("rtr")
+        self.tun = cfg.dev("t")
+        self.config_path = workdir / "wan.json"
+        self.counters_path = workdir / "wan_counters.csv"
+        self.document = emulator_config(cfg, cfg.group_addrs())
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, spawn: Callable[..., subprocess.Popen]) -> subprocess.Popen:
+        """Create the TUN device, start the emulator on it, wait until it is ready."""
+        self.config_path.write_text(json.dumps(self.document, indent=2))
+        sysnet.ip(self.ns, "tuntap", "add", "dev", self.tun, "mode", "tun")
+        sysnet.ip(self.ns, "link", "set", "dev", self.tun, "up")
+        sysnet.set_sysctls(self.ns, {f"net.ipv4.conf.{self.tun}.rp_filter": "0"})
+        argv = [str(engine_path()), "wan", "--config", str(self.config_path),
+                "--counters", str(self.counters_path), "--interval", "1"]
+        self.proc = spawn(self.ns, argv, stdout=subprocess.PIPE, text=True)
+        ready, _, _ = select.select([self.proc.stdout], [], [], READY_TIMEOUT_S)
+        line = self.proc.stdout.readline() if ready else ""
+        if line.strip() != "ready":
+            self.proc.kill()
+            self.proc.wait()
+            raise sysnet.NetError(f"`{' '.join(argv)}` did not report ready within {READY_TIMEOUT_S} s "
+                                  f"(exit status {self.proc.returncode}); see its stderr above")
+        return self.proc
+
+    def route_through(self, *links: str) -> None:
+        """Send everything arriving on ``links`` through the TUN device."""
+        sysnet.ip(self.ns, "route", "add", "default", "dev", self.tun, "table", ROUTE_TABLE)
+        for pref, link in enumerate(links, start=100):
+            sysnet.ip(self.ns, "rule", "add", "pref", str(pref), "iif", link, "lookup", ROUTE_TABLE)
+
+    def stop(self) -> None:
+        """SIGTERM the emulator so it writes its final counters."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def describe(self) -> dict:
+        return {"config": self.document, "counters": str(self.counters_path)}

@@ -1,0 +1,236 @@
+"""``Testbed``: bring the network up, supervise processes in it, tear it down.
+
+Guarantees: after ``up()`` returns, the server namespace reaches every client
+address through the router namespace (and the WAN emulator when configured);
+``down()`` (run by ``with``, on exceptions, and on SIGINT/SIGTERM while inside
+``with``) kills every process started in the namespaces and deletes them. A run
+that was SIGKILLed leaves namespaces named ``<prefix>-*``; ``up()`` removes those
+first, so the next run starts clean. The host's interfaces, routes and sysctls
+are never changed: all links are created inside our namespaces.
+
+Topology (docs/testbed.md)::
+
+    <p>-srv [<p>s 10.77.0.1] ==veth== [<p>sr 10.77.0.254] <p>-rtr [<p>cr 10.78.255.254] ==veth== [<p>c 10.78.g.i] <p>-cli
+                 HTB bottleneck on <p>s                     TUN <p>t + sojourn-engine wan
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import signal
+import subprocess
+import tempfile
+import threading
+from dataclasses import asdict
+from pathlib import Path
+
+from . import sysnet, uplink
+from .config import (
+    ROUTER_CLIENT_SIDE,
+    ROUTER_SERVER_SIDE,
+    SERVER_ADDR,
+    SERVER_NET_PREFIXLEN,
+    TestbedConfig,
+)
+from .counters import CounterSampler
+from .emulator import Emulator
+
+ROLES = ("srv", "rtr", "cli")
+
+
+class Testbed:
+    """A running testbed; use as a context manager (see docs/testbed.md)."""
+
+    def __init__(self, config: TestbedConfig, workdir: str | os.PathLike | None = None):
+        self.config = config
+        self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix=f"sojourn-{config.prefix}-"))
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.server_ns = config.ns("srv")
+        self.client_ns = config.ns("cli")
+        self.router_ns = config.ns("rtr")
+        self.server_addr = SERVER_ADDR
+        self.client_addrs: dict[str, list[str]] = config.group_addrs()
+        self.uplink_dev = config.dev("s")
+        self.emulator: Emulator | None = None
+        self._processes: list[subprocess.Popen] = []
+        self._anchor: subprocess.Popen | None = None
+        self._counters: CounterSampler | None = None
+        self._old_handlers: dict[int, object] = {}
+        self._lock = threading.Lock()
+        self._is_up = False
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def __enter__(self) -> "Testbed":
+        self._install_signal_handlers()
+        try:
+            self.up()
+        except BaseException:
+            self.down()
+            self._restore_signal_handlers()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self.down()
+        finally:
+            self._restore_signal_handlers()
+
+    def up(self) -> "Testbed":
+        """Create namespaces, links, addresses, routes, the bottleneck, TCP knobs
+        and (when configured) the WAN emulator. Leftovers of a previous run with
+        the same prefix are removed first."""
+        sysnet.require_root()
+        cfg = self.config
+        sysnet.check_congestion_allowed([cfg.tcp.congestion, (cfg.client_tcp or cfg.tcp).congestion])
+        sysnet.remove_prefix(cfg.prefix)
+        self._is_up = True
+        for role in ROLES:
+            ns = cfg.ns(role)
+            sysnet.ip(None, "netns", "add", ns)
+            # IPv6 off on our links (not lo): no router solicitations or MLD in the emulator.
+            sysnet.set_sysctls(ns, {"net.ipv6.conf.default.disable_ipv6": "1"})
+            sysnet.ip(ns, "link", "set", "dev", "lo", "up")
+        srv, rtr, cli = self.server_ns, self.router_ns, self.client_ns
+        s, sr, c, cr = cfg.dev("s"), cfg.dev("sr"), cfg.dev("c"), cfg.dev("cr")
+        sysnet.ip(srv, "link", "add", "name", s, "type", "veth", "peer", "name", sr, "netns", rtr)
+        sysnet.ip(cli, "link", "add", "name", c, "type", "veth", "peer", "name", cr, "netns", rtr)
+        sysnet.ip(srv, "addr", "add", f"{SERVER_ADDR}/{SERVER_NET_PREFIXLEN}", "dev", s)
+        sysnet.ip(rtr, "addr", "add", f"{ROUTER_SERVER_SIDE}/{SERVER_NET_PREFIXLEN}", "dev", sr)
+        sysnet.ip(rtr, "addr", "add", f"{ROUTER_CLIENT_SIDE}/16", "dev", cr)
+        for addrs in self.client_addrs.values():
+            for addr in addrs:
+                sysnet.ip(cli, "addr", "add", f"{addr}/16", "dev", c)
+        for ns, dev in ((srv, s), (rtr, sr), (rtr, cr), (cli, c)):
+            sysnet.ip(ns, "link", "set", "dev", dev, "up")
+        sysnet.set_sysctls(rtr, {
+            "net.ipv4.ip_forward": "1",
+            "net.ipv4.conf.all.rp_filter": "0",
+            "net.ipv4.conf.default.rp_filter": "0",
+        })
+        client_tcp = cfg.client_tcp or cfg.tcp
+        for ns, gateway, dev, knobs in ((srv, ROUTER_SERVER_SIDE, s, cfg.tcp), (cli, ROUTER_CLIENT_SIDE, c, client_tcp)):
+            sysnet.set_sysctls(ns, knobs.sysctls())
+            sysnet.ip(ns, "route", "replace", "default", "via", gateway, "dev", dev, *knobs.route_metrics())
+        uplink.shape_uplink(srv, s, cfg.link_bps, cfg.queue_bytes, cfg.cutoffs)
+        self._anchor = self._spawn(srv, ["sleep", "infinity"])
+        if cfg.uses_emulator:
+            self.emulator = Emulator(cfg, self.workdir)
+            self._processes.append(self.emulator.start(self._spawn))
+            self.emulator.route_through(sr, cr)
+        return self
+
+    def down(self) -> None:
+        """Stop counters and processes, delete the namespaces. Idempotent."""
+        with self._lock:
+            if self._counters:
+                self._counters.stop()
+                self._counters = None
+            if self.emulator:
+                self.emulator.stop()
+            procs = self._processes + ([self._anchor] if self._anchor else [])
+            self._processes, self._anchor = [], None
+            _stop_processes(procs)
+            if self._is_up:
+                sysnet.remove_prefix(self.config.prefix)
+                self._is_up = False
+
+    def _install_signal_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._old_handlers[sig] = signal.signal(sig, _raise_interrupt)
+
+    def _restore_signal_handlers(self) -> None:
+        for sig, handler in self._old_handlers.items():
+            signal.signal(sig, handler)
+        self._old_handlers.clear()
+
+    # -- processes ---------------------------------------------------------
+
+    def _spawn(self, ns: str, argv: list[str], **kwargs) -> subprocess.Popen:
+        kwargs.setdefault("stdin", subprocess.DEVNULL)
+        return subprocess.Popen(sysnet.in_ns(ns, [str(a) for a in argv]), start_new_session=True, **kwargs)
+
+    def popen(self, ns: str, argv: list[str], **kwargs) -> subprocess.Popen:
+        """Start ``argv`` inside namespace ``ns`` (its own session); it is killed at
+        teardown if still running. Keyword arguments go to ``subprocess.Popen``."""
+        if ns not in (self.server_ns, self.client_ns, self.router_ns):
+            raise ValueError(f"namespace {ns!r} is not one of this testbed's: "
+                             f"{self.server_ns}, {self.client_ns}, {self.router_ns}")
+        proc = self._spawn(ns, argv, **kwargs)
+        self._processes.append(proc)
+        return proc
+
+    def run(self, ns: str, argv: list[str], **kwargs) -> subprocess.CompletedProcess:
+        """Run ``argv`` to completion inside ``ns`` (``subprocess.run`` semantics)."""
+        return subprocess.run(sysnet.in_ns(ns, [str(a) for a in argv]), **kwargs)
+
+    # -- counters and metadata ---------------------------------------------
+
+    def start_counters(self, path_csv: str | os.PathLike, interval_s: float = 1.0) -> None:
+        """Sample the server's kernel counters every ``interval_s`` into ``path_csv``
+        (columns in docs/testbed.md) until ``stop_counters()`` or teardown."""
+        if self._counters:
+            raise RuntimeError("counters already running; stop_counters() first")
+        assert self._anchor is not None, "start_counters() needs a testbed that is up"
+        self._counters = CounterSampler(
+            path_csv, interval_s, anchor_pid=self._anchor.pid, ns=self.server_ns,
+            uplink_dev=self.uplink_dev, link_bps=self.config.link_bps)
+        self._counters.start()
+
+    def stop_counters(self) -> None:
+        if self._counters:
+            self._counters.stop()
+            self._counters = None
+
+    @property
+    def wan_counters_path(self) -> Path | None:
+        """The emulator's per-pipe counters CSV (None without the emulator)."""
+        return self.emulator.counters_path if self.emulator else None
+
+    def describe(self) -> dict:
+        """Everything a result needs to say what network it ran on."""
+        keys = ["net.ipv4.tcp_congestion_control", "net.ipv4.tcp_sack", "net.ipv4.tcp_syncookies",
+                "net.ipv4.tcp_max_syn_backlog", "net.core.somaxconn", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"]
+        return {
+            "config": asdict(self.config),
+            "namespaces": {"server": self.server_ns, "client": self.client_ns, "router": self.router_ns},
+            "server_addr": self.server_addr,
+            "client_addrs": self.client_addrs,
+            "qdisc": sysnet.tc(self.server_ns, "-s", "qdisc", "show", "dev", self.uplink_dev),
+            "class": sysnet.tc(self.server_ns, "-s", "class", "show", "dev", self.uplink_dev),
+            "routes": {ns: sysnet.ip(ns, "route", "show") for ns in (self.server_ns, self.client_ns)},
+            "sysctls": {ns: sysnet.read_sysctls(ns, keys) for ns in (self.server_ns, self.client_ns)},
+            "emulator": self.emulator.describe() if self.emulator else None,
+            "versions": {
+                "kernel": platform.release(),
+                "iproute2": sysnet.run(["ip", "-V"]).strip(),
+            },
+        }
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signal.Signals(signum).name}")
+
+
+def _stop_processes(procs: list[subprocess.Popen], grace_s: float = 3.0) -> None:
+    """SIGTERM each process group, then SIGKILL what remains after ``grace_s``."""
+    live = [p for p in procs if p.poll() is None]
+    for proc in live:
+        _killpg(proc, signal.SIGTERM)
+    for proc in live:
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            _killpg(proc, signal.SIGKILL)
+            proc.wait()
+
+
+def _killpg(proc: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass

@@ -1,0 +1,71 @@
+"""The bottleneck: the server's uplink (server -> clients), 000 §2.2 Fig. 2.
+
+One function sets it up. Without bands it is an HTB root class at the link rate
+with one FIFO leaf (HTB because this kernel has no netem/tbf-less alternative we
+trust for exact rates, and because the banded variant is HTB too). With bands it
+is ``sojourn-engine bands setup`` (the server area owns the strict-priority HTB
+layout, crates/server/src/bands.rs); the testbed does not duplicate it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from sojourn.engine import engine_path
+
+from . import sysnet
+
+# The FIFO leaf's class id; ``SO_PRIORITY`` of 0 falls through to it by ``default``.
+ROOT_HANDLE = "1:"
+LINK_CLASS = "1:1"
+FIFO_CLASS = "1:10"
+
+
+def shape_uplink(ns: str, dev: str, rate_bps: int, queue_bytes: int | None, cutoffs: list[int] | None) -> None:
+    """Rate-limit ``dev`` in ``ns`` to ``rate_bps`` with a ``queue_bytes`` FIFO
+    (None: 1000 packets) or, with ``cutoffs``, strict-priority size bands."""
+    # Single-MSS segments, so the bottleneck schedules packets and not 64 KB
+    # TSO bursts (a band switch would otherwise wait for a whole burst).
+    sysnet.ip(ns, "link", "set", "dev", dev, "gso_max_segs", "1")
+    sysnet.tc(ns, "qdisc", "del", "dev", dev, "root", check=False)
+    if cutoffs:
+        _bands_setup(ns, dev, rate_bps, queue_bytes, cutoffs)
+        return
+    rate = f"{rate_bps}bit"
+    sysnet.tc(ns, "qdisc", "add", "dev", dev, "root", "handle", ROOT_HANDLE, "htb", "default", "10")
+    sysnet.tc(ns, "class", "add", "dev", dev, "parent", ROOT_HANDLE, "classid", LINK_CLASS,
+              "htb", "rate", rate, "ceil", rate)
+    sysnet.tc(ns, "class", "add", "dev", dev, "parent", LINK_CLASS, "classid", FIFO_CLASS,
+              "htb", "rate", rate, "ceil", rate)
+    leaf = ["bfifo", "limit", str(queue_bytes)] if queue_bytes else ["pfifo", "limit", "1000"]
+    sysnet.tc(ns, "qdisc", "add", "dev", dev, "parent", FIFO_CLASS, "handle", "10:", *leaf)
+
+
+def _bands_setup(ns: str, dev: str, rate_bps: int, queue_bytes: int | None, cutoffs: list[int]) -> None:
+    argv = [str(engine_path()), "bands", "setup", "--dev", dev, "--rate", f"{rate_bps}",
+            "--cutoffs", ",".join(str(c) for c in cutoffs)]
+    if queue_bytes:
+        argv += ["--queue-bytes", str(queue_bytes)]
+    done = subprocess.run(sysnet.in_ns(ns, argv), capture_output=True, text=True)
+    if done.returncode != 0:
+        raise sysnet.NetError(
+            f"priority bands need `sojourn-engine bands setup` (issue 2): `{' '.join(argv)}` failed: "
+            f"{done.stderr.strip()}")
+
+
+def qdisc_stats(ns: str, dev: str) -> list[dict]:
+    """Counters of every leaf qdisc of ``dev`` (one per band, or the one FIFO):
+    the HTB class it drains, bytes sent, packets dropped, backlog bytes.
+    (``tc -j`` prints HTB classes as text in iproute2 6.1, leaf qdiscs as JSON.)"""
+    out = sysnet.tc(ns, "-j", "-s", "qdisc", "show", "dev", dev)
+    return [
+        {
+            "class": qdisc["parent"],
+            "sent_bytes": qdisc.get("bytes", 0),
+            "dropped": qdisc.get("drops", 0),
+            "backlog_bytes": qdisc.get("backlog", 0),
+        }
+        for qdisc in (json.loads(out) if out.strip() else [])
+        if not qdisc.get("root") and "parent" in qdisc
+    ]
