@@ -1,0 +1,360 @@
+"""Experiment specs (TOML): schema, strict validation, variants × sweep × repetitions.
+
+Guarantees: :func:`load_spec` either returns an :class:`Experiment` whose every run has
+a complete, validated configuration (defaults filled in), or raises :class:`SpecError`
+naming the offending key (dotted path) and what is accepted: unknown keys, wrong
+types, values out of range and impossible combinations are all rejected before anything
+starts. The schema, with each key's meaning, is :data:`SCHEMA`; docs/experiments.md
+shows it with examples.
+
+A spec has base sections (``server``, ``network``, ``workload``, ``collect``);
+``[variants.<name>]`` tables override any of their keys (one run each, side by side);
+``[sweep]`` varies one parameter over a list of values (one run per value and variant);
+``repetitions`` repeats each run.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SERVER_KINDS = ("sojourn", "nginx", "apache2", "lighttpd", "h2o", "command")
+POLICIES = ("fair", "srpt", "las")
+MODELS = ("wc98", "nasa", "surge", "specweb99")
+PROFILES = tuple(f"W{i}" for i in range(1, 11))
+CONGESTION = ("reno", "cubic", "bbr")
+LOSS_MODELS = ("bernoulli", "dependent")
+CUTOFFS_RE = re.compile(r"^\d+[KMG]?(,\d+[KMG]?)*$")
+
+
+@dataclass(frozen=True)
+class Key:
+    """One leaf of the schema: accepted Python types, default, optional check, meaning."""
+
+    types: tuple[type, ...]
+    default: Any
+    doc: str
+    choices: tuple | None = None
+    minimum: float | None = None
+    maximum: float | None = None
+
+
+def _k(types, default, doc, **kw) -> Key:
+    return Key(types if isinstance(types, tuple) else (types,), default, doc, **kw)
+
+
+NUMBER = (int, float)
+GROUP_SCHEMA: dict[str, Key] = {
+    "name": _k(str, "wan", "group name (addresses and counters are labelled with it)"),
+    "clients": _k(int, 0, "clients of the trace in this group (0 = an equal share of the rest)", minimum=0),
+    "rtt_ms": _k(NUMBER, 0.0, "round-trip propagation delay added by the emulator (000 Table 2 (B))", minimum=0, maximum=10_000),
+    "loss": _k(NUMBER, 0.0, "packet loss probability per direction (000 Table 2 (C), 002 §3.4)", minimum=0, maximum=1),
+    "loss_model": _k(str, "bernoulli", "bernoulli, or dependent (two-state, 002 §3.4 Table 1)", choices=LOSS_MODELS),
+    "mtu": _k(int, 1500, "link MTU in bytes (000 Table 2 (I))", minimum=256, maximum=9000),
+}
+
+SCHEMA: dict[str, Any] = {
+    "name": _k(str, None, "experiment name: results go to results/<name>/"),
+    "description": _k(str, "", "one line shown at the top of the report"),
+    "repetitions": _k(int, 1, "repetitions of every run (for the 90% confidence intervals of 002 §3.5)", minimum=1, maximum=100),
+    "baseline": _k(str, "", "run the report's ratios are relative to (default: the first run)"),
+    "server": {
+        "kind": _k(str, "sojourn", "server under test", choices=SERVER_KINDS),
+        "policy": _k(str, "fair", "sojourn's connection scheduling policy", choices=POLICIES),
+        "kernel_bands": _k(bool, False, "sojourn sets SO_PRIORITY by remaining bytes (kernel-level SRPT, 000 §3)"),
+        "workers": _k(int, 1, "worker threads/processes (same on every server)", minimum=1, maximum=256),
+        "access_log": _k(bool, False, "write the server's access log into the result"),
+        "args": _k(list, [], "extra command-line arguments for the server"),
+        "command": _k(list, [], "kind = command: argv with {root} {addr} {port} {workers} placeholders"),
+        "port": _k(int, 8080, "listening port in the server namespace", minimum=1, maximum=65535),
+    },
+    "network": {
+        "link_mbps": _k(NUMBER, 10.0, "bottleneck uplink rate server -> clients, Mbit/s (000 §2.5)", minimum=0.01, maximum=100_000),
+        "queue_bytes": _k(int, 0, "uplink queue limit in bytes (0 = testbed default)", minimum=0),
+        "bands": _k(str, "", "priority bands on the uplink by size cutoffs, e.g. \"1K,2K,5K,50K\" (000 §3); empty = one FIFO"),
+        "groups": _k(list, [], "client groups with their own WAN conditions ([[network.groups]] tables)"),
+        "tcp": {
+            "congestion": _k(str, "cubic", "congestion control", choices=CONGESTION),
+            "sack": _k(bool, True, "TCP SACK (000 Table 2 (F) context, 002 §4.3)"),
+            "syncookies": _k(bool, False, "SYN cookies (000 Table 2 (G))"),
+            "syn_backlog": _k(int, 512, "SYN queue length (000: 512)", minimum=1),
+            "somaxconn": _k(int, 512, "accept queue length (000: 512)", minimum=1),
+            "initcwnd": _k(int, 0, "initial congestion window in segments (0 = kernel default)", minimum=0),
+            "cwnd_clamp": _k(int, 0, "congestion-window clamp in segments (0 = none; 001 §6.3)", minimum=0),
+            "rto_min_ms": _k(int, 0, "minimum RTO in ms (0 = kernel default; 000 Table 2 (F))", minimum=0),
+        },
+    },
+    "workload": {
+        "model": _k(str, "wc98", "size model of the generated trace", choices=MODELS),
+        "trace": _k(str, "", "replay this trace.csv instead of generating one (path relative to the spec)"),
+        "requests": _k(int, 0, "requests to generate (0 = from duration_s)", minimum=0),
+        "duration_s": _k(NUMBER, 60.0, "trace length in seconds after time compression", minimum=0.1),
+        "profile": _k(str, "", "load profile W1..W10 of 000 Table 1 (alternating/intermittent overload)", choices=("",) + PROFILES),
+        "rho": _k(NUMBER, 0.0, "constant offered load = bytes/s over the link rate (used when profile is empty)", minimum=0, maximum=10),
+        "time_compression": _k(NUMBER, 1.0, "divide the profile's period lengths by this, keeping each period's rho", minimum=1),
+        "clients": _k(int, 200, "distinct clients in the trace", minimum=1),
+        "seed": _k(int, 1, "seed of the trace and docroot"),
+        "objects": _k(int, 0, "distinct objects in the catalogue (0 = model default)", minimum=0),
+        "persistent": _k(int, 1, "requests per persistent connection k (000 Table 2 (E)); 1 = none", minimum=1),
+        "abort_after_s": _k(NUMBER, 0.0, "user abort after T seconds, 0 = never (000 Table 2 (H))", minimum=0),
+        "retries": _k(int, 0, "retries after an abort, N (000 Table 2 (H))", minimum=0),
+        "max_connections_per_client": _k(int, 0, "per-client connection cap (0 = generator default)", minimum=0),
+        "mode": _k(str, "open", "load mode", choices=("open",)),
+        "verify": _k(bool, True, "load generator checks body content against the docroot rule"),
+    },
+    "collect": {
+        "interval_s": _k(NUMBER, 1.0, "counter sampling interval", minimum=0.05, maximum=60),
+        "drain_s": _k(NUMBER, 30.0, "after the last scheduled request, wait at most this long for answers", minimum=0),
+    },
+    "sweep": {
+        "parameter": _k(str, "", "dotted key to vary, e.g. network.groups.0.rtt_ms or workload.persistent"),
+        "values": _k(list, [], "the values, one run each"),
+    },
+    "variants": _k(dict, {}, "[variants.<name>] tables overriding any keys above (not name/variants/sweep)"),
+}
+
+RUN_SECTIONS = ("server", "network", "workload", "collect")
+
+
+class SpecError(ValueError):
+    """A spec that cannot run; the message names the key and what is accepted."""
+
+
+@dataclass
+class Run:
+    """One configuration to measure, ``repetitions`` times."""
+
+    name: str
+    config: dict
+    sweep_value: Any = None
+    variant: str = ""
+
+
+@dataclass
+class Experiment:
+    name: str
+    description: str
+    repetitions: int
+    baseline: str
+    runs: list[Run]
+    source: dict = field(default_factory=dict)
+    path: Path | None = None
+    sweep_parameter: str = ""
+
+
+def _type_name(types: tuple[type, ...]) -> str:
+    names = {int: "an integer", float: "a number", str: "a string", bool: "true/false", list: "an array", dict: "a table"}
+    return " or ".join(dict.fromkeys(names[t] for t in types))
+
+
+def _check_leaf(path: str, key: Key, value: Any) -> Any:
+    # bool is an int subclass in Python: never accept true/false for a number or vice versa.
+    if isinstance(value, bool) and bool not in key.types:
+        raise SpecError(f"{path} must be {_type_name(key.types)}, got {value!r}")
+    if not isinstance(value, key.types):
+        raise SpecError(f"{path} must be {_type_name(key.types)}, got {type(value).__name__} {value!r}")
+    if key.choices is not None and value not in key.choices:
+        accepted = ", ".join(repr(c) for c in key.choices)
+        raise SpecError(f"{path} = {value!r} is not accepted; accepted: {accepted}")
+    if key.minimum is not None and value < key.minimum:
+        raise SpecError(f"{path} = {value!r} is below its minimum {key.minimum}")
+    if key.maximum is not None and value > key.maximum:
+        raise SpecError(f"{path} = {value!r} is above its maximum {key.maximum}")
+    return float(value) if float in key.types and int in key.types else value
+
+
+def _fill(schema: dict, given: dict, prefix: str) -> dict:
+    """Checks ``given`` against ``schema`` (unknown keys, types) and fills defaults."""
+    if not isinstance(given, dict):
+        raise SpecError(f"{prefix.rstrip('.') or 'spec'} must be a table, got {given!r}")
+    unknown = sorted(set(given) - set(schema))
+    if unknown:
+        where = f"[{prefix.rstrip('.')}]" if prefix else "the top level"
+        raise SpecError(f"unknown key {prefix}{unknown[0]} in {where}; accepted: {', '.join(schema)}")
+    out = {}
+    for name, rule in schema.items():
+        path = prefix + name
+        if isinstance(rule, dict):
+            out[name] = _fill(rule, given.get(name, {}), path + ".")
+        elif name in given:
+            out[name] = _check_leaf(path, rule, given[name])
+        else:
+            out[name] = copy.deepcopy(rule.default)
+    return out
+
+
+def _check_groups(groups: list, path: str) -> list[dict]:
+    checked = []
+    for index, group in enumerate(groups):
+        checked.append(_fill(GROUP_SCHEMA, group, f"{path}.{index}."))
+    names = [g["name"] for g in checked]
+    if len(set(names)) != len(names):
+        raise SpecError(f"{path}: group names must be unique, got {names}")
+    return checked
+
+
+def _check_combinations(config: dict, where: str) -> None:
+    """The impossible combinations, each named by its keys."""
+    server, network, workload = config["server"], config["network"], config["workload"]
+    if server["kind"] != "sojourn":
+        if server["policy"] != "fair":
+            raise SpecError(f"{where}server.policy = {server['policy']!r} needs server.kind = 'sojourn' "
+                            f"(got {server['kind']!r}, which schedules as it does)")
+        if server["kernel_bands"]:
+            raise SpecError(f"{where}server.kernel_bands needs server.kind = 'sojourn' (got {server['kind']!r})")
+    if server["kernel_bands"] and not network["bands"]:
+        raise SpecError(f"{where}server.kernel_bands = true needs network.bands (the qdisc bands it classifies into), "
+                        "e.g. network.bands = \"1K,2K,5K,50K\"")
+    if network["bands"] and not CUTOFFS_RE.match(network["bands"]):
+        raise SpecError(f"{where}network.bands = {network['bands']!r}: expected comma-separated sizes like \"1K,2K,5K,50K\"")
+    if server["kind"] == "command" and not server["command"]:
+        raise SpecError(f"{where}server.kind = 'command' needs server.command (an argv array)")
+    if server["command"] and server["kind"] != "command":
+        raise SpecError(f"{where}server.command is only used with server.kind = 'command' (got {server['kind']!r})")
+    for index, part in enumerate(server["command"] + server["args"]):
+        if not isinstance(part, str):
+            raise SpecError(f"{where}server.command/args element {index} must be a string, got {part!r}")
+    if workload["trace"]:
+        if workload["profile"] or workload["rho"]:
+            raise SpecError(f"{where}workload.trace replays a trace as it is; remove workload.profile/rho "
+                            "(shape it with `sojourn trace shape` first)")
+    elif not workload["profile"] and not workload["rho"]:
+        raise SpecError(f"{where}workload needs a load: workload.profile (W1..W10) or workload.rho > 0")
+    if workload["profile"] and workload["rho"]:
+        raise SpecError(f"{where}workload.profile and workload.rho are exclusive: the profile sets rho per period")
+    if workload["retries"] and not workload["abort_after_s"]:
+        raise SpecError(f"{where}workload.retries = {workload['retries']} needs workload.abort_after_s > 0 "
+                        "(retries follow an abort, 000 Table 2 (H))")
+    groups = network["groups"]
+    fixed = sum(g["clients"] for g in groups)
+    if fixed > workload["clients"]:
+        raise SpecError(f"{where}network.groups assign {fixed} clients but workload.clients = {workload['clients']}")
+
+
+def _merge(base: dict, override: dict) -> dict:
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _set_path(config: dict, dotted: str, value: Any) -> None:
+    """Sets ``dotted`` (e.g. network.groups.0.rtt_ms) in ``config``; the path must exist."""
+    parts = dotted.split(".")
+    node: Any = config
+    for index, part in enumerate(parts):
+        last = index == len(parts) - 1
+        if isinstance(node, list):
+            if not part.isdigit() or int(part) >= len(node):
+                raise SpecError(f"sweep.parameter {dotted!r}: {'.'.join(parts[:index]) or 'spec'} has "
+                                f"{len(node)} element(s); {part!r} is not an index of it")
+            key: Any = int(part)
+        elif isinstance(node, dict) and part in node:
+            key = part
+        else:
+            accepted = ", ".join(node) if isinstance(node, dict) else "(none)"
+            raise SpecError(f"sweep.parameter {dotted!r}: no key {part!r} at {'.'.join(parts[:index]) or 'the top'}; "
+                            f"accepted: {accepted}")
+        if last:
+            node[key] = value
+        else:
+            node = node[key]
+
+
+def _leaf_rule(dotted: str) -> Key | None:
+    node: Any = SCHEMA
+    for part in dotted.split("."):
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, Key) and node.types == (list,) and part.isdigit():
+            node = GROUP_SCHEMA
+        else:
+            return None
+    return node if isinstance(node, Key) else None
+
+
+def validate(raw: dict, source: str = "spec") -> Experiment:
+    """Validates a parsed spec and expands it into runs."""
+    top = {k: v for k, v in raw.items()}
+    filled = _fill(SCHEMA, top, "")
+    if not filled["name"] or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", filled["name"]):
+        raise SpecError(f"name must be a non-empty string of letters, digits, '.', '_' or '-' (it names the results "
+                        f"directory), got {filled['name']!r}")
+    base = {section: filled[section] for section in RUN_SECTIONS}
+    base["network"]["groups"] = _check_groups(base["network"]["groups"], "network.groups")
+
+    variants: dict[str, dict] = filled["variants"] or {"": {}}
+    sweep = filled["sweep"]
+    if bool(sweep["parameter"]) != bool(sweep["values"]):
+        raise SpecError("sweep needs both sweep.parameter and a non-empty sweep.values")
+    if sweep["parameter"]:
+        rule = _leaf_rule(sweep["parameter"])
+        if rule is None or rule.types in ((list,), (dict,)):
+            raise SpecError(f"sweep.parameter {sweep['parameter']!r} does not name a single value of the schema "
+                            "(e.g. workload.rho, workload.persistent, network.groups.0.rtt_ms)")
+        for index, value in enumerate(sweep["values"]):
+            _check_leaf(f"sweep.values.{index}", rule, value)
+
+    runs: list[Run] = []
+    for variant, override in variants.items():
+        if not re.fullmatch(r"[A-Za-z0-9._-]*", variant):
+            raise SpecError(f"variants.{variant}: variant names may use letters, digits, '.', '_' and '-' only")
+        if not isinstance(override, dict):
+            raise SpecError(f"variants.{variant} must be a table of overrides, got {override!r}")
+        bad = sorted(set(override) - set(RUN_SECTIONS))
+        if bad:
+            raise SpecError(f"unknown key variants.{variant}.{bad[0]}; a variant may override: {', '.join(RUN_SECTIONS)}")
+        where = f"variants.{variant}: " if variant else ""
+        merged = _merge({s: {k: v for k, v in base[s].items()} for s in RUN_SECTIONS}, override)
+        try:
+            config = {s: _fill(SCHEMA[s], merged[s], f"{s}.") for s in RUN_SECTIONS}
+        except SpecError as err:
+            raise SpecError(f"{where}{err}") from None
+        config["network"]["groups"] = _check_groups(config["network"]["groups"], f"{where}network.groups")
+        values = sweep["values"] if sweep["parameter"] else [None]
+        for value in values:
+            run_config = copy.deepcopy(config)
+            name = variant
+            if sweep["parameter"]:
+                _set_path(run_config, sweep["parameter"], _check_leaf("sweep.values", _leaf_rule(sweep["parameter"]), value))
+                label = f"{sweep['parameter'].rsplit('.', 1)[-1]}={value:g}" if isinstance(value, float) else \
+                    f"{sweep['parameter'].rsplit('.', 1)[-1]}={value}"
+                name = f"{variant}-{label}" if variant else label
+            _check_combinations(run_config, where)
+            runs.append(Run(name=name or "run", config=run_config, sweep_value=value, variant=variant))
+    baseline = filled["baseline"] or runs[0].name
+    if baseline not in [r.name for r in runs] and baseline not in variants:
+        raise SpecError(f"baseline = {baseline!r} is not a run; runs: {', '.join(r.name for r in runs)}")
+    return Experiment(name=filled["name"], description=filled["description"], repetitions=filled["repetitions"],
+                      baseline=baseline, runs=runs, source=raw, sweep_parameter=sweep["parameter"])
+
+
+def load_spec(path: str | Path) -> Experiment:
+    """Reads and validates a TOML spec file."""
+    path = Path(path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise SpecError(f"{path}: no such spec file") from None
+    except tomllib.TOMLDecodeError as err:
+        raise SpecError(f"{path}: not valid TOML: {err}") from None
+    try:
+        experiment = validate(raw, str(path))
+    except SpecError as err:
+        raise SpecError(f"{path}: {err}") from None
+    experiment.path = path.resolve()
+    for run in experiment.runs:
+        trace = run.config["workload"]["trace"]
+        if trace:
+            resolved = (path.parent / trace).resolve()
+            if not resolved.is_file():
+                raise SpecError(f"{path}: workload.trace {trace!r} not found (looked at {resolved})")
+            run.config["workload"]["trace"] = str(resolved)
+    return experiment

@@ -1,0 +1,105 @@
+"""Experiment spec validation: every spec in experiments/ is valid; every kind of bad
+spec is rejected with the offending key named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sojourn.runner.spec import SpecError, load_spec, validate
+
+EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
+
+BASE = {"name": "t", "workload": {"rho": 0.5}}
+
+
+def spec(**sections):
+    out = {"name": "t", "workload": {"rho": 0.5}}
+    for key, value in sections.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = {**out[key], **value}
+        else:
+            out[key] = value
+    return out
+
+
+@pytest.mark.parametrize("path", sorted(EXPERIMENTS.glob("*.toml")), ids=lambda p: p.name)
+def test_every_spec_in_experiments_is_valid(path):
+    experiment = load_spec(path)
+    assert experiment.runs
+    assert experiment.name == path.stem
+    names = [run.name for run in experiment.runs]
+    assert len(names) == len(set(names))
+
+
+def test_defaults_are_filled():
+    experiment = validate(spec())
+    (run,) = experiment.runs
+    assert run.config["network"]["link_mbps"] == 10.0
+    assert run.config["network"]["tcp"]["syn_backlog"] == 512
+    assert run.config["server"]["kind"] == "sojourn"
+    assert experiment.baseline == "run"
+
+
+@pytest.mark.parametrize("raw, message", [
+    (spec(servr={}), r"unknown key servr in the top level"),
+    (spec(server={"polcy": "srpt"}), r"unknown key server\.polcy in \[server\]; accepted: kind, policy"),
+    (spec(network={"tcp": {"sak": True}}), r"unknown key network\.tcp\.sak"),
+    (spec(server={"workers": "2"}), r"server\.workers must be an integer, got str '2'"),
+    (spec(server={"workers": True}), r"server\.workers must be an integer, got True"),
+    (spec(network={"link_mbps": "10M"}), r"network\.link_mbps must be an integer or a number"),
+    (spec(server={"policy": "sjf"}), r"server\.policy = 'sjf' is not accepted; accepted: 'fair', 'srpt', 'las'"),
+    (spec(workload={"profile": "W11"}), r"workload\.profile = 'W11' is not accepted"),
+    (spec(network={"groups": [{"rtt_ms": -1}]}), r"network\.groups\.0\.rtt_ms = -1 is below its minimum 0"),
+    (spec(network={"groups": [{"los": 0.1}]}), r"unknown key network\.groups\.0\.los"),
+    (spec(network={"groups": [{"name": "a"}, {"name": "a"}]}), r"group names must be unique"),
+    (spec(server={"kind": "nginx", "policy": "srpt"}), r"server\.policy = 'srpt' needs server\.kind = 'sojourn'"),
+    (spec(server={"kind": "nginx", "kernel_bands": True}, network={"bands": "1K"}), r"server\.kernel_bands needs server\.kind"),
+    (spec(server={"kernel_bands": True}), r"server\.kernel_bands = true needs network\.bands"),
+    (spec(network={"bands": "1K;2K"}), r"network\.bands = '1K;2K': expected comma-separated sizes"),
+    (spec(server={"kind": "command"}), r"server\.kind = 'command' needs server\.command"),
+    (spec(workload={"rho": 0.0}), r"workload needs a load"),
+    (spec(workload={"profile": "W1", "rho": 0.5}), r"workload\.profile and workload\.rho are exclusive"),
+    (spec(workload={"retries": 2}), r"workload\.retries = 2 needs workload\.abort_after_s"),
+    (spec(sweep={"parameter": "workload.rho"}), r"sweep needs both"),
+    (spec(sweep={"parameter": "workload.rhoo", "values": [1]}), r"sweep\.parameter 'workload\.rhoo' does not name"),
+    (spec(sweep={"parameter": "workload.persistent", "values": [1, 2.5]}), r"sweep\.values\.1 must be an integer"),
+    (spec(sweep={"parameter": "network.groups.0.rtt_ms", "values": [0, 10]}), r"network\.groups has 0 element"),
+    (spec(variants={"x": {"server": {"policy": "srtp"}}}), r"variants\.x: server\.policy = 'srtp' is not accepted"),
+    (spec(variants={"x": {"name": "y"}}), r"unknown key variants\.x\.name"),
+    (spec(variants={"x": {"server": {"kernel_bands": True}}}), r"variants\.x: server\.kernel_bands = true needs network\.bands"),
+    (spec(baseline="nope"), r"baseline = 'nope' is not a run"),
+    ({"workload": {"rho": 0.5}}, r"name must be a non-empty string"),
+    ({"name": "../x", "workload": {"rho": 0.5}}, r"name must be a non-empty string"),
+])
+def test_bad_specs_are_rejected_naming_the_key(raw, message):
+    with pytest.raises(SpecError, match=message):
+        validate(raw)
+
+
+def test_variants_times_sweep_times_repetitions():
+    raw = spec(repetitions=3, variants={"fair": {}, "srpt": {"server": {"policy": "srpt"}}},
+               network={"groups": [{"name": "g"}]},
+               sweep={"parameter": "network.groups.0.rtt_ms", "values": [0, 75.0, 150]})
+    experiment = validate(raw)
+    assert experiment.repetitions == 3
+    assert [r.name for r in experiment.runs] == ["fair-rtt_ms=0", "fair-rtt_ms=75", "fair-rtt_ms=150",
+                                                 "srpt-rtt_ms=0", "srpt-rtt_ms=75", "srpt-rtt_ms=150"]
+    assert [r.config["network"]["groups"][0]["rtt_ms"] for r in experiment.runs[:3]] == [0, 75.0, 150]
+    assert {r.config["server"]["policy"] for r in experiment.runs[3:]} == {"srpt"}
+    # Variants do not leak into each other or into the base.
+    assert {r.config["server"]["policy"] for r in experiment.runs[:3]} == {"fair"}
+
+
+def test_spec_file_errors(tmp_path):
+    with pytest.raises(SpecError, match="no such spec file"):
+        load_spec(tmp_path / "missing.toml")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("name = \n")
+    with pytest.raises(SpecError, match="bad.toml: not valid TOML"):
+        load_spec(bad)
+    trace = tmp_path / "t.toml"
+    trace.write_text('name = "t"\n[workload]\ntrace = "nope.csv"\n')
+    with pytest.raises(SpecError, match="workload.trace 'nope.csv' not found"):
+        load_spec(trace)
