@@ -9,3 +9,6 @@ pub mod cli;
 pub mod content;
 pub mod dispatch;
 pub mod response;
+pub mod session;
+pub mod think;
+pub mod workload;

@@ -1,0 +1,484 @@
+//! When which request falls due: the pure pacing core. Every method takes `now` (ns since
+//! the run started) from the caller; nothing here reads a clock or touches a socket.
+//!
+//! - [`TraceReplay`]: open loop over a trace file, streamed row by row (memory does not
+//!   grow with the trace), times divided by a time-scale factor (000 §2.4).
+//! - [`PoissonOpen`]: open loop, Poisson arrivals at a fixed rate over a path list.
+//! - [`ClosedUsers`]: N user equivalents, request -> response -> think -> request (002 §3.3,
+//!   004 §4.2); with think time 0 and one connection each, the capacity probe of 001 §2.1.
+//! - [`Sessions`]: Poisson session arrivals, each a Markov chain over URL groups (003 §2);
+//!   a failed request (incl. a missed delay bound) aborts its session.
+
+use crate::session::SessionModel;
+use crate::think::ThinkTime;
+use anyhow::{bail, Context};
+use rand::rngs::SmallRng;
+use rand::Rng;
+use rand_distr::{Distribution, Exp};
+use serde::Deserialize;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+pub type Nanos = u64;
+
+/// One logical request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub id: u64,
+    pub client: u32,
+    pub session: i64,
+    pub class: u8,
+    pub path: String,
+    pub expected_size: Option<u64>,
+    pub scheduled: Nanos,
+}
+
+pub trait Workload {
+    /// Append the requests due at or before `now`, in schedule order.
+    fn poll_due(&mut self, now: Nanos, due: &mut Vec<Request>) -> anyhow::Result<()>;
+    /// When the next request falls due, if one is known.
+    fn next_due(&self) -> Option<Nanos>;
+    /// `request` reached its final outcome (`ok`: a complete valid 2xx/3xx response).
+    fn finished(&mut self, request: &Request, ok: bool, now: Nanos);
+    /// No request will ever become due again (finished ones have been reported).
+    fn exhausted(&self) -> bool;
+    /// Mode-specific figures for summary.json.
+    fn summary(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+}
+
+fn seconds_to_ns(seconds: f64) -> Nanos {
+    (seconds * 1e9).round() as Nanos
+}
+
+#[derive(Debug, Deserialize)]
+struct TraceRow {
+    arrival_s: f64,
+    client: u32,
+    path: String,
+    size: u64,
+    #[serde(default, deserialize_with = "csv::invalid_option")]
+    session: Option<i64>,
+    #[serde(default, deserialize_with = "csv::invalid_option")]
+    class: Option<u8>,
+}
+
+/// Open-loop replay of a `trace.csv` (docs/formats.md), read as it is replayed.
+pub struct TraceReplay<R: std::io::Read> {
+    rows: csv::DeserializeRecordsIntoIter<R, TraceRow>,
+    time_scale: f64,
+    end: Option<Nanos>,
+    next: Option<Request>,
+    row_number: u64,
+    last_arrival: f64,
+}
+
+impl<R: std::io::Read> TraceReplay<R> {
+    /// `time_scale` > 1 replays faster; `end` stops replay at that (scaled) time.
+    pub fn new(reader: R, time_scale: f64, end: Option<Nanos>) -> anyhow::Result<Self> {
+        let rows = csv::ReaderBuilder::new().trim(csv::Trim::All).from_reader(reader).into_deserialize();
+        let mut replay = TraceReplay { rows, time_scale, end, next: None, row_number: 0, last_arrival: 0.0 };
+        replay.advance()?;
+        Ok(replay)
+    }
+
+    fn advance(&mut self) -> anyhow::Result<()> {
+        self.next = None;
+        let Some(row) = self.rows.next() else { return Ok(()) };
+        let line = self.row_number + 2;
+        let row: TraceRow = row.with_context(|| format!("trace line {line} (columns: arrival_s,client,path,size[,session,class])"))?;
+        if !(row.arrival_s.is_finite() && row.arrival_s >= self.last_arrival) {
+            bail!("trace line {line}: arrival_s {} must be a number ≥ the previous arrival {}", row.arrival_s, self.last_arrival);
+        }
+        if !row.path.starts_with('/') {
+            bail!("trace line {line}: path {:?} must start with '/'", row.path);
+        }
+        self.last_arrival = row.arrival_s;
+        let scheduled = seconds_to_ns(row.arrival_s / self.time_scale);
+        if self.end.is_some_and(|end| scheduled >= end) {
+            return Ok(());
+        }
+        self.next = Some(Request {
+            id: self.row_number,
+            client: row.client,
+            session: row.session.unwrap_or(-1),
+            class: row.class.unwrap_or(0),
+            path: row.path,
+            expected_size: Some(row.size),
+            scheduled,
+        });
+        self.row_number += 1;
+        Ok(())
+    }
+}
+
+impl<R: std::io::Read> Workload for TraceReplay<R> {
+    fn poll_due(&mut self, now: Nanos, due: &mut Vec<Request>) -> anyhow::Result<()> {
+        while self.next.as_ref().is_some_and(|next| next.scheduled <= now) {
+            due.push(self.next.take().expect("checked"));
+            self.advance()?;
+        }
+        Ok(())
+    }
+
+    fn next_due(&self) -> Option<Nanos> {
+        self.next.as_ref().map(|next| next.scheduled)
+    }
+
+    fn finished(&mut self, _request: &Request, _ok: bool, _now: Nanos) {}
+
+    fn exhausted(&self) -> bool {
+        self.next.is_none()
+    }
+}
+
+/// Open loop: Poisson arrivals at `rate` per second until `end`, paths drawn uniformly,
+/// clients assigned round robin.
+pub struct PoissonOpen {
+    gaps: Exp<f64>,
+    next_at: f64,
+    end: Nanos,
+    paths: Vec<String>,
+    clients: u32,
+    next_id: u64,
+    rng: SmallRng,
+}
+
+impl PoissonOpen {
+    pub fn new(rate: f64, end: Nanos, paths: Vec<String>, clients: u32, mut rng: SmallRng) -> Self {
+        let gaps = Exp::new(rate * 1e-9).expect("rate validated positive");
+        let next_at = gaps.sample(&mut rng);
+        PoissonOpen { gaps, next_at, end, paths, clients, next_id: 0, rng }
+    }
+}
+
+impl Workload for PoissonOpen {
+    fn poll_due(&mut self, now: Nanos, due: &mut Vec<Request>) -> anyhow::Result<()> {
+        while let Some(at) = self.next_due().filter(|&at| at <= now) {
+            let path = self.paths[self.rng.gen_range(0..self.paths.len())].clone();
+            due.push(Request {
+                id: self.next_id,
+                client: (self.next_id % u64::from(self.clients)) as u32,
+                session: -1,
+                class: 0,
+                path,
+                expected_size: None,
+                scheduled: at,
+            });
+            self.next_id += 1;
+            self.next_at += self.gaps.sample(&mut self.rng);
+        }
+        Ok(())
+    }
+
+    fn next_due(&self) -> Option<Nanos> {
+        let at = self.next_at.round() as Nanos;
+        (at < self.end).then_some(at)
+    }
+
+    fn finished(&mut self, _request: &Request, _ok: bool, _now: Nanos) {}
+
+    fn exhausted(&self) -> bool {
+        self.next_due().is_none()
+    }
+}
+
+/// Timers ordered by due time, then insertion order (deterministic ties).
+struct Timers<T> {
+    heap: BinaryHeap<Reverse<(Nanos, u64)>>,
+    payloads: HashMap<u64, T>,
+    sequence: u64,
+}
+
+impl<T> Timers<T> {
+    fn new() -> Self {
+        Timers { heap: BinaryHeap::new(), payloads: HashMap::new(), sequence: 0 }
+    }
+    fn push(&mut self, at: Nanos, payload: T) {
+        self.heap.push(Reverse((at, self.sequence)));
+        self.payloads.insert(self.sequence, payload);
+        self.sequence += 1;
+    }
+    fn next_at(&self) -> Option<Nanos> {
+        self.heap.peek().map(|Reverse((at, _))| *at)
+    }
+    fn pop_due(&mut self, now: Nanos) -> Option<(Nanos, T)> {
+        let Reverse((at, sequence)) = *self.heap.peek().filter(|Reverse((at, _))| *at <= now)?;
+        self.heap.pop();
+        Some((at, self.payloads.remove(&sequence).expect("every timer has a payload")))
+    }
+    fn is_empty(&self) -> bool {
+        self.heap.is_empty()
+    }
+}
+
+/// Closed loop: `users` user equivalents (client id = user index), each with at most one
+/// request outstanding; the next is due `think` after the previous one's final outcome.
+/// New requests stop at `end`.
+pub struct ClosedUsers {
+    think: ThinkTime,
+    end: Nanos,
+    paths: Vec<String>,
+    ready: Timers<u32>,
+    outstanding: u64,
+    next_id: u64,
+    rng: SmallRng,
+}
+
+impl ClosedUsers {
+    pub fn new(users: u32, think: ThinkTime, end: Nanos, paths: Vec<String>, rng: SmallRng) -> Self {
+        let mut ready = Timers::new();
+        for user in 0..users {
+            ready.push(0, user);
+        }
+        ClosedUsers { think, end, paths, ready, outstanding: 0, next_id: 0, rng }
+    }
+}
+
+impl Workload for ClosedUsers {
+    fn poll_due(&mut self, now: Nanos, due: &mut Vec<Request>) -> anyhow::Result<()> {
+        while let Some((at, user)) = self.ready.pop_due(now) {
+            due.push(Request {
+                id: self.next_id,
+                client: user,
+                session: -1,
+                class: 0,
+                path: self.paths[self.rng.gen_range(0..self.paths.len())].clone(),
+                expected_size: None,
+                scheduled: at,
+            });
+            self.next_id += 1;
+            self.outstanding += 1;
+        }
+        Ok(())
+    }
+
+    fn next_due(&self) -> Option<Nanos> {
+        self.ready.next_at()
+    }
+
+    fn finished(&mut self, request: &Request, _ok: bool, now: Nanos) {
+        self.outstanding -= 1;
+        let at = now + self.think.sample_ns(&mut self.rng);
+        if at < self.end {
+            self.ready.push(at, request.client);
+        }
+    }
+
+    fn exhausted(&self) -> bool {
+        self.ready.is_empty() && self.outstanding == 0
+    }
+}
+
+#[derive(Debug)]
+struct ActiveSession {
+    state: usize,
+    requests: u32,
+}
+
+/// Session mode (003 §2): sessions arrive as a Poisson process until `end`; session `s` is
+/// client `s` (its own connections); its first state comes from the model's `start` row, each
+/// later one from the transition matrix; the session completes on `exit` (or after
+/// `max_requests`) and is aborted when a request fails or misses the delay bound.
+pub struct Sessions {
+    model: SessionModel,
+    gaps: Exp<f64>,
+    next_arrival: f64,
+    end: Nanos,
+    ready: Timers<u64>,
+    active: HashMap<u64, ActiveSession>,
+    next_session: u64,
+    next_id: u64,
+    completed: u64,
+    aborted: u64,
+    requests_ok: u64,
+    rng: SmallRng,
+}
+
+impl Sessions {
+    pub fn new(model: SessionModel, end: Nanos, mut rng: SmallRng) -> Self {
+        let gaps = Exp::new(model.arrival_rate * 1e-9).expect("validated positive");
+        let next_arrival = gaps.sample(&mut rng);
+        Sessions {
+            model,
+            gaps,
+            next_arrival,
+            end,
+            ready: Timers::new(),
+            active: HashMap::new(),
+            next_session: 0,
+            next_id: 0,
+            completed: 0,
+            aborted: 0,
+            requests_ok: 0,
+            rng,
+        }
+    }
+
+    fn arrival_due(&self) -> Option<Nanos> {
+        let at = self.next_arrival.round() as Nanos;
+        (at < self.end).then_some(at)
+    }
+
+    fn request_for(&mut self, session: u64, at: Nanos) -> Request {
+        let state = self.active[&session].state;
+        let request = Request {
+            id: self.next_id,
+            client: session as u32,
+            session: session as i64,
+            class: 0,
+            path: self.model.pick_path(state, &mut self.rng).to_owned(),
+            expected_size: None,
+            scheduled: at,
+        };
+        self.next_id += 1;
+        request
+    }
+}
+
+impl Workload for Sessions {
+    fn poll_due(&mut self, now: Nanos, due: &mut Vec<Request>) -> anyhow::Result<()> {
+        loop {
+            let arrival = self.arrival_due().filter(|&at| at <= now);
+            let think_over = self.ready.next_at().filter(|&at| at <= now);
+            match (arrival, think_over) {
+                (Some(arrival), think) if think.map_or(true, |think| arrival <= think) => {
+                    let session = self.next_session;
+                    self.next_session += 1;
+                    let state = self.model.first_state(&mut self.rng);
+                    self.active.insert(session, ActiveSession { state, requests: 1 });
+                    due.push(self.request_for(session, arrival));
+                    self.next_arrival += self.gaps.sample(&mut self.rng);
+                }
+                (_, Some(_)) => {
+                    let (at, session) = self.ready.pop_due(now).expect("peeked");
+                    due.push(self.request_for(session, at));
+                }
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    fn next_due(&self) -> Option<Nanos> {
+        match (self.arrival_due(), self.ready.next_at()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn finished(&mut self, request: &Request, ok: bool, now: Nanos) {
+        let session = request.session as u64;
+        let Some(mut active) = self.active.remove(&session) else { return };
+        if !ok {
+            self.aborted += 1;
+            return;
+        }
+        self.requests_ok += 1;
+        let limit_reached = self.model.max_requests.is_some_and(|max| active.requests >= max);
+        match self.model.next_state(active.state, &mut self.rng) {
+            Some(state) if !limit_reached => {
+                active.state = state;
+                active.requests += 1;
+                self.active.insert(session, active);
+                let at = now + self.model.think_time.sample_ns(&mut self.rng);
+                self.ready.push(at, session);
+            }
+            _ => self.completed += 1,
+        }
+    }
+
+    fn exhausted(&self) -> bool {
+        self.arrival_due().is_none() && self.active.is_empty()
+    }
+
+    fn summary(&self) -> serde_json::Value {
+        serde_json::json!({
+            "sessions_started": self.next_session,
+            "sessions_completed": self.completed,
+            "sessions_aborted": self.aborted,
+            "sessions_unfinished": self.active.len(),
+            "session_abort_rate": if self.completed + self.aborted > 0 { self.aborted as f64 / (self.completed + self.aborted) as f64 } else { 0.0 },
+            "state_names": self.model.state_names,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    fn drain(workload: &mut dyn Workload, until: Nanos) -> Vec<Request> {
+        let mut due = Vec::new();
+        workload.poll_due(until, &mut due).unwrap();
+        due
+    }
+
+    #[test]
+    fn trace_replay_scales_time_and_streams() {
+        let trace = "arrival_s,client,path,size,session\n0.0,0,/a,10,-1\n0.5,1,/b,20,\n1.0,0,/c,30,7\n";
+        let mut replay = TraceReplay::new(trace.as_bytes(), 2.0, None).unwrap();
+        assert_eq!(replay.next_due(), Some(0));
+        let first = drain(&mut replay, 250_000_000);
+        assert_eq!(first.iter().map(|r| r.path.as_str()).collect::<Vec<_>>(), ["/a", "/b"]);
+        assert_eq!(first[1].scheduled, 250_000_000);
+        assert_eq!(first[1].session, -1);
+        let rest = drain(&mut replay, u64::MAX);
+        assert_eq!((rest[0].id, rest[0].session, rest[0].expected_size), (2, 7, Some(30)));
+        assert!(replay.exhausted());
+    }
+
+    #[test]
+    fn trace_errors_name_the_line() {
+        let bad_order = "arrival_s,client,path,size\n1.0,0,/a,1\n0.5,0,/b,1\n";
+        let mut replay = TraceReplay::new(bad_order.as_bytes(), 1.0, None).unwrap();
+        let err = format!("{:#}", replay.poll_due(u64::MAX, &mut Vec::new()).unwrap_err());
+        assert!(err.contains("trace line 3"), "{err}");
+        let bad_field = "arrival_s,client,path,size\n0.0,x,/a,1\n";
+        let err = format!("{:#}", TraceReplay::new(bad_field.as_bytes(), 1.0, None).err().unwrap());
+        assert!(err.contains("trace line 2"), "{err}");
+    }
+
+    #[test]
+    fn poisson_rate_is_close_to_target() {
+        let mut open = PoissonOpen::new(10_000.0, 2_000_000_000, vec!["/x".into()], 4, SmallRng::seed_from_u64(9));
+        let due = drain(&mut open, u64::MAX);
+        assert!((due.len() as f64 - 20_000.0).abs() < 600.0, "{}", due.len());
+        assert!(due.windows(2).all(|w| w[0].scheduled <= w[1].scheduled));
+        assert!(open.exhausted());
+    }
+
+    #[test]
+    fn closed_users_wait_for_their_response_and_think() {
+        let think = ThinkTime::Constant { s: 1.0 };
+        let mut users = ClosedUsers::new(2, think, 10_000_000_000, vec!["/x".into()], SmallRng::seed_from_u64(1));
+        let first = drain(&mut users, 0);
+        assert_eq!(first.len(), 2);
+        assert!(drain(&mut users, 5_000_000_000).is_empty(), "nobody issues before a response");
+        users.finished(&first[0], true, 100);
+        assert_eq!(users.next_due(), Some(1_000_000_100));
+        let next = drain(&mut users, 1_000_000_100);
+        assert_eq!((next.len(), next[0].client), (1, first[0].client));
+        assert!(!users.exhausted());
+    }
+
+    #[test]
+    fn sessions_abort_on_failure_and_complete_on_exit() {
+        let model = SessionModel::parse(
+            "arrival_rate = 1000.0\ndelay_bound_s = 1.0\nstart = { A = 1.0 }\n[states.A]\npaths = [\"/a\"]\nnext = { exit = 1.0 }\n",
+        )
+        .unwrap();
+        let mut sessions = Sessions::new(model, 10_000_000, SmallRng::seed_from_u64(2));
+        let due = drain(&mut sessions, 10_000_000);
+        assert!(due.len() > 2);
+        sessions.finished(&due[0], false, 10_000_000);
+        for request in &due[1..] {
+            sessions.finished(request, true, 10_000_000);
+        }
+        assert!(sessions.exhausted());
+        let summary = sessions.summary();
+        assert_eq!(summary["sessions_aborted"], 1);
+        assert_eq!(summary["sessions_completed"], due.len() as u64 - 1);
+    }
+}
