@@ -27,7 +27,7 @@ POLICIES = ("fair", "srpt", "las")
 MODELS = ("wc98", "nasa", "surge", "specweb99")
 PROFILES = tuple(f"W{i}" for i in range(1, 11))
 CONGESTION = ("reno", "cubic", "bbr")
-LOSS_MODELS = ("bernoulli", "dependent")
+LOSS_MODELS = ("bernoulli", "two-state")
 CUTOFFS_RE = re.compile(r"^\d+[KMG]?(,\d+[KMG]?)*$")
 
 
@@ -50,11 +50,13 @@ def _k(types, default, doc, **kw) -> Key:
 NUMBER = (int, float)
 GROUP_SCHEMA: dict[str, Key] = {
     "name": _k(str, "wan", "group name (addresses and counters are labelled with it)"),
-    "clients": _k(int, 0, "clients of the trace in this group (0 = an equal share of the rest)", minimum=0),
+    "addresses": _k(int, 1, "client source addresses in this group; trace client c uses address c mod (all addresses)",
+                    minimum=1, maximum=250),
     "rtt_ms": _k(NUMBER, 0.0, "round-trip propagation delay added by the emulator (000 Table 2 (B))", minimum=0, maximum=10_000),
-    "loss": _k(NUMBER, 0.0, "packet loss probability per direction (000 Table 2 (C), 002 §3.4)", minimum=0, maximum=1),
-    "loss_model": _k(str, "bernoulli", "bernoulli, or dependent (two-state, 002 §3.4 Table 1)", choices=LOSS_MODELS),
-    "mtu": _k(int, 1500, "link MTU in bytes (000 Table 2 (I))", minimum=256, maximum=9000),
+    "jitter_ms": _k(NUMBER, 0.0, "delay jitter (order kept)", minimum=0, maximum=10_000),
+    "loss": _k(NUMBER, 0.0, "packet loss probability per direction (000 Table 2 (C), 002 §3.4)", minimum=0, maximum=0.99),
+    "loss_model": _k(str, "bernoulli", "bernoulli, or two-state (dependent loss, 002 §3.4 Table 1)", choices=LOSS_MODELS),
+    "mtu": _k(int, 1500, "link MTU in bytes (000 Table 2 (I))", minimum=536, maximum=1500),
 }
 
 SCHEMA: dict[str, Any] = {
@@ -76,9 +78,9 @@ SCHEMA: dict[str, Any] = {
         "link_mbps": _k(NUMBER, 10.0, "bottleneck uplink rate server -> clients, Mbit/s (000 §2.5)", minimum=0.01, maximum=100_000),
         "queue_bytes": _k(int, 0, "uplink queue limit in bytes (0 = testbed default)", minimum=0),
         "bands": _k(str, "", "priority bands on the uplink by size cutoffs, e.g. \"1K,2K,5K,50K\" (000 §3); empty = one FIFO"),
-        "groups": _k(list, [], "client groups with their own WAN conditions ([[network.groups]] tables)"),
+        "groups": _k(list, [], "client groups with their own WAN conditions ([[network.groups]] tables); none = one group, no WAN"),
         "tcp": {
-            "congestion": _k(str, "cubic", "congestion control", choices=CONGESTION),
+            "congestion": _k(str, "reno", "congestion control (the host must allow it)", choices=CONGESTION),
             "sack": _k(bool, True, "TCP SACK (000 Table 2 (F) context, 002 §4.3)"),
             "syncookies": _k(bool, False, "SYN cookies (000 Table 2 (G))"),
             "syn_backlog": _k(int, 512, "SYN queue length (000: 512)", minimum=1),
@@ -229,10 +231,10 @@ def _check_combinations(config: dict, where: str) -> None:
     if workload["retries"] and not workload["abort_after_s"]:
         raise SpecError(f"{where}workload.retries = {workload['retries']} needs workload.abort_after_s > 0 "
                         "(retries follow an abort, 000 Table 2 (H))")
-    groups = network["groups"]
-    fixed = sum(g["clients"] for g in groups)
-    if fixed > workload["clients"]:
-        raise SpecError(f"{where}network.groups assign {fixed} clients but workload.clients = {workload['clients']}")
+    addresses = sum(g["addresses"] for g in network["groups"])
+    if addresses > workload["clients"]:
+        raise SpecError(f"{where}network.groups have {addresses} addresses but workload.clients = "
+                        f"{workload['clients']}: some addresses would carry no client")
 
 
 def _merge(base: dict, override: dict) -> dict:

@@ -1,0 +1,117 @@
+"""Reading an experiment's result directory (layout in sojourn.runner.layout) into
+tables: one row per run × repetition, and one per run with 90% confidence intervals.
+
+Pure reading: nothing here writes or runs anything, so notebooks and the report share it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from sojourn.analysis.records import read_records, requests
+from sojourn.analysis.sweeps import over_repetitions
+
+# Summary keys the report's table shows (and the demo prints), with their labels.
+TABLE_METRICS = {
+    "response_mean": "mean response (s)",
+    "response_median": "median (s)",
+    "response_p99": "p99 (s)",
+    "response_largest_1pct_mean": "largest 1% mean (s)",
+    "incomplete": "incomplete",
+    "syn_drops": "SYN drops",
+    "throughput_rps": "completed/s",
+    "link_utilization": "link util.",
+    "service_inversion": "inversion (001 eq. 3)",
+}
+
+
+@dataclass
+class Repetition:
+    run: str
+    rep: int
+    directory: Path
+    status: dict
+    config: dict
+    summary: dict
+    sweep_value: object = None
+    variant: str = ""
+
+    @property
+    def complete(self) -> bool:
+        return self.status.get("state") == "complete"
+
+    def requests(self) -> pd.DataFrame:
+        return requests(read_records(self.directory / "records.csv"))
+
+    def table(self, name: str) -> pd.DataFrame | None:
+        path = self.directory / name
+        if not path.is_file() or path.stat().st_size == 0:
+            return None
+        return pd.read_csv(path)
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def load_experiment(directory: str | Path) -> list[Repetition]:
+    """Every repetition under ``directory`` (results/<experiment>), in run order of
+    run.json's spec expansion as far as it is known, else by name."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise FileNotFoundError(f"{directory} is not a results directory")
+    reps = []
+    for run_json in sorted(directory.glob("*/*/run.json")):
+        rep_dir = run_json.parent
+        info = _read_json(run_json)
+        reps.append(Repetition(run=info.get("run", rep_dir.parent.name), rep=int(info.get("repetition", rep_dir.name)),
+                               directory=rep_dir, status=_read_json(rep_dir / "status.json"),
+                               config=info.get("config", {}), summary=_read_json(rep_dir / "summary.json"),
+                               sweep_value=info.get("sweep_value"), variant=info.get("variant", "")))
+    if not reps:
+        raise FileNotFoundError(f"{directory} holds no run results (expected <run>/<rep>/run.json)")
+    return reps
+
+
+def summaries(reps: list[Repetition]) -> pd.DataFrame:
+    """One row per repetition: run, rep, state, sweep value and every scalar summary key."""
+    rows = []
+    for rep in reps:
+        row = {"run": rep.run, "rep": rep.rep, "variant": rep.variant, "sweep_value": rep.sweep_value,
+               "state": rep.status.get("state", "missing")}
+        row.update({k: v for k, v in rep.summary.items() if isinstance(v, (int, float)) or v is None})
+        rows.append(row)
+    frame = pd.DataFrame(rows)
+    for metric in TABLE_METRICS:
+        if metric not in frame:
+            frame[metric] = math.nan
+    return frame.astype({m: float for m in TABLE_METRICS})
+
+
+def run_table(reps: list[Repetition], baseline: str | None = None) -> pd.DataFrame:
+    """One row per run: the table metrics (mean over repetitions, with 90% CI columns
+    ``<m>_lo``/``<m>_hi``), the number of repetitions, whether any is partial, and
+    ``mean_ratio`` = mean response time / the baseline run's (000 §4 style)."""
+    frame = summaries(reps)
+    order = list(dict.fromkeys(frame["run"]))
+    table = over_repetitions(frame, ["run"], list(TABLE_METRICS))
+    partial = frame.groupby("run")["state"].apply(lambda s: bool((s != "complete").any()))
+    table["partial"] = table["run"].map(partial)
+    sweep = frame.groupby("run")["sweep_value"].first()
+    table["sweep_value"] = table["run"].map(sweep)
+    table["variant"] = table["run"].map(frame.groupby("run")["variant"].first())
+    table = table.set_index("run").loc[order].reset_index()
+    base = baseline if baseline in set(table["run"]) else table["run"].iloc[0]
+    base_row = table.set_index("run").loc[base]
+    table["mean_ratio"] = table["response_mean"] / base_row["response_mean"]
+    table["largest_1pct_ratio"] = table["response_largest_1pct_mean"] / base_row["response_largest_1pct_mean"]
+    table.attrs["baseline"] = base
+    return table

@@ -1,0 +1,113 @@
+"""``sojourn run SPEC``: validate, run what is missing, report, print the summary table."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from sojourn.runner.execute import Progress
+from sojourn.runner.spec import SpecError, load_spec
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.description = ("Run an experiment spec end to end: build what is missing, generate trace and docroot, "
+                          "bring the testbed up, run server and load generator for every run and repetition, "
+                          "write results/<name>/<run>/<rep>/, build results/<name>/report.html and print the "
+                          "summary table. Completed repetitions are kept (resume); partial ones are redone. "
+                          "Needs root (network namespaces).")
+    parser.add_argument("spec", type=Path, help="experiment spec (TOML), e.g. experiments/demo.toml")
+    parser.add_argument("--results", type=Path, default=REPO / "results", help="results root (default: %(default)s)")
+    parser.add_argument("--prefix", default="sjrun",
+                        help="testbed namespace/interface prefix, 2-8 lowercase letters/digits (default: %(default)s)")
+    parser.add_argument("--fresh", action="store_true", help="delete previous results of this experiment first")
+    parser.add_argument("--check", action="store_true", help="only validate the spec and list its runs")
+    parser.add_argument("--no-report", action="store_true", help="do not build report.html at the end")
+    parser.set_defaults(func=main)
+
+
+def _progress_table(header: str, progress: Progress, started: float) -> Table:
+    table = Table.grid(padding=(0, 2))
+    remaining = max(progress.expected_s - progress.elapsed_s, 0.0)
+    table.add_row(f"[bold]{header}[/]", f"phase {progress.phase}",
+                  f"elapsed {progress.elapsed_s:5.0f} s / ~{progress.expected_s:.0f} s (remaining ~{remaining:.0f} s)",
+                  f"{progress.requests_per_s:6.0f} req/s", f"in flight {progress.in_flight}",
+                  f"errors {progress.errors}", f"wall {time.monotonic() - started:5.0f} s")
+    return table
+
+
+def print_summary(console: Console, directory: Path, baseline: str) -> None:
+    from sojourn.analysis.results import TABLE_METRICS, load_experiment, run_table
+
+    table = run_table(load_experiment(directory), baseline)
+    out = Table(title=f"{directory.name}: ratios relative to {table.attrs['baseline']}")
+    out.add_column("run")
+    for label in TABLE_METRICS.values():
+        out.add_column(label, justify="right")
+    out.add_column("mean ratio", justify="right")
+    out.add_column("largest 1% ratio", justify="right")
+    for _, row in table.iterrows():
+        cells = [row["run"] + (" (partial)" if row["partial"] else "")]
+        for metric in TABLE_METRICS:
+            value = row[metric]
+            cells.append("—" if value != value else (f"{value:.0f}" if metric in ("incomplete", "syn_drops") else f"{value:.3g}"))
+        cells += [f"{row['mean_ratio']:.3f}", f"{row['largest_1pct_ratio']:.3f}"]
+        out.add_row(*cells)
+    console.print(out)
+
+
+def main(args: argparse.Namespace) -> int:
+    console = Console(stderr=False)
+    try:
+        experiment = load_spec(args.spec)
+    except SpecError as err:
+        console.print(f"[red]sojourn run: {err}[/]", highlight=False)
+        return 2
+    if args.check:
+        for run in experiment.runs:
+            console.print(f"{run.name}: {experiment.repetitions} repetition(s)")
+        return 0
+    if os.geteuid() != 0:
+        console.print("[red]sojourn run needs root (or CAP_NET_ADMIN and CAP_SYS_ADMIN) to create network "
+                      "namespaces; run it with sudo[/]")
+        return 1
+    from sojourn.runner.experiment import ResultsConflict, run_experiment
+
+    started = time.monotonic()
+    header = {"text": ""}
+    with Live(console=console, refresh_per_second=4, transient=False) as live:
+        def on_event(kind, data):
+            if kind == "repetition":
+                header["text"] = f"[{data['index']}/{data['total']}] {data['run']} rep {data['rep']}"
+                if data["skipped"]:
+                    live.console.print(f"{header['text']}: complete, kept")
+            elif kind == "progress":
+                live.update(_progress_table(header["text"], data, started))
+            elif kind == "done":
+                live.console.print(f"{header['text']}: {data['state']} in {data['wall_s']:.0f} s")
+        try:
+            outcome = run_experiment(experiment, args.results, prefix=args.prefix, fresh=args.fresh, on_event=on_event)
+        except ResultsConflict as err:
+            console.print(f"[red]sojourn run: {err}[/]")
+            return 2
+        except KeyboardInterrupt:
+            console.print("[yellow]interrupted: the current repetition is kept as partial; rerun to resume[/]")
+            return 130
+    directory = outcome.directory
+    print_summary(console, directory, experiment.baseline)
+    if not args.no_report:
+        from sojourn.report.html import build_report
+        path = build_report(directory, baseline=experiment.baseline)
+        console.print(f"report: {path}")
+    if not outcome.complete:
+        console.print("[yellow]some repetitions are partial (see status.json in each)[/]")
+        return 1
+    return 0

@@ -1,0 +1,228 @@
+"""Running one repetition of one run: testbed up, server, counters, load generator,
+tear down, summary.
+
+Guarantees: every process started here is stopped and the testbed's namespaces are
+removed on every exit path (normal, exception, Ctrl-C/SIGTERM: the testbed turns the
+signal into KeyboardInterrupt); the repetition directory ends with ``status.json``
+``complete`` only if the load generator finished on its own with exit status 0, else
+``partial`` with the reason, and in both cases with whatever records were written and a
+``summary.json`` computed from them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import platform
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from sojourn import analysis, peers
+from sojourn.engine import engine_path
+from sojourn.runner import layout
+from sojourn.runner.inputs import Inputs
+from sojourn.runner.spec import Run
+
+
+@dataclass
+class Progress:
+    """What the live display shows about the repetition in progress."""
+
+    phase: str = "starting"
+    elapsed_s: float = 0.0
+    expected_s: float = 0.0
+    requests_per_s: float = 0.0
+    in_flight: int = 0
+    errors: int = 0
+    completed: int = 0
+
+
+def testbed_config(run: Run, prefix: str):
+    from sojourn.testbed import TcpKnobs, TestbedConfig, WanGroup
+
+    network = run.config["network"]
+    tcp = network["tcp"]
+    knobs = TcpKnobs(congestion=tcp["congestion"], sack=tcp["sack"], syncookies=tcp["syncookies"],
+                     syn_backlog=tcp["syn_backlog"], somaxconn=tcp["somaxconn"],
+                     initcwnd=tcp["initcwnd"] or None, cwnd_clamp=tcp["cwnd_clamp"] or None,
+                     rto_min_ms=tcp["rto_min_ms"] or None)
+    groups = [WanGroup(name=g["name"], clients=g["addresses"], rtt_ms=g["rtt_ms"], jitter_ms=g["jitter_ms"],
+                       loss=g["loss"], loss_model=g["loss_model"], mtu=g["mtu"])
+              for g in network["groups"]] or [WanGroup(name="lan", clients=1)]
+    return TestbedConfig(prefix=prefix, link_bps=int(network["link_mbps"] * 1e6), queue_bytes=network["queue_bytes"] or None,
+                         bands=network["bands"] or None, groups=groups, tcp=knobs, seed=run.config["workload"]["seed"])
+
+
+def load_command(engine: Path, inputs: Inputs, target: str, out: Path, workload: dict, source_addrs: list[str]) -> list[str]:
+    """The ``sojourn-engine load`` argv for open-loop replay of the run's trace
+    (options documented in docs/load.md)."""
+    argv = [str(engine), "load", "open", "--trace", str(inputs.trace), "--target", target, "--out", str(out),
+            "--source-addrs", ",".join(source_addrs), "--persistent", str(workload["persistent"])]
+    if workload["abort_after_s"]:
+        argv += ["--abort-after", str(workload["abort_after_s"]), "--retries", str(workload["retries"])]
+    if workload["max_connections_per_client"]:
+        argv += ["--max-conns-per-client", str(workload["max_connections_per_client"])]
+    if workload["verify"]:
+        argv.append("--verify")
+    return argv
+
+
+def versions(run: Run, engine: Path) -> dict:
+    def first_line(argv):
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+            return (out.stdout or out.stderr).strip().splitlines()[0]
+        except (OSError, IndexError, subprocess.TimeoutExpired):
+            return "unknown"
+    repo = Path(__file__).resolve().parents[3]
+    return {
+        "sojourn_engine": first_line([str(engine), "--version"]),
+        "server": peers.version(run.config["server"]["kind"]) if run.config["server"]["kind"] != "command" else "",
+        "git": first_line(["git", "-C", str(repo), "describe", "--always", "--dirty"]),
+        "kernel": platform.release(),
+        "host": platform.node(),
+        "python": platform.python_version(),
+        "pandas": pd.__version__,
+    }
+
+
+def _interval_progress(path: Path, progress: Progress) -> None:
+    """Updates ``progress`` from the load generator's intervals.csv (one row per second,
+    docs/formats.md): the last row's rate and in-flight count, errors summed."""
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return
+    if len(lines) < 2:
+        return
+    header = lines[0].split(",")
+    rows = [dict(zip(header, line.split(","))) for line in lines[1:] if line.count(",") == len(header) - 1]
+    if not rows:
+        return
+    number = lambda row, key: float(row.get(key) or 0)  # noqa: E731
+    progress.requests_per_s = number(rows[-1], "completed")
+    progress.in_flight = int(number(rows[-1], "in_flight"))
+    progress.errors = int(sum(number(row, "errors") for row in rows))
+    progress.completed = int(sum(number(row, "completed") for row in rows))
+
+
+def summarize_directory(directory: Path, link_bps: float) -> dict:
+    """summary.json of a repetition from its saved files (also for partial results)."""
+    summary: dict = {"link_bps": link_bps}
+    records = directory / "records.csv"
+    if records.is_file() and records.stat().st_size > 0:
+        reqs = analysis.requests(analysis.read_records(records))
+        summary.update(analysis.summarize(reqs, link_bps=link_bps))
+        done = reqs[reqs["completed"]]
+        summary["service_inversion"] = analysis.service_inversion_index(done["size"], done["response_s"])
+    counters = directory / "counters.csv"
+    if counters.is_file() and counters.stat().st_size > 0:
+        summary.update(analysis.counter_metrics(pd.read_csv(counters), link_bps=link_bps))
+    load_summary = directory / "load_summary.json"
+    if load_summary.is_file():
+        summary["load_generator"] = json.loads(load_summary.read_text())
+    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in summary.items()}
+
+
+def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: str,
+                   on_progress: Callable[[Progress], None] = lambda p: None) -> str:
+    """Runs one repetition into ``directory``; returns its final state."""
+    from sojourn.testbed import Testbed
+
+    directory.mkdir(parents=True, exist_ok=True)
+    layout.mark(directory, "running")
+    layout.write_json(directory / "run.json", {"run": run.name, "variant": run.variant, "repetition": rep,
+                                                "sweep_value": run.sweep_value, "config": run.config,
+                                                "inputs": {"trace": str(inputs.trace), "docroot": str(inputs.docroot),
+                                                           "periods": inputs.periods, "duration_s": inputs.duration_s,
+                                                           "requests": inputs.requests}})
+    engine = engine_path()
+    server_cfg, workload, collect = run.config["server"], run.config["workload"], run.config["collect"]
+    link_bps = run.config["network"]["link_mbps"] * 1e6
+    state, reason = "partial", "did not finish"
+    progress = Progress(expected_s=inputs.duration_s)
+    load_proc = None
+    meta = versions(run, engine)
+    try:
+        progress.phase = "testbed"
+        on_progress(progress)
+        with Testbed(testbed_config(run, prefix), workdir=directory / "testbed") as tb:
+            meta["testbed"] = tb.describe()
+            layout.write_json(directory / "versions.json", meta)
+            peer_cfg = peers.PeerConfig(
+                kind=server_cfg["kind"], root=inputs.docroot, addr=tb.server_addr, port=server_cfg["port"],
+                workers=server_cfg["workers"], netns=tb.server_ns, policy=server_cfg["policy"],
+                kernel_bands=server_cfg["kernel_bands"], band_cutoffs=run.config["network"]["bands"] or None,
+                access_log=directory / "access.log" if server_cfg["access_log"] else None,
+                extra_args=list(server_cfg["args"]), command=list(server_cfg["command"]))
+            progress.phase = "server"
+            on_progress(progress)
+            with peers.Peer(peer_cfg, log_dir=directory):
+                tb.start_counters(directory / "counters.csv", interval_s=collect["interval_s"])
+                addrs = [a for group in tb.client_addrs.values() for a in group]
+                argv = load_command(engine, inputs, f"{tb.server_addr}:{server_cfg['port']}", directory, workload, addrs)
+                (directory / "load.argv").write_text(" ".join(argv) + "\n")
+                with open(directory / "load.log", "wb") as log:
+                    load_proc = tb.popen(tb.client_ns, argv, stdout=log, stderr=subprocess.STDOUT)
+                    started = time.monotonic()
+                    deadline = started + inputs.duration_s + collect["drain_s"] + 10
+                    progress.phase = "load"
+                    while load_proc.poll() is None:
+                        time.sleep(0.5)
+                        progress.elapsed_s = time.monotonic() - started
+                        _interval_progress(directory / "intervals.csv", progress)
+                        on_progress(progress)
+                        if time.monotonic() > deadline:
+                            reason = (f"load generator still running {collect['drain_s'] + 10:.0f} s after the trace's "
+                                      "end (collect.drain_s); stopped")
+                            load_proc.send_signal(signal.SIGINT)
+                            load_proc.wait(30)
+                            break
+                    else:
+                        if load_proc.returncode == 0:
+                            state, reason = "complete", ""
+                        else:
+                            reason = f"load generator exited with status {load_proc.returncode} (see load.log)"
+                tb.stop_counters()
+    except KeyboardInterrupt as interrupt:
+        reason = f"interrupted ({interrupt or 'Ctrl-C'})"
+        if load_proc is not None and load_proc.poll() is None:
+            # The generator writes an 'interrupted' final outcome for what is outstanding.
+            load_proc.send_signal(signal.SIGINT)
+            try:
+                load_proc.wait(10)
+            except subprocess.TimeoutExpired:
+                load_proc.kill()
+        raise
+    except Exception as err:  # noqa: BLE001 - recorded in status.json, then re-raised
+        reason = f"{type(err).__name__}: {err}"
+        raise
+    finally:
+        progress.phase = "analysis"
+        on_progress(progress)
+        _adopt_load_summary(directory)
+        try:
+            layout.write_json(directory / "summary.json", summarize_directory(directory, link_bps))
+        except Exception as err:  # noqa: BLE001 - a broken records file must not hide the run's own error
+            state, reason = "partial", f"{reason}; summary failed: {err}".lstrip("; ")
+        layout.mark(directory, state, reason)
+    return state
+
+
+def _adopt_load_summary(directory: Path) -> None:
+    """The load generator writes its own summary.json into the directory; keep it as
+    load_summary.json so summary.json is the analysis's."""
+    theirs = directory / "summary.json"
+    if theirs.is_file():
+        try:
+            data = json.loads(theirs.read_text())
+        except json.JSONDecodeError:
+            return
+        if "link_bps" not in data:  # ours always has link_bps
+            theirs.replace(directory / "load_summary.json")

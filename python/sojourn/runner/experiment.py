@@ -1,0 +1,79 @@
+"""Running a whole experiment: every run × repetition, resuming what is complete.
+
+Guarantees: ``results/<name>/spec.toml`` is the spec that produced the results (a rerun
+with a different spec into the same directory is refused unless ``fresh``);
+repetitions whose status is ``complete`` are kept (resume), any other repetition
+directory is removed and run again; ``fresh`` removes all previous results first.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from sojourn.runner import layout
+from sojourn.runner.execute import Progress, run_repetition
+from sojourn.runner.inputs import prepare_inputs
+from sojourn.runner.spec import Experiment
+
+
+class ResultsConflict(RuntimeError):
+    """The results directory holds results of a different spec."""
+
+
+@dataclass
+class Outcome:
+    directory: Path
+    states: dict[tuple[str, int], str] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        return all(state == "complete" for state in self.states.values())
+
+
+def run_experiment(experiment: Experiment, results: Path, prefix: str = "sjrun", fresh: bool = False,
+                   on_event: Callable[[str, dict], None] = lambda kind, data: None) -> Outcome:
+    """Runs what is missing of ``experiment`` into ``results/<name>/``.
+
+    ``on_event(kind, data)`` is told ``repetition`` (run, rep, index, total, skipped) and
+    ``progress`` (a :class:`Progress`) so a display can follow."""
+    directory = layout.experiment_dir(results, experiment.name)
+    spec_text = experiment.path.read_text() if experiment.path else ""
+    saved = directory / "spec.toml"
+    if fresh and directory.exists():
+        shutil.rmtree(directory)
+    if saved.is_file() and saved.read_text() != spec_text:
+        raise ResultsConflict(f"{directory} holds results of a different version of the spec; "
+                              "use --fresh to replace them or another results directory")
+    directory.mkdir(parents=True, exist_ok=True)
+    saved.write_text(spec_text)
+    outcome = Outcome(directory)
+    total = len(experiment.runs) * experiment.repetitions
+    index = 0
+    for run in experiment.runs:
+        link_bps = run.config["network"]["link_mbps"] * 1e6
+        for rep in range(experiment.repetitions):
+            index += 1
+            rep_directory = layout.rep_dir(results, experiment.name, run.name, rep)
+            if layout.is_complete(rep_directory):
+                outcome.states[(run.name, rep)] = "complete"
+                on_event("repetition", {"run": run.name, "rep": rep, "index": index, "total": total, "skipped": True})
+                continue
+            if rep_directory.exists():
+                shutil.rmtree(rep_directory)
+            on_event("repetition", {"run": run.name, "rep": rep, "index": index, "total": total, "skipped": False})
+            on_event("progress", Progress(phase="inputs"))
+            started = time.monotonic()
+            inputs = prepare_inputs(run.config["workload"], link_bps, directory / "inputs")
+            try:
+                state = run_repetition(run, rep, rep_directory, inputs, prefix,
+                                       on_progress=lambda p: on_event("progress", p))
+            except KeyboardInterrupt:
+                outcome.states[(run.name, rep)] = "partial"
+                raise
+            outcome.states[(run.name, rep)] = state
+            on_event("done", {"run": run.name, "rep": rep, "state": state, "wall_s": time.monotonic() - started})
+    return outcome
