@@ -88,12 +88,14 @@ def test_by_size_and_ccdf(reqs):
 
 
 def test_counter_metrics():
-    counters = pd.DataFrame({"t_s": [0, 1, 2], "ListenDrops": [10, 15, 40], "established": [3, 9, 4],
-                             "tx_bytes": [0, 500, 2500]})
+    counters = pd.DataFrame({"t_s": [0, 1, 2], "listen_drops": [10, 15, 40], "established": [3, 9, 4],
+                             "uplink_tx_bytes": [0, 500, 2500]})
     out = analysis.counter_metrics(counters, link_bps=10_000)
     assert out["syn_drops"] == 30 and out["peak_connections"] == 9
     assert out["link_utilization"] == pytest.approx(2500 * 8 / 2 / 10_000)
     assert math.isnan(analysis.counter_metrics(pd.DataFrame({"t_s": [0, 1]}))["syn_drops"])
+    with_util = analysis.counter_metrics(counters.assign(uplink_util=[0.5, 1.0, 0.9]), link_bps=10_000)
+    assert with_util["link_utilization"] == pytest.approx(0.8)
 
 
 def test_bad_records_are_named(write):

@@ -94,8 +94,10 @@ def summarize(requests: pd.DataFrame, link_bps: float | None = None, duration_s:
 
 def counter_metrics(counters: pd.DataFrame, link_bps: float | None = None) -> dict:
     """SYN drops, peak connections and wire utilization from the testbed's per-second
-    counters (docs/testbed.md). Cumulative kernel counters are differenced over the run;
-    columns that are absent give NaN rather than a guess."""
+    counters (docs/testbed.md: listen_drops, established, uplink_util, uplink_tx_bytes).
+    Cumulative kernel counters are differenced over the run; columns that are absent
+    give NaN rather than a guess. Utilization is the mean of the per-interval values
+    (so it covers the sampled span, drain included)."""
     out: dict[str, float] = {}
     if counters is None or counters.empty:
         return {"syn_drops": math.nan, "peak_connections": math.nan, "link_utilization": math.nan}
@@ -107,17 +109,17 @@ def counter_metrics(counters: pd.DataFrame, link_bps: float | None = None) -> di
         return float(series.iloc[-1] - series.iloc[0]) if len(series) else math.nan
 
     # 000 §4 "SYN drops": the listen queue overflowing / SYNs dropped (ListenDrops counts both).
-    drops = [delta(c) for c in ("ListenDrops", "listen_drops", "ListenOverflows", "listen_overflows")]
+    drops = [delta(c) for c in ("listen_drops", "listen_overflows", "ListenDrops", "ListenOverflows")]
     drops = [d for d in drops if not math.isnan(d)]
     out["syn_drops"] = max(drops) if drops else math.nan
     established = [c for c in ("established", "estab", "connections_established") if c in counters]
     out["peak_connections"] = float(pd.to_numeric(counters[established[0]]).max()) if established else math.nan
-    utilization = [c for c in ("link_utilization", "utilization") if c in counters]
+    utilization = [c for c in ("uplink_util", "link_utilization", "utilization") if c in counters]
     if utilization:
         out["link_utilization"] = float(pd.to_numeric(counters[utilization[0]], errors="coerce").mean())
-    elif link_bps and "tx_bytes" in counters and "t_s" in counters:
+    elif link_bps and "uplink_tx_bytes" in counters and "t_s" in counters:
         span = float(counters["t_s"].iloc[-1] - counters["t_s"].iloc[0])
-        out["link_utilization"] = delta("tx_bytes") * 8 / span / link_bps if span > 0 else math.nan
+        out["link_utilization"] = delta("uplink_tx_bytes") * 8 / span / link_bps if span > 0 else math.nan
     else:
         out["link_utilization"] = math.nan
     return out

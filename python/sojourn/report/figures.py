@@ -1,0 +1,158 @@
+"""The report's figures, each a function from analysis tables to a matplotlib Figure.
+
+Every figure is drawn only from sojourn.analysis outputs (so the report can be redrawn
+offline from saved results) and encoded by :func:`png_data_uri` as an inline PNG, so the
+HTML needs no external file or URL.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from sojourn import analysis  # noqa: E402
+
+
+def png_data_uri(figure) -> str:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
+    plt.close(figure)
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
+
+
+def _overload_spans(periods: list[dict]) -> list[tuple[float, float]]:
+    """(start, end) of the overloaded periods (target rho > 1) of the shaped trace.
+    Accepts the per-period table of sojourn.workloads.shaping (start/end seconds and a
+    target rho column under any of the names it may use)."""
+    spans = []
+    for period in periods or []:
+        start = next((period[k] for k in ("start_s", "t_start_s", "start") if k in period), None)
+        end = next((period[k] for k in ("end_s", "t_end_s", "end") if k in period), None)
+        rho = next((period[k] for k in ("target_rho", "rho_target", "rho") if k in period), None)
+        if None not in (start, end, rho) and float(rho) > 1.0:
+            spans.append((float(start), float(end)))
+    return spans
+
+
+def response_over_time(per_run: dict[str, pd.DataFrame], periods: list[dict]):
+    """000 Fig. 8(a-b): mean response time per 1-s bin of arrival time, one panel per
+    run, overload periods shaded."""
+    runs = list(per_run)
+    figure, axes = plt.subplots(len(runs), 1, figsize=(9, 2.4 * len(runs)), sharex=True, sharey=True, squeeze=False)
+    for axis, run in zip(axes[:, 0], runs):
+        table = per_run[run]
+        for start, end in _overload_spans(periods):
+            axis.axvspan(start, end, color="tab:red", alpha=0.12, lw=0)
+        axis.plot(table["t_s"], table["mean_response_s"], lw=1.2)
+        axis.set_ylabel("mean resp. (s)")
+        axis.set_title(run, fontsize=10, loc="left")
+        axis.grid(alpha=0.3)
+    axes[-1, 0].set_xlabel("arrival time (s); shaded: overload periods (rho > 1)")
+    return figure
+
+
+def ccdf_figure(responses: dict[str, np.ndarray]):
+    """000 Fig. 8(c): CCDF of response times, log-log, all runs."""
+    figure, axis = plt.subplots(figsize=(6, 4))
+    for run, values in responses.items():
+        table = analysis.ccdf(values)
+        table = table[table["ccdf"] > 0]
+        axis.loglog(table["x"], table["ccdf"], label=run)
+    axis.set_xlabel("response time x (s)")
+    axis.set_ylabel("P(response time > x)")
+    axis.grid(alpha=0.3, which="both")
+    axis.legend()
+    return figure
+
+
+def by_size_figure(per_run: dict[str, pd.DataFrame], ideal: pd.DataFrame | None = None):
+    """000 Fig. 8(d), 004 Figs. 2 and 4: mean response time vs request size."""
+    figure, axis = plt.subplots(figsize=(6, 4))
+    for run, table in per_run.items():
+        axis.loglog(table["size_mid"], table["mean_response_s"], marker="o", ms=3, label=run)
+    if ideal is not None:
+        for column in [c for c in ideal.columns if c != "size_mid"]:
+            axis.loglog(ideal["size_mid"], ideal[column], ls="--", lw=1, label=column)
+    axis.set_xlabel("request size (bytes, log bins)")
+    axis.set_ylabel("mean response time (s)")
+    axis.grid(alpha=0.3, which="both")
+    axis.legend(fontsize=8)
+    return figure
+
+
+def counters_figure(per_run: dict[str, pd.DataFrame]):
+    """000 Fig. 6: open connections and SYN drops over time; plus link utilization."""
+    figure, axes = plt.subplots(3, 1, figsize=(9, 6.5), sharex=True)
+    for run, counters in per_run.items():
+        t = counters["t_s"]
+        if "established" in counters:
+            axes[0].plot(t, counters["established"], label=run, lw=1)
+        drops = counters.get("listen_drops", counters.get("listen_overflows"))
+        if drops is not None:
+            axes[1].plot(t, drops - drops.iloc[0], label=run, lw=1)
+        if "uplink_util" in counters:
+            axes[2].plot(t, counters["uplink_util"], label=run, lw=1)
+    axes[0].set_ylabel("established")
+    axes[1].set_ylabel("SYN drops (cum.)")
+    axes[2].set_ylabel("uplink utilization")
+    axes[2].set_xlabel("time (s)")
+    for axis in axes:
+        axis.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    return figure
+
+
+def deciles_figure(table: pd.DataFrame, run: str):
+    """001 Figs. 5-6: composition of each response-time decile by size series."""
+    figure, axis = plt.subplots(figsize=(6, 3.2))
+    bottom = np.zeros(len(table))
+    series_info = {s["series"]: s for s in table.attrs.get("series", [])}
+    for series in table.columns:
+        info = series_info.get(series)
+        label = f"series {series}" + (f": {info['min']:.0f}-{info['max']:.0f} B ({info['share']:.0%})" if info else "")
+        axis.bar(table.index + 1, table[series], bottom=bottom, label=label)
+        bottom += table[series].to_numpy()
+    axis.set_xlabel("response-time decile (1 = fastest 10%)")
+    axis.set_ylabel("share of decile")
+    axis.set_title(run, fontsize=10, loc="left")
+    axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return figure
+
+
+def range_figure(table: pd.DataFrame, parameter: str, metric: str, label: str):
+    """000 Figs. 9-10 (right column): a metric vs the swept parameter, one line per
+    variant, with 90% confidence intervals over repetitions."""
+    figure, axis = plt.subplots(figsize=(6, 3.6))
+    for variant, rows in table.groupby("variant", sort=False):
+        rows = rows.sort_values("sweep_value")
+        x = rows["sweep_value"].astype(float)
+        axis.errorbar(x, rows[metric], yerr=[rows[metric] - rows[f"{metric}_lo"], rows[f"{metric}_hi"] - rows[metric]],
+                      marker="o", capsize=3, label=variant or "run")
+    axis.set_xlabel(parameter)
+    axis.set_ylabel(label)
+    axis.grid(alpha=0.3)
+    axis.legend()
+    return figure
+
+
+def latency_profile_figure(table: pd.DataFrame, parameter: str):
+    """001 Figs. 1-2: mean, median, p5 and p95 of response time vs load."""
+    figure, axis = plt.subplots(figsize=(6, 4))
+    for variant, rows in table.groupby("variant", sort=False):
+        rows = rows.sort_values("sweep_value")
+        x = rows["sweep_value"].astype(float)
+        for metric, style in (("response_mean", "-"), ("response_median", "--"), ("response_p5", ":"), ("response_p95", "-.")):
+            if metric in rows:
+                axis.semilogy(x, rows[metric], ls=style, marker="o", ms=3, label=f"{variant or 'run'} {metric.split('_')[1]}")
+    axis.set_xlabel(parameter)
+    axis.set_ylabel("response time (s)")
+    axis.grid(alpha=0.3, which="both")
+    axis.legend(fontsize=7)
+    return figure

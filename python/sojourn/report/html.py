@@ -1,0 +1,232 @@
+"""One self-contained ``report.html`` per experiment, built only from saved results.
+
+Guarantees: the file references nothing outside itself (figures are inline PNG data
+URIs, styles inline, no external URL), so it reads offline and can be mailed; it is
+written atomically; partial repetitions are marked as such wherever their numbers
+appear. Sections: summary table with ratios to the baseline run, response time over
+time with overload shaded (000 Fig. 8a-b), CCDF (Fig. 8c), response time vs size (Fig.
+8d), connections / SYN drops / link utilization over time (Fig. 6), decile composition
+(001 Figs. 5-6), for sweeps the range plots (000 Figs. 9-10 right column) and for load
+sweeps the latency profile and service inversion vs load (001 Figs. 1-2, 7); then the
+load periods, versions, kernel and parameters.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import importlib
+import json
+import os
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from sojourn import analysis
+from sojourn.analysis.results import TABLE_METRICS, Repetition, load_experiment, run_table
+from sojourn.report import figures
+
+STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
+table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+.partial { color: #b00; }
+figure { margin: 1.5em 0; } figcaption { font-size: 0.9em; color: #555; }
+img { max-width: 100%; }
+pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; font-size: 0.8em; }
+"""
+
+# Sets data-figures on <body> to the number of figures that decoded: the browser test reads it.
+CHECK_SCRIPT = """
+window.addEventListener('load', function () {
+  var ok = Array.prototype.filter.call(document.images, function (i) { return i.complete && i.naturalWidth > 0; });
+  document.body.setAttribute('data-figures', String(ok.length));
+});
+"""
+
+
+def _representative(reps: list[Repetition], run: str) -> Repetition | None:
+    """The repetition whose per-request figures are shown: the first complete one."""
+    candidates = [r for r in reps if r.run == run and (r.directory / "records.csv").is_file()]
+    complete = [r for r in candidates if r.complete]
+    return (complete or candidates or [None])[0]
+
+
+def _format(metric: str, value) -> str:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return "—"
+    if metric in ("incomplete", "syn_drops", "n"):
+        return f"{value:.0f}"
+    return f"{value:.3g}"
+
+
+def _summary_table(table: pd.DataFrame) -> str:
+    cells = ["<tr><th>run</th><th>reps</th>" + "".join(f"<th>{html.escape(label)}</th>" for label in TABLE_METRICS.values())
+             + "<th>mean ratio</th><th>largest 1% ratio</th></tr>"]
+    for _, row in table.iterrows():
+        name = html.escape(str(row["run"]))
+        mark = ' <span class="partial">(partial)</span>' if row["partial"] else ""
+        values = []
+        for metric in TABLE_METRICS:
+            text = _format(metric, row[metric])
+            if row["n"] > 1 and not np.isnan(row[f"{metric}_lo"]) and row[f"{metric}_hi"] != row[f"{metric}_lo"]:
+                text += f" <small>[{_format(metric, row[f'{metric}_lo'])}, {_format(metric, row[f'{metric}_hi'])}]</small>"
+            values.append(f"<td>{text}</td>")
+        cells.append(f"<tr><td>{name}{mark}</td><td>{row['n']}</td>{''.join(values)}"
+                     f"<td>{_format('r', row['mean_ratio'])}</td><td>{_format('r', row['largest_1pct_ratio'])}</td></tr>")
+    return "<table>" + "\n".join(cells) + "</table>"
+
+
+def _figure(uri: str, caption: str) -> str:
+    return (f'<figure><img src="{uri}" alt="{html.escape(caption)}">'
+            f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+
+
+def _ideal_by_size(rep: Repetition, reqs: pd.DataFrame) -> pd.DataFrame | None:
+    """Ideal PS and SRPT on the same arrivals from sojourn.theory.bounds.ideal, when that
+    module exists (issue 7); None otherwise."""
+    try:
+        bounds = importlib.import_module("sojourn.theory.bounds")
+    except ModuleNotFoundError:
+        return None
+    link_bps = rep.config.get("network", {}).get("link_mbps", 10.0) * 1e6
+    trace = reqs[["scheduled_s", "size"]].rename(columns={"scheduled_s": "arrival_s"})
+    lines = {}
+    for policy in ("ps", "srpt"):
+        try:
+            ideal = bounds.ideal(trace, link_bps=link_bps, policy=policy)
+        except TypeError:
+            return None
+        frame = pd.DataFrame({"size": trace["size"].to_numpy(), "response_s": np.asarray(ideal, dtype=float),
+                              "completed": True})
+        binned = analysis.by_size(frame)
+        lines[f"ideal {policy.upper()}"] = binned.set_index("size_mid")["mean_response_s"]
+    return pd.DataFrame(lines).reset_index()
+
+
+def _export(parts: list[str], export_dir: Path) -> None:
+    """Saves every inline figure of ``parts`` as figure-NN.png in ``export_dir``."""
+    export_dir.mkdir(parents=True, exist_ok=True)
+    marker = 'src="data:image/png;base64,'
+    count = 0
+    for part in parts:
+        if marker in part:
+            count += 1
+            data = part.split(marker, 1)[1].split('"', 1)[0]
+            (export_dir / f"figure-{count:02d}.png").write_bytes(base64.b64decode(data))
+
+
+def build_report(directory: str | Path, baseline: str | None = None, export_dir: Path | None = None) -> Path:
+    """Writes ``<directory>/report.html`` and returns its path; with ``export_dir``, also
+    each figure as a PNG file there."""
+    directory = Path(directory)
+    reps = load_experiment(directory)
+    spec_path = directory / "spec.toml"
+    spec = tomllib.loads(spec_path.read_text()) if spec_path.is_file() else {}
+    baseline = baseline or spec.get("baseline") or None
+    table = run_table(reps, baseline)
+    runs = list(table["run"])
+    parts = [f"<h1>{html.escape(directory.name)}</h1>",
+             f"<p>{html.escape(spec.get('description', ''))}</p>",
+             f"<h2>Summary</h2><p>Means over repetitions with 90% confidence intervals (002 §3.5) where there are "
+             f"several; ratios relative to <b>{html.escape(table.attrs['baseline'])}</b>. Response time is measured from "
+             f"each request's scheduled time to its last byte; incomplete = requests without a successful final "
+             f"attempt.</p>",
+             _summary_table(table)]
+
+    per_second, responses, by_size, counters, deciles = {}, {}, {}, {}, {}
+    ideal = None
+    periods: list[dict] = []
+    for run in runs:
+        rep = _representative(reps, run)
+        if rep is None:
+            continue
+        label = run + ("" if rep.complete else " (partial)")
+        reqs = rep.requests()
+        per_second[label] = analysis.per_second(reqs)
+        done = reqs[reqs["completed"]]
+        responses[label] = done["response_s"].to_numpy()
+        by_size[label] = analysis.by_size(reqs)
+        if len(done) >= 10:
+            deciles[label] = analysis.decile_composition(reqs)
+        table_counters = rep.table("counters.csv")
+        if table_counters is not None:
+            counters[label] = table_counters
+        if not periods:
+            run_json = json.loads((rep.directory / "run.json").read_text())
+            periods = run_json.get("inputs", {}).get("periods", [])
+        if ideal is None and len(done):
+            ideal = _ideal_by_size(rep, reqs)
+
+    if per_second:
+        parts.append("<h2>Response time over time</h2>")
+        parts.append(_figure(figures.png_data_uri(figures.response_over_time(per_second, periods)),
+                             "Mean response time per 1-second bin of arrival time, overload periods shaded (000 Fig. 8a-b)"))
+        parts.append("<h2>Distribution and size</h2>")
+        parts.append(_figure(figures.png_data_uri(figures.ccdf_figure(responses)),
+                             "Complementary CDF of response times (000 Fig. 8c)"))
+        parts.append(_figure(figures.png_data_uri(figures.by_size_figure(by_size, ideal)),
+                             "Mean response time vs request size in logarithmic bins (000 Fig. 8d; 004 Figs. 2, 4)"
+                             + ("; dashed: ideal PS and SRPT on the same arrivals" if ideal is not None else "")))
+    if counters:
+        parts.append("<h2>Connections, SYN drops, link</h2>")
+        parts.append(_figure(figures.png_data_uri(figures.counters_figure(counters)),
+                             "Established connections, cumulative SYN drops (ListenDrops) and uplink utilization (000 Fig. 6)"))
+    if deciles:
+        parts.append("<h2>Service inversion</h2>")
+        for label, decile_table in deciles.items():
+            parts.append(_figure(figures.png_data_uri(figures.deciles_figure(decile_table, label)),
+                                 f"{label}: size-series composition of response-time deciles (001 Figs. 5-6)"))
+
+    parameter = spec.get("sweep", {}).get("parameter", "")
+    if parameter and table["sweep_value"].notna().any():
+        parts.append(f"<h2>Sweep of {html.escape(parameter)}</h2>")
+        parts.append(_figure(figures.png_data_uri(figures.range_figure(table, parameter, "response_mean", "mean response time (s)")),
+                             f"Mean response time vs {parameter}, 90% confidence intervals (000 Figs. 9-10, right column)"))
+        if parameter.endswith("rho"):
+            full = analysis.over_repetitions(
+                analysis_results_frame(reps), ["run"], ["response_mean", "response_median", "response_p5", "response_p95"])
+            full = full.merge(table[["run", "variant", "sweep_value"]], on="run")
+            parts.append(_figure(figures.png_data_uri(figures.latency_profile_figure(full, parameter)),
+                                 "Latency profile vs load: mean, median, p5, p95 (001 Figs. 1-2)"))
+            parts.append(_figure(figures.png_data_uri(figures.range_figure(table, parameter, "service_inversion", "service inversion")),
+                                 "Service inversion vs load (001 Fig. 7)"))
+
+    if periods:
+        frame = pd.DataFrame(periods)
+        parts.append("<h2>Load periods</h2>" + frame.to_html(index=False, float_format=lambda v: f"{v:.3g}", border=0))
+    parts.append("<h2>Versions, kernel and parameters</h2>")
+    for run in runs:
+        rep = _representative(reps, run) or next(r for r in reps if r.run == run)
+        versions_path = rep.directory / "versions.json"
+        versions = json.loads(versions_path.read_text()) if versions_path.is_file() else {}
+        versions.pop("testbed", None)
+        status = rep.status
+        parts.append(f"<h3>{html.escape(run)}</h3><p>status: {html.escape(str(status.get('state')))}"
+                     f"{' — ' + html.escape(status.get('reason', '')) if status.get('reason') else ''}</p>"
+                     f"<pre>{html.escape(json.dumps({'versions': versions, 'config': rep.config}, indent=2))}</pre>")
+    if spec_path.is_file():
+        parts.append(f"<h3>spec.toml</h3><pre>{html.escape(spec_path.read_text())}</pre>")
+
+    document = ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+                f"<title>sojourn report: {html.escape(directory.name)}</title><style>{STYLE}</style></head><body>"
+                + "\n".join(parts) + f"<script>{CHECK_SCRIPT}</script></body></html>\n")
+    if export_dir is not None:
+        _export(parts, Path(export_dir))
+    out = directory / "report.html"
+    tmp = directory / ".report.html.tmp"
+    tmp.write_text(document)
+    os.replace(tmp, out)
+    return out
+
+
+def analysis_results_frame(reps: list[Repetition]) -> pd.DataFrame:
+    from sojourn.analysis.results import summaries
+    frame = summaries(reps)
+    for column in ("response_median", "response_p5", "response_p95"):
+        if column not in frame:
+            frame[column] = np.nan
+    return frame

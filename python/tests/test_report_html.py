@@ -1,0 +1,148 @@
+"""The report is built from stored results only, is self-contained, marks partial
+results, and opens in a real browser (headless Chromium) without console errors."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sojourn.report.html import build_report
+from sojourn.runner.layout import write_json
+
+REPO = Path(__file__).resolve().parents[2]
+SCREENSHOTS = REPO / "results" / "test-output"
+
+
+def write_repetition(directory: Path, run: str, rep: int, slow_factor: float, state: str = "complete",
+                     sweep_value=None, variant: str = "", seed: int = 0) -> None:
+    """A stored repetition in the runner's layout. Its records are synthetic (made here
+    with a seeded generator: a stand-in for a measured run, with every column the load
+    generator writes), so the report is tested without a testbed."""
+    rng = np.random.default_rng(seed)
+    n = 400
+    arrival = np.cumsum(rng.exponential(0.05, n))
+    size = np.round(np.exp(rng.normal(7.5, 1.2, n))).astype(int) + 41
+    service = size * 8 / 10e6
+    response = service * (1 + slow_factor * rng.exponential(1.0, n)) + 0.002
+    outcome = np.where(rng.random(n) < 0.02, "gave_up", "ok")
+    records = pd.DataFrame({
+        "request_id": np.arange(n), "attempt": 0, "final": 1, "client": rng.integers(0, 20, n), "session": -1,
+        "class": 0, "path": [f"/o/{i:06d}.bin" for i in rng.integers(0, 300, n)], "expected_size": size,
+        "bytes": np.where(outcome == "ok", size, 0), "status": np.where(outcome == "ok", 200, np.nan),
+        "scheduled_s": arrival, "dispatch_s": arrival, "sent_s": arrival + 0.001,
+        "first_byte_s": arrival + 0.001 + response / 3, "last_byte_s": arrival + response, "outcome": outcome,
+        "error": "",
+    })
+    path = directory / run / str(rep)
+    path.mkdir(parents=True)
+    records.to_csv(path / "records.csv", index=False)
+    seconds = np.arange(int(arrival[-1]) + 2)
+    pd.DataFrame({"t_s": seconds, "established": rng.integers(0, 30, len(seconds)),
+                  "listen_drops": np.cumsum(rng.integers(0, 2, len(seconds))),
+                  "uplink_util": rng.uniform(0.2, 1.0, len(seconds))}).to_csv(path / "counters.csv", index=False)
+    periods = [{"start_s": 0.0, "end_s": 5.0, "target_rho": 0.2, "achieved_rho": 0.21},
+               {"start_s": 5.0, "end_s": 10.0, "target_rho": 1.2, "achieved_rho": 1.18}]
+    write_json(path / "run.json", {"run": run, "variant": variant, "repetition": rep, "sweep_value": sweep_value,
+                                   "config": {"network": {"link_mbps": 10.0}, "server": {"kind": "sojourn"}},
+                                   "inputs": {"periods": periods}})
+    write_json(path / "status.json", {"state": state, "reason": "" if state == "complete" else "interrupted (test)"})
+    write_json(path / "versions.json", {"kernel": "test", "sojourn_engine": "test"})
+    from sojourn.runner.execute import summarize_directory
+    write_json(path / "summary.json", summarize_directory(path, 10e6))
+
+
+@pytest.fixture
+def policy_results(tmp_path):
+    directory = tmp_path / "demo"
+    directory.mkdir()
+    (directory / "spec.toml").write_text('name = "demo"\ndescription = "stored-results test"\nbaseline = "fair"\n')
+    for rep in range(2):
+        write_repetition(directory, "fair", rep, slow_factor=8.0, seed=rep)
+        write_repetition(directory, "srpt", rep, slow_factor=1.0, seed=10 + rep,
+                         state="partial" if rep == 1 else "complete")
+    return directory
+
+
+@pytest.fixture
+def sweep_results(tmp_path):
+    directory = tmp_path / "profile"
+    directory.mkdir()
+    (directory / "spec.toml").write_text('name = "profile"\n[sweep]\nparameter = "workload.rho"\nvalues = [0.5, 0.9]\n')
+    for variant in ("fair", "srpt"):
+        for rho in (0.5, 0.9):
+            for rep in range(2):
+                write_repetition(directory, f"{variant}-rho={rho}", rep, slow_factor=rho * (5 if variant == "fair" else 1),
+                                 sweep_value=rho, variant=variant, seed=rep + int(rho * 10))
+    return directory
+
+
+def images(report: Path) -> list[bytes]:
+    text = report.read_text()
+    return [base64.b64decode(data) for data in re.findall(r'src="data:image/png;base64,([^"]+)"', text)]
+
+
+def test_report_is_self_contained(policy_results, tmp_path):
+    report = build_report(policy_results, export_dir=tmp_path / "figures")
+    text = report.read_text()
+    # No external references of any kind.
+    assert not re.search(r'(src|href)="(?!data:)', text)
+    assert "http://" not in text and "https://" not in text
+    pngs = images(report)
+    # Over time, CCDF, by size, counters, and one decile figure per run.
+    assert len(pngs) == 6
+    assert all(png.startswith(b"\x89PNG\r\n\x1a\n") for png in pngs)
+    assert sorted(p.name for p in (tmp_path / "figures").iterdir()) == [f"figure-0{i}.png" for i in range(1, 7)]
+    # Summary rows for both runs, the partial one marked, ratios relative to fair.
+    assert re.search(r"<td>srpt <span class=\"partial\">\(partial\)</span></td>", text)
+    fair_row = re.search(r"<tr><td>fair</td><td>2</td>(.*?)</tr>", text).group(1)
+    assert fair_row.endswith("<td>1</td><td>1</td>")
+    assert "stored-results test" in text and "Versions, kernel and parameters" in text
+
+
+def test_sweep_report_has_range_and_profile_plots(sweep_results):
+    report = build_report(sweep_results)
+    text = report.read_text()
+    assert "Sweep of workload.rho" in text
+    assert "Latency profile vs load" in text and "Service inversion vs load" in text
+    # 4 runs: over time + CCDF + size + counters + 4 deciles + range + profile + inversion.
+    assert len(images(report)) == 11
+
+
+def test_missing_results_are_reported(tmp_path):
+    with pytest.raises(FileNotFoundError, match="holds no run results"):
+        build_report(tmp_path)
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None, reason="chromium not installed")
+def test_report_opens_in_chromium(policy_results, tmp_path):
+    report = build_report(policy_results)
+    expected = len(images(report))
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    screenshot = SCREENSHOTS / "report-chromium.png"
+    screenshot.unlink(missing_ok=True)
+    common = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+              "--disable-component-update", "--disable-sync", "--no-first-run", "--enable-logging=stderr", "--v=0"]
+    dom = subprocess.run(common + [f"--user-data-dir={tmp_path / 'profile-dom'}", "--virtual-time-budget=5000",
+                                   "--dump-dom", report.as_uri()], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    # Every figure decoded (naturalWidth > 0): the report's load handler counted them.
+    match = re.search(r'data-figures="(\d+)"', dom.stdout)
+    assert match, dom.stdout[:500]
+    assert int(match.group(1)) == expected
+    console_errors = [line for line in dom.stderr.splitlines()
+                      if "CONSOLE" in line and ("error" in line.lower() or "Uncaught" in line)]
+    assert not console_errors, console_errors
+    shot = subprocess.run(common + [f"--user-data-dir={tmp_path / 'profile-shot'}", "--window-size=1200,2400",
+                                    f"--screenshot={screenshot}", report.as_uri()],
+                          capture_output=True, text=True, timeout=120)
+    assert shot.returncode == 0, shot.stderr[-2000:]
+    assert screenshot.read_bytes().startswith(b"\x89PNG")
+    assert screenshot.stat().st_size > 20_000  # a rendered page, not a blank one
