@@ -18,6 +18,7 @@ import html
 import importlib
 import json
 import os
+import subprocess
 import tomllib
 from pathlib import Path
 
@@ -25,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from sojourn import analysis
+from sojourn.engine import engine_path
 from sojourn.analysis.results import TABLE_METRICS, Repetition, load_experiment, run_table
 from sojourn.report import figures
 
@@ -85,26 +87,25 @@ def _figure(uri: str, caption: str) -> str:
             f"<figcaption>{html.escape(caption)}</figcaption></figure>")
 
 
-def _ideal_by_size(rep: Repetition, reqs: pd.DataFrame) -> pd.DataFrame | None:
-    """Ideal PS and SRPT on the same arrivals from sojourn.theory.bounds.ideal, when that
-    module exists (issue 7); None otherwise."""
+def _ideal_by_size(rep: Repetition, reqs: pd.DataFrame) -> tuple[pd.DataFrame | None, str]:
+    """Ideal fluid PS and SRPT on the run's own arrivals and sizes, binned by size
+    (sojourn.theory.bounds.ideal, issue 7), and a note; (None, why) when unavailable."""
     try:
         bounds = importlib.import_module("sojourn.theory.bounds")
-    except ModuleNotFoundError:
-        return None
+        engine_path(build=False)  # the report never starts a cargo build
+    except (ModuleNotFoundError, FileNotFoundError) as err:
+        return None, f"ideal references unavailable: {err}"
     link_bps = rep.config.get("network", {}).get("link_mbps", 10.0) * 1e6
-    trace = reqs[["scheduled_s", "size"]].rename(columns={"scheduled_s": "arrival_s"})
+    try:
+        ideal = bounds.ideal(reqs[["request_id", "scheduled_s", "expected_size", "bytes"]], link_bps=link_bps,
+                             policies=("ps", "srpt"))
+    except (subprocess.CalledProcessError, OSError, ValueError) as err:
+        return None, f"ideal references failed: {err}"
     lines = {}
-    for policy in ("ps", "srpt"):
-        try:
-            ideal = bounds.ideal(trace, link_bps=link_bps, policy=policy)
-        except TypeError:
-            return None
-        frame = pd.DataFrame({"size": trace["size"].to_numpy(), "response_s": np.asarray(ideal, dtype=float),
-                              "completed": True})
-        binned = analysis.by_size(frame)
-        lines[f"ideal {policy.upper()}"] = binned.set_index("size_mid")["mean_response_s"]
-    return pd.DataFrame(lines).reset_index()
+    for policy, rows in ideal.groupby("policy"):
+        frame = rows[["size", "response_s"]].assign(completed=True)
+        lines[f"ideal {policy.upper()}"] = analysis.by_size(frame).set_index("size_mid")["mean_response_s"]
+    return pd.DataFrame(lines).reset_index(), ""
 
 
 def _export(parts: list[str], export_dir: Path) -> None:
@@ -138,7 +139,7 @@ def build_report(directory: str | Path, baseline: str | None = None, export_dir:
              _summary_table(table)]
 
     per_second, responses, by_size, counters, deciles = {}, {}, {}, {}, {}
-    ideal = None
+    ideal, ideal_note = None, ""
     periods: list[dict] = []
     for run in runs:
         rep = _representative(reps, run)
@@ -158,8 +159,8 @@ def build_report(directory: str | Path, baseline: str | None = None, export_dir:
         if not periods:
             run_json = json.loads((rep.directory / "run.json").read_text())
             periods = run_json.get("inputs", {}).get("periods", [])
-        if ideal is None and len(done):
-            ideal = _ideal_by_size(rep, reqs)
+        if ideal is None and not ideal_note and len(done):
+            ideal, ideal_note = _ideal_by_size(rep, reqs)
 
     if per_second:
         parts.append("<h2>Response time over time</h2>")
@@ -170,7 +171,8 @@ def build_report(directory: str | Path, baseline: str | None = None, export_dir:
                              "Complementary CDF of response times (000 Fig. 8c)"))
         parts.append(_figure(figures.png_data_uri(figures.by_size_figure(by_size, ideal)),
                              "Mean response time vs request size in logarithmic bins (000 Fig. 8d; 004 Figs. 2, 4)"
-                             + ("; dashed: ideal PS and SRPT on the same arrivals" if ideal is not None else "")))
+                             + ("; dashed: ideal fluid PS and SRPT on the same arrivals and sizes (sojourn.theory)"
+                                if ideal is not None else f" ({ideal_note})" if ideal_note else "")))
     if counters:
         parts.append("<h2>Connections, SYN drops, link</h2>")
         parts.append(_figure(figures.png_data_uri(figures.counters_figure(counters)),
