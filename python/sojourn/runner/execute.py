@@ -60,16 +60,16 @@ def testbed_config(run: Run, prefix: str):
 
 
 def load_command(engine: Path, inputs: Inputs, target: str, out: Path, workload: dict, source_addrs: list[str]) -> list[str]:
-    """The ``sojourn-engine load`` argv for open-loop replay of the run's trace
-    (options documented in docs/load.md)."""
+    """The ``sojourn-engine load open`` argv replaying the run's trace (docs/load.md)."""
     argv = [str(engine), "load", "open", "--trace", str(inputs.trace), "--target", target, "--out", str(out),
-            "--source-addrs", ",".join(source_addrs), "--persistent", str(workload["persistent"])]
+            "--source-addrs", ",".join(source_addrs), "--requests-per-conn", str(workload["persistent"]),
+            "--seed", str(workload["seed"]), "--quiet"]
     if workload["abort_after_s"]:
         argv += ["--abort-after", str(workload["abort_after_s"]), "--retries", str(workload["retries"])]
     if workload["max_connections_per_client"]:
-        argv += ["--max-conns-per-client", str(workload["max_connections_per_client"])]
+        argv += ["--conns-per-client", str(workload["max_connections_per_client"])]
     if workload["verify"]:
-        argv.append("--verify")
+        argv.append("--verify-content")
     return argv
 
 

@@ -38,25 +38,36 @@ def input_key(workload: dict, link_bps: float) -> str:
 
 
 def _make_trace(workload: dict, link_bps: float):
-    """The trace DataFrame and its per-period table, from the spec's workload section."""
+    """The trace DataFrame and its per-period table, from the spec's workload section:
+    a model trace long enough for ``duration_s`` (or of ``requests`` requests), shaped
+    to the profile or constant rho (000 §2.3: inter-arrival times scaled per period)."""
     from sojourn.workloads import io as trace_io
     from sojourn.workloads import models, shaping
 
     if workload["trace"]:
         return trace_io.read_trace(workload["trace"]), []
-    size_options = {"n_requests": workload["requests"]} if workload["requests"] else {"duration": workload["duration_s"]}
-    if workload["objects"]:
-        size_options["objects"] = workload["objects"]
-    base = models.make_trace(model=workload["model"], rho=workload["rho"] or 1.0, link_bps=link_bps,
-                             clients=workload["clients"], seed=workload["seed"], **size_options)
-    # 000 §2.3: load is shaped by scaling inter-arrival times, per period for W1-W10.
-    profile = workload["profile"] or workload["rho"]
-    trace, periods = shaping.shape(base, link_bps=link_bps, profile=profile,
-                                   time_compression=workload["time_compression"], seed=workload["seed"])
-    if not workload["requests"]:
-        trace = trace[trace["arrival_s"] < workload["duration_s"]]
-    table = periods.to_dict("records") if hasattr(periods, "to_dict") else list(periods or [])
-    return trace, table
+    load = {"profile": workload["profile"]} if workload["profile"] else {"rho": workload["rho"]}
+    mean_rho = shaping.profile_by_name(workload["profile"]).mean_rho if workload["profile"] else workload["rho"]
+    mean_size = models.model_by_name(workload["model"]).mean
+    options = {"n_objects": workload["objects"]} if workload["objects"] else {}
+    if workload["requests"]:
+        count, duration = workload["requests"], None
+    else:
+        duration = workload["duration_s"]
+        # Heavy-tailed sizes make a sample's bytes vary: ask for 50% more than the mean needs.
+        count = int(mean_rho * link_bps / 8 * duration / mean_size * 1.5) + 100
+    for _attempt in range(4):
+        base = models.make_trace(model=workload["model"], n_requests=count, rho=mean_rho, link_bps=link_bps,
+                                 clients=workload["clients"], seed=workload["seed"], **options)
+        try:
+            trace, periods = shaping.shape(base, link_bps=link_bps, time_compression=workload["time_compression"],
+                                           seed=workload["seed"], duration_s=duration, **load)
+            return trace, periods.to_dict("records")
+        except ValueError as err:
+            if "longer trace" not in str(err):
+                raise
+            count *= 2
+    raise ValueError(f"could not generate enough requests for {duration} s of {load}")
 
 
 def prepare_inputs(workload: dict, link_bps: float, inputs_root: Path) -> Inputs:
