@@ -1,9 +1,86 @@
-//! `sojourn-engine serve`.
+//! `sojourn-engine serve`: options, start-up (listeners, workers, admin, signals)
+//! and graceful shutdown. The event loop itself is in [`crate::worker`].
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use anyhow::Context;
+use socket2::{Domain, Protocol, Socket, Type};
+
+use crate::access_log::Sink;
+use crate::config::{ServeOptions, Settings};
+use crate::metrics::Metrics;
+use crate::worker::{Shared, Worker};
 
 /// Serve a directory over HTTP/1.1 with a chosen connection-scheduling policy.
+///
+/// Every option may also be given in a TOML file (`--config`) under the same name
+/// (`policy = "srpt"`, `write-concurrency = 1`); the command line wins.
 #[derive(Debug, clap::Args)]
-pub struct ServeArgs {}
+pub struct ServeArgs {
+    /// TOML file with any of the options below as keys.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    #[command(flatten)]
+    options: ServeOptions,
+}
 
-pub fn run(_args: ServeArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`serve` is not built yet (issue 2)")
+/// A listening socket with SO_REUSEPORT, so each worker can own one (the kernel
+/// spreads new connections across them).
+fn reuseport_listener(addr: std::net::SocketAddr) -> std::io::Result<std::net::TcpListener> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    socket.set_reuse_port(true)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(4096)?;
+    Ok(socket.into())
+}
+
+pub fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let file_options = match &args.config {
+        Some(path) => ServeOptions::from_file(path)?,
+        None => ServeOptions::default(),
+    };
+    let settings = Settings::from_options(args.options.over(file_options))?;
+    let shutdown = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        // The first signal starts a graceful shutdown; a second one exits at once.
+        signal_hook::flag::register_conditional_shutdown(signal, 1, shutdown.clone()).context("cannot install signal handlers")?;
+        signal_hook::flag::register(signal, shutdown.clone()).context("cannot install signal handlers")?;
+    }
+    let log = match &settings.access_log {
+        Some(path) => Some(Sink::open(path).with_context(|| format!("--access-log {}: cannot open for appending", path.display()))?),
+        None => None,
+    };
+    let metrics = Arc::new(Metrics::new(settings.policy.name(), settings.threads));
+    let band_count = settings.kernel_bands.as_ref().map_or(5, |b| b.count());
+    if let Some(admin) = settings.admin {
+        let listener = std::net::TcpListener::bind(admin).with_context(|| format!("--admin {admin}: cannot listen"))?;
+        let metrics = metrics.clone();
+        std::thread::Builder::new().name("admin".into()).spawn(move || crate::admin::serve(listener, metrics, band_count))?;
+    }
+    let listen = settings.listen;
+    let threads = settings.threads;
+    let shared = Arc::new(Shared { settings, metrics, log, shutdown });
+    let mut workers = Vec::new();
+    for index in 0..threads {
+        let listener = reuseport_listener(listen).with_context(|| format!("--listen {listen}: cannot listen"))?;
+        let worker = Worker::new(index, listener, shared.clone())?;
+        workers.push(std::thread::Builder::new().name(format!("worker-{index}")).spawn(move || worker.run())?);
+    }
+    let s = &shared.settings;
+    eprintln!(
+        "sojourn-engine serve: {} on http://{listen} with {threads} workers, policy {}, quantum {} B{}",
+        s.root.display(),
+        s.policy,
+        s.quantum,
+        if s.kernel_bands.is_some() { ", kernel bands" } else { "" }
+    );
+    for worker in workers {
+        worker.join().map_err(|_| anyhow::anyhow!("a worker thread panicked"))?.context("event loop failed")?;
+    }
+    eprintln!("sojourn-engine serve: stopped");
+    Ok(())
 }

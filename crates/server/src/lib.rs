@@ -1,5 +1,12 @@
 //! The sojourn web server (`sojourn-engine serve`) and the kernel priority bands
-//! it uses (`sojourn-engine bands`).
+//! it uses (`sojourn-engine bands`). See docs/server.md.
 
+pub mod access_log;
+pub mod admin;
 pub mod bands;
 pub mod cli;
+pub mod config;
+pub mod files;
+pub mod metrics;
+mod sys;
+pub mod worker;

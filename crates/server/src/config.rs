@@ -1,0 +1,232 @@
+//! `serve` options: every command-line option is also a key of the TOML `--config`
+//! file (same name, e.g. `write-concurrency = 1`); the command line wins, then the
+//! file, then the defaults below. [`Settings`] is the validated result.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use serde::Deserialize;
+use sojourn_http::Limits;
+use sojourn_sched::bands::parse_bytes;
+use sojourn_sched::{Bands, PolicyKind};
+
+/// Options of `sojourn-engine serve`; all optional so a config file can fill them.
+#[derive(Debug, Default, Clone, clap::Args, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct ServeOptions {
+    /// Document root: only files under it (after resolving symlinks) are served.
+    #[arg(long)]
+    pub root: Option<PathBuf>,
+    /// Address and port to listen on [default: 127.0.0.1:8080].
+    #[arg(long)]
+    pub listen: Option<SocketAddr>,
+    /// Which response gets the next write quantum: fair (round robin), srpt (fewest
+    /// bytes left), las (fewest bytes sent) [default: fair].
+    #[arg(long)]
+    pub policy: Option<String>,
+    /// Worker threads, each with its own event loop and SO_REUSEPORT listener [default: one per core].
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Bytes written per scheduling decision (004 §3.1) [default: 32K].
+    #[arg(long)]
+    pub quantum: Option<String>,
+    /// At most this many responses per worker may have unsent data stuck in the kernel
+    /// (004 §3.3) [default: unlimited].
+    #[arg(long)]
+    pub write_concurrency: Option<usize>,
+    /// Set TCP_NOTSENT_LOWAT to this many bytes on every connection (e.g. 16K) [default: kernel's].
+    #[arg(long)]
+    pub notsent_lowat: Option<String>,
+    /// Kernel-level SRPT (000 §3): set each socket's SO_PRIORITY to the HTB band of its
+    /// remaining bytes (use `sojourn-engine bands setup` on the egress device).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+    pub kernel_bands: Option<bool>,
+    /// Band size cutoffs for --kernel-bands [default: 1K,2K,5K,50K].
+    #[arg(long)]
+    pub cutoffs: Option<String>,
+    /// Open connections beyond which new ones get 503 and are closed [default: 20000].
+    #[arg(long)]
+    pub max_connections: Option<usize>,
+    /// Seconds a client may take to send a request head once it started (408 after) [default: 10].
+    #[arg(long)]
+    pub header_timeout: Option<f64>,
+    /// Seconds an idle persistent connection is kept open [default: 15].
+    #[arg(long)]
+    pub keepalive_timeout: Option<f64>,
+    /// Largest request head in bytes (431 beyond) [default: 8K].
+    #[arg(long)]
+    pub max_head_bytes: Option<String>,
+    /// Most header fields per request (431 beyond) [default: 64].
+    #[arg(long)]
+    pub max_headers: Option<usize>,
+    /// Longest request target in bytes (414 beyond) [default: 4K].
+    #[arg(long)]
+    pub max_target_bytes: Option<String>,
+    /// Files up to this size are kept in memory [default: 64K; 0 disables].
+    #[arg(long)]
+    pub cache_file_max: Option<String>,
+    /// Seconds a cached file's metadata (and content) is trusted before a new stat [default: 1].
+    #[arg(long)]
+    pub cache_ttl: Option<f64>,
+    /// Combined Log Format access log file ("-" for stdout) [default: none].
+    #[arg(long)]
+    pub access_log: Option<PathBuf>,
+    /// Append the request's service time in microseconds to each access-log line.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+    pub log_request_time: Option<bool>,
+    /// Address of the admin listener serving Prometheus text on /metrics [default: none].
+    #[arg(long)]
+    pub admin: Option<SocketAddr>,
+    /// Seconds to finish in-flight responses after SIGTERM/SIGINT [default: 10].
+    #[arg(long)]
+    pub shutdown_grace: Option<f64>,
+}
+
+macro_rules! overlay {
+    ($top:expr, $base:expr, $($field:ident),*) => {
+        ServeOptions { $($field: $top.$field.or($base.$field)),* }
+    };
+}
+
+impl ServeOptions {
+    /// These options, with any left unset taken from `base`.
+    pub fn over(self, base: ServeOptions) -> ServeOptions {
+        overlay!(
+            self, base, root, listen, policy, threads, quantum, write_concurrency, notsent_lowat, kernel_bands, cutoffs,
+            max_connections, header_timeout, keepalive_timeout, max_head_bytes, max_headers, max_target_bytes, cache_file_max,
+            cache_ttl, access_log, log_request_time, admin, shutdown_grace
+        )
+    }
+
+    /// Reads a TOML config file with the same keys as the command line.
+    pub fn from_file(path: &std::path::Path) -> anyhow::Result<ServeOptions> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read config {}", path.display()))?;
+        toml::from_str(&text).with_context(|| format!("bad config {}: keys are the long option names, e.g. write-concurrency = 1", path.display()))
+    }
+}
+
+/// Validated server settings.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub root: PathBuf,
+    pub listen: SocketAddr,
+    pub policy: PolicyKind,
+    pub threads: usize,
+    pub quantum: u64,
+    pub write_concurrency: Option<usize>,
+    pub notsent_lowat: Option<u32>,
+    pub kernel_bands: Option<Bands>,
+    pub max_connections: usize,
+    pub header_timeout: Duration,
+    pub keepalive_timeout: Duration,
+    pub limits: Limits,
+    pub cache_file_max: u64,
+    pub cache_ttl: Duration,
+    pub access_log: Option<PathBuf>,
+    pub log_request_time: bool,
+    pub admin: Option<SocketAddr>,
+    pub shutdown_grace: Duration,
+}
+
+fn bytes(option: &str, value: Option<&str>, default: u64) -> anyhow::Result<u64> {
+    value.map_or(Ok(default), |v| parse_bytes(v).map_err(|e| anyhow::anyhow!("--{option}: {e}")))
+}
+
+fn seconds(option: &str, value: Option<f64>, default: f64) -> anyhow::Result<Duration> {
+    let value = value.unwrap_or(default);
+    if !(value.is_finite() && value > 0.0 && value < 1e6) {
+        bail!("--{option} {value}: expected a positive number of seconds");
+    }
+    Ok(Duration::from_secs_f64(value))
+}
+
+impl Settings {
+    pub fn from_options(o: ServeOptions) -> anyhow::Result<Settings> {
+        let Some(root) = o.root else { bail!("--root DIR is required (or `root = \"DIR\"` in the config file)") };
+        let root = root.canonicalize().with_context(|| format!("--root {}: not an accessible directory", root.display()))?;
+        if !root.is_dir() {
+            bail!("--root {}: not a directory", root.display());
+        }
+        let policy: PolicyKind = o.policy.as_deref().unwrap_or("fair").parse().map_err(|e| anyhow::anyhow!("--policy: {e}"))?;
+        let threads = o.threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        if threads == 0 || threads > 1024 {
+            bail!("--threads {threads}: expected 1..=1024");
+        }
+        let quantum = bytes("quantum", o.quantum.as_deref(), 32 * 1024)?;
+        if quantum == 0 {
+            bail!("--quantum 0: expected at least one byte");
+        }
+        if o.write_concurrency == Some(0) {
+            bail!("--write-concurrency 0: expected at least 1 (leave it out for unlimited)");
+        }
+        let notsent_lowat = match o.notsent_lowat.as_deref() {
+            None => None,
+            Some(v) => Some(u32::try_from(bytes("notsent-lowat", Some(v), 0)?).map_err(|_| anyhow::anyhow!("--notsent-lowat {v}: at most 4G"))?),
+        };
+        let cutoffs: Bands = o.cutoffs.as_deref().unwrap_or("1K,2K,5K,50K").parse().map_err(|e| anyhow::anyhow!("--cutoffs: {e}"))?;
+        let max_headers = o.max_headers.unwrap_or(64);
+        if max_headers == 0 || max_headers > sojourn_http::request::MAX_HEADERS_CAP {
+            bail!("--max-headers {max_headers}: expected 1..={}", sojourn_http::request::MAX_HEADERS_CAP);
+        }
+        let limits = Limits {
+            max_head_bytes: bytes("max-head-bytes", o.max_head_bytes.as_deref(), 8 * 1024)? as usize,
+            max_headers,
+            max_target_bytes: bytes("max-target-bytes", o.max_target_bytes.as_deref(), 4 * 1024)? as usize,
+        };
+        if limits.max_head_bytes < 64 || limits.max_head_bytes > 1 << 20 {
+            bail!("--max-head-bytes {}: expected 64 bytes to 1M", limits.max_head_bytes);
+        }
+        Ok(Settings {
+            root,
+            listen: o.listen.unwrap_or_else(|| "127.0.0.1:8080".parse().expect("a valid literal address")),
+            policy,
+            threads,
+            quantum,
+            write_concurrency: o.write_concurrency,
+            notsent_lowat,
+            kernel_bands: o.kernel_bands.unwrap_or(false).then_some(cutoffs),
+            max_connections: o.max_connections.unwrap_or(20_000).max(1),
+            header_timeout: seconds("header-timeout", o.header_timeout, 10.0)?,
+            keepalive_timeout: seconds("keepalive-timeout", o.keepalive_timeout, 15.0)?,
+            limits,
+            cache_file_max: bytes("cache-file-max", o.cache_file_max.as_deref(), 64 * 1024)?,
+            cache_ttl: seconds("cache-ttl", o.cache_ttl, 1.0)?,
+            access_log: o.access_log,
+            log_request_time: o.log_request_time.unwrap_or(false),
+            admin: o.admin,
+            shutdown_grace: seconds("shutdown-grace", o.shutdown_grace, 10.0)?,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_line_wins_over_file() {
+        let file: ServeOptions = toml::from_str("root = \"/\"\npolicy = \"srpt\"\nwrite-concurrency = 2\nquantum = \"16K\"\nkernel-bands = true").unwrap();
+        let cli = ServeOptions { policy: Some("las".into()), ..Default::default() };
+        let s = Settings::from_options(cli.over(file)).unwrap();
+        assert_eq!(s.policy, PolicyKind::Las);
+        assert_eq!(s.write_concurrency, Some(2));
+        assert_eq!(s.quantum, 16 * 1024);
+        assert_eq!(s.kernel_bands, Some(Bands::default()));
+        assert_eq!(s.listen.to_string(), "127.0.0.1:8080");
+    }
+
+    #[test]
+    fn errors_name_the_input() {
+        let err = toml::from_str::<ServeOptions>("polcy = \"srpt\"").unwrap_err().to_string();
+        assert!(err.contains("polcy"), "{err}");
+        let with = |o: ServeOptions| Settings::from_options(ServeOptions { root: Some("/".into()), ..o }).unwrap_err().to_string();
+        assert!(with(ServeOptions { policy: Some("sjf".into()), ..Default::default() }).contains("\"sjf\""));
+        assert!(with(ServeOptions { quantum: Some("lots".into()), ..Default::default() }).contains("--quantum"));
+        assert!(with(ServeOptions { header_timeout: Some(-1.0), ..Default::default() }).contains("--header-timeout"));
+        assert!(Settings::from_options(ServeOptions::default()).unwrap_err().to_string().contains("--root"));
+        let missing = Settings::from_options(ServeOptions { root: Some("/no/such/dir".into()), ..Default::default() });
+        assert!(missing.unwrap_err().to_string().contains("/no/such/dir"));
+    }
+}

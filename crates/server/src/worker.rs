@@ -1,0 +1,627 @@
+//! One worker: an epoll event loop (mio, edge-triggered) over its own SO_REUSEPORT
+//! listener and the connections it accepted.
+//!
+//! Each loop iteration (1) waits for events, (2) reads requests and turns each into
+//! a response (one at a time per connection, so pipelined responses go out in
+//! order), (3) lets the scheduler hand out write quanta: every response with bytes
+//! to send waits in a [`ReadyQueue`] ordered by the policy, and the popped one
+//! writes at most one quantum (004 §3.1) before being queued again. A socket that
+//! would block leaves the queue until epoll reports it writable; while blocked it
+//! holds one of the [`WriteSlots`] (004 §3.3). With `--kernel-bands` the socket's
+//! SO_PRIORITY follows the band of its remaining bytes (000 §3), changed only when
+//! the band changes.
+//!
+//! Bounded memory per connection: the read buffer holds at most twice the head
+//! limit (reading pauses beyond it), and one response (a head plus a reference
+//! to a cached file) is in flight at a time.
+
+use std::collections::HashMap;
+use std::io::{self, IoSlice, Read, Write};
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+use sojourn_http::{parse_request, resolve_target, select, write_head, Head, HttpError, Method, Request, Selection};
+use sojourn_sched::{Bands, JobId, Progress, ReadyQueue, WriteSlots};
+
+use crate::access_log::{clf_time, format_line, Entry, Sink};
+use crate::bands::so_priority;
+use crate::config::Settings;
+use crate::files::{CachedFile, FileCache};
+use crate::metrics::Metrics;
+use crate::sys;
+
+/// What every worker shares.
+pub struct Shared {
+    pub settings: Settings,
+    pub metrics: Arc<Metrics>,
+    pub log: Option<Sink>,
+    pub shutdown: Arc<AtomicBool>,
+}
+
+const LISTENER: Token = Token(0);
+const EVENTS_CAPACITY: usize = 1024;
+const READ_CHUNK: usize = 16 * 1024;
+/// Quanta granted per loop iteration before epoll is asked again, so new requests
+/// are seen while long responses are being written.
+const QUANTA_PER_ROUND: usize = 1024;
+/// How often timeouts are swept, the log flushed and shutdown checked.
+const TICK: Duration = Duration::from_millis(100);
+const LOG_FLUSH_BYTES: usize = 32 * 1024;
+
+enum Body {
+    Empty,
+    Memory { bytes: Arc<[u8]>, offset: usize, end: usize },
+    File { file: Arc<CachedFile>, offset: u64, end: u64 },
+}
+
+impl Body {
+    fn remaining(&self) -> u64 {
+        match self {
+            Body::Empty => 0,
+            Body::Memory { offset, end, .. } => (end - offset) as u64,
+            Body::File { offset, end, .. } => end - offset,
+        }
+    }
+}
+
+/// What the access log needs of a request.
+struct LogInfo {
+    request_line: String,
+    referer: Option<String>,
+    user_agent: Option<String>,
+}
+
+struct Response {
+    head: Vec<u8>,
+    head_sent: usize,
+    body: Body,
+    body_len: u64,
+    progress: Progress,
+    /// Band of the remaining bytes, for the waiting-per-band gauge.
+    band: usize,
+    status: u16,
+    keep_alive: bool,
+    log: LogInfo,
+    started: Instant,
+}
+
+struct Conn {
+    stream: TcpStream,
+    peer: IpAddr,
+    read_buf: Vec<u8>,
+    response: Option<Response>,
+    /// When the connection began waiting for its next request.
+    idle_since: Instant,
+    /// When the first byte of the pending request head arrived.
+    head_started: Option<Instant>,
+    /// A write would block: out of the ready queue until epoll says writable.
+    blocked: bool,
+    peer_closed: bool,
+    priority: Option<u32>,
+}
+
+enum Quantum {
+    /// The quantum (or the rest of the response) went out.
+    Written,
+    /// The socket buffer is full.
+    Blocked,
+}
+
+pub struct Worker {
+    index: usize,
+    poll: Poll,
+    listener: Option<TcpListener>,
+    conns: HashMap<JobId, Conn>,
+    next_id: JobId,
+    queue: ReadyQueue,
+    slots: WriteSlots,
+    files: FileCache,
+    shared: Arc<Shared>,
+    /// Cutoffs for the waiting-per-band gauge and --kernel-bands.
+    bands: Bands,
+    scratch: Vec<u8>,
+    date_second: u64,
+    http_date: String,
+    log_time: String,
+    log_buf: Vec<u8>,
+    shutdown_deadline: Option<Instant>,
+}
+
+fn is_transient(error: &io::Error) -> bool {
+    matches!(error.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted)
+}
+
+impl Worker {
+    pub fn new(index: usize, listener: std::net::TcpListener, shared: Arc<Shared>) -> io::Result<Worker> {
+        let poll = Poll::new()?;
+        let mut listener = TcpListener::from_std(listener);
+        poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
+        let settings = &shared.settings;
+        Ok(Worker {
+            index,
+            poll,
+            listener: Some(listener),
+            conns: HashMap::new(),
+            next_id: 1,
+            queue: ReadyQueue::new(settings.policy.build()),
+            slots: WriteSlots::new(settings.write_concurrency),
+            files: FileCache::new(settings.root.clone(), settings.cache_ttl, settings.cache_file_max),
+            bands: settings.kernel_bands.clone().unwrap_or_default(),
+            shared,
+            scratch: vec![0; READ_CHUNK],
+            date_second: u64::MAX,
+            http_date: String::new(),
+            log_time: String::new(),
+            log_buf: Vec::new(),
+            shutdown_deadline: None,
+        })
+    }
+
+    /// Runs until shutdown is asked and the in-flight responses are done (or the grace period ends).
+    pub fn run(mut self) -> io::Result<()> {
+        let mut events = Events::with_capacity(EVENTS_CAPACITY);
+        let mut next_tick = Instant::now();
+        loop {
+            let can_write = !self.queue.is_empty() && self.slots.limit().map_or(true, |l| self.slots.held() < l);
+            let timeout = if can_write { Duration::ZERO } else { next_tick.saturating_duration_since(Instant::now()) };
+            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+            self.shared.metrics.events_per_wait.observe(events.iter().count() as f64);
+            let now = Instant::now();
+            self.refresh_date();
+            for event in events.iter() {
+                match event.token() {
+                    LISTENER => self.accept_all(now),
+                    Token(id) => {
+                        let id = id as JobId;
+                        if event.is_writable() {
+                            self.on_writable(id);
+                        }
+                        if event.is_readable() || event.is_read_closed() || event.is_error() {
+                            self.on_readable(id, now);
+                        }
+                    }
+                }
+            }
+            self.run_scheduler(Instant::now());
+            if self.log_buf.len() >= LOG_FLUSH_BYTES {
+                self.flush_log();
+            }
+            let now = Instant::now();
+            if now >= next_tick {
+                next_tick = now + TICK;
+                self.tick(now);
+                if let Some(deadline) = self.shutdown_deadline {
+                    if self.conns.is_empty() || now >= deadline {
+                        break;
+                    }
+                }
+            }
+        }
+        self.flush_log();
+        let open = self.conns.len();
+        for id in self.conns.keys().copied().collect::<Vec<_>>() {
+            self.close(id);
+        }
+        if open > 0 {
+            eprintln!("sojourn-engine serve: worker {} closed {open} connections at the shutdown deadline", self.index);
+        }
+        Ok(())
+    }
+
+    fn refresh_date(&mut self) {
+        let now = SystemTime::now();
+        let second = now.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        if second != self.date_second {
+            self.date_second = second;
+            self.http_date = httpdate::fmt_http_date(now);
+            self.log_time = clf_time(now);
+        }
+    }
+
+    fn accept_all(&mut self, now: Instant) {
+        loop {
+            let Some(listener) = &self.listener else { return };
+            let (mut stream, addr) = match listener.accept() {
+                Ok(accepted) => accepted,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) => {
+                    // EMFILE and the like: the connection stays in the backlog; try again next event.
+                    eprintln!("sojourn-engine serve: accept failed: {e}");
+                    return;
+                }
+            };
+            let metrics = &self.shared.metrics;
+            let settings = &self.shared.settings;
+            if metrics.connections_open.load(Relaxed) >= settings.max_connections as i64 {
+                // Over the limit: a best-effort 503 and close, without registering the socket.
+                metrics.connections_rejected.fetch_add(1, Relaxed);
+                metrics.count_status(503);
+                let mut head = Vec::new();
+                write_head(&Head { status: 503, minor_version: 1, keep_alive: false, ..Default::default() }, &self.http_date, &mut head);
+                let _ = stream.write(&head);
+                continue;
+            }
+            metrics.connections_accepted.fetch_add(1, Relaxed);
+            metrics.connections_open.fetch_add(1, Relaxed);
+            let _ = stream.set_nodelay(true);
+            if let Some(lowat) = settings.notsent_lowat {
+                if let Err(e) = sys::set_notsent_lowat(stream.as_raw_fd(), lowat) {
+                    eprintln!("sojourn-engine serve: TCP_NOTSENT_LOWAT: {e}");
+                }
+            }
+            let id = self.next_id;
+            self.next_id += 1;
+            if let Err(e) = self.poll.registry().register(&mut stream, Token(id as usize), Interest::READABLE | Interest::WRITABLE) {
+                eprintln!("sojourn-engine serve: cannot register connection: {e}");
+                metrics.connections_open.fetch_sub(1, Relaxed);
+                continue;
+            }
+            self.conns.insert(
+                id,
+                Conn {
+                    stream,
+                    peer: peer_ip(addr),
+                    read_buf: Vec::new(),
+                    response: None,
+                    idle_since: now,
+                    head_started: None,
+                    blocked: false,
+                    peer_closed: false,
+                    priority: None,
+                },
+            );
+        }
+    }
+
+    fn on_writable(&mut self, id: JobId) {
+        let Some(conn) = self.conns.get_mut(&id) else { return };
+        if conn.blocked {
+            // The kernel took our data (below TCP_NOTSENT_LOWAT if set): the slot is free again.
+            conn.blocked = false;
+            self.slots.release(id);
+            if let Some(response) = &conn.response {
+                self.queue.push(id, response.progress);
+            }
+        }
+    }
+
+    fn on_readable(&mut self, id: JobId, now: Instant) {
+        let cap = 2 * self.shared.settings.limits.max_head_bytes;
+        let Some(conn) = self.conns.get_mut(&id) else { return };
+        while conn.read_buf.len() < cap && !conn.peer_closed {
+            match conn.stream.read(&mut self.scratch) {
+                Ok(0) => conn.peer_closed = true,
+                Ok(n) => {
+                    conn.head_started.get_or_insert(now);
+                    conn.read_buf.extend_from_slice(&self.scratch[..n]);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(_) => {
+                    self.close(id);
+                    return;
+                }
+            }
+        }
+        self.next_request(id, now);
+    }
+
+    /// If the connection has no response in flight, parses its next request (if
+    /// complete) and starts the response.
+    fn next_request(&mut self, id: JobId, now: Instant) {
+        let Some(conn) = self.conns.get_mut(&id) else { return };
+        if conn.response.is_some() {
+            return;
+        }
+        let settings = &self.shared.settings;
+        let response = match parse_request(&conn.read_buf, &settings.limits) {
+            Ok(Some((request, used))) => {
+                conn.read_buf.drain(..used);
+                let response = respond(&mut self.files, &self.bands, &self.http_date, &request, now);
+                Some(if self.shutdown_deadline.is_some() { without_keep_alive(response) } else { response })
+            }
+            Ok(None) if conn.peer_closed => None,
+            Ok(None) => return,
+            Err(error) => {
+                conn.read_buf = Vec::new();
+                Some(error_response(&self.bands, &self.http_date, error.status(), &error, now))
+            }
+        };
+        match response {
+            Some(response) => self.start(id, response),
+            None => self.close(id),
+        }
+    }
+
+    fn start(&mut self, id: JobId, response: Response) {
+        let Some(conn) = self.conns.get_mut(&id) else { return };
+        let metrics = &self.shared.metrics;
+        metrics.waiting_by_band[response.band].fetch_add(1, Relaxed);
+        if !conn.blocked {
+            self.queue.push(id, response.progress);
+        }
+        conn.response = Some(response);
+    }
+
+    fn run_scheduler(&mut self, now: Instant) {
+        let quantum = self.shared.settings.quantum;
+        for _ in 0..QUANTA_PER_ROUND {
+            if self.slots.limit().is_some_and(|limit| self.slots.held() >= limit) {
+                break; // every slot is held by a blocked response (004 §3.3)
+            }
+            let Some(id) = self.queue.pop() else { break };
+            let Some(conn) = self.conns.get_mut(&id) else { continue };
+            self.slots.acquire(id);
+            self.shared.metrics.quanta.fetch_add(1, Relaxed);
+            let kernel_bands = self.shared.settings.kernel_bands.as_ref();
+            match write_quantum(conn, quantum, kernel_bands, &self.bands, &self.shared.metrics) {
+                Err(_) => self.close(id),
+                Ok(Quantum::Blocked) => conn.blocked = true,
+                Ok(Quantum::Written) => {
+                    self.slots.release(id);
+                    match &conn.response {
+                        Some(response) if response.progress.remaining > 0 => self.queue.push(id, response.progress),
+                        _ => self.finish(id, now),
+                    }
+                }
+            }
+        }
+        self.shared.metrics.ready_by_worker[self.index].store(self.queue.len() as i64, Relaxed);
+    }
+
+    /// The response's last byte went to the kernel: account, log, then close or go on.
+    fn finish(&mut self, id: JobId, now: Instant) {
+        let Some(conn) = self.conns.get_mut(&id) else { return };
+        let Some(response) = conn.response.take() else { return };
+        let metrics = &self.shared.metrics;
+        let service = now.duration_since(response.started);
+        metrics.waiting_by_band[response.band].fetch_sub(1, Relaxed);
+        metrics.count_status(response.status);
+        metrics.service_time.observe(service.as_secs_f64());
+        if self.shared.log.is_some() {
+            let entry = Entry {
+                client: conn.peer,
+                time: &self.log_time,
+                request_line: &response.log.request_line,
+                status: response.status,
+                body_bytes: response.body_len,
+                referer: response.log.referer.as_deref(),
+                user_agent: response.log.user_agent.as_deref(),
+                micros: self.shared.settings.log_request_time.then(|| service.as_micros() as u64),
+            };
+            format_line(&mut self.log_buf, &entry);
+        }
+        if !response.keep_alive {
+            let _ = conn.stream.shutdown(std::net::Shutdown::Write);
+            self.close(id);
+            return;
+        }
+        conn.idle_since = now;
+        conn.head_started = (!conn.read_buf.is_empty()).then_some(now);
+        if conn.read_buf.capacity() > READ_CHUNK && conn.read_buf.is_empty() {
+            conn.read_buf = Vec::new(); // idle connections keep no buffer
+        }
+        // Edge-triggered: bytes may be waiting that were not read while the buffer was full.
+        self.on_readable(id, now);
+    }
+
+    fn close(&mut self, id: JobId) {
+        let Some(conn) = self.conns.remove(&id) else { return };
+        self.queue.remove(id);
+        self.slots.release(id);
+        let metrics = &self.shared.metrics;
+        if let Some(response) = conn.response {
+            metrics.waiting_by_band[response.band].fetch_sub(1, Relaxed);
+        }
+        metrics.connections_open.fetch_sub(1, Relaxed);
+        // Dropping the stream closes it, which also removes it from the epoll set.
+    }
+
+    /// Timeouts (408 for a slow head, silent close for an idle persistent
+    /// connection), log flushing and shutdown.
+    fn tick(&mut self, now: Instant) {
+        if self.shutdown_deadline.is_none() && self.shared.shutdown.load(Relaxed) {
+            self.shutdown_deadline = Some(now + self.shared.settings.shutdown_grace);
+            if let Some(mut listener) = self.listener.take() {
+                let _ = self.poll.registry().deregister(&mut listener);
+            }
+        }
+        let settings = &self.shared.settings;
+        let shutting_down = self.shutdown_deadline.is_some();
+        let mut slow = Vec::new();
+        let mut idle = Vec::new();
+        for (&id, conn) in &self.conns {
+            if conn.response.is_some() {
+                continue;
+            }
+            match conn.head_started {
+                Some(started) if now.duration_since(started) >= settings.header_timeout => slow.push(id),
+                None if shutting_down || now.duration_since(conn.idle_since) >= settings.keepalive_timeout => idle.push(id),
+                _ => {}
+            }
+        }
+        for id in idle {
+            self.close(id);
+        }
+        for id in slow {
+            if let Some(conn) = self.conns.get_mut(&id) {
+                conn.read_buf = Vec::new();
+            }
+            let error = HttpError::BadRequest("request head not received in time");
+            let response = error_response(&self.bands, &self.http_date, 408, &error, now);
+            self.start(id, response);
+        }
+        self.flush_log();
+    }
+
+    fn flush_log(&mut self) {
+        if let (Some(sink), false) = (&self.shared.log, self.log_buf.is_empty()) {
+            if let Err(e) = sink.write_all(&self.log_buf) {
+                eprintln!("sojourn-engine serve: access log write failed: {e}");
+            }
+            self.log_buf.clear();
+        }
+    }
+}
+
+fn peer_ip(addr: SocketAddr) -> IpAddr {
+    match addr.ip() {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// Writes at most `quantum` bytes of the connection's response.
+fn write_quantum(conn: &mut Conn, quantum: u64, kernel_bands: Option<&Bands>, bands: &Bands, metrics: &Metrics) -> io::Result<Quantum> {
+    let fd = conn.stream.as_raw_fd();
+    let Some(response) = conn.response.as_mut() else { return Ok(Quantum::Written) };
+    if let Some(kernel_bands) = kernel_bands {
+        // 000 §3: the socket's band follows its remaining bytes; a call only when it changes.
+        let priority = so_priority(kernel_bands.band(response.progress.remaining));
+        if conn.priority != Some(priority) {
+            sys::set_priority(fd, priority)?;
+            conn.priority = Some(priority);
+            metrics.band_changes.fetch_add(1, Relaxed);
+        }
+    }
+    let mut budget = quantum.min(response.progress.remaining) as usize;
+    while budget > 0 {
+        let head_left = &response.head[response.head_sent..];
+        let result = match (&mut response.body, head_left.is_empty()) {
+            (Body::Memory { bytes, offset, end }, false) => {
+                let body = &bytes[*offset..(*end).min(*offset + budget.saturating_sub(head_left.len()))];
+                let head = &head_left[..head_left.len().min(budget)];
+                conn.stream.write_vectored(&[IoSlice::new(head), IoSlice::new(body)])
+            }
+            (_, false) => conn.stream.write(&head_left[..head_left.len().min(budget)]),
+            (Body::Memory { bytes, offset, end }, true) => conn.stream.write(&bytes[*offset..(*end).min(*offset + budget)]),
+            (Body::File { file, offset, end }, true) => {
+                let count = ((*end - *offset) as usize).min(budget);
+                let mut position = *offset;
+                let sent = sys::sendfile(fd, file.file.as_raw_fd(), &mut position, count);
+                if let Ok(0) = sent {
+                    return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "file shrank while being sent"));
+                }
+                sent
+            }
+            (Body::Empty, true) => Ok(0),
+        };
+        let written = match result {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) if is_transient(&e) => return Ok(Quantum::Blocked),
+            Err(e) => return Err(e),
+        };
+        budget -= written;
+        metrics.bytes_sent.fetch_add(written as u64, Relaxed);
+        let from_head = written.min(response.head.len() - response.head_sent);
+        response.head_sent += from_head;
+        let from_body = written - from_head;
+        match &mut response.body {
+            Body::Memory { offset, .. } => *offset += from_body,
+            Body::File { offset, .. } => *offset += from_body as u64,
+            Body::Empty => {}
+        }
+        response.progress = response.progress.after(written as u64);
+        let band = bands.band(response.progress.remaining);
+        if band != response.band {
+            metrics.waiting_by_band[response.band].fetch_sub(1, Relaxed);
+            metrics.waiting_by_band[band].fetch_add(1, Relaxed);
+            response.band = band;
+        }
+    }
+    Ok(Quantum::Written)
+}
+
+fn new_response(bands: &Bands, head: Vec<u8>, body: Body, status: u16, keep_alive: bool, log: LogInfo, now: Instant) -> Response {
+    let body_len = body.remaining();
+    let progress = Progress::new(head.len() as u64 + body_len);
+    Response { band: bands.band(progress.remaining), head, head_sent: 0, body, body_len, progress, status, keep_alive, log, started: now }
+}
+
+fn without_keep_alive(mut response: Response) -> Response {
+    if response.keep_alive {
+        // Rewrite the head's end to announce the close (RFC 9112 §9.6).
+        let end = response.head.len() - 2;
+        let keep_alive_field: &[u8] = b"Connection: keep-alive\r\n";
+        if response.head[..end].ends_with(keep_alive_field) {
+            response.head.truncate(end - keep_alive_field.len());
+        } else {
+            response.head.truncate(end);
+        }
+        response.head.extend_from_slice(b"Connection: close\r\n\r\n");
+        response.progress = Progress::new(response.head.len() as u64 + response.body_len);
+        response.keep_alive = false;
+    }
+    response
+}
+
+/// A response to a request the parser or a timeout rejected: always closes.
+fn error_response(bands: &Bands, date: &str, status: u16, error: &HttpError, now: Instant) -> Response {
+    let body = format!("{status} {}\n", sojourn_http::response::reason(status));
+    let mut head = Vec::new();
+    let allow = matches!(error, HttpError::MethodNotAllowed);
+    write_head(
+        &Head { status, minor_version: 1, keep_alive: false, content_length: body.len() as u64, content_type: Some("text/plain; charset=utf-8"), allow, ..Default::default() },
+        date,
+        &mut head,
+    );
+    let body_len = body.len();
+    let body = Body::Memory { bytes: Arc::from(body.into_bytes()), offset: 0, end: body_len };
+    new_response(bands, head, body, status, false, LogInfo { request_line: "-".into(), referer: None, user_agent: None }, now)
+}
+
+/// The response to a well-formed request.
+fn respond(files: &mut FileCache, bands: &Bands, date: &str, request: &Request, now: Instant) -> Response {
+    let log = LogInfo { request_line: request.request_line(), referer: request.referer.clone(), user_agent: request.user_agent.clone() };
+    let lookup = resolve_target(&request.target).map_err(|e| e.status()).and_then(|resolved| files.lookup(&resolved, now).map_err(|r| r.status()));
+    let mut head = Head { minor_version: request.minor_version, keep_alive: request.keep_alive, ..Default::default() };
+    let mut out = Vec::with_capacity(256);
+    let file = match lookup {
+        Ok(file) => file,
+        Err(status) => {
+            let text = format!("{status} {}\n", sojourn_http::response::reason(status));
+            head.status = status;
+            head.content_length = text.len() as u64;
+            head.content_type = Some("text/plain; charset=utf-8");
+            write_head(&head, date, &mut out);
+            let body = if request.method == Method::Head {
+                Body::Empty
+            } else {
+                Body::Memory { bytes: Arc::from(text.into_bytes()), offset: 0, end: head.content_length as usize }
+            };
+            return new_response(bands, out, body, status, request.keep_alive, log, now);
+        }
+    };
+    let size = file.representation.size;
+    let (status, range) = match select(request, &file.representation) {
+        Selection::Full => (200, (0, size)),
+        Selection::NotModified => (304, (0, 0)),
+        Selection::Range { start, end } => (206, (start, end + 1)),
+        Selection::Unsatisfiable => (416, (0, 0)),
+    };
+    head.status = status;
+    head.content_length = range.1 - range.0;
+    head.content_type = (status != 304).then_some(file.content_type);
+    head.representation = Some(&file.representation);
+    head.range = (status == 206).then(|| (range.0, range.1 - 1));
+    write_head(&head, date, &mut out);
+    let body = match (&file.bytes, request.method) {
+        _ if range.0 == range.1 => Body::Empty,
+        (_, Method::Head) => Body::Empty,
+        (Some(bytes), Method::Get) => Body::Memory { bytes: bytes.clone(), offset: range.0 as usize, end: range.1 as usize },
+        (None, Method::Get) => Body::File { file: file.clone(), offset: range.0, end: range.1 },
+    };
+    new_response(bands, out, body, status, request.keep_alive, log, now)
+}
