@@ -1,0 +1,191 @@
+"""``sojourn trace``: generate, shape, import and describe traces; make docroots.
+
+Each subcommand is a thin shell over the library modules (models, shaping,
+importers, docroot, stats, io): parse options, call, write files, print a summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from . import docroot, io, models, shaping
+
+console = Console(stderr=True)
+
+
+def _positive(kind: type):
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {kind.__name__}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{text!r} must be > 0")
+        return value
+
+    return parse
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="trace_command", metavar="SUBCOMMAND", required=True)
+
+    gen = sub.add_parser("gen", help="generate a synthetic trace from a size model", description="Generate a synthetic trace: objects from a catalogue with Zipf popularity, sizes from a model, Poisson or on/off arrivals.")
+    gen.add_argument("-o", "--output", type=Path, required=True, help="trace CSV to write")
+    gen.add_argument("--model", default="wc98", choices=sorted(models.MODELS), help="size model (default wc98)")
+    gen.add_argument("--k", type=float, help="bounded_pareto: lower bound (bytes)")
+    gen.add_argument("--p", type=float, help="bounded_pareto: upper bound (bytes)")
+    gen.add_argument("--alpha", type=float, help="bounded_pareto: tail index")
+    gen.add_argument("--mean", type=float, help="exponential: mean size (bytes)")
+    gen.add_argument("--data-set-bytes", type=float, help="specweb99: data set size (default 3.3e9, 001 §2.4)")
+    gen.add_argument("--max-size", type=float, help="surge: cap on the tail (default p = 1e10)")
+    length = gen.add_mutually_exclusive_group(required=True)
+    length.add_argument("--requests", type=_positive(int), help="number of requests")
+    length.add_argument("--duration", type=_positive(float), help="length in seconds")
+    gen.add_argument("--rate", type=_positive(float), help="requests per second (or give --rho and --link-mbps)")
+    gen.add_argument("--rho", type=_positive(float), help="offered load on the link (000 §2.2)")
+    gen.add_argument("--link-mbps", type=_positive(float), help="bottleneck link rate, Mbit/s (with --rho)")
+    gen.add_argument("--clients", type=_positive(int), default=100, help="number of client ids (default 100)")
+    gen.add_argument("--objects", type=_positive(int), help="catalogue size (default 20000; surge 2000)")
+    gen.add_argument("--zipf", type=float, default=1.0, help="Zipf popularity exponent (default 1.0)")
+    gen.add_argument("--arrivals", choices=models.ARRIVALS, default="poisson", help="arrival process (default poisson)")
+    gen.add_argument("--on-s", type=_positive(float), default=1.0, help="onoff: mean ON period, s")
+    gen.add_argument("--off-s", type=float, default=1.0, help="onoff: mean OFF period, s")
+    gen.add_argument("--locality", type=float, default=0.0, help="probability a request repeats a recent object (SURGE-like temporal locality)")
+    gen.add_argument("--locality-distance", type=_positive(float), default=100.0, help="mean distance, in requests, of such repeats")
+    gen.add_argument("--seed", type=int, default=0)
+    gen.set_defaults(func=cmd_gen)
+
+    shp = sub.add_parser("shape", help="shape a trace to a load profile (W1..W10, alternating, intermittent, persistent)", description="Scale inter-arrival times per period so each period offers its target rho on the link (000 §2.2-2.3).")
+    shp.add_argument("trace", type=Path, help="trace CSV to shape")
+    shp.add_argument("-o", "--output", type=Path, required=True, help="shaped trace CSV to write")
+    shp.add_argument("--periods", type=Path, help="per-period table CSV (default: OUTPUT with .periods.csv)")
+    shp.add_argument("--link-mbps", type=_positive(float), required=True, help="bottleneck link rate, Mbit/s")
+    which = shp.add_mutually_exclusive_group(required=True)
+    which.add_argument("--profile", help=f"one of {', '.join(shaping.PROFILES)} (000 Table 1)")
+    which.add_argument("--rho", type=_positive(float), help="persistent load")
+    which.add_argument("--kind", choices=("alternating", "intermittent"), help="custom profile (with --low-s --high-s --low-rho --high-rho)")
+    shp.add_argument("--low-s", type=_positive(float))
+    shp.add_argument("--high-s", type=_positive(float))
+    shp.add_argument("--low-rho", type=_positive(float))
+    shp.add_argument("--high-rho", type=_positive(float))
+    shp.add_argument("--time-compression", type=_positive(float), default=1.0, help="divide every period length by this, keeping each period's rho")
+    shp.add_argument("--duration", type=_positive(float), help="seconds of shaped trace (default: every whole period the trace fills)")
+    shp.add_argument("--interarrivals", choices=shaping.INTERARRIVALS, default="scaled", help="scale the trace's own gaps (000 §2.3) or redraw Poisson per period")
+    shp.add_argument("--seed", type=int, default=0)
+    shp.set_defaults(func=cmd_shape)
+
+    doc = sub.add_parser("docroot", help="write every object of a trace as a file", description="Materialize every object of a trace as a file of exactly its size with the deterministic content of docs/formats.md; files already correct are reused.")
+    doc.add_argument("trace", type=Path)
+    doc.add_argument("root", type=Path, help="document root directory")
+    doc.set_defaults(func=cmd_docroot)
+
+
+def _fail(message: str) -> int:
+    console.print(f"[red]sojourn trace:[/red] {message}", highlight=False)
+    return 2
+
+
+def cmd_gen(args: argparse.Namespace) -> int:
+    params = {
+        "bounded_pareto": {"k": args.k, "p": args.p, "alpha": args.alpha},
+        "exponential": {"mean": args.mean},
+        "specweb99": {"data_set_bytes": args.data_set_bytes},
+        "surge": {"max_size": args.max_size},
+    }.get(args.model, {})
+    missing = [f"--{name.replace('_', '-')}" for name, value in params.items() if value is None and args.model in ("bounded_pareto", "exponential")]
+    if missing:
+        return _fail(f"model {args.model} needs {', '.join(missing)}")
+    try:
+        model = models.model_by_name(args.model, **{k: v for k, v in params.items() if v is not None})
+        with console.status(f"generating {args.model} trace"):
+            trace = models.make_trace(
+                model,
+                n_requests=args.requests,
+                duration_s=args.duration,
+                rate=args.rate,
+                rho=args.rho,
+                link_bps=args.link_mbps * 1e6 if args.link_mbps else None,
+                clients=args.clients,
+                seed=args.seed,
+                n_objects=args.objects,
+                zipf_alpha=args.zipf,
+                arrivals=args.arrivals,
+                on_s=args.on_s,
+                off_s=args.off_s,
+                locality=args.locality,
+                locality_mean_distance=args.locality_distance,
+            )
+            io.write_trace(trace, args.output)
+    except ValueError as error:
+        return _fail(str(error))
+    span = float(trace["arrival_s"].iloc[-1]) if len(trace) else 0.0
+    print(f"wrote {args.output}: {len(trace)} requests over {span:.3f} s, {trace['path'].nunique()} objects, mean size {trace['size'].mean():.0f} B")
+    return 0
+
+
+def _profile_from(args: argparse.Namespace) -> shaping.TransientProfile | None:
+    if args.profile:
+        return shaping.profile_by_name(args.profile)
+    if args.kind:
+        missing = [flag for flag in ("low_s", "high_s", "low_rho", "high_rho") if getattr(args, flag) is None]
+        if missing:
+            raise ValueError(f"--kind {args.kind} needs {', '.join('--' + m.replace('_', '-') for m in missing)}")
+        return shaping.TransientProfile(args.kind, args.kind, args.low_s, args.high_s, args.low_rho, args.high_rho)
+    return None
+
+
+def cmd_shape(args: argparse.Namespace) -> int:
+    try:
+        profile = _profile_from(args)
+        with console.status(f"shaping {args.trace}"):
+            trace = io.read_trace(args.trace)
+            shaped, periods = shaping.shape(
+                trace,
+                args.link_mbps * 1e6,
+                profile=profile,
+                rho=args.rho,
+                time_compression=args.time_compression,
+                seed=args.seed,
+                duration_s=args.duration,
+                interarrivals=args.interarrivals,
+            )
+            io.write_trace(shaped, args.output)
+            table_path = args.periods or args.output.with_name(args.output.name.removesuffix(".csv") + ".periods.csv")
+            periods.to_csv(table_path, index=False, float_format="%.6f")
+    except ValueError as error:
+        return _fail(str(error))
+    error = (periods["achieved_rho"] / periods["target_rho"] - 1).abs()
+    print(
+        f"wrote {args.output}: {len(shaped)} of {len(trace)} requests in {len(periods)} periods over "
+        f"{periods['end_s'].iloc[-1]:.3f} s; per-period table {table_path}; "
+        f"largest |achieved/target - 1| = {error.max():.4f}"
+    )
+    return 0
+
+
+def cmd_docroot(args: argparse.Namespace) -> int:
+    try:
+        trace = io.read_trace(args.trace)
+        with Progress(TextColumn("docroot"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console, transient=True) as bar:
+            task = bar.add_task("objects", total=None)
+            stats = docroot.materialize(trace, args.root, progress=lambda done, total: bar.update(task, completed=done, total=total))
+    except (ValueError, OSError) as error:
+        return _fail(str(error))
+    print(f"{args.root}: {stats.summary()}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="sojourn trace")
+    register(parser)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

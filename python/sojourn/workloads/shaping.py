@@ -1,0 +1,295 @@
+"""Load shaping: persistent load, and the transient overloads of 000 §2.3 (Table 1).
+
+Load is defined by the bottleneck (000 §2.2): rho = offered bytes per second / uplink
+rate. A *profile* is a sequence of periods, each with a length and a target rho;
+:func:`shape` fills each period with the next requests of the trace (in trace order,
+sizes and paths unchanged) carrying exactly rho * link rate * length bytes, and spreads
+them over the period by scaling their original inter-arrival times by one factor per
+period, which is how 000 §2.3 obtains a load ("we divide all interarrival times by x").
+
+Guarantees:
+
+- Period boundaries are placed where the cumulative bytes are nearest the cumulative
+  target, so errors never accumulate from period to period. Where a large request
+  straddles a boundary, the smaller requests that follow it are pulled in front of it
+  and it opens the next period, so a period misses its bytes by about one small
+  request, not one large one (see ``_place_boundaries``). Each period's achieved rho is
+  reported, never assumed.
+- A time-compression factor c divides every period length by c and keeps every
+  period's rho (short runs of the same shape, with c times fewer bytes per period).
+- The result is a valid trace (non-decreasing arrivals starting at 0) plus a
+  per-period table of target vs achieved rho.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterator
+
+import numpy as np
+import pandas as pd
+
+from .io import validate_trace
+
+PHASES = ("low", "high")
+
+
+@dataclass(frozen=True)
+class TransientProfile:
+    """Alternating or intermittent overload (000 §2.3, Fig. 3): a cycle of a low-load
+    period and an overload period, starting with the low period."""
+
+    name: str
+    kind: str  # "alternating" (equal lengths) or "intermittent" (rare spikes)
+    low_s: float
+    high_s: float
+    low_rho: float
+    high_rho: float
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("alternating", "intermittent"):
+            raise ValueError(f"profile {self.name}: kind must be alternating or intermittent, got {self.kind!r}")
+        if self.low_s <= 0 or self.high_s <= 0 or self.low_rho <= 0 or self.high_rho <= 0:
+            raise ValueError(f"profile {self.name}: period lengths and rho values must be > 0")
+
+    @property
+    def mean_rho(self) -> float:
+        return (self.low_s * self.low_rho + self.high_s * self.high_rho) / (self.low_s + self.high_s)
+
+    def periods(self) -> Iterator[tuple[str, float, float]]:
+        """(phase, length_s, rho) forever, low first."""
+        while True:
+            yield "low", self.low_s, self.low_rho
+            yield "high", self.high_s, self.high_rho
+
+
+def alternating(low_s: float, high_s: float, low_rho: float, high_rho: float, name: str = "alternating") -> TransientProfile:
+    return TransientProfile(name, "alternating", low_s, high_s, low_rho, high_rho)
+
+
+def intermittent(low_s: float, high_s: float, low_rho: float, high_rho: float, name: str = "intermittent") -> TransientProfile:
+    return TransientProfile(name, "intermittent", low_s, high_s, low_rho, high_rho)
+
+
+# 000 Table 1: (type, low-load seconds, overload seconds, low rho, overload rho).
+PROFILES: dict[str, TransientProfile] = {
+    "W1": alternating(25, 25, 0.2, 1.2, "W1"),
+    "W2": alternating(10, 10, 0.2, 1.2, "W2"),
+    "W3": alternating(50, 50, 0.2, 1.6, "W3"),
+    "W4": alternating(25, 25, 0.4, 1.4, "W4"),
+    "W5": alternating(10, 10, 0.4, 1.4, "W5"),
+    "W6": alternating(40, 40, 0.1, 1.7, "W6"),
+    "W7": intermittent(63, 6, 0.4, 5.0, "W7"),
+    "W8": intermittent(63, 10, 0.45, 3.0, "W8"),
+    "W9": intermittent(20, 3, 0.735, 2.0, "W9"),
+    "W10": intermittent(13.3, 2, 0.735, 2.0, "W10"),
+}
+
+
+def profile_by_name(name: str) -> TransientProfile:
+    try:
+        return PROFILES[name.upper()]
+    except KeyError:
+        raise ValueError(f"unknown profile {name!r}; accepted: {', '.join(PROFILES)}") from None
+
+
+INTERARRIVALS = ("scaled", "poisson")
+
+
+def offered_rho(sizes: np.ndarray, seconds: float, link_bps: float) -> float:
+    """Offered load of ``sizes`` bytes over ``seconds`` on a ``link_bps`` link (000 §2.2)."""
+    return float(np.sum(sizes, dtype=np.float64)) * 8.0 / (link_bps * seconds)
+
+
+def shape(
+    trace: pd.DataFrame,
+    link_bps: float,
+    profile: TransientProfile | str | None = None,
+    rho: float | None = None,
+    time_compression: float = 1.0,
+    seed: int = 0,
+    duration_s: float | None = None,
+    interarrivals: str = "scaled",
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Shape ``trace`` to a profile (or to a persistent ``rho``) on a ``link_bps`` link.
+
+    Returns ``(shaped_trace, periods)``; ``periods`` has one row per period with
+    ``period, phase, start_s, end_s, target_rho, achieved_rho, requests, bytes``.
+    Without ``duration_s`` the result holds as many whole periods as the trace's bytes
+    fill (persistent: the whole trace in one period); with it, exactly that many seconds
+    (of the compressed time line), or an error saying how many bytes are missing.
+    ``interarrivals="poisson"`` redraws arrivals inside each period as a Poisson process
+    (seeded) instead of scaling the trace's own inter-arrival times.
+    """
+    if (profile is None) == (rho is None):
+        raise ValueError("give exactly one of profile (W1..W10 or a TransientProfile) or rho (persistent load)")
+    if not link_bps > 0:
+        raise ValueError(f"link_bps must be > 0, got {link_bps}")
+    if not time_compression > 0:
+        raise ValueError(f"time_compression must be > 0, got {time_compression}")
+    if interarrivals not in INTERARRIVALS:
+        raise ValueError(f"unknown interarrivals {interarrivals!r}; accepted: {', '.join(INTERARRIVALS)}")
+    validate_trace(trace, source="trace to shape")
+    if len(trace) == 0:
+        raise ValueError("the trace to shape is empty")
+    sizes = trace["size"].to_numpy(dtype=np.float64)
+    cumulative = np.cumsum(sizes)
+    total_bytes = cumulative[-1]
+    bytes_per_s = link_bps / 8.0
+
+    if isinstance(profile, str):
+        profile = profile_by_name(profile)
+    if profile is None:
+        if not rho > 0:
+            raise ValueError(f"rho must be > 0, got {rho}")
+        length = duration_s if duration_s is not None else total_bytes / (rho * bytes_per_s)
+        phases, lengths, rhos = ["persistent"], np.array([length]), np.array([rho])
+    else:
+        phases, lengths, rhos = _profile_periods(profile, time_compression, total_bytes, bytes_per_s, duration_s)
+    target_end = np.cumsum(rhos * bytes_per_s * lengths)
+    if target_end[-1] > total_bytes * (1 + 1e-9) and duration_s is not None:
+        raise ValueError(
+            f"the trace holds {total_bytes:.0f} bytes but {duration_s} s of this profile needs "
+            f"{target_end[-1]:.0f}: generate or import a longer trace"
+        )
+    order, boundaries = _place_boundaries(sizes, target_end, np.diff(np.concatenate([[0.0], target_end])))
+    sizes = sizes[order]
+    cumulative = np.cumsum(sizes)
+    used = int(boundaries[-1])
+    period_of = np.repeat(np.arange(len(lengths)), np.diff(boundaries))
+    starts = np.concatenate([[0.0], np.cumsum(lengths)[:-1]])
+
+    original = trace["arrival_s"].to_numpy(dtype=np.float64)
+    if interarrivals == "scaled":
+        mean_gap = (original[-1] - original[0]) / max(len(original) - 1, 1)
+        first = original[boundaries[:-1].clip(max=len(original) - 1)]
+        following = np.where(boundaries[1:] < len(original), original[boundaries[1:].clip(max=len(original) - 1)], original[-1] + mean_gap)
+        span = following - first
+        offset = original[:used] - first[period_of]
+        fraction = np.divide(offset, span[period_of], out=np.zeros(used), where=span[period_of] > 0)
+        # Equal original timestamps (span 0) are spread evenly over the period instead.
+        even = (np.arange(used) - boundaries[period_of]) / np.maximum(np.diff(boundaries), 1)[period_of]
+        fraction = np.where(span[period_of] > 0, fraction, even)
+    else:
+        rng = np.random.default_rng(seed)
+        fraction = rng.random(used)
+        fraction = fraction[np.lexsort((fraction, period_of))]
+    arrival = starts[period_of] + fraction * lengths[period_of]
+    arrival = np.maximum.accumulate(arrival)  # float rounding at period edges
+
+    shaped = trace.iloc[order[:used]].reset_index(drop=True)
+    shaped["arrival_s"] = arrival
+    bytes_before = np.concatenate([[0.0], cumulative])
+    period_bytes = bytes_before[boundaries[1:]] - bytes_before[boundaries[:-1]]
+    periods = pd.DataFrame(
+        {
+            "period": np.arange(len(lengths)),
+            "phase": phases,
+            "start_s": starts,
+            "end_s": starts + lengths,
+            "target_rho": rhos,
+            "achieved_rho": period_bytes * 8.0 / (link_bps * lengths),
+            "requests": np.diff(boundaries),
+            "bytes": period_bytes.astype(np.int64),
+        }
+    )
+    return shaped, periods
+
+
+# A boundary is left where it falls when the request straddling it is this small a
+# share of the period's bytes; otherwise smaller requests are pulled forward past it.
+SMALL_SHARE = 0.005
+# How far ahead (in requests) smaller requests are looked for.
+REFILL_WINDOW = 4096
+
+
+def _place_boundaries(sizes: np.ndarray, target_end: np.ndarray, budgets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Request order and period boundaries such that the bytes before each boundary are
+    as near its cumulative target as the request sizes allow.
+
+    Trace order is kept except where a large request straddles a boundary: then the
+    smaller requests that follow it (up to ``REFILL_WINDOW`` ahead) and fit the remaining
+    budget are moved before it, and it opens the next period. A request moves by at
+    most one boundary and a few positions; the set of requests is unchanged. One
+    iteration per period (vectorized inside), so this is cheap even for millions of
+    requests.
+    """
+    n = len(sizes)
+    order = np.arange(n)
+    cumulative = np.cumsum(sizes)
+    boundaries = [0]
+    # The tolerance at a boundary is relative to the smaller of the two periods it separates.
+    tolerances = SMALL_SHARE * np.minimum(budgets, np.concatenate([budgets[1:], budgets[-1:]]))
+    for target, tolerance in zip(target_end, tolerances):
+        straddler = int(np.searchsorted(cumulative, target, side="right"))
+        if straddler >= n:
+            boundaries.append(n)
+            continue
+        before = cumulative[straddler - 1] if straddler > 0 else 0.0
+        deficit, excess = target - before, cumulative[straddler] - target
+        if min(deficit, excess) <= tolerance:
+            boundaries.append(straddler if deficit <= excess else straddler + 1)
+            continue
+        window = slice(straddler + 1, min(straddler + 1 + REFILL_WINDOW, n))
+        following = order[window]
+        candidate_sizes = sizes[following]
+        taken = np.zeros(len(following), dtype=bool)
+        remaining = deficit
+        while remaining > tolerance:
+            fits = ~taken & (candidate_sizes <= remaining)
+            more = fits & (np.cumsum(np.where(fits, candidate_sizes, 0.0)) <= remaining)
+            if not more.any():
+                break
+            taken |= more
+            remaining = deficit - candidate_sizes[taken].sum()
+        moved = np.concatenate([following[taken], [order[straddler]], following[~taken]])
+        order[straddler : window.stop] = moved
+        cumulative[straddler : window.stop] = before + np.cumsum(sizes[moved])
+        boundaries.append(straddler + int(taken.sum()))
+    return order, np.maximum.accumulate(np.array(boundaries))
+
+
+def _profile_periods(
+    profile: TransientProfile, compression: float, total_bytes: float, bytes_per_s: float, duration_s: float | None
+) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The periods of ``profile`` (lengths divided by ``compression``): up to
+    ``duration_s`` if given (the last period cut short), else every whole period whose
+    bytes the trace can fill."""
+    phases: list[str] = []
+    lengths: list[float] = []
+    rhos: list[float] = []
+    elapsed = needed = 0.0
+    for phase, length, rho in profile.periods():
+        length /= compression
+        if duration_s is not None:
+            if elapsed >= duration_s - 1e-9:
+                break
+            length = min(length, duration_s - elapsed)
+        elif needed + rho * bytes_per_s * length > total_bytes:
+            break
+        phases.append(phase)
+        lengths.append(length)
+        rhos.append(rho)
+        elapsed += length
+        needed += rho * bytes_per_s * length
+    if not phases:
+        first_phase, first_length, first_rho = next(profile.periods())
+        raise ValueError(
+            f"the trace holds {total_bytes:.0f} bytes, less than the first {first_phase} period of "
+            f"{profile.name} needs ({first_rho * bytes_per_s * first_length / compression:.0f}): "
+            "generate or import a longer trace"
+        )
+    return phases, np.array(lengths), np.array(rhos)
+
+
+def cycles_needed_bytes(profile: TransientProfile, link_bps: float, cycles: float, time_compression: float = 1.0) -> float:
+    """Bytes a trace must hold for ``cycles`` cycles of ``profile``: useful to size
+    :func:`sojourn.workloads.models.make_trace` before shaping."""
+    cycle_s = (profile.low_s + profile.high_s) / time_compression
+    return profile.mean_rho * link_bps / 8.0 * cycle_s * cycles
+
+
+def requests_for(profile: TransientProfile, link_bps: float, mean_size: float, cycles: float, time_compression: float = 1.0) -> int:
+    """Requests of mean size ``mean_size`` needed for ``cycles`` cycles, with 10 % spare."""
+    return int(math.ceil(cycles_needed_bytes(profile, link_bps, cycles, time_compression) / mean_size * 1.1)) + 100
