@@ -1,0 +1,168 @@
+"""The figures of 004 §6 (Figs. 7-8) and the transient-overload study of 000 §6.
+
+Each function computes a table (a DataFrame, also written as CSV) and draws the figure
+from it (PNG), so the numbers behind every figure are saved beside it.
+
+* :func:`fig7`: SRPT mean slowdown vs size percentile at rho 0.9, exponential vs bounded
+  Pareto alpha 1.1 with the same mean (3000), p = 1e10; the checks of 004 §6.2's text.
+* :func:`fig8`: the same for bounded Pareto with mean 3000 and alpha 0.5 .. 1.9.
+* :func:`transient`: W1-W10 (000 Table 1) simulated under PS and SRPT on the same
+  arrivals (``sojourn-engine sim``): jobs in the system over time, recovery after each
+  overload period, mean response, and the largest 1% of jobs (000 §6.2-6.3).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from sojourn.engine import engine_path  # noqa: E402
+from sojourn.theory.formulas import BoundedPareto, Exponential, Srpt  # noqa: E402
+
+# 004 §6.2: Fig. 7 plots task size percentiles; the text's statements are read at the 99th.
+PERCENTILES = np.round(np.arange(0.01, 0.9901, 0.01), 4)
+FIG8_ALPHAS = (0.5, 0.7, 0.9, 1.1, 1.3, 1.5, 1.7, 1.9)
+# 000 Table 1: (low-load seconds, overload seconds); the simulator holds the loads
+# (crates/sim/src/workload.rs) and starts each cycle with the low-load period.
+TRANSIENT = {"W1": (25, 25), "W2": (10, 10), "W3": (50, 50), "W4": (25, 25), "W5": (10, 10),
+             "W6": (40, 40), "W7": (63, 6), "W8": (63, 10), "W9": (20, 3), "W10": (13.3, 2)}
+
+
+def fig7(out: Path, rho: float = 0.9, mean: float = 3000.0, p: float = 1e10) -> tuple[pd.DataFrame, dict]:
+    """004 Fig. 7; returns the curve table and the checks of its text."""
+    curves = {"exponential": Exponential(mean), "bounded_pareto_1.1": BoundedPareto.with_mean(mean, 1.1, p)}
+    table = pd.DataFrame({"percentile": PERCENTILES})
+    for name, dist in curves.items():
+        table[name] = Srpt(dist, rho).slowdown(dist.ppf(PERCENTILES))
+    bp, ex = table["bounded_pareto_1.1"], table["exponential"]
+    beyond = np.array([0.999, 0.9999])
+    checks = {
+        "bp_max_slowdown_to_p99": float(bp.max()),
+        "exp_min_slowdown_largest_5pct": float(ex[table["percentile"] >= 0.95].min()),
+        "exp_max_slowdown_to_p99": float(ex.max()),
+        "bp_slowdown_p99.9_p99.99": [float(v) for v in Srpt(curves["bounded_pareto_1.1"], rho).slowdown(curves["bounded_pareto_1.1"].ppf(beyond))],
+    }
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.plot(table["percentile"], ex, label="Exponential")
+    ax.plot(table["percentile"], bp, label="BP (alpha 1.1)")
+    ax.set(xlabel="Percentile of job size distribution", ylabel="Mean slowdown under SRPT",
+           title=f"004 Fig. 7: M/G/1 SRPT, rho = {rho}, mean {mean:g}")
+    ax.legend()
+    _save(fig, table, out, "fig7")
+    return table, checks
+
+
+def fig8(out: Path, rho: float = 0.9, mean: float = 3000.0, p: float = 1e10) -> pd.DataFrame:
+    """004 Fig. 8: bounded Pareto, constant mean, alpha from 0.5 to 1.9."""
+    table = pd.DataFrame({"percentile": PERCENTILES})
+    for alpha in FIG8_ALPHAS:
+        dist = BoundedPareto.with_mean(mean, alpha, p)
+        table[f"alpha_{alpha}"] = Srpt(dist, rho).slowdown(dist.ppf(PERCENTILES))
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for alpha in FIG8_ALPHAS:
+        ax.plot(table["percentile"], table[f"alpha_{alpha}"], label=f"alpha {alpha}")
+    ax.set(xlabel="Percentile of job size distribution", ylabel="Mean slowdown under SRPT",
+           title=f"004 Fig. 8: bounded Pareto, mean {mean:g}, rho = {rho}")
+    ax.legend(fontsize="small")
+    _save(fig, table, out, "fig8")
+    return table
+
+
+def _save(fig, table: pd.DataFrame, out: Path, name: str) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(out / f"{name}.png", dpi=120)
+    plt.close(fig)
+    table.to_csv(out / f"{name}.csv", index=False)
+
+
+def _simulate(args: list[str], workdir: Path) -> pd.DataFrame:
+    subprocess.run([str(engine_path()), "sim", *args, "--size-bins", "0", "--out", str(workdir)],
+                   check=True, capture_output=True, text=True)
+    return pd.read_csv(workdir / "records.csv", usecols=["scheduled_s", "expected_size", "last_byte_s"])
+
+
+def in_system(records: pd.DataFrame, times: np.ndarray) -> np.ndarray:
+    """Number of jobs present (arrived, not finished) at each of ``times``."""
+    arrived = np.searchsorted(np.sort(records["scheduled_s"].to_numpy()), times, side="right")
+    left = np.searchsorted(np.sort(records["last_byte_s"].to_numpy()), times, side="right")
+    return arrived - left
+
+
+def recovery_times(records: pd.DataFrame, low_s: float, high_s: float, step: float = 0.1) -> np.ndarray:
+    """For each overload period: seconds from its end until the number of jobs present
+    first falls back to what it was when that overload began (NaN if it never does
+    before the next overload ends)."""
+    horizon = float(records["scheduled_s"].max())
+    cycle = low_s + high_s
+    result = []
+    for start in np.arange(low_s, horizon - high_s, cycle):
+        end = start + high_s
+        before = in_system(records, np.array([start]))[0]
+        times = np.arange(end, end + cycle, step)
+        after = in_system(records, times)
+        back = np.nonzero(after <= before)[0]
+        result.append(times[back[0]] - end if back.size else np.nan)
+    return np.array(result)
+
+
+def transient(out: Path, workloads: tuple[str, ...] | None = None, duration_s: float = 1800.0,
+              link_bps: float = 10e6, mean: float = 5000.0, alpha: float = 1.1, p: float = 2.02e6,
+              seed: int = 1) -> pd.DataFrame:
+    """000 §6: every workload of Table 1 under PS and SRPT on the same arrivals.
+
+    Sizes are bounded Pareto (alpha 1.1 as in 000 §6.3) with the World Cup trace's mean
+    (5 KB) and largest file (2.02 MB, 000 §2.1) as mean and upper bound.
+    """
+    workloads = workloads or tuple(TRANSIENT)
+    rows, series = [], {}
+    with tempfile.TemporaryDirectory(prefix="sojourn-transient-") as tmp:
+        for name in workloads:
+            low_s, high_s = TRANSIENT[name]
+            for policy in ("ps", "srpt"):
+                records = _simulate(["--sizes", "bpareto", "--alpha", str(alpha), "--mean", str(mean), "--p", str(p),
+                                     "--profile", name, "--duration", str(duration_s), "--link", str(link_bps),
+                                     "--seed", str(seed), "--policy", policy], Path(tmp) / f"{name}-{policy}")
+                response = records["last_byte_s"] - records["scheduled_s"]
+                largest = records["expected_size"] >= records["expected_size"].quantile(0.99)
+                grid = np.arange(0.0, float(records["scheduled_s"].max()), 0.5)
+                present = in_system(records, grid)
+                series[(name, policy)] = (grid, present)
+                rows.append({
+                    "workload": name, "policy": policy, "jobs": len(records),
+                    "mean_response_s": float(response.mean()),
+                    "largest_1pct_mean_response_s": float(response[largest].mean()),
+                    "mean_in_system": float(present.mean()), "peak_in_system": int(present.max()),
+                    "mean_recovery_s": float(np.nanmean(recovery_times(records, low_s, high_s))),
+                })
+    table = pd.DataFrame(rows)
+    wide = table.pivot(index="workload", columns="policy").reindex(list(workloads))
+    wide.columns = [f"{metric}_{policy}" for metric, policy in wide.columns]
+    wide["mean_response_ratio_ps_over_srpt"] = wide["mean_response_s_ps"] / wide["mean_response_s_srpt"]
+    wide["largest_1pct_ratio_srpt_over_ps"] = wide["largest_1pct_mean_response_s_srpt"] / wide["largest_1pct_mean_response_s_ps"]
+    wide = wide.reset_index()
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    first = workloads[0]
+    for policy, label in (("ps", "PS (FAIR)"), ("srpt", "SRPT")):
+        grid, present = series[(first, policy)]
+        shown = grid <= min(grid[-1], 6 * sum(TRANSIENT[first]))
+        axes[0].plot(grid[shown], present[shown], label=label, lw=0.8)
+    axes[0].set(xlabel="time (s)", ylabel="jobs in system", title=f"{first}: buildup and recovery")
+    axes[0].legend()
+    x = np.arange(len(workloads))
+    axes[1].bar(x - 0.2, wide["mean_response_s_ps"], 0.4, label="PS (FAIR)")
+    axes[1].bar(x + 0.2, wide["mean_response_s_srpt"], 0.4, label="SRPT")
+    axes[1].set_xticks(x, workloads)
+    axes[1].set(ylabel="mean response time (s)", yscale="log", title="000 Table 1 workloads (cf. 000 Fig. 12)")
+    axes[1].legend()
+    _save(fig, wide, out, "transient")
+    return wide
