@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
+from rich.text import Text
 
 from sojourn.runner.execute import Progress
 from sojourn.runner.spec import SpecError, load_spec
@@ -34,14 +35,11 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=main)
 
 
-def _progress_table(header: str, progress: Progress, started: float) -> Table:
-    table = Table.grid(padding=(0, 2))
+def _progress_line(header: str, progress: Progress, started: float) -> Text:
     remaining = max(progress.expected_s - progress.elapsed_s, 0.0)
-    table.add_row(f"[bold]{header}[/]", f"phase {progress.phase}",
-                  f"elapsed {progress.elapsed_s:5.0f} s / ~{progress.expected_s:.0f} s (remaining ~{remaining:.0f} s)",
-                  f"{progress.requests_per_s:6.0f} req/s", f"in flight {progress.in_flight}",
-                  f"errors {progress.errors}", f"wall {time.monotonic() - started:5.0f} s")
-    return table
+    return Text(f"{header} | {progress.phase} | {progress.elapsed_s:.0f}/{progress.expected_s:.0f} s, ~{remaining:.0f} s left"
+                f" | {progress.requests_per_s:.0f} req/s | in flight {progress.in_flight} | errors {progress.errors}"
+                f" | total {time.monotonic() - started:.0f} s", no_wrap=True, overflow="ellipsis")
 
 
 def print_summary(console: Console, directory: Path, baseline: str) -> None:
@@ -65,7 +63,8 @@ def print_summary(console: Console, directory: Path, baseline: str) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    console = Console(stderr=False)
+    # Wide enough for the summary table when the output is not a terminal (make demo | tee).
+    console = Console(width=None if sys.stdout.isatty() else 160)
     try:
         experiment = load_spec(args.spec)
     except SpecError as err:
@@ -90,7 +89,7 @@ def main(args: argparse.Namespace) -> int:
                 if data["skipped"]:
                     live.console.print(f"{header['text']}: complete, kept")
             elif kind == "progress":
-                live.update(_progress_table(header["text"], data, started))
+                live.update(_progress_line(header["text"], data, started))
             elif kind == "done":
                 live.console.print(f"{header['text']}: {data['state']} in {data['wall_s']:.0f} s")
         try:

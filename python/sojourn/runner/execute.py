@@ -130,6 +130,36 @@ def summarize_directory(directory: Path, link_bps: float) -> dict:
     return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in summary.items()}
 
 
+def _interrupt(load_proc: subprocess.Popen, grace_s: float = 15.0) -> None:
+    if load_proc.poll() is None:
+        load_proc.send_signal(signal.SIGINT)
+        try:
+            load_proc.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            load_proc.kill()
+            load_proc.wait()
+
+
+def _follow_load(load_proc: subprocess.Popen, directory: Path, progress: Progress,
+                 on_progress: Callable[[Progress], None], limit_s: float) -> tuple[str, str]:
+    """Waits for the load generator, updating ``progress``; stops it (SIGINT) after
+    ``limit_s``. Returns the repetition's (state, reason)."""
+    started = time.monotonic()
+    progress.phase = "load"
+    while load_proc.poll() is None:
+        time.sleep(0.5)
+        progress.elapsed_s = time.monotonic() - started
+        _interval_progress(directory / "intervals.csv", progress)
+        on_progress(progress)
+        if progress.elapsed_s > limit_s:
+            _interrupt(load_proc)
+            return "partial", (f"load generator still running {limit_s:.0f} s after it started "
+                               "(trace length + collect.drain_s + 10 s); stopped")
+    if load_proc.returncode == 0:
+        return "complete", ""
+    return "partial", f"load generator exited with status {load_proc.returncode} (see load.log)"
+
+
 def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: str,
                    on_progress: Callable[[Progress], None] = lambda p: None) -> str:
     """Runs one repetition into ``directory``; returns its final state."""
@@ -147,7 +177,6 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
     link_bps = run.config["network"]["link_mbps"] * 1e6
     state, reason = "partial", "did not finish"
     progress = Progress(expected_s=inputs.duration_s)
-    load_proc = None
     meta = versions(run, engine)
     try:
         progress.phase = "testbed"
@@ -170,35 +199,18 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                 (directory / "load.argv").write_text(" ".join(argv) + "\n")
                 with open(directory / "load.log", "wb") as log:
                     load_proc = tb.popen(tb.client_ns, argv, stdout=log, stderr=subprocess.STDOUT)
-                    started = time.monotonic()
-                    deadline = started + inputs.duration_s + collect["drain_s"] + 10
-                    progress.phase = "load"
-                    while load_proc.poll() is None:
-                        time.sleep(0.5)
-                        progress.elapsed_s = time.monotonic() - started
-                        _interval_progress(directory / "intervals.csv", progress)
-                        on_progress(progress)
-                        if time.monotonic() > deadline:
-                            reason = (f"load generator still running {collect['drain_s'] + 10:.0f} s after the trace's "
-                                      "end (collect.drain_s); stopped")
-                            load_proc.send_signal(signal.SIGINT)
-                            load_proc.wait(30)
-                            break
-                    else:
-                        if load_proc.returncode == 0:
-                            state, reason = "complete", ""
-                        else:
-                            reason = f"load generator exited with status {load_proc.returncode} (see load.log)"
+                    try:
+                        state, reason = _follow_load(load_proc, directory, progress, on_progress,
+                                                     inputs.duration_s + collect["drain_s"] + 10)
+                    except KeyboardInterrupt:
+                        # Before teardown: the generator records what is outstanding as
+                        # 'interrupted' and writes its files on SIGINT (docs/load.md).
+                        _interrupt(load_proc)
+                        raise
                 tb.stop_counters()
     except KeyboardInterrupt as interrupt:
-        reason = f"interrupted ({interrupt or 'Ctrl-C'})"
-        if load_proc is not None and load_proc.poll() is None:
-            # The generator writes an 'interrupted' final outcome for what is outstanding.
-            load_proc.send_signal(signal.SIGINT)
-            try:
-                load_proc.wait(10)
-            except subprocess.TimeoutExpired:
-                load_proc.kill()
+        if state != "complete":  # the load generator had finished: its records are whole
+            reason = f"interrupted ({interrupt or 'Ctrl-C'})"
         raise
     except Exception as err:  # noqa: BLE001 - recorded in status.json, then re-raised
         reason = f"{type(err).__name__}: {err}"

@@ -1,0 +1,148 @@
+"""End to end: `sojourn run` on the real testbed, server and load generator, for
+sojourn fair and srpt (kernel bands), nginx and apache2; then interrupt and resume.
+Each run is a few seconds of trace at rho 0.5 on a 10 Mbit/s uplink."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from sojourn import analysis
+from sojourn.engine import engine_path
+from sojourn.runner.experiment import run_experiment
+from sojourn.runner.spec import load_spec
+
+pytestmark = [pytest.mark.netns, pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")]
+
+SPEC = """\
+name = "{name}"
+[server]
+{server}
+[network]
+link_mbps = 10
+{network}
+[workload]
+rho = 0.5
+duration_s = {duration}
+clients = 20
+seed = 3
+[collect]
+drain_s = 15
+interval_s = 0.5
+"""
+
+
+def engine_has(subcommand: str) -> bool:
+    try:
+        out = subprocess.run([str(engine_path(build=False)), subcommand, "--help"], capture_output=True, text=True)
+    except FileNotFoundError:
+        return False
+    return out.returncode == 0 and "not built yet" not in out.stdout + out.stderr
+
+
+def write_spec(tmp_path: Path, name: str, server: str, network: str = "", duration: float = 4, extra: str = "") -> Path:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(SPEC.format(name=name, server=server, network=network, duration=duration) + extra)
+    return path
+
+
+def check_repetition(directory: Path, trace_requests: int) -> dict:
+    status = json.loads((directory / "status.json").read_text())
+    assert status["state"] == "complete", status
+    records = analysis.read_records(directory / "records.csv")
+    reqs = analysis.requests(records)  # raises unless exactly one final attempt per request
+    assert len(reqs) == trace_requests
+    assert (reqs["outcome"] == "ok").all(), reqs["outcome"].value_counts().to_dict()
+    assert (reqs["bytes"] == reqs["expected_size"]).all()
+    summary = json.loads((directory / "summary.json").read_text())
+    assert summary["requests"] == trace_requests and summary["completed"] == trace_requests
+    assert summary["response_mean"] == pytest.approx(reqs["response_s"].mean())
+    assert 0 < summary["response_mean"] < 5
+    # Offered rho 0.5 of a 10 Mbit/s link: the bodies alone use about half of it.
+    assert 0.3 < summary["body_utilization"] < 0.8
+    counters = pd.read_csv(directory / "counters.csv")
+    assert len(counters) >= 4 and counters["uplink_tx_bytes"].iloc[-1] > 0
+    versions = json.loads((directory / "versions.json").read_text())
+    assert versions["kernel"] and versions["testbed"]["qdisc"]
+    assert (directory / "load_summary.json").is_file()
+    return summary
+
+
+SERVERS = {
+    "sojourn-fair": ('kind = "sojourn"\npolicy = "fair"', ""),
+    "sojourn-srpt": ('kind = "sojourn"\npolicy = "srpt"\nkernel_bands = true', 'bands = "1K,2K,5K,50K"'),
+    "nginx": ('kind = "nginx"\naccess_log = true', ""),
+    "apache2": ('kind = "apache2"\naccess_log = true', ""),
+}
+
+
+@pytest.mark.parametrize("label", list(SERVERS))
+def test_run_one_server(label, tmp_path):
+    if not (engine_has("load") and (engine_has("serve") or not label.startswith("sojourn"))):
+        pytest.skip("sojourn-engine load/serve not built yet")
+    server, network = SERVERS[label]
+    spec = write_spec(tmp_path, label, server, network)
+    experiment = load_spec(spec)
+    outcome = run_experiment(experiment, tmp_path / "results", prefix=f"sjrn{list(SERVERS).index(label)}")
+    assert outcome.complete
+    directory = outcome.directory / "run" / "0"
+    inputs = json.loads((directory / "run.json").read_text())["inputs"]
+    check_repetition(directory, inputs["requests"])
+    if "access_log" in server:
+        lines = (directory / "access.log").read_text().splitlines()
+        # The readiness probe plus one line per request.
+        assert len(lines) == inputs["requests"] + 1
+    if label == "sojourn-srpt":
+        # Kernel bands: the high-priority leaf classes carried traffic.
+        qdisc = json.loads((directory / "versions.json").read_text())["testbed"]["class"]
+        assert "prio 0" in qdisc
+
+
+def test_interrupt_then_resume(tmp_path):
+    if not (engine_has("load") and engine_has("serve")):
+        pytest.skip("sojourn-engine load/serve not built yet")
+    spec = write_spec(tmp_path, "resume", 'kind = "sojourn"', duration=6,
+                      extra='[variants.a]\nserver.policy = "fair"\n[variants.b]\nserver.policy = "srpt"\n')
+    results = tmp_path / "results"
+    command = [sys.executable, "-m", "sojourn.cli", "run", str(spec), "--results", str(results), "--prefix", "sjrn9",
+               "--no-report"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        # Wait until run b is under way (its load generator writes intervals), then interrupt.
+        deadline = time.monotonic() + 90
+        while not (results / "resume" / "b" / "0" / "intervals.csv").is_file():
+            assert process.poll() is None, process.stdout.read()
+            assert time.monotonic() < deadline, "run b never started"
+            time.sleep(0.2)
+        time.sleep(1.0)
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 130, output
+    status_a = json.loads((results / "resume" / "a" / "0" / "status.json").read_text())
+    status_b = json.loads((results / "resume" / "b" / "0" / "status.json").read_text())
+    assert status_a["state"] == "complete"
+    assert status_b["state"] == "partial" and "interrupted" in status_b["reason"]
+    # The partial result is usable: its summary counts what was recorded, interrupted requests included.
+    summary_b = json.loads((results / "resume" / "b" / "0" / "summary.json").read_text())
+    assert summary_b["requests"] > 0
+    # No namespace of this prefix is left behind.
+    assert "sjrn9" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    a_records = (results / "resume" / "a" / "0" / "records.csv").stat().st_mtime_ns
+    rerun = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert "a rep 0: complete, kept" in rerun.stdout
+    # Run a was kept as it was; run b was redone and is now complete.
+    assert (results / "resume" / "a" / "0" / "records.csv").stat().st_mtime_ns == a_records
+    assert json.loads((results / "resume" / "b" / "0" / "status.json").read_text())["state"] == "complete"
