@@ -1,9 +1,415 @@
-//! `sojourn-engine load`.
+//! `sojourn-engine load`: options, validation (before anything is sent) and the modes.
+//!
+//! Modes share one engine and one record format (docs/formats.md):
+//! `open` (trace replay or Poisson), `closed` (user equivalents with think time),
+//! `capacity` (C back-to-back connections, swept), `sessions` (003 §2 session model).
+
+use crate::engine::{catch_sigint, Engine, EngineConfig};
+use crate::record::{write_summary, Recorder};
+use crate::session::SessionModel;
+use crate::think::ThinkTime;
+use crate::workload::{ClosedUsers, PoissonOpen, Sessions, TraceReplay, Workload};
+use anyhow::{bail, Context};
+use clap::{Args, Subcommand};
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use std::net::{IpAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
 
 /// Drive an HTTP/1.1 server from a trace or a load model and record every request.
-#[derive(Debug, clap::Args)]
-pub struct LoadArgs {}
+///
+/// Writes OUT/records.csv (one row per attempt), OUT/intervals.csv (one row per second) and
+/// OUT/summary.json; see docs/formats.md and docs/load.md.
+#[derive(Debug, Args)]
+pub struct LoadArgs {
+    #[command(subcommand)]
+    mode: Mode,
+}
 
-pub fn run(_args: LoadArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`load` is not built yet")
+#[derive(Debug, Subcommand)]
+enum Mode {
+    /// Open loop: replay a trace (or Poisson arrivals); requests leave on schedule whatever is outstanding (000 §2.4).
+    Open(OpenArgs),
+    /// Closed loop: N user equivalents, request -> response -> think time -> next (002 §3.3, 004 §4.2).
+    Closed(ClosedArgs),
+    /// Capacity probe: C connections issuing back-to-back requests, swept over C; capacity = max throughput (001 §2.1, 002 §4.4).
+    Capacity(CapacityArgs),
+    /// Sessions: Poisson session arrivals walking a Markov chain over URL groups (003 §2).
+    Sessions(SessionsArgs),
+}
+
+#[derive(Debug, Args)]
+struct Common {
+    /// Server to load, HOST:PORT.
+    #[arg(long)]
+    target: String,
+    /// Host header (default: the --target text).
+    #[arg(long)]
+    host: Option<String>,
+    /// Output directory (created; files in it are replaced).
+    #[arg(long, short = 'o')]
+    out: PathBuf,
+    /// Local addresses to bind, client c uses the (c mod N)-th (comma separated).
+    #[arg(long, value_delimiter = ',')]
+    source_addrs: Vec<IpAddr>,
+    /// Requests per persistent connection, 0 = unlimited (000 Table 2 (E); 1 = no persistence).
+    #[arg(long, default_value_t = 1)]
+    requests_per_conn: u32,
+    /// Most connections one client holds open at once.
+    #[arg(long, default_value_t = 2)]
+    conns_per_client: u32,
+    /// User abort: seconds after which an unfinished attempt is aborted and retried on a new connection (000 Table 2 (H)).
+    #[arg(long)]
+    abort_after: Option<f64>,
+    /// Retries after an abort before the request is given up (needs --abort-after).
+    #[arg(long, default_value_t = 0)]
+    retries: u32,
+    /// Hard limit per attempt in seconds (outcome `timeout`).
+    #[arg(long, default_value_t = 60.0)]
+    timeout: f64,
+    /// Check bodies against the deterministic docroot content rule (docs/formats.md).
+    #[arg(long)]
+    verify_content: bool,
+    /// No progress line on stderr.
+    #[arg(long)]
+    quiet: bool,
+    /// Seed for arrivals, path choice and think times.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+#[derive(Debug, Args)]
+struct OpenArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Trace to replay (docs/formats.md `trace.csv`).
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    /// Trace time-scale factor: 2 replays twice as fast.
+    #[arg(long)]
+    time_scale: Option<f64>,
+    /// Instead of a trace: Poisson arrivals at this many requests per second.
+    #[arg(long)]
+    rate: Option<f64>,
+    /// Seconds of arrivals (Poisson: required; trace: replay only this much of the scaled trace).
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Paths for Poisson arrivals (repeatable, chosen uniformly).
+    #[arg(long = "path")]
+    paths: Vec<String>,
+    /// Poisson arrivals are spread round robin over this many clients.
+    #[arg(long, default_value_t = 1)]
+    clients: u32,
+}
+
+#[derive(Debug, Args)]
+struct ClosedArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Number of user equivalents (each is one client).
+    #[arg(long)]
+    users: u32,
+    /// Think time after each response: 0, const:S, exp:MEAN_S or pareto:ALPHA:MIN_S.
+    #[arg(long, default_value = "0")]
+    think_time: ThinkTime,
+    /// Seconds to run; outstanding requests at the end are `interrupted`.
+    #[arg(long)]
+    duration: f64,
+    /// Paths to request (repeatable, chosen uniformly).
+    #[arg(long = "path", required = true)]
+    paths: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+struct CapacityArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Connection counts to sweep (comma separated), e.g. 8,16,32,64.
+    #[arg(long, value_delimiter = ',', required = true)]
+    connections: Vec<u32>,
+    /// Seconds per level.
+    #[arg(long)]
+    duration: f64,
+    /// Paths to request (repeatable, chosen uniformly).
+    #[arg(long = "path", required = true)]
+    paths: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+struct SessionsArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Session model (TOML, docs/formats.md "Session model").
+    #[arg(long)]
+    model: PathBuf,
+    /// Seconds of session arrivals; started sessions run to their end.
+    #[arg(long)]
+    duration: f64,
+}
+
+fn positive(name: &str, value: f64) -> anyhow::Result<u64> {
+    if !(value.is_finite() && value > 0.0) {
+        bail!("{name} {value}: must be a positive number of seconds");
+    }
+    Ok((value * 1e9).round() as u64)
+}
+
+fn check_paths(paths: &[String]) -> anyhow::Result<()> {
+    if let Some(bad) = paths.iter().find(|p| !p.starts_with('/') || p.contains(char::is_whitespace)) {
+        bail!("--path {bad:?}: must start with '/' and contain no whitespace (percent-encode it)");
+    }
+    Ok(())
+}
+
+impl Common {
+    /// The engine configuration, or an error naming the contradictory or impossible options.
+    fn engine_config(&self, stop_at: Option<u64>) -> anyhow::Result<EngineConfig> {
+        let target = self
+            .target
+            .to_socket_addrs()
+            .with_context(|| format!("--target {:?}: expected HOST:PORT", self.target))?
+            .next()
+            .with_context(|| format!("--target {:?} resolves to no address", self.target))?;
+        if let Some(mismatch) = self.source_addrs.iter().find(|a| a.is_ipv4() != target.is_ipv4()) {
+            bail!("--source-addrs {mismatch} is not of the same address family as --target {target}");
+        }
+        if self.conns_per_client == 0 {
+            bail!("--conns-per-client 0: a client needs at least one connection");
+        }
+        let timeout = positive("--timeout", self.timeout)?;
+        let abort_after = self.abort_after.map(|s| positive("--abort-after", s)).transpose()?;
+        if self.retries > 0 && abort_after.is_none() {
+            bail!("--retries {} needs --abort-after (retries follow a user abort)", self.retries);
+        }
+        if abort_after.is_some_and(|abort| abort >= timeout) {
+            bail!("--abort-after {} must be below --timeout {} (else it never fires)", self.abort_after.unwrap_or(0.0), self.timeout);
+        }
+        Ok(EngineConfig {
+            target,
+            host_header: self.host.clone().unwrap_or_else(|| self.target.clone()),
+            source_addrs: self.source_addrs.clone(),
+            max_requests_per_conn: (self.requests_per_conn > 0).then_some(self.requests_per_conn),
+            max_conns_per_client: self.conns_per_client,
+            abort_after,
+            retries: self.retries,
+            timeout,
+            verify_content: self.verify_content,
+            stop_at,
+            progress: !self.quiet,
+        })
+    }
+
+    fn rng(&self) -> SmallRng {
+        SmallRng::seed_from_u64(self.seed)
+    }
+}
+
+/// Raise the soft RLIMIT_NOFILE to the hard limit; returns the limit and, if `needed`
+/// exceeds it, a warning naming the shortfall.
+fn raise_fd_limit(needed: Option<u64>) -> (u64, Option<String>) {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit/setrlimit write/read a valid rlimit struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max {
+            let raised = libc::rlimit { rlim_cur: limit.rlim_max, rlim_max: limit.rlim_max };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                limit = raised;
+            }
+        }
+    }
+    let available = limit.rlim_cur as u64;
+    let warning = needed.filter(|&n| n + 32 > available).map(|n| {
+        format!("file descriptor limit {available} is below the {n} connections this run may open (+32 spare): expect connect_error EMFILE")
+    });
+    if let Some(warning) = &warning {
+        eprintln!("load: warning: {warning}");
+    }
+    (available, warning)
+}
+
+pub fn run(args: LoadArgs) -> anyhow::Result<()> {
+    catch_sigint();
+    match args.mode {
+        Mode::Open(open) => run_open(open),
+        Mode::Closed(closed) => run_closed(closed),
+        Mode::Capacity(capacity) => run_capacity(capacity),
+        Mode::Sessions(sessions) => run_sessions(sessions),
+    }
+}
+
+fn run_open(args: OpenArgs) -> anyhow::Result<()> {
+    let config = args.common.engine_config(None)?;
+    let duration = args.duration.map(|d| positive("--duration", d)).transpose()?;
+    let mut workload: Box<dyn Workload> = match (&args.trace, args.rate) {
+        (Some(_), Some(_)) => bail!("--trace and --rate contradict: replay a trace or generate Poisson arrivals, not both"),
+        (None, None) => bail!("open mode needs --trace FILE or --rate R (with --duration and --path)"),
+        (Some(trace), None) => {
+            if !args.paths.is_empty() {
+                bail!("--path contradicts --trace: the trace names the paths");
+            }
+            let scale = args.time_scale.unwrap_or(1.0);
+            if !(scale.is_finite() && scale > 0.0) {
+                bail!("--time-scale {scale}: must be a positive factor");
+            }
+            let file = std::fs::File::open(trace).with_context(|| format!("--trace {}", trace.display()))?;
+            Box::new(TraceReplay::new(std::io::BufReader::new(file), scale, duration).with_context(|| format!("--trace {}", trace.display()))?)
+        }
+        (None, Some(rate)) => {
+            if args.time_scale.is_some() {
+                bail!("--time-scale applies to --trace, not to --rate");
+            }
+            if !(rate.is_finite() && rate > 0.0) {
+                bail!("--rate {rate}: must be a positive number of requests per second");
+            }
+            let Some(duration) = duration else { bail!("--rate needs --duration SECONDS") };
+            if args.paths.is_empty() {
+                bail!("--rate needs at least one --path");
+            }
+            check_paths(&args.paths)?;
+            if args.clients == 0 {
+                bail!("--clients 0: Poisson arrivals need at least one client");
+            }
+            Box::new(PoissonOpen::new(rate, duration, args.paths.clone(), args.clients, args.common.rng()))
+        }
+    };
+    let needed = args.rate.map(|_| u64::from(args.clients) * u64::from(config.max_conns_per_client));
+    let (fd_limit, fd_warning) = raise_fd_limit(needed);
+    run_one("open", &args.common, config, workload.as_mut(), &args.common.out, fd_limit, fd_warning).map(|_| ())
+}
+
+fn run_closed(args: ClosedArgs) -> anyhow::Result<()> {
+    let duration = positive("--duration", args.duration)?;
+    let config = args.common.engine_config(Some(duration))?;
+    if args.users == 0 {
+        bail!("--users 0: closed mode needs at least one user");
+    }
+    check_paths(&args.paths)?;
+    let (fd_limit, fd_warning) = raise_fd_limit(Some(u64::from(args.users)));
+    let mut workload = ClosedUsers::new(args.users, args.think_time, duration, args.paths.clone(), args.common.rng());
+    run_one("closed", &args.common, config, &mut workload, &args.common.out, fd_limit, fd_warning).map(|_| ())
+}
+
+fn run_capacity(args: CapacityArgs) -> anyhow::Result<()> {
+    let duration = positive("--duration", args.duration)?;
+    let config = args.common.engine_config(Some(duration))?;
+    if let Some(zero) = args.connections.iter().find(|&&c| c == 0) {
+        bail!("--connections {zero}: every level needs at least one connection");
+    }
+    check_paths(&args.paths)?;
+    let most = args.connections.iter().copied().max().unwrap_or(1);
+    let (fd_limit, fd_warning) = raise_fd_limit(Some(u64::from(most)));
+    let mut levels = Vec::new();
+    for &connections in &args.connections {
+        let dir = args.common.out.join(format!("c{connections}"));
+        let mut workload = ClosedUsers::new(connections, ThinkTime::None, duration, args.paths.clone(), args.common.rng());
+        let summary = run_one("capacity", &args.common, config.clone(), &mut workload, &dir, fd_limit, fd_warning.clone())?;
+        levels.push(serde_json::json!({
+            "connections": connections,
+            "throughput_rps": summary["throughput_rps"],
+            "response_time_mean_s": summary["response_time_s"]["mean"],
+            "response_time_p99_s": summary["response_time_s"]["p99"],
+            "errors": summary["requests"].as_u64().unwrap_or(0) - summary["outcomes"]["ok"].as_u64().unwrap_or(0),
+            "dir": dir.file_name().map(|n| n.to_string_lossy().into_owned()),
+        }));
+    }
+    let best = levels
+        .iter()
+        .max_by(|a, b| a["throughput_rps"].as_f64().unwrap_or(0.0).total_cmp(&b["throughput_rps"].as_f64().unwrap_or(0.0)))
+        .cloned()
+        .expect("at least one level");
+    let result = serde_json::json!({
+        "capacity_rps": best["throughput_rps"],
+        "at_connections": best["connections"],
+        "levels": levels,
+    });
+    let path = args.common.out.join("capacity.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&result)? + "\n").with_context(|| format!("writing {}", path.display()))?;
+    println!("capacity {:.0} requests/s at {} connections ({})", best["throughput_rps"].as_f64().unwrap_or(0.0), best["connections"], path.display());
+    Ok(())
+}
+
+fn run_sessions(args: SessionsArgs) -> anyhow::Result<()> {
+    let model = SessionModel::load(&args.model)?;
+    if args.common.abort_after.is_some() || args.common.retries > 0 {
+        bail!("--abort-after/--retries contradict session mode: the model's delay_bound_s aborts a request and its session (003 §2)");
+    }
+    let duration = positive("--duration", args.duration)?;
+    let mut config = args.common.engine_config(None)?;
+    let bound = positive("delay_bound_s", model.delay_bound_s)?;
+    if bound >= config.timeout {
+        bail!("delay_bound_s {} must be below --timeout {}", model.delay_bound_s, args.common.timeout);
+    }
+    config.abort_after = Some(bound);
+    let (fd_limit, fd_warning) = raise_fd_limit(None);
+    let mut workload = Sessions::new(model, duration, args.common.rng());
+    run_one("sessions", &args.common, config, &mut workload, &args.common.out, fd_limit, fd_warning).map(|_| ())
+}
+
+/// One run into `dir`: records, intervals, summary. Returns the summary.
+fn run_one(
+    mode: &str,
+    common: &Common,
+    config: EngineConfig,
+    workload: &mut dyn Workload,
+    dir: &Path,
+    fd_limit: u64,
+    fd_warning: Option<String>,
+) -> anyhow::Result<serde_json::Value> {
+    let mut recorder = Recorder::create(dir)?;
+    let end = {
+        let mut engine = Engine::new(config.clone(), &mut recorder)?;
+        engine.run(workload)?
+    };
+    let mut warnings: Vec<String> = fd_warning.into_iter().collect();
+    let lag_p99 = recorder.lag_p99_s();
+    if lag_p99 > 1e-3 {
+        warnings.push(format!("generator lag p99 {:.3} ms exceeds 1 ms: requests left later than scheduled", lag_p99 * 1e3));
+    }
+    if end.loop_busy_fraction > 0.9 {
+        warnings.push(format!("the generator was busy {:.0}% of the time: it may be CPU-bound", end.loop_busy_fraction * 100.0));
+    }
+    let mut summary = recorder.finish(end.now, 0, 0)?;
+    let fields = summary.as_object_mut().expect("summary is an object");
+    fields.insert("mode".into(), mode.into());
+    fields.insert("target".into(), config.target.to_string().into());
+    fields.insert("connections_opened".into(), end.connections_opened.into());
+    fields.insert("loop_busy_fraction".into(), end.loop_busy_fraction.into());
+    fields.insert("fd_limit".into(), fd_limit.into());
+    fields.insert("interrupted_by_signal".into(), end.interrupted_by_signal.into());
+    fields.insert("warnings".into(), warnings.clone().into());
+    fields.insert("workload".into(), workload.summary());
+    fields.insert(
+        "config".into(),
+        serde_json::json!({
+            "requests_per_conn": common.requests_per_conn,
+            "conns_per_client": common.conns_per_client,
+            "abort_after_s": config.abort_after.map(|ns| ns as f64 / 1e9),
+            "retries": common.retries,
+            "timeout_s": common.timeout,
+            "verify_content": common.verify_content,
+            "source_addrs": common.source_addrs.iter().map(|a| a.to_string()).collect::<Vec<_>>(),
+            "seed": common.seed,
+        }),
+    );
+    write_summary(dir, &summary)?;
+    if !common.quiet {
+        eprintln!();
+    }
+    for warning in &warnings {
+        eprintln!("load: warning: {warning}");
+    }
+    println!(
+        "{mode}: {} requests, outcomes {}, {:.1} ok/s, response mean {:.3} ms p99 {:.3} ms, lag p99 {:.3} ms -> {}",
+        summary["requests"],
+        summary["outcomes"],
+        summary["throughput_rps"].as_f64().unwrap_or(0.0),
+        summary["response_time_s"]["mean"].as_f64().unwrap_or(0.0) * 1e3,
+        summary["response_time_s"]["p99"].as_f64().unwrap_or(0.0) * 1e3,
+        lag_p99 * 1e3,
+        dir.display()
+    );
+    if end.interrupted_by_signal {
+        bail!("interrupted by Ctrl-C; what was recorded is in {}", dir.display());
+    }
+    Ok(summary)
 }

@@ -12,3 +12,5 @@ pub mod response;
 pub mod session;
 pub mod think;
 pub mod workload;
+pub mod record;
+pub mod engine;

@@ -1,0 +1,608 @@
+//! The thin I/O shell: one mio event loop thread driving the pure cores.
+//!
+//! Pacing (docs/load.md): each wake-up is an absolute CLOCK_MONOTONIC deadline armed on a
+//! timerfd (timer slack set to 1 µs) [`SPIN`] early, then the loop busy-polls to the
+//! deadline, so requests leave within microseconds of their schedule.
+//! Guarantees: every request taken from the workload ends with exactly one final record
+//! (`interrupted` if the run stops first); connections follow [`Dispatcher`]'s rules; an
+//! attempt's abort/timeout clock starts at its scheduled time (first attempt) or its
+//! issue (retries), so waiting for a connection counts (000 Table 2 (H)).
+
+use crate::content::ContentCheck;
+use crate::dispatch::{Action, ConnId, Dispatcher};
+use crate::record::{Attempt, Outcome, Recorder};
+use crate::response::ResponseReader;
+use crate::workload::{Nanos, Request, Workload};
+use anyhow::Context;
+use mio::net::TcpStream;
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::io::{ErrorKind, IsTerminal, Read, Write};
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// How long before a deadline the loop stops sleeping and busy-polls.
+const SPIN: Nanos = 30_000;
+const TIMER: Token = Token(usize::MAX);
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// Make SIGINT (Ctrl-C) stop the run cleanly instead of killing the process.
+pub fn catch_sigint() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t);
+    }
+}
+
+/// Nanoseconds on CLOCK_MONOTONIC (the clock the timerfd uses).
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a valid timespec to write into; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// A CLOCK_MONOTONIC timerfd armed with absolute deadlines.
+struct Timer {
+    fd: OwnedFd,
+    armed_at: Option<u64>,
+}
+
+impl Timer {
+    fn new() -> std::io::Result<Self> {
+        // SAFETY: plain syscalls; the returned fd is owned by OwnedFd below.
+        let fd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // Wake-ups within 1 µs of the deadline instead of the default 50 µs slack.
+        // SAFETY: prctl with integer arguments has no memory effects.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1_000 as libc::c_ulong) };
+        // SAFETY: fd is a fresh descriptor we own.
+        Ok(Timer { fd: unsafe { OwnedFd::from_raw_fd(fd) }, armed_at: None })
+    }
+
+    fn arm(&mut self, monotonic: u64) -> std::io::Result<()> {
+        if self.armed_at == Some(monotonic) {
+            return Ok(());
+        }
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+            it_value: libc::timespec { tv_sec: (monotonic / 1_000_000_000) as libc::time_t, tv_nsec: (monotonic % 1_000_000_000) as libc::c_long },
+        };
+        // SAFETY: valid fd and itimerspec; old value not requested.
+        let rc = unsafe { libc::timerfd_settime(self.fd.as_raw_fd(), libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) };
+        if rc < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        self.armed_at = Some(monotonic);
+        Ok(())
+    }
+
+    fn drain(&mut self) {
+        let mut expirations = [0u8; 8];
+        // SAFETY: reading 8 bytes into an 8-byte buffer from our non-blocking fd.
+        unsafe { libc::read(self.fd.as_raw_fd(), expirations.as_mut_ptr().cast(), 8) };
+        self.armed_at = None;
+    }
+}
+
+/// Everything the loop needs besides the workload.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    pub target: SocketAddr,
+    pub host_header: String,
+    /// Client `c` binds to `source_addrs[c mod len]` (empty: the kernel chooses).
+    pub source_addrs: Vec<IpAddr>,
+    pub max_requests_per_conn: Option<u32>,
+    pub max_conns_per_client: u32,
+    /// User abort (000 Table 2 (H)): abort an attempt after this long and retry on a new connection.
+    pub abort_after: Option<Nanos>,
+    pub retries: u32,
+    /// Hard limit per attempt (outcome `timeout`, no retry).
+    pub timeout: Nanos,
+    pub verify_content: bool,
+    /// Stop at this time; whatever is outstanding then is `interrupted`.
+    pub stop_at: Option<Nanos>,
+    pub progress: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    Waiting,
+    OnConn(ConnId),
+}
+
+struct Live {
+    request: Request,
+    attempt: Attempt,
+    place: Place,
+}
+
+enum ConnState {
+    Connecting,
+    Open,
+}
+
+struct Conn {
+    stream: TcpStream,
+    state: ConnState,
+    request: Option<u64>,
+    reader: ResponseReader,
+    check: Option<ContentCheck>,
+    out: Vec<u8>,
+    written: usize,
+}
+
+/// What happened to a finished run.
+pub struct RunEnd {
+    pub interrupted_by_signal: bool,
+    pub loop_busy_fraction: f64,
+    pub connections_opened: u64,
+    pub now: Nanos,
+}
+
+pub struct Engine<'a> {
+    config: EngineConfig,
+    poll: Poll,
+    timer: Timer,
+    start: u64,
+    dispatcher: Dispatcher,
+    live: HashMap<u64, Live>,
+    conns: HashMap<ConnId, Conn>,
+    deadlines: BinaryHeap<Reverse<(Nanos, u64, u32)>>,
+    actions: VecDeque<Action>,
+    recorder: &'a mut Recorder,
+    read_buffer: Vec<u8>,
+    connections_opened: u64,
+}
+
+impl<'a> Engine<'a> {
+    pub fn new(config: EngineConfig, recorder: &'a mut Recorder) -> anyhow::Result<Self> {
+        let poll = Poll::new().context("creating the epoll instance")?;
+        let timer = Timer::new().context("creating the pacing timerfd")?;
+        poll.registry().register(&mut SourceFd(&timer.fd.as_raw_fd()), TIMER, Interest::READABLE)?;
+        let dispatcher = Dispatcher::new(config.max_requests_per_conn, config.max_conns_per_client);
+        Ok(Engine {
+            config,
+            poll,
+            timer,
+            start: monotonic_ns(),
+            dispatcher,
+            live: HashMap::new(),
+            conns: HashMap::new(),
+            deadlines: BinaryHeap::new(),
+            actions: VecDeque::new(),
+            recorder,
+            read_buffer: vec![0; 256 * 1024],
+            connections_opened: 0,
+        })
+    }
+
+    fn now(&self) -> Nanos {
+        monotonic_ns() - self.start
+    }
+
+    /// Run the workload to its end (or `stop_at`, or Ctrl-C).
+    pub fn run(&mut self, workload: &mut dyn Workload) -> anyhow::Result<RunEnd> {
+        let mut events = Events::with_capacity(1024);
+        let mut due = Vec::new();
+        let mut busy_ns = 0u64;
+        let mut next_progress = 1_000_000_000;
+        let progress_tty = std::io::stderr().is_terminal();
+        let mut interrupted_by_signal = false;
+        self.start = monotonic_ns();
+        loop {
+            let now = self.now();
+            if INTERRUPTED.swap(false, Ordering::SeqCst) {
+                interrupted_by_signal = true;
+                break;
+            }
+            if self.config.stop_at.is_some_and(|stop| now >= stop) {
+                break;
+            }
+            due.clear();
+            workload.poll_due(now, &mut due)?;
+            for request in due.drain(..) {
+                self.issue(request, 0, now, workload)?;
+            }
+            self.expire_deadlines(now, workload)?;
+            if workload.exhausted() && self.live.is_empty() {
+                break;
+            }
+            self.recorder.tick(now, self.live.len() as u64, self.conns.len() as u64)?;
+            if self.config.progress && now >= next_progress {
+                self.print_progress(now, progress_tty);
+                next_progress = (now / 1_000_000_000 + 1) * 1_000_000_000;
+            }
+            let wake = [workload.next_due(), self.deadlines.peek().map(|Reverse((at, _, _))| *at), self.config.stop_at, Some((now / 1_000_000_000 + 1) * 1_000_000_000)]
+                .into_iter()
+                .flatten()
+                .min()
+                .expect("the next second is always a candidate");
+            let after_work = self.now();
+            busy_ns += after_work - now;
+            let timeout = if wake <= after_work + SPIN {
+                Some(std::time::Duration::ZERO)
+            } else {
+                self.timer.arm(self.start + wake - SPIN)?;
+                None
+            };
+            match self.poll.poll(&mut events, timeout) {
+                Ok(()) => {}
+                Err(err) if err.kind() == ErrorKind::Interrupted => continue,
+                Err(err) => return Err(err).context("epoll_wait"),
+            }
+            let woke = self.now();
+            for event in events.iter() {
+                if event.token() == TIMER {
+                    self.timer.drain();
+                    continue;
+                }
+                self.handle_event(event.token().0 as ConnId, event, woke, workload)?;
+            }
+            busy_ns += self.now() - woke;
+        }
+        let now = self.now();
+        self.interrupt_all(now)?;
+        Ok(RunEnd {
+            interrupted_by_signal,
+            loop_busy_fraction: if now > 0 { busy_ns as f64 / now as f64 } else { 0.0 },
+            connections_opened: self.connections_opened,
+            now,
+        })
+    }
+
+    fn print_progress(&self, now: Nanos, tty: bool) {
+        let done: u64 = self.recorder.final_outcomes.values().sum();
+        let errors = done - self.recorder.ok_requests();
+        eprint!(
+            "{}load: {:>5}s issued {} done {} errors {} in flight {} connections {}{}",
+            if tty { "\r" } else { "" },
+            now / 1_000_000_000,
+            self.recorder.requests,
+            done,
+            errors,
+            self.live.len(),
+            self.conns.len(),
+            if tty { "   " } else { "\n" }
+        );
+    }
+
+    /// Start attempt `attempt` of `request` (a retry when `attempt` > 0).
+    fn issue(&mut self, request: Request, attempt: u32, now: Nanos, workload: &mut dyn Workload) -> anyhow::Result<()> {
+        if attempt == 0 {
+            self.recorder.issued(request.scheduled, now);
+        }
+        let base = if attempt == 0 { request.scheduled } else { now };
+        let limit = match self.config.abort_after {
+            Some(abort) => abort.min(self.config.timeout),
+            None => self.config.timeout,
+        };
+        self.deadlines.push(Reverse((base + limit, request.id, attempt)));
+        let record = Attempt {
+            request_id: request.id,
+            attempt,
+            client: request.client,
+            session: request.session,
+            class: request.class,
+            expected_size: request.expected_size,
+            scheduled: request.scheduled,
+            issued: now,
+            ..Attempt::default()
+        };
+        let (id, client) = (request.id, request.client);
+        self.live.insert(id, Live { request, attempt: record, place: Place::Waiting });
+        let mut actions = std::mem::take(&mut self.actions);
+        let mut fresh = Vec::new();
+        self.dispatcher.submit(client, id, attempt > 0, &mut fresh);
+        actions.extend(fresh);
+        self.actions = actions;
+        self.apply_actions(now, workload)
+    }
+
+    fn apply_actions(&mut self, now: Nanos, workload: &mut dyn Workload) -> anyhow::Result<()> {
+        while let Some(action) = self.actions.pop_front() {
+            match action {
+                Action::Close { conn } => self.drop_conn(conn),
+                Action::Reuse { request, conn, reuse_index } => {
+                    let live = self.live.get_mut(&request).expect("dispatched requests are live");
+                    live.place = Place::OnConn(conn);
+                    live.attempt.dispatch = Some(now);
+                    live.attempt.conn_id = Some(conn);
+                    live.attempt.reuse_index = Some(reuse_index);
+                    self.start_request(conn, request, now, workload)?;
+                }
+                Action::Connect { request, conn, client } => {
+                    let live = self.live.get_mut(&request).expect("dispatched requests are live");
+                    live.place = Place::OnConn(conn);
+                    live.attempt.dispatch = Some(now);
+                    live.attempt.connect_start = Some(now);
+                    live.attempt.conn_id = Some(conn);
+                    live.attempt.reuse_index = Some(0);
+                    match self.connect(client) {
+                        Ok(stream) => {
+                            self.connections_opened += 1;
+                            let mut state = Conn { stream, state: ConnState::Connecting, request: Some(request), reader: ResponseReader::new(), check: None, out: Vec::new(), written: 0 };
+                            self.poll.registry().register(&mut state.stream, Token(conn as usize), Interest::READABLE | Interest::WRITABLE)?;
+                            self.conns.insert(conn, state);
+                        }
+                        Err(err) => {
+                            let error = err.to_string();
+                            self.end_attempt(request, Outcome::ConnectError, &error, now, None, workload)?;
+                            let mut more = Vec::new();
+                            self.dispatcher.closed(conn, &mut more);
+                            self.actions.extend(more);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn connect(&self, client: u32) -> std::io::Result<TcpStream> {
+        let target = self.config.target;
+        let socket = socket2::Socket::new(socket2::Domain::for_address(target), socket2::Type::STREAM, Some(socket2::Protocol::TCP))?;
+        socket.set_nonblocking(true)?;
+        socket.set_nodelay(true)?;
+        if !self.config.source_addrs.is_empty() {
+            let source = self.config.source_addrs[client as usize % self.config.source_addrs.len()];
+            socket.bind(&SocketAddr::new(source, 0).into())?;
+        }
+        match socket.connect(&target.into()) {
+            Ok(()) => {}
+            Err(err) if err.raw_os_error() == Some(libc::EINPROGRESS) => {}
+            Err(err) => return Err(err),
+        }
+        Ok(TcpStream::from_std(std::net::TcpStream::from(socket)))
+    }
+
+    /// Put the request on `conn` and write as much as the socket takes.
+    fn start_request(&mut self, conn: ConnId, request: u64, now: Nanos, workload: &mut dyn Workload) -> anyhow::Result<()> {
+        let last = self.dispatcher.is_last_on(conn);
+        let live = &self.live[&request];
+        let state = self.conns.get_mut(&conn).expect("reused connections exist");
+        state.request = Some(request);
+        state.reader = ResponseReader::new();
+        state.check = self.config.verify_content.then(|| ContentCheck::new(&live.request.path));
+        state.out.clear();
+        state.written = 0;
+        write!(
+            state.out,
+            "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: sojourn-load\r\n{}\r\n",
+            live.request.path,
+            self.config.host_header,
+            if last { "Connection: close\r\n" } else { "" }
+        )?;
+        self.flush(conn, now, workload)
+    }
+
+    fn flush(&mut self, conn: ConnId, now: Nanos, workload: &mut dyn Workload) -> anyhow::Result<()> {
+        let Some(state) = self.conns.get_mut(&conn) else { return Ok(()) };
+        while state.written < state.out.len() {
+            match state.stream.write(&state.out[state.written..]) {
+                Ok(n) => state.written += n,
+                Err(err) if err.kind() == ErrorKind::WouldBlock => return Ok(()),
+                Err(err) if err.kind() == ErrorKind::Interrupted => {}
+                Err(err) => {
+                    let request = state.request.expect("flushing connections carry a request");
+                    return self.fail_on_conn(conn, request, Outcome::Reset, &err.to_string(), now, workload);
+                }
+            }
+        }
+        if let Some(request) = state.request {
+            let live = self.live.get_mut(&request).expect("carried requests are live");
+            live.attempt.sent.get_or_insert(now);
+        }
+        Ok(())
+    }
+
+    fn handle_event(&mut self, conn: ConnId, event: &mio::event::Event, now: Nanos, workload: &mut dyn Workload) -> anyhow::Result<()> {
+        let Some(state) = self.conns.get_mut(&conn) else { return Ok(()) };
+        if matches!(state.state, ConnState::Connecting) {
+            if !(event.is_writable() || event.is_error() || event.is_read_closed() || event.is_write_closed()) {
+                return Ok(());
+            }
+            let request = state.request.expect("connecting connections carry a request");
+            let failure = match state.stream.take_error() {
+                Ok(Some(err)) | Err(err) => Some(err),
+                Ok(None) => match state.stream.peer_addr() {
+                    Ok(_) => None,
+                    Err(err) if err.kind() == ErrorKind::NotConnected => return Ok(()),
+                    Err(err) => Some(err),
+                },
+            };
+            if let Some(err) = failure {
+                return self.fail_on_conn(conn, request, Outcome::ConnectError, &err.to_string(), now, workload);
+            }
+            state.state = ConnState::Open;
+            self.live.get_mut(&request).expect("live").attempt.connect_end = Some(now);
+            self.start_request(conn, request, now, workload)?;
+        }
+        if event.is_writable() {
+            self.flush(conn, now, workload)?;
+        }
+        if event.is_readable() || event.is_read_closed() || event.is_error() {
+            self.read(conn, now, workload)?;
+        }
+        Ok(())
+    }
+
+    fn read(&mut self, conn: ConnId, now: Nanos, workload: &mut dyn Workload) -> anyhow::Result<()> {
+        loop {
+            let Some(state) = self.conns.get_mut(&conn) else { return Ok(()) };
+            let n = match state.stream.read(&mut self.read_buffer) {
+                Ok(n) => n,
+                Err(err) if err.kind() == ErrorKind::WouldBlock => return Ok(()),
+                Err(err) if err.kind() == ErrorKind::Interrupted => continue,
+                Err(err) => match state.request {
+                    Some(request) => return self.fail_on_conn(conn, request, Outcome::Reset, &err.to_string(), now, workload),
+                    None => return self.idle_closed(conn, now, workload),
+                },
+            };
+            let Some(request) = state.request else {
+                // Idle: EOF (server timeout) or unsolicited bytes both end the connection.
+                return self.idle_closed(conn, now, workload);
+            };
+            let live = self.live.get_mut(&request).expect("carried requests are live");
+            if n == 0 {
+                return match state.reader.finish_at_eof() {
+                    Ok(()) => self.complete(conn, request, now, false, workload),
+                    Err(err) => {
+                        let outcome = if state.reader.head().is_none() { Outcome::Reset } else { Outcome::Invalid };
+                        self.fail_on_conn(conn, request, outcome, &err.to_string(), now, workload)
+                    }
+                };
+            }
+            live.attempt.first_byte.get_or_insert(now);
+            let mut rest = &self.read_buffer[..n];
+            let mut completed = false;
+            while !rest.is_empty() {
+                match state.reader.feed(rest) {
+                    Ok((consumed, progress)) => {
+                        let body = &rest[progress.body.clone()];
+                        live.attempt.bytes += body.len() as u64;
+                        if let Some(check) = state.check.as_mut() {
+                            check.feed(body);
+                        }
+                        if let Some(head) = state.reader.head() {
+                            live.attempt.status = Some(head.status);
+                        }
+                        rest = &rest[consumed..];
+                        if progress.complete {
+                            completed = true;
+                            if !rest.is_empty() {
+                                let error = format!("{} bytes after the response", rest.len());
+                                return self.fail_on_conn(conn, request, Outcome::Invalid, &error, now, workload);
+                            }
+                        }
+                    }
+                    Err(err) => return self.fail_on_conn(conn, request, Outcome::Invalid, &err.to_string(), now, workload),
+                }
+            }
+            if completed {
+                let keeps_open = !state.reader.head().is_some_and(|head| head.closes);
+                self.complete(conn, request, now, keeps_open, workload)?;
+            }
+        }
+    }
+
+    /// The response on `conn` is complete: validate, record, and hand the connection back.
+    fn complete(&mut self, conn: ConnId, request: u64, now: Nanos, keeps_open: bool, workload: &mut dyn Workload) -> anyhow::Result<()> {
+        let state = self.conns.get_mut(&conn).expect("completing connections exist");
+        state.request = None;
+        let live = &self.live[&request];
+        let head = state.reader.head().cloned().expect("complete responses have a head");
+        let mismatch = state.check.as_ref().and_then(|check| check.first_mismatch());
+        let (outcome, error) = if head.status >= 400 {
+            (Outcome::HttpError, String::new())
+        } else if let Some(at) = mismatch.filter(|_| head.status == 200) {
+            (Outcome::Invalid, format!("body differs from the content rule at byte {at}"))
+        } else if let Some(expected) = live.request.expected_size.filter(|&size| head.status == 200 && size != live.attempt.bytes) {
+            (Outcome::Invalid, format!("{} body bytes, the trace expects {expected}", live.attempt.bytes))
+        } else {
+            (Outcome::Ok, String::new())
+        };
+        let mut more = Vec::new();
+        if self.dispatcher.response_done(conn, keeps_open, &mut more) {
+            self.drop_conn(conn);
+        }
+        self.end_attempt(request, outcome, &error, now, Some(now), workload)?;
+        self.actions.extend(more);
+        self.apply_actions(now, workload)
+    }
+
+    /// The attempt on `conn` failed: close the connection, record, maybe retry.
+    fn fail_on_conn(&mut self, conn: ConnId, request: u64, outcome: Outcome, error: &str, now: Nanos, workload: &mut dyn Workload) -> anyhow::Result<()> {
+        self.drop_conn(conn);
+        let mut more = Vec::new();
+        self.dispatcher.closed(conn, &mut more);
+        self.end_attempt(request, outcome, error, now, None, workload)?;
+        self.actions.extend(more);
+        self.apply_actions(now, workload)
+    }
+
+    fn idle_closed(&mut self, conn: ConnId, now: Nanos, workload: &mut dyn Workload) -> anyhow::Result<()> {
+        self.drop_conn(conn);
+        let mut more = Vec::new();
+        self.dispatcher.closed(conn, &mut more);
+        self.actions.extend(more);
+        self.apply_actions(now, workload)
+    }
+
+    fn drop_conn(&mut self, conn: ConnId) {
+        if let Some(mut state) = self.conns.remove(&conn) {
+            // Deregistering a socket about to close cannot usefully fail.
+            let _ = self.poll.registry().deregister(&mut state.stream);
+        }
+    }
+
+    /// Record the end of the current attempt of `request`; retry after an abort if allowed.
+    fn end_attempt(&mut self, request: u64, outcome: Outcome, error: &str, now: Nanos, last_byte: Option<Nanos>, workload: &mut dyn Workload) -> anyhow::Result<()> {
+        let mut live = self.live.remove(&request).expect("ending attempts are live");
+        live.attempt.last_byte = last_byte.or(Some(now));
+        let outcome = match outcome {
+            Outcome::Aborted if live.attempt.attempt >= self.config.retries => Outcome::GaveUp,
+            other => other,
+        };
+        let is_final = outcome != Outcome::Aborted;
+        self.recorder.attempt_ended(&live.attempt, &live.request.path, outcome, error, is_final, now)?;
+        if is_final {
+            workload.finished(&live.request, outcome == Outcome::Ok, now);
+            Ok(())
+        } else {
+            self.issue(live.request, live.attempt.attempt + 1, now, workload)
+        }
+    }
+
+    /// Abort (user reload, 000 Table 2 (H)) or time out attempts whose deadline passed.
+    fn expire_deadlines(&mut self, now: Nanos, workload: &mut dyn Workload) -> anyhow::Result<()> {
+        while let Some(&Reverse((at, request, attempt))) = self.deadlines.peek() {
+            if at > now {
+                break;
+            }
+            self.deadlines.pop();
+            let Some(live) = self.live.get(&request).filter(|live| live.attempt.attempt == attempt) else { continue };
+            let aborting = self.config.abort_after.is_some_and(|abort| abort <= self.config.timeout);
+            let (outcome, error) = if aborting {
+                (Outcome::Aborted, "user abort")
+            } else {
+                (Outcome::Timeout, "no complete response within --timeout")
+            };
+            match live.place {
+                Place::OnConn(conn) => self.fail_on_conn(conn, request, outcome, error, now, workload)?,
+                Place::Waiting => {
+                    self.dispatcher.cancel(live.request.client, request);
+                    self.end_attempt(request, outcome, error, now, None, workload)?;
+                    self.apply_actions(now, workload)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The run stops: every outstanding request gets its final `interrupted` record.
+    fn interrupt_all(&mut self, now: Nanos) -> anyhow::Result<()> {
+        let mut outstanding: Vec<u64> = self.live.keys().copied().collect();
+        outstanding.sort_unstable();
+        for request in outstanding {
+            let mut live = self.live.remove(&request).expect("listed");
+            live.attempt.last_byte = Some(now);
+            self.recorder.attempt_ended(&live.attempt, &live.request.path, Outcome::Interrupted, "run stopped", true, now)?;
+        }
+        let conns: Vec<ConnId> = self.conns.keys().copied().collect();
+        for conn in conns {
+            self.drop_conn(conn);
+        }
+        Ok(())
+    }
+}

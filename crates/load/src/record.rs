@@ -1,0 +1,349 @@
+//! Output files of a run (docs/formats.md): `records.csv`, one row per attempt, streamed;
+//! `intervals.csv`, one row per second; `summary.json`. Memory is constant in the number
+//! of records (histograms and counters only).
+//!
+//! `summary.json` keys: `mode`, `target`, `duration_s` (first schedule to last outcome),
+//! `requests` (logical), `attempts`, `outcomes` (final outcome -> count; they sum to
+//! `requests`), `attempt_outcomes`, `connections_opened`, `bytes`, `throughput_rps` (ok
+//! requests / duration), `response_time_s`, `ttfb_s`, `service_time_s`, `lag_s` (each
+//! `{count, mean, min, p50, p90, p95, p99, p999, max}` from HdrHistogram, µs resolution;
+//! response time and ttfb over final `ok` attempts from the scheduled time, service time
+//! from the send, lag = issue minus schedule of first attempts), `loop_busy_fraction`,
+//! `fd_limit`, `warnings` (list of strings), `workload` (mode-specific, e.g. session counts).
+
+use anyhow::Context;
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use crate::workload::Nanos;
+
+/// Final and intermediate outcomes of an attempt (docs/formats.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    Ok,
+    HttpError,
+    Aborted,
+    GaveUp,
+    ConnectError,
+    Reset,
+    Timeout,
+    Invalid,
+    Interrupted,
+}
+
+impl Outcome {
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Ok => "ok",
+            Outcome::HttpError => "http_error",
+            Outcome::Aborted => "aborted",
+            Outcome::GaveUp => "gave_up",
+            Outcome::ConnectError => "connect_error",
+            Outcome::Reset => "reset",
+            Outcome::Timeout => "timeout",
+            Outcome::Invalid => "invalid",
+            Outcome::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// Seconds with microsecond resolution, as written to the files.
+fn seconds(ns: Nanos) -> f64 {
+    (ns / 1_000) as f64 / 1e6
+}
+
+/// One attempt, as the engine fills it in (times in ns since the run started).
+#[derive(Debug, Clone, Default)]
+pub struct Attempt {
+    pub request_id: u64,
+    pub attempt: u32,
+    pub client: u32,
+    pub session: i64,
+    pub class: u8,
+    pub expected_size: Option<u64>,
+    pub bytes: u64,
+    pub status: Option<u16>,
+    pub scheduled: Nanos,
+    pub issued: Nanos,
+    pub dispatch: Option<Nanos>,
+    pub connect_start: Option<Nanos>,
+    pub connect_end: Option<Nanos>,
+    pub conn_id: Option<u64>,
+    pub reuse_index: Option<u32>,
+    pub sent: Option<Nanos>,
+    pub first_byte: Option<Nanos>,
+    pub last_byte: Option<Nanos>,
+}
+
+#[derive(Serialize)]
+struct Row<'a> {
+    request_id: u64,
+    attempt: u32,
+    #[serde(rename = "final")]
+    is_final: u8,
+    client: u32,
+    session: i64,
+    class: u8,
+    path: &'a str,
+    expected_size: Option<u64>,
+    bytes: u64,
+    status: Option<u16>,
+    scheduled_s: f64,
+    issued_s: f64,
+    dispatch_s: Option<f64>,
+    connect_start_s: Option<f64>,
+    connect_end_s: Option<f64>,
+    conn_id: Option<u64>,
+    reuse_index: Option<u32>,
+    sent_s: Option<f64>,
+    first_byte_s: Option<f64>,
+    last_byte_s: f64,
+    outcome: &'static str,
+    error: &'a str,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+struct Interval {
+    issued: u64,
+    completed: u64,
+    bytes: u64,
+    errors: u64,
+}
+
+/// Histogram summary in seconds.
+fn describe(histogram: &Histogram<u64>) -> serde_json::Value {
+    let s = |us: u64| us as f64 / 1e6;
+    if histogram.is_empty() {
+        return serde_json::json!({ "count": 0 });
+    }
+    serde_json::json!({
+        "count": histogram.len(),
+        "mean": histogram.mean() / 1e6,
+        "min": s(histogram.min()),
+        "p50": s(histogram.value_at_quantile(0.50)),
+        "p90": s(histogram.value_at_quantile(0.90)),
+        "p95": s(histogram.value_at_quantile(0.95)),
+        "p99": s(histogram.value_at_quantile(0.99)),
+        "p999": s(histogram.value_at_quantile(0.999)),
+        "max": s(histogram.max()),
+    })
+}
+
+fn new_histogram() -> Histogram<u64> {
+    // 1 µs .. about 3 days, 3 significant digits.
+    Histogram::new_with_bounds(1, 3_600_000_000 * 72, 3).expect("valid bounds")
+}
+
+/// Streams records and intervals; accumulates what summary.json needs.
+pub struct Recorder {
+    records: csv::Writer<BufWriter<File>>,
+    intervals: csv::Writer<BufWriter<File>>,
+    current_second: u64,
+    current: Interval,
+    pub requests: u64,
+    pub attempts: u64,
+    pub final_outcomes: BTreeMap<Outcome, u64>,
+    attempt_outcomes: BTreeMap<Outcome, u64>,
+    bytes: u64,
+    first_scheduled: Option<Nanos>,
+    last_outcome: Nanos,
+    response_time: Histogram<u64>,
+    ttfb: Histogram<u64>,
+    service_time: Histogram<u64>,
+    lag: Histogram<u64>,
+}
+
+#[derive(Serialize)]
+struct IntervalRow {
+    t_s: u64,
+    issued: u64,
+    completed: u64,
+    bytes: u64,
+    in_flight: u64,
+    errors: u64,
+    connections_open: u64,
+}
+
+impl Recorder {
+    pub fn create(dir: &Path) -> anyhow::Result<Self> {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating output directory {}", dir.display()))?;
+        let open = |name: &str| -> anyhow::Result<csv::Writer<BufWriter<File>>> {
+            let path = dir.join(name);
+            let file = File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+            Ok(csv::Writer::from_writer(BufWriter::with_capacity(1 << 20, file)))
+        };
+        Ok(Recorder {
+            records: open("records.csv")?,
+            intervals: open("intervals.csv")?,
+            current_second: 0,
+            current: Interval::default(),
+            requests: 0,
+            attempts: 0,
+            final_outcomes: BTreeMap::new(),
+            attempt_outcomes: BTreeMap::new(),
+            bytes: 0,
+            first_scheduled: None,
+            last_outcome: 0,
+            response_time: new_histogram(),
+            ttfb: new_histogram(),
+            service_time: new_histogram(),
+            lag: new_histogram(),
+        })
+    }
+
+    /// Close the per-second rows up to (not including) the second holding `now`.
+    pub fn tick(&mut self, now: Nanos, in_flight: u64, connections_open: u64) -> anyhow::Result<()> {
+        let second = now / 1_000_000_000;
+        while self.current_second < second {
+            self.intervals.serialize(IntervalRow {
+                t_s: self.current_second,
+                issued: self.current.issued,
+                completed: self.current.completed,
+                bytes: self.current.bytes,
+                in_flight,
+                errors: self.current.errors,
+                connections_open,
+            })?;
+            self.current = Interval::default();
+            self.current_second += 1;
+        }
+        Ok(())
+    }
+
+    /// A logical request was issued (its first attempt); `lag` = issue minus schedule.
+    pub fn issued(&mut self, scheduled: Nanos, issued: Nanos) {
+        self.requests += 1;
+        self.current.issued += 1;
+        self.first_scheduled = Some(self.first_scheduled.map_or(scheduled, |first| first.min(scheduled)));
+        self.lag.saturating_record((issued.saturating_sub(scheduled) / 1_000).max(1));
+    }
+
+    /// An attempt ended at `now` with `outcome`; `is_final` when it carries the request's final outcome.
+    pub fn attempt_ended(&mut self, attempt: &Attempt, path: &str, outcome: Outcome, error: &str, is_final: bool, now: Nanos) -> anyhow::Result<()> {
+        self.attempts += 1;
+        *self.attempt_outcomes.entry(outcome).or_default() += 1;
+        self.bytes += attempt.bytes;
+        self.current.bytes += attempt.bytes;
+        self.last_outcome = self.last_outcome.max(now);
+        if is_final {
+            *self.final_outcomes.entry(outcome).or_default() += 1;
+            self.current.completed += 1;
+            if outcome != Outcome::Ok {
+                self.current.errors += 1;
+            } else {
+                let us = |ns: Nanos| (ns / 1_000).max(1);
+                self.response_time.saturating_record(us(now.saturating_sub(attempt.scheduled)));
+                if let Some(first_byte) = attempt.first_byte {
+                    self.ttfb.saturating_record(us(first_byte.saturating_sub(attempt.scheduled)));
+                }
+                if let Some(sent) = attempt.sent {
+                    self.service_time.saturating_record(us(now.saturating_sub(sent)));
+                }
+            }
+        }
+        self.records.serialize(Row {
+            request_id: attempt.request_id,
+            attempt: attempt.attempt,
+            is_final: u8::from(is_final),
+            client: attempt.client,
+            session: attempt.session,
+            class: attempt.class,
+            path,
+            expected_size: attempt.expected_size,
+            bytes: attempt.bytes,
+            status: attempt.status,
+            scheduled_s: seconds(attempt.scheduled),
+            issued_s: seconds(attempt.issued),
+            dispatch_s: attempt.dispatch.map(seconds),
+            connect_start_s: attempt.connect_start.map(seconds),
+            connect_end_s: attempt.connect_end.map(seconds),
+            conn_id: attempt.conn_id,
+            reuse_index: attempt.reuse_index,
+            sent_s: attempt.sent.map(seconds),
+            first_byte_s: attempt.first_byte.map(seconds),
+            last_byte_s: seconds(attempt.last_byte.unwrap_or(now)),
+            outcome: outcome.name(),
+            error,
+        })?;
+        Ok(())
+    }
+
+    pub fn ok_requests(&self) -> u64 {
+        self.final_outcomes.get(&Outcome::Ok).copied().unwrap_or(0)
+    }
+
+    pub fn duration_s(&self) -> f64 {
+        seconds(self.last_outcome.saturating_sub(self.first_scheduled.unwrap_or(0)))
+    }
+
+    pub fn lag_p99_s(&self) -> f64 {
+        if self.lag.is_empty() { 0.0 } else { self.lag.value_at_quantile(0.99) as f64 / 1e6 }
+    }
+
+    /// Flush the files and return the common part of summary.json.
+    pub fn finish(mut self, now: Nanos, in_flight: u64, connections_open: u64) -> anyhow::Result<serde_json::Value> {
+        self.tick(now + 1_000_000_000, in_flight, connections_open)?;
+        self.records.flush()?;
+        self.intervals.flush()?;
+        let names = |map: &BTreeMap<Outcome, u64>| -> BTreeMap<&'static str, u64> { map.iter().map(|(k, v)| (k.name(), *v)).collect() };
+        let duration = self.duration_s();
+        Ok(serde_json::json!({
+            "duration_s": duration,
+            "requests": self.requests,
+            "attempts": self.attempts,
+            "outcomes": names(&self.final_outcomes),
+            "attempt_outcomes": names(&self.attempt_outcomes),
+            "bytes": self.bytes,
+            "throughput_rps": if duration > 0.0 { self.ok_requests() as f64 / duration } else { 0.0 },
+            "response_time_s": describe(&self.response_time),
+            "ttfb_s": describe(&self.ttfb),
+            "service_time_s": describe(&self.service_time),
+            "lag_s": describe(&self.lag),
+        }))
+    }
+}
+
+/// Write `summary.json` atomically enough for readers (write then rename).
+pub fn write_summary(dir: &Path, summary: &serde_json::Value) -> anyhow::Result<()> {
+    let path = dir.join("summary.json");
+    let temporary = dir.join(".summary.json.tmp");
+    let mut file = File::create(&temporary).with_context(|| format!("creating {}", temporary.display()))?;
+    serde_json::to_writer_pretty(&mut file, summary)?;
+    file.write_all(b"\n")?;
+    std::fs::rename(&temporary, &path).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_intervals_and_summary_agree() {
+        let dir = std::env::temp_dir().join(format!("sojourn-load-record-{}", std::process::id()));
+        let mut recorder = Recorder::create(&dir).unwrap();
+        let mut attempt = Attempt { request_id: 0, scheduled: 1_000, issued: 2_000, bytes: 10, status: Some(200), sent: Some(3_000), ..Attempt::default() };
+        recorder.issued(attempt.scheduled, attempt.issued);
+        recorder.attempt_ended(&attempt, "/a", Outcome::Aborted, "", false, 1_500_000_000).unwrap();
+        attempt.attempt = 1;
+        recorder.attempt_ended(&attempt, "/a", Outcome::Ok, "", true, 2_500_000_000).unwrap();
+        let summary = recorder.finish(3_000_000_000, 0, 0).unwrap();
+        assert_eq!(summary["requests"], 1);
+        assert_eq!(summary["attempts"], 2);
+        assert_eq!(summary["outcomes"]["ok"], 1);
+        let records = std::fs::read_to_string(dir.join("records.csv")).unwrap();
+        let lines: Vec<&str> = records.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[0].starts_with("request_id,attempt,final,client"));
+        assert!(lines[2].contains(",ok,"), "{}", lines[2]);
+        let intervals = std::fs::read_to_string(dir.join("intervals.csv")).unwrap();
+        // Seconds 0, 1, 2 and the one holding the end.
+        assert_eq!(intervals.lines().count(), 1 + 4);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
