@@ -1,9 +1,188 @@
-//! `sojourn-engine wan`.
+//! `sojourn-engine wan`: the TUN shell around `emulator::Emulator`.
+//!
+//! The loop: read every waiting packet from the TUN device (stamping it with
+//! the clock once per batch), write back every packet that is due, write the
+//! counters when their interval is up, arm the timerfd at the earliest next
+//! deadline (absolute CLOCK_MONOTONIC), and poll the TUN device and the timer.
+//! It prints `ready` on stdout once attached, and on SIGINT/SIGTERM writes the
+//! final counters (and the summary) and exits 0.
 
-/// Emulate wide-area links between TUN devices: loss, queue, rate and delay.
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use anyhow::Context;
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::config::Config;
+use crate::emulator::{Direction, Emulator, PipeReport};
+use crate::sys::{self, Timer, Tun};
+
+/// Emulate wide-area links on a TUN device: per client group and direction,
+/// loss (Bernoulli or two-state per connection, 002 §3.4) -> drop-tail queue ->
+/// rate -> propagation delay (+ jitter). The testbed (`sojourn testbed`) creates
+/// the device and routes through it; see docs/testbed.md for the config format.
 #[derive(Debug, clap::Args)]
-pub struct WanArgs {}
+pub struct WanArgs {
+    /// JSON config: {"tun": NAME, "seed": N, "groups": [{"name", "addrs", "mtu", "down": {...}, "up": {...}}]}
+    #[arg(long)]
+    pub config: PathBuf,
+    /// Per-pipe counters CSV, one row per pipe per interval and a final one at exit.
+    #[arg(long)]
+    pub counters: Option<PathBuf>,
+    /// Seconds between counter rows.
+    #[arg(long, default_value_t = 1.0, value_parser = parse_interval)]
+    pub interval: f64,
+    /// JSON summary written at exit: final counters and release lateness percentiles.
+    #[arg(long)]
+    pub summary: Option<PathBuf>,
+}
 
-pub fn run(_args: WanArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`wan` is not built yet")
+fn parse_interval(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(value) if (0.01..=3600.0).contains(&value) => Ok(value),
+        _ => Err(format!("{text:?}: expected seconds between 0.01 and 3600")),
+    }
+}
+
+const MAX_PACKET: usize = 65_536;
+const READ_BATCH: usize = 256;
+
+pub fn run(args: WanArgs) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(&args.config).with_context(|| format!("reading --config {}", args.config.display()))?;
+    let config = Config::from_json(&text).with_context(|| format!("--config {}", args.config.display()))?;
+    let mut emulator = Emulator::new(&config)?;
+    let mut counters = args.counters.as_ref().map(|path| CounterWriter::create(path)).transpose()?;
+    let tun = Tun::open(&config.tun).with_context(|| format!("attaching to TUN device {} (needs CAP_NET_ADMIN)", config.tun))?;
+    let mut timer = Timer::new().context("timerfd_create")?;
+    sys::install_stop_handlers().context("installing SIGINT/SIGTERM handlers")?;
+    // Without this the kernel may fire our timer up to 50 µs late.
+    let _ = sys::minimal_timer_slack();
+    println!("ready");
+    io::stdout().flush()?;
+
+    let interval_ns = (args.interval * 1e9) as u64;
+    let start = sys::monotonic_now();
+    let mut next_counters = start + interval_ns;
+    let mut lateness = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds");
+    let mut write_errors = 0u64;
+    let mut buf = vec![0u8; MAX_PACKET];
+    while !sys::stop_requested() {
+        let now = sys::monotonic_now();
+        for _ in 0..READ_BATCH {
+            match tun.recv(&mut buf) {
+                Ok(Some(len)) => {
+                    emulator.ingress(now, buf[..len].to_vec());
+                }
+                Ok(None) => break,
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => break,
+                Err(err) => return Err(err).context("reading the TUN device"),
+            }
+        }
+        let now = sys::monotonic_now();
+        emulator.release(now, |scheduled, packet| {
+            let _ = lateness.record(now.saturating_sub(scheduled).max(1));
+            if tun.send(packet).is_err() {
+                write_errors += 1;
+            }
+        });
+        if now >= next_counters {
+            if let Some(writer) = counters.as_mut() {
+                writer.write(now - start, &emulator.reports())?;
+            }
+            next_counters += interval_ns * ((now - next_counters) / interval_ns + 1);
+        }
+        timer.arm(emulator.next_release().map_or(next_counters, |at| at.min(next_counters)))?;
+        let [_, timer_fired] = sys::poll_readable([tun.raw_fd(), timer.raw_fd()])?;
+        if timer_fired {
+            timer.clear();
+        }
+    }
+    let end = sys::monotonic_now();
+    if let Some(writer) = counters.as_mut() {
+        writer.write(end - start, &emulator.reports())?;
+    }
+    if let Some(path) = &args.summary {
+        let summary = Summary {
+            elapsed_s: (end - start) as f64 / 1e9,
+            pipes: emulator.reports(),
+            unclassified: emulator.unclassified(),
+            mss_clamped: emulator.mss_clamped(),
+            write_errors,
+            lateness_us: Lateness::from(&lateness),
+        };
+        std::fs::write(path, serde_json::to_string_pretty(&summary)?).with_context(|| format!("writing --summary {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// How late packets left relative to their scheduled release (the delay error).
+#[derive(Serialize)]
+struct Lateness {
+    count: u64,
+    p50: f64,
+    p99: f64,
+    max: f64,
+}
+
+impl From<&Histogram<u64>> for Lateness {
+    fn from(h: &Histogram<u64>) -> Self {
+        let us = |ns: u64| ns as f64 / 1e3;
+        Lateness { count: h.len(), p50: us(h.value_at_quantile(0.5)), p99: us(h.value_at_quantile(0.99)), max: us(h.max()) }
+    }
+}
+
+#[derive(Serialize)]
+struct Summary {
+    elapsed_s: f64,
+    pipes: Vec<PipeReport>,
+    unclassified: u64,
+    mss_clamped: u64,
+    write_errors: u64,
+    lateness_us: Lateness,
+}
+
+/// Per-pipe rows: `t_s,group,direction,forwarded,forwarded_bytes,loss_drops,
+/// queue_drops,queue_peak_bytes,queue_peak_packets,in_flight` (cumulative counters).
+struct CounterWriter {
+    writer: csv::Writer<File>,
+}
+
+const COUNTER_COLUMNS: [&str; 10] = [
+    "t_s", "group", "direction", "forwarded", "forwarded_bytes", "loss_drops",
+    "queue_drops", "queue_peak_bytes", "queue_peak_packets", "in_flight",
+];
+
+impl CounterWriter {
+    fn create(path: &PathBuf) -> anyhow::Result<CounterWriter> {
+        let file = File::create(path).with_context(|| format!("creating --counters {}", path.display()))?;
+        let mut writer = csv::Writer::from_writer(file);
+        writer.write_record(COUNTER_COLUMNS)?;
+        Ok(CounterWriter { writer })
+    }
+
+    fn write(&mut self, elapsed_ns: u64, reports: &[PipeReport]) -> anyhow::Result<()> {
+        for r in reports {
+            let c = &r.counters;
+            let direction = match r.direction {
+                Direction::Down => "down",
+                Direction::Up => "up",
+            };
+            self.writer.write_record([
+                format!("{:.6}", elapsed_ns as f64 / 1e9),
+                r.group.clone(),
+                direction.to_string(),
+                c.forwarded.to_string(),
+                c.forwarded_bytes.to_string(),
+                c.loss_drops.to_string(),
+                c.queue_drops.to_string(),
+                c.queue_peak_bytes.to_string(),
+                c.queue_peak_packets.to_string(),
+                c.in_flight.to_string(),
+            ])?;
+        }
+        self.writer.flush()?;
+        Ok(())
+    }
 }

@@ -10,6 +10,9 @@
 //! - `cli`: the `wan` subcommand's event loop.
 
 pub mod cli;
+pub mod config;
+pub mod emulator;
 pub mod loss;
 pub mod packet;
 pub mod pipe;
+pub mod sys;

@@ -21,7 +21,7 @@ from typing import Callable
 from sojourn.engine import engine_path
 
 from . import sysnet
-from .config import SERVER_ADDR, SERVER_NET_PREFIXLEN, TestbedConfig, WanGroup
+from .config import TestbedConfig, WanGroup
 
 ROUTE_TABLE = "100"
 READY_TIMEOUT_S = 10.0
@@ -47,7 +47,6 @@ def emulator_config(cfg: TestbedConfig, addrs: dict[str, list[str]]) -> dict:
     return {
         "tun": cfg.dev("t"),
         "seed": cfg.seed,
-        "server_net": f"{SERVER_ADDR}/{SERVER_NET_PREFIXLEN}",
         "groups": [
             {"name": g.name, "addrs": addrs[g.name], "mtu": g.mtu, "down": direction(g), "up": direction(g)}
             for g in cfg.groups
@@ -64,6 +63,7 @@ class Emulator:
         self.tun = cfg.dev("t")
         self.config_path = workdir / "wan.json"
         self.counters_path = workdir / "wan_counters.csv"
+        self.summary_path = workdir / "wan_summary.json"
         self.document = emulator_config(cfg, cfg.group_addrs())
         self.proc: subprocess.Popen | None = None
 
@@ -74,7 +74,7 @@ class Emulator:
         sysnet.ip(self.ns, "link", "set", "dev", self.tun, "up")
         sysnet.set_sysctls(self.ns, {f"net.ipv4.conf.{self.tun}.rp_filter": "0"})
         argv = [str(engine_path()), "wan", "--config", str(self.config_path),
-                "--counters", str(self.counters_path), "--interval", "1"]
+                "--counters", str(self.counters_path), "--summary", str(self.summary_path), "--interval", "1"]
         self.proc = spawn(self.ns, argv, stdout=subprocess.PIPE, text=True)
         ready, _, _ = select.select([self.proc.stdout], [], [], READY_TIMEOUT_S)
         line = self.proc.stdout.readline() if ready else ""
@@ -102,4 +102,4 @@ class Emulator:
                 self.proc.wait()
 
     def describe(self) -> dict:
-        return {"config": self.document, "counters": str(self.counters_path)}
+        return {"config": self.document, "counters": str(self.counters_path), "summary": str(self.summary_path)}

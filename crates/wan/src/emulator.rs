@@ -1,0 +1,196 @@
+//! The emulator's core: packets to pipes by client address, MSS clamping,
+//! release of due packets, counters. No I/O and no clock: `now` comes in.
+//!
+//! Guarantees: a packet whose destination is a group's address goes through
+//! that group's `down` pipe, one whose source is a group's address through its
+//! `up` pipe (a group address is never both ends: clients talk to the server);
+//! other IPv4 packets and non-IPv4 packets pass through unchanged and are
+//! counted as `unclassified`. Each pipe draws from its own generator seeded
+//! from the config's seed and the pipe's position, so a run's losses depend
+//! only on the seed and the packets each pipe sees.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::Ipv4Addr;
+
+use rand::rngs::SmallRng;
+use rand::SeedableRng;
+use serde::Serialize;
+
+use crate::config::Config;
+use crate::packet::{clamp_mss, inspect, FlowKey};
+use crate::pipe::{Pipe, PipeCounters, Verdict};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    /// Towards the group's clients (server -> clients).
+    Down,
+    /// From the group's clients.
+    Up,
+}
+
+struct PipeSlot {
+    group: String,
+    direction: Direction,
+    max_mss: u16,
+    pipe: Pipe<FlowKey>,
+    rng: SmallRng,
+}
+
+/// One pipe's counters, labelled.
+#[derive(Debug, Clone, Serialize)]
+pub struct PipeReport {
+    pub group: String,
+    pub direction: Direction,
+    #[serde(flatten)]
+    pub counters: PipeCounters,
+}
+
+pub struct Emulator {
+    /// Pipes `2g` (down) and `2g + 1` (up) belong to group `g`.
+    pipes: Vec<PipeSlot>,
+    group_of: HashMap<Ipv4Addr, usize>,
+    passthrough: VecDeque<Vec<u8>>,
+    unclassified: u64,
+    mss_clamped: u64,
+}
+
+impl Emulator {
+    pub fn new(config: &Config) -> anyhow::Result<Emulator> {
+        config.validate()?;
+        let mut pipes = Vec::new();
+        let mut group_of = HashMap::new();
+        for (g, group) in config.groups.iter().enumerate() {
+            for (direction, d) in [(Direction::Down, &group.down), (Direction::Up, &group.up)] {
+                let index = pipes.len() as u64;
+                pipes.push(PipeSlot {
+                    group: group.name.clone(),
+                    direction,
+                    max_mss: group.max_mss(),
+                    pipe: Pipe::new(d.params(group.mtu)?),
+                    rng: SmallRng::seed_from_u64(config.seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(index)),
+                });
+            }
+            for addr in &group.addrs {
+                group_of.insert(*addr, g);
+            }
+        }
+        Ok(Emulator { pipes, group_of, passthrough: VecDeque::new(), unclassified: 0, mss_clamped: 0 })
+    }
+
+    /// Take in a packet read from the TUN device at `now`.
+    pub fn ingress(&mut self, now: u64, mut packet: Vec<u8>) -> Option<Verdict> {
+        let Some(info) = inspect(&packet) else {
+            return self.pass(packet);
+        };
+        let slot = match (self.group_of.get(&info.dst), self.group_of.get(&info.src)) {
+            (Some(&g), _) => 2 * g,
+            (None, Some(&g)) => 2 * g + 1,
+            (None, None) => return self.pass(packet),
+        };
+        let slot = &mut self.pipes[slot];
+        if info.tcp_syn && clamp_mss(&mut packet, slot.max_mss) {
+            self.mss_clamped += 1;
+        }
+        Some(slot.pipe.offer(now, info.flow, packet, &mut slot.rng))
+    }
+
+    fn pass(&mut self, packet: Vec<u8>) -> Option<Verdict> {
+        self.unclassified += 1;
+        self.passthrough.push_back(packet);
+        None
+    }
+
+    /// The earliest time a held packet is due (`Some(0)` when one can go at once).
+    pub fn next_release(&self) -> Option<u64> {
+        if !self.passthrough.is_empty() {
+            return Some(0);
+        }
+        self.pipes.iter().filter_map(|slot| slot.pipe.next_release()).min()
+    }
+
+    /// Hand every packet due at `now` to `send(scheduled_release, packet)`.
+    pub fn release(&mut self, now: u64, mut send: impl FnMut(u64, &[u8])) {
+        while let Some(packet) = self.passthrough.pop_front() {
+            send(now, &packet);
+        }
+        for slot in &mut self.pipes {
+            while let Some((at, packet)) = slot.pipe.release(now) {
+                send(at, &packet);
+            }
+        }
+    }
+
+    pub fn reports(&self) -> Vec<PipeReport> {
+        self.pipes
+            .iter()
+            .map(|slot| PipeReport { group: slot.group.clone(), direction: slot.direction, counters: slot.pipe.counters().clone() })
+            .collect()
+    }
+
+    pub fn unclassified(&self) -> u64 {
+        self.unclassified
+    }
+
+    pub fn mss_clamped(&self) -> u64 {
+        self.mss_clamped
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use etherparse::PacketBuilder;
+
+    const CONFIG: &str = r#"{"tun": "t", "seed": 5, "groups": [
+        {"name": "near", "addrs": ["10.78.0.1"]},
+        {"name": "far", "addrs": ["10.78.1.1"], "mtu": 576,
+         "down": {"delay_ms": 10}, "up": {"delay_ms": 20}}]}"#;
+
+    fn tcp(src: [u8; 4], dst: [u8; 4], syn: bool) -> Vec<u8> {
+        let mut builder = PacketBuilder::ipv4(src, dst, 64).tcp(1000, 80, 1, 1000);
+        if syn {
+            builder = builder.syn().options(&[etherparse::TcpOptionElement::MaximumSegmentSize(1460)]).unwrap();
+        }
+        let mut out = Vec::new();
+        builder.write(&mut out, &[]).unwrap();
+        out
+    }
+
+    fn released(emu: &mut Emulator, now: u64) -> Vec<(u64, Vec<u8>)> {
+        let mut out = Vec::new();
+        emu.release(now, |at, p| out.push((at, p.to_vec())));
+        out
+    }
+
+    #[test]
+    fn packets_take_their_groups_pipe_per_direction() {
+        let mut emu = Emulator::new(&Config::from_json(CONFIG).unwrap()).unwrap();
+        let server = [10, 77, 0, 1];
+        assert_eq!(emu.ingress(0, tcp(server, [10, 78, 1, 1], false)), Some(Verdict::Accepted { release_at: 10_000_000 }));
+        assert_eq!(emu.ingress(0, tcp([10, 78, 1, 1], server, false)), Some(Verdict::Accepted { release_at: 20_000_000 }));
+        assert_eq!(emu.ingress(0, tcp(server, [10, 78, 0, 1], false)), Some(Verdict::Accepted { release_at: 0 }));
+        assert_eq!(emu.ingress(0, tcp(server, [10, 99, 0, 1], false)), None);
+        assert_eq!(emu.ingress(0, vec![0x60, 0, 0]), None, "non-IPv4 passes through");
+        assert_eq!(emu.next_release(), Some(0));
+        assert_eq!(released(&mut emu, 0).len(), 3);
+        assert_eq!(emu.next_release(), Some(10_000_000));
+        assert_eq!(released(&mut emu, 15_000_000).len(), 1);
+        assert_eq!(released(&mut emu, 20_000_000).len(), 1);
+        assert_eq!(emu.unclassified(), 2);
+        let reports = emu.reports();
+        assert_eq!((reports[2].group.as_str(), reports[2].direction), ("far", Direction::Down));
+        assert_eq!(reports.iter().map(|r| r.counters.forwarded).collect::<Vec<_>>(), vec![1, 0, 1, 1]);
+    }
+
+    #[test]
+    fn syns_are_clamped_to_the_groups_mtu() {
+        let mut emu = Emulator::new(&Config::from_json(CONFIG).unwrap()).unwrap();
+        emu.ingress(0, tcp([10, 78, 1, 1], [10, 77, 0, 1], true));
+        emu.ingress(0, tcp([10, 78, 0, 1], [10, 77, 0, 1], true));
+        assert_eq!(emu.mss_clamped(), 1, "only the 576-byte group clamps");
+        let out = released(&mut emu, u64::MAX);
+        let far_syn = &out.iter().find(|(_, p)| p[12..16] == [10, 78, 1, 1]).unwrap().1;
+        assert_eq!(&far_syn[42..44], &536u16.to_be_bytes());
+    }
+}
