@@ -7,13 +7,14 @@ importers, docroot, stats, io): parse options, call, write files, print a summar
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from . import docroot, io, models, shaping
+from . import docroot, importers, io, models, shaping, stats
 
 console = Console(stderr=True)
 
@@ -83,6 +84,64 @@ def register(parser: argparse.ArgumentParser) -> None:
     doc.add_argument("trace", type=Path)
     doc.add_argument("root", type=Path, help="document root directory")
     doc.set_defaults(func=cmd_docroot)
+
+    _register_import_and_stats(sub)
+
+
+def _register_import_and_stats(sub: argparse._SubParsersAction) -> None:
+    imp = sub.add_parser("import", help="import a CLF/Combined access log or World Cup 98 binary logs", description="Import logs as a trace. Unparseable lines are skipped, counted and reported, never fatal. 1-second timestamps are spread within their second by --seed.")
+    imp.add_argument("format", choices=sorted(importers.IMPORTERS), help="clf: Common or Combined Log Format (e.g. the NASA log, our server's access log); wc98: World Cup 98 binary records (gzip too)")
+    imp.add_argument("inputs", type=Path, nargs="+", help="log files, in time order")
+    imp.add_argument("-o", "--output", type=Path, required=True, help="trace CSV to write")
+    imp.add_argument("--seed", type=int, default=0)
+    imp.set_defaults(func=cmd_import)
+
+    st = sub.add_parser("stats", help="print size statistics and write the CCDF figure", description="Print count, mean, min, max, median, p90, share of bytes in the largest 1% and 3% of requests, fitted tail alpha and offered load; write the log-log CCDF of 000 Fig. 1.")
+    st.add_argument("traces", type=Path, nargs="+", help="trace CSV(s); several give several curves")
+    st.add_argument("--link-mbps", type=_positive(float), help="link rate for the offered load, Mbit/s")
+    st.add_argument("--ccdf", type=Path, help="PNG to write (default: first trace with .ccdf.png)")
+    st.add_argument("--json", action="store_true", help="print the statistics as JSON instead of a table")
+    st.set_defaults(func=cmd_stats)
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    missing = [str(p) for p in args.inputs if not p.is_file()]
+    if missing:
+        return _fail(f"no such input file: {', '.join(missing)}")
+    try:
+        with console.status(f"importing {len(args.inputs)} {args.format} file(s)"):
+            trace, report = importers.IMPORTERS[args.format](args.inputs, seed=args.seed)
+            io.write_trace(trace, args.output)
+    except ValueError as error:
+        return _fail(str(error))
+    print(report.summary())
+    for example in report.examples:
+        print(f"  skipped {example}")
+    print(f"wrote {args.output}: {len(trace)} requests, {trace['path'].nunique()} objects")
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    traces = {}
+    try:
+        for path in args.traces:
+            traces[path.name] = io.read_trace(path)
+        described = {name: stats.describe(trace, args.link_mbps * 1e6 if args.link_mbps else None) for name, trace in traces.items()}
+        figure = args.ccdf or args.traces[0].with_name(args.traces[0].name.removesuffix(".csv") + ".ccdf.png")
+        stats.plot_ccdf(traces, figure)
+    except ValueError as error:
+        return _fail(str(error))
+    if args.json:
+        print(json.dumps({name: d.as_dict() for name, d in described.items()}, indent=2))
+    else:
+        table = Table("statistic", *described)
+        for row in zip(*(d.rows() for d in described.values())):
+            table.add_row(row[0][0], *(value for _, value in row))
+        Console().print(table)
+    console.print(f"CCDF figure: {figure}", highlight=False)
+    return 0
 
 
 def _fail(message: str) -> int:
