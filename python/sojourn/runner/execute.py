@@ -208,6 +208,10 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                         _interrupt(load_proc)
                         raise
                 tb.stop_counters()
+                # The uplink's qdisc and class statistics after the run (bytes per band).
+                end = tb.describe()
+                layout.write_json(directory / "network_end.json", {"qdisc": end["qdisc"], "class": end["class"],
+                                                                   "emulator": end["emulator"]})
     except KeyboardInterrupt as interrupt:
         if state != "complete":  # the load generator had finished: its records are whole
             reason = f"interrupted ({interrupt or 'Ctrl-C'})"
