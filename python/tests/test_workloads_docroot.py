@@ -1,0 +1,129 @@
+"""Docroots: exact sizes, the shared content rule (docs/formats.md test vector),
+reuse of correct files, served byte-for-byte by a real server."""
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sojourn.workloads import docroot, models
+
+
+def test_content_rule_test_vector():
+    # docs/formats.md: path /a gives h mod 251 = 246, so the object starts f6 f7 f8 and byte 5 is 00.
+    assert docroot.fnv1a64(b"") == 0xCBF29CE484222325
+    assert docroot.fnv1a64(b"a") == 0xAF63DC4C8601EC8C  # FNV-1a 64 reference value for "a"
+    assert docroot.phase("/a") == 246
+    data = docroot.content("/a", 0, 6)
+    assert data[:3] == bytes.fromhex("f6f7f8") and data[5] == 0
+
+
+def test_content_offsets_agree_with_the_whole():
+    whole = docroot.content("/o/17.bin", 0, 5000)
+    assert docroot.content("/o/17.bin", 1234, 700) == whole[1234:1934]
+    assert docroot.content("/o/17.bin", 4000, size=5000) == whole[4000:]
+    expected = bytes((246 + i) % 251 for i in range(600))
+    assert docroot.content("/a", 0, 600) == expected
+
+
+def small_trace():
+    return pd.DataFrame(
+        {
+            "arrival_s": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5],
+            "client": [0, 1, 2, 0, 1, 2],
+            "path": ["/a", "/d/b.bin", "/a", "/d/", "/e%20f", "/big"],
+            "size": [10, 300, 10, 40, 7, 3_000_000],
+        }
+    )
+
+
+def test_materialize_writes_exact_files_and_reuses_them(tmp_path):
+    stats = docroot.materialize(small_trace(), tmp_path)
+    assert (stats.objects, stats.written, stats.reused) == (5, 5, 0)
+    assert stats.bytes == 10 + 300 + 40 + 7 + 3_000_000
+    assert stats.disk_bytes >= stats.bytes
+    assert (tmp_path / "a").read_bytes() == docroot.content("/a", 0, 10)
+    assert (tmp_path / "d" / "index.html").read_bytes() == docroot.content("/d/", 0, 40)
+    assert (tmp_path / "e f").read_bytes() == docroot.content("/e%20f", 0, 7)
+    assert (tmp_path / "big").read_bytes() == docroot.content("/big", 0, 3_000_000)
+
+    again = docroot.materialize(small_trace(), tmp_path)
+    assert (again.written, again.reused) == (0, 5)
+
+    # A wrong file (right size, wrong bytes; or wrong size) is rewritten.
+    (tmp_path / "a").write_bytes(b"x" * 10)
+    with open(tmp_path / "big", "r+b") as handle:
+        handle.truncate(100)
+    third = docroot.materialize(small_trace(), tmp_path)
+    assert (third.written, third.reused) == (2, 3)
+    assert (tmp_path / "a").read_bytes() == docroot.content("/a", 0, 10)
+    assert (tmp_path / "big").stat().st_size == 3_000_000
+    assert not list(tmp_path.rglob("*.partial"))
+
+
+def test_several_sizes_for_one_path_keep_the_largest(tmp_path):
+    trace = small_trace()
+    trace.loc[2, "size"] = 25
+    stats = docroot.materialize(trace, tmp_path)
+    assert stats.size_conflicts == 1
+    assert (tmp_path / "a").stat().st_size == 25
+
+
+def test_paths_leaving_the_root_are_refused(tmp_path):
+    trace = small_trace()
+    trace.loc[1, "path"] = "/d/../../etc/x"
+    with pytest.raises(ValueError, match=r"'\.\.' segment"):
+        docroot.materialize(trace, tmp_path / "root")
+    assert not (tmp_path / "etc").exists()
+
+
+def test_a_generated_trace_materializes_every_object(tmp_path):
+    trace = models.make_trace(models.specweb99(data_set_bytes=2e7), n_requests=2000, rate=100, seed=1)
+    stats = docroot.materialize(trace, tmp_path)
+    assert stats.objects == trace["path"].nunique()
+    for path, size in trace.drop_duplicates("path")[["path", "size"]].itertuples(index=False):
+        assert (tmp_path / path.lstrip("/")).stat().st_size == size
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.skipif(shutil.which("nginx") is None or shutil.which("curl") is None, reason="nginx and curl are needed")
+def test_nginx_serves_the_docroot_byte_for_byte(tmp_path):
+    trace = models.make_trace("wc98", n_requests=300, rate=100, seed=5, n_objects=50)
+    root = tmp_path / "root"
+    docroot.materialize(trace, root)
+    port = free_port()
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(
+        ("user root;\n" if os.geteuid() == 0 else "")  # workers must read the pytest tmp dir
+        + f"""daemon off; worker_processes 1; pid {tmp_path}/nginx.pid; error_log {tmp_path}/error.log;
+events {{ worker_connections 64; }}
+http {{ access_log off; client_body_temp_path {tmp_path}/body; proxy_temp_path {tmp_path}/proxy;
+  fastcgi_temp_path {tmp_path}/fcgi; uwsgi_temp_path {tmp_path}/uwsgi; scgi_temp_path {tmp_path}/scgi;
+  server {{ listen 127.0.0.1:{port}; root {root}; }} }}
+"""
+    )
+    server = subprocess.Popen(["nginx", "-c", str(conf), "-p", str(tmp_path)], stderr=subprocess.PIPE)
+    try:
+        for _ in range(100):
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        objects = trace.drop_duplicates("path").head(20)
+        for path, size in objects[["path", "size"]].itertuples(index=False):
+            body = subprocess.run(["curl", "-sf", f"http://127.0.0.1:{port}{path}"], capture_output=True, check=True).stdout
+            assert body == docroot.content(path, 0, int(size))
+    finally:
+        server.terminate()
+        server.wait(timeout=10)

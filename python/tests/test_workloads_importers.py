@@ -1,0 +1,160 @@
+"""Importers on hand-made CLF, Combined and WC98 binary samples, including malformed and
+truncated input: bad entries are counted and reported, never fatal; same seed, same trace."""
+
+import gzip
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sojourn.workloads import importers, io
+
+CLF_LINES = [
+    '199.72.81.55 - - [01/Jul/1995:00:00:01 -0400] "GET /history/apollo/ HTTP/1.0" 200 6245',
+    'unicomp6.unicomp.net - - [01/Jul/1995:00:00:06 -0400] "GET /shuttle/countdown/ HTTP/1.0" 200 3985',
+    '199.120.110.21 - - [01/Jul/1995:00:00:06 -0400] "GET /shuttle/missions/sts-73/mission-sts-73.html HTTP/1.0" 200 4085',
+    'burger.letters.com - - [01/Jul/1995:00:00:11 -0400] "GET /shuttle/countdown/liftoff.html HTTP/1.0" 304 0',
+    'this is not a log line',
+    '199.72.81.55 - - [01/Jul/1995:00:00:12 -0400] "GET /history/apollo/ HTTP/1.0" 304 -',
+    '1.2.3.4 - - [32/Jul/1995:00:00:12 -0400] "GET /x HTTP/1.0" 200 5',
+    '1.2.3.4 - - [01/Jul/1995:00:00:13 -0400] "" 400 5',
+    '1.2.3.4 - - [01/Jul/1995:00:00:14 -0400] "GET /a,b.gif" 200 77',
+    '1.2.3.4 - - [01/Jul/1995:00:00:15 -0400] "GET /trunc',
+]
+COMBINED_LINES = [
+    '127.0.0.1 - frank [10/Oct/2000:13:55:36 -0700] "GET /apache_pb.gif HTTP/1.0" 200 2326 "http://www.example.com/start.html" "Mozilla/4.08 [en] (Win98; I ;Nav)"',
+    '127.0.0.2 - - [10/Oct/2000:13:55:37 -0700] "GET http://example.com/full/form.html HTTP/1.1" 200 99 "-" "curl/8"',
+    '127.0.0.1 - frank [10/Oct/2000:13:55:38 -0700] "HEAD /apache_pb.gif HTTP/1.0" 200 0 "-" "x"',
+]
+
+
+def write(tmp_path, name, lines, compress=False):
+    data = ("\n".join(lines) + "\n").encode()
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(data) if compress else data)
+    return path
+
+
+def test_clf_imports_good_lines_and_counts_bad_ones(tmp_path):
+    trace, report = importers.import_clf(write(tmp_path, "access.log", CLF_LINES), seed=1)
+    assert report.entries == 10
+    assert report.imported == 6
+    assert report.skipped == 4
+    assert report.reasons == {
+        "not Common/Combined Log Format": 2,
+        "request line without METHOD /path": 1,
+        "bad timestamp (expected dd/Mon/yyyy:HH:MM:SS +zzzz)": 1,
+    }
+    assert any(example.startswith("line 5:") for example in report.examples)
+    assert list(trace["status"]) == [200, 200, 200, 304, 304, 200]
+    # One size per path: the largest 200 response; the logged size is kept.
+    apollo = trace[trace["path"] == "/history/apollo/"]
+    assert set(apollo["size"]) == {6245} and list(apollo["logged_size"]) == [6245, 0]
+    # ',' is percent-encoded so the CSV needs no quoting.
+    assert "/a%2Cb.gif" in set(trace["path"])
+    # Timestamps: spread within their second, sorted, starting at 0.
+    assert trace["arrival_s"].iloc[0] == 0.0
+    assert np.all(np.diff(trace["arrival_s"]) >= 0)
+    assert trace["client"].tolist()[0] == 0 and trace["client"].max() == 4
+    io.validate_trace(trace)
+
+
+def test_within_second_spread_is_seeded(tmp_path):
+    path = write(tmp_path, "access.log", CLF_LINES)
+    a, _ = importers.import_clf(path, seed=1)
+    b, _ = importers.import_clf(path, seed=1)
+    c, _ = importers.import_clf(path, seed=2)
+    pd.testing.assert_frame_equal(a, b)
+    assert not np.array_equal(a["arrival_s"], c["arrival_s"])
+    # Request i logged in second s_i lands at s_i + u_i - u_0 (u uniform in [0, 1)):
+    # within one second of its logged second counted from the first line.
+    logged = np.array([0, 5, 5, 10, 11, 13], dtype=float)
+    for frame in (a, c):
+        arrival = frame["arrival_s"].to_numpy()
+        assert np.all((arrival > logged - 1) & (arrival < logged + 1))
+
+
+def test_combined_and_gzip(tmp_path):
+    trace, report = importers.import_clf(write(tmp_path, "combined.log.gz", COMBINED_LINES, compress=True), seed=0)
+    assert report.skipped == 0 and report.imported == 3 and not report.truncated
+    assert list(trace["path"]) == ["/apache_pb.gif", "/full/form.html", "/apache_pb.gif"]
+    assert list(trace["size"]) == [2326, 99, 2326]
+
+
+def test_truncated_gzip_keeps_what_was_readable(tmp_path):
+    data = gzip.compress(("\n".join(CLF_LINES * 50) + "\n").encode())
+    path = tmp_path / "cut.log.gz"
+    path.write_bytes(data[: len(data) // 2])
+    trace, report = importers.import_clf(path)
+    assert report.truncated
+    assert 0 < report.imported < 300
+
+
+def test_nothing_usable_is_an_error_that_says_so(tmp_path):
+    with pytest.raises(ValueError, match="nothing usable"):
+        importers.import_clf(write(tmp_path, "junk.log", ["junk", "more junk"]))
+
+
+def wc98_records(**fields):
+    records = np.zeros(len(fields["timestamp"]), dtype=importers.WC98_RECORD)
+    for name, values in fields.items():
+        records[name] = values
+    return records
+
+
+def sample_records():
+    return wc98_records(
+        timestamp=[894000000, 894000000, 894000001, 894000003, 894000004],
+        client=[10, 20, 10, 30, 40],
+        object=[7, 8, 7, 9, 9],
+        size=[500, 900, 0, 100, 100],
+        method=[0, 0, 0, 1, 0],
+        # status index 2 = 200, 13 = 304 (high bits = HTTP version); 63 is not a status.
+        status=[0x40 | 2, 2, 0x40 | 13, 2, 63],
+        type=[1, 1, 1, 2, 2],
+        server=[0, 1, 2, 3, 4],
+    )
+
+
+def test_wc98_binary_records(tmp_path):
+    path = tmp_path / "wc_day1_1"
+    path.write_bytes(sample_records().tobytes())
+    trace, report = importers.import_wc98(path, seed=3)
+    assert report.entries == 5 and report.imported == 4 and report.reasons == {"unknown status or method code": 1}
+    assert list(trace["status"]) == [200, 200, 304, 200]
+    # The first two share a second, so their order depends on the seed's spread.
+    assert sorted(trace["path"][:2]) == ["/wc98/7", "/wc98/8"]
+    assert list(trace["path"][2:]) == ["/wc98/7", "/wc98/9"]
+    assert dict(zip(trace["path"], trace["size"])) == {"/wc98/7": 500, "/wc98/8": 900, "/wc98/9": 100}
+    assert trace["client"].nunique() == 3
+    assert trace["arrival_s"].max() < 4.0 and trace["arrival_s"].max() >= 3.0
+
+
+def test_wc98_big_endian_layout(tmp_path):
+    # One record written by hand, field by field, big-endian: 4 x uint32 then 4 x uint8.
+    raw = (1).to_bytes(4, "big") + (2).to_bytes(4, "big") + (3).to_bytes(4, "big") + (1234).to_bytes(4, "big") + bytes([0, 2, 1, 0])
+    path = tmp_path / "one"
+    path.write_bytes(raw)
+    trace, report = importers.import_wc98(path)
+    assert (trace["path"][0], int(trace["size"][0]), int(trace["status"][0])) == ("/wc98/3", 1234, 200)
+
+
+def test_wc98_truncated_and_gzip(tmp_path):
+    data = sample_records().tobytes()
+    plain = tmp_path / "cut"
+    plain.write_bytes(data[:-7])
+    trace, report = importers.import_wc98(plain)
+    assert report.truncated and report.reasons["partial record at end of file"] == 1
+    assert report.imported == 4  # record 5 was cut (and was bad anyway)
+
+    packed = tmp_path / "wc_day1_1.gz"
+    packed.write_bytes(gzip.compress(data))
+    trace_gz, report_gz = importers.import_wc98(packed, seed=0)
+    trace_plain, _ = importers.import_wc98(_write_bytes(tmp_path / "plain", data), seed=0)
+    pd.testing.assert_frame_equal(trace_gz, trace_plain)
+    assert not report_gz.truncated
+
+
+def _write_bytes(path, data):
+    path.write_bytes(data)
+    return path
