@@ -29,8 +29,11 @@ rust-test:
 py-test:
 	$(PY) -m pytest -q python/tests
 
+# Runs what is missing of results/demo (a finished demo is kept and its table reprinted);
+# `make demo DEMO_FLAGS=--fresh` runs it again from scratch. Needs root (namespaces).
+DEMO_FLAGS ?=
 demo: build
-	$(VENV)/bin/sojourn run experiments/demo.toml
+	$(VENV)/bin/sojourn run experiments/demo.toml $(DEMO_FLAGS)
 
 bench: build
 	bench/run.sh
