@@ -6,3 +6,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p bench/out
 # One line per benchmark script (each is runnable on its own too):
+bench/workloads/run.sh
