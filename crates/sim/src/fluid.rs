@@ -356,6 +356,7 @@ impl FluidPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn jobs(list: &[(f64, f64)]) -> Vec<Job> {
         list.iter().map(|&(arrival, size)| Job { arrival, size }).collect()
@@ -413,6 +414,79 @@ mod tests {
         // One band is processor sharing.
         let one = FluidPolicy::Bands(Bands::new(vec![1 << 40]).unwrap());
         assert_eq!(finishes(one, &CASE), finishes(FluidPolicy::Ps, &CASE));
+    }
+
+    fn all_policies() -> Vec<FluidPolicy> {
+        vec![
+            FluidPolicy::Fcfs,
+            FluidPolicy::Ps,
+            FluidPolicy::Srpt,
+            FluidPolicy::Las,
+            FluidPolicy::Bands(Bands::new(vec![2, 5, 20]).unwrap()),
+        ]
+    }
+
+    /// Random jobs on a 1 byte/s link: integer arrivals and sizes keep the
+    /// arithmetic exact enough to compare policies tightly.
+    fn job_sets() -> impl Strategy<Value = Vec<Job>> {
+        proptest::collection::vec((0u32..6, 0u32..30), 1..40).prop_map(|gaps| {
+            let mut t = 0.0;
+            gaps.into_iter()
+                .map(|(gap, size)| {
+                    t += gap as f64;
+                    Job { arrival: t, size: size as f64 }
+                })
+                .collect()
+        })
+    }
+
+    proptest! {
+        /// Every policy is work-conserving: the link is busy exactly when work is
+        /// present, so the last completion (and the makespan) is the same for all.
+        #[test]
+        fn work_conserving_and_causal(jobs in job_sets()) {
+            let mut last = Vec::new();
+            for policy in all_policies() {
+                let served = policy.run(&jobs, 1.0);
+                for (job, s) in jobs.iter().zip(&served) {
+                    prop_assert!(s.start >= job.arrival - 1e-9 && s.finish >= s.start - 1e-9, "{policy:?} {job:?} {s:?}");
+                    prop_assert!(s.finish >= job.arrival + job.size - 1e-6, "{policy:?}: served faster than the link");
+                }
+                last.push(served.iter().map(|s| s.finish).fold(0.0, f64::max));
+            }
+            for l in &last {
+                prop_assert!((l - last[0]).abs() < 1e-6, "{last:?}");
+            }
+        }
+
+        /// SRPT minimizes the mean response time on one link; FCFS finishes in arrival order.
+        #[test]
+        fn srpt_is_optimal_fcfs_is_ordered(jobs in job_sets()) {
+            let total = |policy: &FluidPolicy| -> f64 {
+                policy.run(&jobs, 1.0).iter().zip(&jobs).map(|(s, j)| s.finish - j.arrival).sum()
+            };
+            let srpt = total(&FluidPolicy::Srpt);
+            for policy in all_policies() {
+                prop_assert!(srpt <= total(&policy) + 1e-6, "{policy:?}");
+            }
+            let fcfs = FluidPolicy::Fcfs.run(&jobs, 1.0);
+            prop_assert!(fcfs.windows(2).all(|w| w[0].finish <= w[1].finish));
+        }
+
+        /// Under PS and LAS, of two jobs arriving together the smaller never finishes later.
+        #[test]
+        fn size_order_under_ps_and_las(jobs in job_sets()) {
+            for policy in [FluidPolicy::Ps, FluidPolicy::Las] {
+                let served = policy.run(&jobs, 1.0);
+                for i in 0..jobs.len() {
+                    for k in 0..jobs.len() {
+                        if jobs[i].arrival == jobs[k].arrival && jobs[i].size < jobs[k].size {
+                            prop_assert!(served[i].finish <= served[k].finish + 1e-9, "{policy:?}");
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]

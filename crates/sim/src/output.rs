@@ -129,7 +129,8 @@ pub fn outcomes(jobs: &[Job], served: &[Served], rate: f64, bins: usize) -> Outc
     by_rank.sort_by(|&a, &b| jobs[a].size.total_cmp(&jobs[b].size).then(a.cmp(&b)));
     let largest = &by_rank[n - n.div_ceil(100).min(n)..];
     let largest_1pct_mean_response_s = mean(&mut largest.iter().map(|&i| responses[i]), largest.len());
-    let by_size = (0..bins.min(n))
+    let bins = bins.min(n);
+    let by_size = (0..bins)
         .map(|b| {
             let (lo, hi) = (b * n / bins, (b + 1) * n / bins);
             let members = &by_rank[lo..hi];
@@ -193,6 +194,7 @@ mod tests {
         let jobs = [Job { arrival: 0.0, size: 2.0 }, Job { arrival: 1.0, size: 1.0 }, Job { arrival: 2.0, size: 0.0 }];
         let served = [Served { start: 0.0, finish: 3.0 }, Served { start: 1.0, finish: 2.0 }, Served { start: 2.0, finish: 2.0 }];
         let o = outcomes(&jobs, &served, 1.0, 3);
+        assert_eq!(outcomes(&jobs, &served, 1.0, 20).by_size.len(), 3, "no more bins than jobs");
         assert_eq!(o.mean_response_s, 4.0 / 3.0);
         assert_eq!(o.mean_slowdown, (1.5 + 1.0) / 2.0);
         assert_eq!(o.largest_1pct_mean_response_s, 3.0);

@@ -161,6 +161,25 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Whatever the policy, quantum and concurrency, the scheduler keeps the link
+        /// busy while any response has bytes left: the last completion matches fluid PS.
+        #[test]
+        fn work_conserving(sizes in proptest::collection::vec((0u32..5, 0u32..40), 1..30),
+                           quantum in 1u64..16, concurrency in proptest::option::of(1usize..4), kind in 0usize..3) {
+            let mut t = 0.0;
+            let list: Vec<(f64, f64)> = sizes.iter().map(|&(gap, size)| { t += gap as f64; (t, size as f64) }).collect();
+            let jobs: Vec<Job> = list.iter().map(|&(a, s)| Job { arrival: a, size: s }).collect();
+            let fluid_last = FluidPolicy::Ps.run(&jobs, 1.0).iter().map(|s| s.finish).fold(0.0, f64::max);
+            let q = run(PolicyKind::ALL[kind], quantum, concurrency, &list);
+            let last = q.iter().copied().fold(0.0, f64::max);
+            proptest::prop_assert!((last - fluid_last).abs() < 1e-6, "{} vs {}", last, fluid_last);
+            for (f, job) in q.iter().zip(&jobs) {
+                proptest::prop_assert!(*f >= job.arrival + job.size - 1e-6);
+            }
+        }
+    }
+
     #[test]
     fn small_quanta_approach_fluid_srpt() {
         let list = [(0.0, 400.0), (100.0, 100.0), (200.0, 200.0)];
