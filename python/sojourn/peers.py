@@ -108,6 +108,9 @@ def _check_world_readable(root: Path, user: str) -> None:
     """apache2 refuses to run its workers as root, so they must reach the docroot as
     ``user``: every directory up to it needs o+x and the docroot o+rx."""
     root = Path(root).resolve()
+    if not root.stat().st_mode & 0o004:
+        raise PeerError(f"apache2 workers run as {user} and cannot list {root} (mode {root.stat().st_mode & 0o777:o}); "
+                        f"chmod o+r {root}")
     for directory in [*reversed(root.parents), root]:
         mode = directory.stat().st_mode
         if not mode & 0o001:
@@ -424,16 +427,20 @@ class Peer:
         self.stop()
 
 
+VERSION_ARGV = {"nginx": ["nginx", "-v"], "apache2": ["apache2", "-v"], "lighttpd": ["lighttpd", "-v"], "h2o": ["h2o", "-v"]}
+
+
 def version(kind: str) -> str:
-    """The server program's version line, for result metadata."""
-    argv = {"sojourn": None, "nginx": ["nginx", "-v"], "apache2": ["apache2", "-v"],
-            "lighttpd": ["lighttpd", "-v"], "h2o": ["h2o", "-v"]}.get(kind)
+    """The server program's version line, for result metadata ("" for kind command)."""
     if kind == "sojourn":
         argv = [str(engine_path(build=False)), "--version"]
-    if not argv:
+    elif kind in VERSION_ARGV:
+        argv = VERSION_ARGV[kind]
+    else:
         return ""
     try:
         out = subprocess.run(argv, capture_output=True, text=True, timeout=10)
     except (OSError, subprocess.TimeoutExpired) as err:
         return f"unknown ({err})"
-    return (out.stdout + out.stderr).strip().splitlines()[0] if (out.stdout + out.stderr).strip() else ""
+    text = (out.stdout + out.stderr).strip()
+    return text.splitlines()[0] if text else ""

@@ -38,7 +38,8 @@ def register(parser: argparse.ArgumentParser) -> None:
 def _progress_line(header: str, progress: Progress, started: float) -> Text:
     remaining = max(progress.expected_s - progress.elapsed_s, 0.0)
     return Text(f"{header} | {progress.phase} | {progress.elapsed_s:.0f}/{progress.expected_s:.0f} s, ~{remaining:.0f} s left"
-                f" | {progress.requests_per_s:.0f} req/s | in flight {progress.in_flight} | errors {progress.errors}"
+                f" | {progress.completed} done, {progress.requests_per_s:.0f} req/s | in flight {progress.in_flight}"
+                f" | errors {progress.errors}"
                 f" | total {time.monotonic() - started:.0f} s", no_wrap=True, overflow="ellipsis")
 
 

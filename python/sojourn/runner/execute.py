@@ -83,7 +83,7 @@ def versions(run: Run, engine: Path) -> dict:
     repo = Path(__file__).resolve().parents[3]
     return {
         "sojourn_engine": first_line([str(engine), "--version"]),
-        "server": peers.version(run.config["server"]["kind"]) if run.config["server"]["kind"] != "command" else "",
+        "server": peers.version(run.config["server"]["kind"]),
         "git": first_line(["git", "-C", str(repo), "describe", "--always", "--dirty"]),
         "kernel": platform.release(),
         "host": platform.node(),

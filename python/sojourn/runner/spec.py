@@ -282,10 +282,9 @@ def _leaf_rule(dotted: str) -> Key | None:
     return node if isinstance(node, Key) else None
 
 
-def validate(raw: dict, source: str = "spec") -> Experiment:
+def validate(raw: dict) -> Experiment:
     """Validates a parsed spec and expands it into runs."""
-    top = {k: v for k, v in raw.items()}
-    filled = _fill(SCHEMA, top, "")
+    filled = _fill(SCHEMA, raw, "")
     if not filled["name"] or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", filled["name"]):
         raise SpecError(f"name must be a non-empty string of letters, digits, '.', '_' or '-' (it names the results "
                         f"directory), got {filled['name']!r}")
@@ -348,7 +347,7 @@ def load_spec(path: str | Path) -> Experiment:
     except tomllib.TOMLDecodeError as err:
         raise SpecError(f"{path}: not valid TOML: {err}") from None
     try:
-        experiment = validate(raw, str(path))
+        experiment = validate(raw)
     except SpecError as err:
         raise SpecError(f"{path}: {err}") from None
     experiment.path = path.resolve()
