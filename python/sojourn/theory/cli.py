@@ -76,7 +76,7 @@ def _transient(args) -> int:
     table = figures.transient(args.out, names, duration_s=args.duration, link_bps=args.link, seed=args.seed)
     columns = ["workload", "mean_response_s_ps", "mean_response_s_srpt", "mean_response_ratio_ps_over_srpt",
                "largest_1pct_ratio_srpt_over_ps", "peak_in_system_ps", "peak_in_system_srpt",
-               "mean_halving_s_ps", "mean_halving_s_srpt"]
+               "mean_recovery_s_ps", "mean_recovery_s_srpt"]
     print(table[columns].to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     print(f"wrote {args.out / 'transient.png'} and {args.out / 'transient.csv'}")
     return 0
