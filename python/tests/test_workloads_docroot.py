@@ -6,9 +6,7 @@ import shutil
 import socket
 import subprocess
 import time
-from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 

@@ -23,7 +23,7 @@ CLF_LINES = [
 ]
 COMBINED_LINES = [
     '127.0.0.1 - frank [10/Oct/2000:13:55:36 -0700] "GET /apache_pb.gif HTTP/1.0" 200 2326 "http://www.example.com/start.html" "Mozilla/4.08 [en] (Win98; I ;Nav)"',
-    '127.0.0.2 - - [10/Oct/2000:13:55:37 -0700] "GET http://example.com/full/form.html HTTP/1.1" 200 99 "-" "curl/8"',
+    '127.0.0.2 - - [10/Oct/2000:13:55:37 -0700] "GET http://example.com/full/form.html?q=1 HTTP/1.1" 200 99 "-" "curl/8"',
     '127.0.0.1 - frank [10/Oct/2000:13:55:38 -0700] "HEAD /apache_pb.gif HTTP/1.0" 200 0 "-" "x"',
 ]
 

@@ -12,8 +12,8 @@ Guarantees:
 - ``size`` is the object's size: the largest body size logged for that path with
   status 200 (or with any status if it never had a 200), so trace and docroot agree on
   one size per path; the logged ``status`` and per-line ``logged_size`` are kept as
-  extra columns. ``client`` numbers the distinct hosts (CLF) or client IDs (WC98) in
-  order of first appearance.
+  extra columns. Query strings are dropped from paths. ``client`` numbers the distinct
+  hosts (CLF) or client IDs (WC98) in order of first appearance.
 - gzip-compressed input is recognized by its magic bytes; a truncated gzip stream is
   imported up to where it breaks and reported.
 """
@@ -89,8 +89,9 @@ CLF = (
     r'^(?P<host>\S+) \S+ \S+ \[(?P<time>[^\]]+)\] "(?P<request>[^"]*)" '
     r'(?P<status>\d{3}) (?P<bytes>\d+|-)(?: "[^"]*" "[^"]*")?\s*$'
 )
-# "METHOD target [HTTP/x.y]"; an absolute-form target keeps only its path.
-REQUEST = r"^(?P<method>[A-Z]+) (?:[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s]*)?(?P<path>/\S*)(?: HTTP/\d\.\d)?$"
+# "METHOD target [HTTP/x.y]"; an absolute-form target keeps only its path, and the
+# query is dropped (a docroot file has one content per path; replay is of static objects).
+REQUEST = r"^(?P<method>[A-Z]+) (?:[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s]*)?(?P<path>/[^\s?#]*)[^\s]*(?: HTTP/\d\.\d)?$"
 
 
 def _spread(seconds: np.ndarray, seed: int) -> np.ndarray:
