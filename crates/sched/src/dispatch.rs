@@ -7,7 +7,8 @@
 //! holds the queues and one [`DispatchKind`]:
 //!
 //! - `fifo`: the oldest request of all (the Apache baseline, 003 §5.1 Fig. 7);
-//! - `rr`: round robin over stages, one request per turn, oldest first within a stage;
+//! - `rr`: weighted round robin over stages: a stage of weight `w` gets `w`
+//!   requests per round (equal weights: one each), oldest first within a stage;
 //! - `edf`: the earliest deadline of all;
 //! - `wfs`: static weighted fair sharing of CPU time among stages (003 §4.1
 //!   Table 2): start-time fair queueing charging each request's expected service
@@ -94,7 +95,8 @@ pub struct DispatchConfig {
     /// Stage transition probabilities, `transitions[i][j]` from stage i to j
     /// (003 Fig. 5); used by `dwfs` for the credits `Q_j`.
     pub transitions: Vec<Vec<f64>>,
-    /// Static weights of `wfs` (any positive scale; normalized).
+    /// Static weights of `wfs` (CPU time) and `rr` (requests per round), any
+    /// positive scale, normalized; empty means equal weights.
     pub weights: Vec<f64>,
 }
 
@@ -106,7 +108,7 @@ pub enum DispatchError {
     Values(DwfsError),
     /// `transitions` must be a square matrix with one row per stage.
     Transitions { row: usize, got: usize, expected: usize },
-    /// A `wfs` weight must be positive.
+    /// A static weight must be positive.
     Weight { stage: usize, value: f64 },
 }
 
@@ -120,7 +122,7 @@ impl fmt::Display for DispatchError {
                 write!(f, "transition matrix row {row} has {got} entries; expected one per stage ({expected}) and one row per stage")
             }
             DispatchError::Weight { stage, value } => {
-                write!(f, "wfs weight of stage {stage} is {value}; expected a finite number > 0")
+                write!(f, "weight of stage {stage} is {value}; expected a finite number > 0")
             }
         }
     }
@@ -167,7 +169,6 @@ pub struct Dispatcher {
     /// Start-time fair queueing state: each stage's virtual finish time so far.
     pass: Vec<f64>,
     virtual_time: f64,
-    next_stage: usize,
     next_seq: u64,
     len: usize,
 }
@@ -188,7 +189,9 @@ impl Dispatcher {
             dwfs::check_timeout(timeout)?;
         }
         let weights = match kind {
-            DispatchKind::Wfs => normalized_weights(&config.weights, n)?,
+            DispatchKind::Wfs | DispatchKind::RoundRobin if !config.weights.is_empty() => {
+                normalized_weights(&config.weights, n)?
+            }
             _ => vec![1.0 / n as f64; n],
         };
         let credits = match kind {
@@ -216,7 +219,6 @@ impl Dispatcher {
             queues: vec![vec![VecDeque::new(); config.class_timeouts.len()]; n],
             pass: vec![0.0; n],
             virtual_time: 0.0,
-            next_stage: 0,
             next_seq: 0,
             len: 0,
         })
@@ -244,7 +246,7 @@ impl Dispatcher {
         self.queues.get(stage).map_or(0, |classes| classes.iter().map(VecDeque::len).sum())
     }
 
-    /// The current normalized weights of the stages (static for `wfs`, the
+    /// The current normalized weights of the stages (static for `wfs` and `rr`, the
     /// result of the last recomputation for `dwfs`, equal shares otherwise).
     pub fn weights(&self) -> &[f64] {
         &self.weights
@@ -297,13 +299,7 @@ impl Dispatcher {
         let (stage, class) = match self.kind {
             DispatchKind::Fifo => self.best_head(0..self.stages(), |e| (e.request.arrival, e.seq))?,
             DispatchKind::Edf => self.best_head(0..self.stages(), |e| (e.deadline, e.seq))?,
-            DispatchKind::RoundRobin => {
-                let n = self.stages();
-                let stage = (0..n).map(|k| (self.next_stage + k) % n).find(|&s| self.stage_len(s) > 0)?;
-                self.next_stage = (stage + 1) % n;
-                self.best_head(stage..stage + 1, |e| (e.request.arrival, e.seq))?
-            }
-            DispatchKind::Wfs => {
+            DispatchKind::RoundRobin | DispatchKind::Wfs => {
                 let stage = self.least_pass(|_| true)?;
                 self.best_head(stage..stage + 1, |e| (e.request.arrival, e.seq))?
             }
@@ -319,13 +315,18 @@ impl Dispatcher {
         };
         let entry = self.queues[stage][class].pop_front()?;
         self.len -= 1;
-        if matches!(self.kind, DispatchKind::Wfs | DispatchKind::Dwfs) {
-            // A stage served without weight (dwfs' work-conserving fallback) is not charged.
-            let weight = self.weights[stage];
-            if weight > 0.0 {
-                self.virtual_time = self.pass[stage];
-                self.pass[stage] += self.service_times[stage] / weight;
-            }
+        // Round robin charges a turn per request, the fair-sharing policies
+        // the request's expected CPU time; a stage served without weight
+        // (dwfs' work-conserving fallback) is not charged.
+        let charge = match self.kind {
+            DispatchKind::RoundRobin => 1.0,
+            DispatchKind::Wfs | DispatchKind::Dwfs => self.service_times[stage],
+            DispatchKind::Fifo | DispatchKind::Edf => 0.0,
+        };
+        let weight = self.weights[stage];
+        if weight > 0.0 {
+            self.virtual_time = self.pass[stage];
+            self.pass[stage] += charge / weight;
         }
         Some(entry.request)
     }
@@ -451,6 +452,15 @@ mod tests {
         let mut d = Dispatcher::new(DispatchKind::RoundRobin, &config(&[1.0, 1.0, 1.0], &[10.0], &[])).unwrap();
         let reqs = [req(1, 0, 0, 0.0), req(2, 0, 0, 0.1), req(3, 0, 0, 0.2), req(4, 2, 0, 0.3), req(5, 2, 0, 0.4)];
         assert_eq!(order(&mut d, &reqs, 0.0), vec![1, 4, 2, 5, 3]);
+    }
+
+    #[test]
+    fn weighted_round_robin_counts_requests_not_time() {
+        // Stage 1 costs 3x but weights 2:1 are in requests: two of stage 0 per one of stage 1.
+        let mut d = Dispatcher::new(DispatchKind::RoundRobin, &config(&[1.0, 3.0], &[100.0], &[2.0, 1.0])).unwrap();
+        let reqs: Vec<_> = (0..12).map(|i| req(i, (i % 2) as usize, 0, i as f64 * 0.01)).collect();
+        let stages: Vec<u64> = order(&mut d, &reqs, 0.0).iter().map(|id| id % 2).collect();
+        assert_eq!(&stages[..6], &[0, 1, 0, 0, 1, 0]);
     }
 
     #[test]

@@ -1,9 +1,174 @@
-//! `sojourn-engine stages`.
+//! `sojourn-engine stages`: the four-queue productivity study of 003 §4.1.
+//!
+//! By default runs the seven weight assignments of 003 Table 2 under weighted
+//! round robin (§4.1: "we simulated a round robin scheduler ... under different
+//! weight assignments"), then DWFS, FIFO and EDF on the same workload, and
+//! prints one row each (or JSON lines with `--json`).
+
+use anyhow::Context;
+use sojourn_sched::dispatch::DispatchKind;
+
+use crate::study::{self, StudyConfig, StudyResult, TABLE2_WEIGHTS};
 
 /// Simulate dispatch among CPU-bound stage queues (003 §4.1).
 #[derive(Debug, clap::Args)]
-pub struct StagesArgs {}
+#[command(after_help = "Example: sojourn-engine stages --clients 20 --seed 1\n\
+    Rows: completed requests, timed-out requests (expired, late, dropped or refused), \
+    productivity = completed - timed out (003 §4.1), sessions aborted.")]
+pub struct StagesArgs {
+    /// Dispatch policies to run: fifo, rr, edf, wfs, dwfs (repeat or comma
+    /// separate). rr and wfs run once per weight assignment.
+    #[arg(long, value_delimiter = ',', default_value = "rr,dwfs,fifo,edf")]
+    pub policy: Vec<DispatchKind>,
+    /// Static weights per stage for rr (requests per round) and wfs (CPU time),
+    /// comma separated (e.g. 5,1,1,1); repeat for several runs. Default: the
+    /// seven assignments of 003 Table 2.
+    #[arg(long, value_delimiter = ',', num_args = 1)]
+    pub weights: Vec<f64>,
+    /// Processing time of each stage (MM, CO, SR, BR), comma separated.
+    #[arg(long, value_delimiter = ',', default_value = "0.5,1,1.5,2")]
+    pub service_times: Vec<f64>,
+    /// Transition matrix file: one row per stage, comma- or space-separated
+    /// probabilities or percentages (rows are normalized). Default: 003 Fig. 5.
+    #[arg(long)]
+    pub transitions: Option<std::path::PathBuf>,
+    /// Delay bound of every request, in the same unit as the service times.
+    #[arg(long, default_value_t = 20.0)]
+    pub timeout: f64,
+    /// Simulated duration.
+    #[arg(long, default_value_t = 10_000.0)]
+    pub duration: f64,
+    /// Closed-loop clients, each running one session at a time (ignored with --session-rate).
+    #[arg(long, default_value_t = 20)]
+    pub clients: usize,
+    /// Open loop: Poisson session arrivals per time unit instead of closed-loop clients.
+    #[arg(long, default_value_t = 0.0)]
+    pub session_rate: f64,
+    /// Mean requests per session (geometric). Default: sessions end only by abort.
+    #[arg(long)]
+    pub session_length: Option<f64>,
+    /// Pause between a response and the session's next request.
+    #[arg(long, default_value_t = 0.0)]
+    pub think_time: f64,
+    /// Use each stage's processing time exactly instead of exponential with that mean.
+    #[arg(long)]
+    pub deterministic_service: bool,
+    /// Random seed (same seed, same result).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print one JSON object per run instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
 
-pub fn run(_args: StagesArgs) -> anyhow::Result<()> {
-    anyhow::bail!("`stages` is not built yet (issue 8)")
+pub fn run(args: StagesArgs) -> anyhow::Result<()> {
+    let transitions = match &args.transitions {
+        Some(path) => read_transitions(path)?,
+        None => study::fig5_transitions(),
+    };
+    let base = StudyConfig {
+        policy: DispatchKind::RoundRobin,
+        weights: vec![1.0; args.service_times.len()],
+        service_times: args.service_times.clone(),
+        transitions,
+        timeout: args.timeout,
+        duration: args.duration,
+        clients: args.clients,
+        session_rate: args.session_rate,
+        mean_session_length: args.session_length,
+        think_time: args.think_time,
+        exponential_service: !args.deterministic_service,
+        seed: args.seed,
+    };
+    let weight_sets: Vec<Vec<f64>> = if args.weights.is_empty() {
+        TABLE2_WEIGHTS.iter().map(|w| w.to_vec()).collect()
+    } else {
+        split_weight_sets(&args.weights, args.service_times.len())?
+    };
+    let mut runs: Vec<StudyConfig> = Vec::new();
+    for &policy in &args.policy {
+        if matches!(policy, DispatchKind::RoundRobin | DispatchKind::Wfs) {
+            runs.extend(weight_sets.iter().map(|w| StudyConfig { policy, weights: w.clone(), ..base.clone() }));
+        } else {
+            runs.push(StudyConfig { policy, ..base.clone() });
+        }
+    }
+
+    if !args.json {
+        println!("{:<6} {:<16} {:>10} {:>10} {:>13} {:>9} {:>8}", "policy", "weights", "completed", "timed_out", "productivity", "aborted", "util");
+    }
+    for config in &runs {
+        let result = study::simulate(config)?;
+        print_row(config, &result, args.json)?;
+    }
+    Ok(())
+}
+
+fn print_row(config: &StudyConfig, result: &StudyResult, json: bool) -> anyhow::Result<()> {
+    let weights = if matches!(config.policy, DispatchKind::RoundRobin | DispatchKind::Wfs) {
+        config.weights.iter().map(|w| format!("{w}")).collect::<Vec<_>>().join(",")
+    } else {
+        "-".to_string()
+    };
+    if json {
+        let mut value = serde_json::to_value(result)?;
+        value["policy"] = config.policy.name().into();
+        value["weights"] = weights.into();
+        value["clients"] = config.clients.into();
+        value["seed"] = config.seed.into();
+        println!("{value}");
+    } else {
+        println!(
+            "{:<6} {:<16} {:>10} {:>10} {:>13} {:>9} {:>8.3}",
+            config.policy.name(),
+            weights,
+            result.completed,
+            result.timed_out,
+            result.productivity,
+            result.sessions_aborted,
+            result.utilization
+        );
+    }
+    Ok(())
+}
+
+/// `--weights 5,1,1,1 --weights 1,5,1,1` arrives flattened: split per stage count.
+fn split_weight_sets(flat: &[f64], stages: usize) -> anyhow::Result<Vec<Vec<f64>>> {
+    anyhow::ensure!(
+        stages > 0 && flat.len() % stages == 0,
+        "--weights has {} numbers; expected a multiple of the number of stages ({stages})",
+        flat.len()
+    );
+    Ok(flat.chunks(stages).map(<[f64]>::to_vec).collect())
+}
+
+/// Reads a transition matrix: one row per line, numbers separated by commas or
+/// whitespace, `#` comments; each row is normalized to sum to one.
+pub fn read_transitions(path: &std::path::Path) -> anyhow::Result<Vec<Vec<f64>>> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading transition matrix {}", path.display()))?;
+    let mut rows = Vec::new();
+    for (number, line) in text.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        let row = line
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|field| !field.is_empty())
+            .map(|field| {
+                field.parse::<f64>().with_context(|| {
+                    format!("{}:{}: {field:?} is not a number; expected probabilities or percentages", path.display(), number + 1)
+                })
+            })
+            .collect::<anyhow::Result<Vec<f64>>>()?;
+        let total: f64 = row.iter().sum();
+        anyhow::ensure!(
+            total > 0.0 && row.iter().all(|p| p.is_finite() && *p >= 0.0),
+            "{}:{}: a row needs non-negative numbers with a positive sum",
+            path.display(),
+            number + 1
+        );
+        rows.push(study::normalize_row(&row));
+    }
+    Ok(rows)
 }

@@ -1,0 +1,47 @@
+//! `sojourn-engine stages` as a user runs it: the default study prints one row
+//! per Table 2 assignment and per other policy; bad input is named.
+
+use std::process::Command;
+
+fn engine() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_sojourn-engine"))
+}
+
+#[test]
+fn default_study_runs_table2_then_the_other_policies() {
+    let out = engine().args(["stages", "--duration", "2000"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let mut lines = stdout.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["policy", "weights", "completed", "timed_out", "productivity", "aborted", "util"]);
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split_whitespace().collect()).collect();
+    let labels: Vec<String> = rows.iter().map(|r| format!("{} {}", r[0], r[1])).collect();
+    assert_eq!(
+        labels,
+        ["rr 1,1,1,1", "rr 5,1,1,1", "rr 1,5,1,1", "rr 1,1,5,1", "rr 1,1,1,5", "rr 5,1,5,1", "rr 1,5,1,5", "dwfs -", "fifo -", "edf -"]
+    );
+    for row in &rows {
+        let number = |i: usize| row[i].parse::<i64>().unwrap();
+        assert_eq!(number(4), number(2) - number(3), "{row:?}");
+    }
+}
+
+#[test]
+fn output_is_deterministic_for_a_seed() {
+    let run = || engine().args(["stages", "--policy", "dwfs", "--seed", "7", "--duration", "1000"]).output().unwrap().stdout;
+    assert_eq!(run(), run());
+}
+
+#[test]
+fn bad_input_names_what_is_accepted() {
+    let out = engine().args(["stages", "--policy", "lifo"]).output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("lifo") && err.contains("fifo, rr, edf, wfs, dwfs"), "{err}");
+    let out = engine().args(["stages", "--policy", "wfs", "--weights", "1,0,1,1"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("weight of stage 1"));
+    let out = engine().args(["stages", "--weights", "1,2,3"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("multiple of the number of stages (4)"));
+}

@@ -1,0 +1,395 @@
+//! The four-queue productivity study of 003 §4.1, in virtual time.
+//!
+//! One CPU serves per-stage queues through a [`Dispatcher`] from
+//! `sojourn-sched` (the code the server's stage pool runs). A session starts at
+//! the first stage (main menu); each completed request is followed after the
+//! think time by one at the stage drawn from the transition matrix (003 Fig. 5)
+//! unless the session ends (probability `1 / mean_session_length` after each
+//! completed request; Fig. 5's rows sum to one, so without a length sessions end
+//! only by abort); a request that misses its timeout aborts its session (003
+//! §5.2). Sessions come from one of two sources:
+//!
+//! - closed loop (`session_rate == 0`): `clients` clients each run one session
+//!   at a time and start a new one when it ends or aborts, like the WebStone
+//!   clients of 003 §5.1;
+//! - open loop (`session_rate > 0`): sessions arrive as a Poisson process and
+//!   are gone once they end or abort, so shedding a session sheds its load.
+//!
+//! Counting (003 §4.1): `completed` are requests finished by their deadline,
+//! `timed_out` are requests that expired in a queue, finished late, were
+//! dropped early or refused by a waiting room; productivity is
+//! `completed - timed_out`. Requests still queued at the end count as neither.
+//!
+//! Guarantees: deterministic for a given configuration and seed; the CPU is
+//! never idle while a request is queued (the dispatcher is work conserving).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+use sojourn_sched::dispatch::{Admission, DispatchConfig, DispatchKind, Dispatcher, StageRequest};
+
+/// 003 Fig. 5: transition probabilities (percent) among MM, CO, SR, BR.
+pub const FIG5_PERCENT: [[f64; 4]; 4] =
+    [[74.8, 0.6, 19.5, 5.1], [13.5, 44.9, 40.2, 1.4], [18.1, 3.4, 74.3, 4.3], [13.7, 1.0, 14.6, 70.7]];
+
+/// The stage names of 003 §2, in the order of Fig. 5.
+pub const STAGE_NAMES: [&str; 4] = ["MM", "CO", "SR", "BR"];
+
+/// 003 §4.1: processing times of MM, CO, SR, BR.
+pub const STUDY_SERVICE_TIMES: [f64; 4] = [0.5, 1.0, 1.5, 2.0];
+
+/// 003 Table 2: the seven weight assignments.
+pub const TABLE2_WEIGHTS: [[f64; 4]; 7] = [
+    [1.0, 1.0, 1.0, 1.0],
+    [5.0, 1.0, 1.0, 1.0],
+    [1.0, 5.0, 1.0, 1.0],
+    [1.0, 1.0, 5.0, 1.0],
+    [1.0, 1.0, 1.0, 5.0],
+    [5.0, 1.0, 5.0, 1.0],
+    [1.0, 5.0, 1.0, 5.0],
+];
+
+/// 003 Fig. 5 as probabilities, each row normalized to sum to one (the
+/// printed SR row sums to 100.1%).
+pub fn fig5_transitions() -> Vec<Vec<f64>> {
+    FIG5_PERCENT.iter().map(|row| normalize_row(row)).collect()
+}
+
+pub fn normalize_row(row: &[f64]) -> Vec<f64> {
+    let total: f64 = row.iter().sum();
+    row.iter().map(|p| p / total).collect()
+}
+
+/// One study run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StudyConfig {
+    pub policy: DispatchKind,
+    /// Static weights (for `wfs`).
+    pub weights: Vec<f64>,
+    pub service_times: Vec<f64>,
+    /// Row-stochastic transition matrix among the stages.
+    pub transitions: Vec<Vec<f64>>,
+    /// The delay bound of every request.
+    pub timeout: f64,
+    pub duration: f64,
+    pub clients: usize,
+    /// Poisson session arrivals per time unit; 0 for the closed loop.
+    pub session_rate: f64,
+    /// Mean requests per session (geometric); `None`: sessions end only by abort.
+    pub mean_session_length: Option<f64>,
+    /// Pause between a response and the session's next request.
+    pub think_time: f64,
+    /// Service times are exponential with the stage's mean when true,
+    /// exactly the stage's time when false.
+    pub exponential_service: bool,
+    pub seed: u64,
+}
+
+impl StudyConfig {
+    /// 003 §4.1 with the given policy and weights.
+    pub fn paper(policy: DispatchKind, weights: &[f64]) -> Self {
+        StudyConfig {
+            policy,
+            weights: weights.to_vec(),
+            service_times: STUDY_SERVICE_TIMES.to_vec(),
+            transitions: fig5_transitions(),
+            timeout: 20.0,
+            duration: 10_000.0,
+            clients: 20,
+            session_rate: 0.0,
+            mean_session_length: None,
+            think_time: 0.0,
+            exponential_service: true,
+            seed: 1,
+        }
+    }
+}
+
+/// What a study run counted.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct StudyResult {
+    pub completed: u64,
+    pub timed_out: u64,
+    /// `completed - timed_out` (003 §4.1).
+    pub productivity: i64,
+    pub sessions_started: u64,
+    pub sessions_aborted: u64,
+    /// Sessions that reached their end (only with a mean session length).
+    pub sessions_completed: u64,
+    /// Completed requests per stage.
+    pub completed_by_stage: Vec<u64>,
+    /// Fraction of the duration the CPU was busy.
+    pub utilization: f64,
+    /// Busy time spent on requests that then missed their deadline.
+    pub wasted_cpu: f64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    /// The CPU finished the request it was running.
+    Done,
+    /// A client issues its next request.
+    Issue(usize),
+    /// Open loop: a new session arrives.
+    Arrival,
+}
+
+/// Time as a totally ordered key for the event heap.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct At(f64);
+impl Eq for At {}
+impl PartialOrd for At {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for At {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+/// Runs one study. Errors name the bad configuration value.
+pub fn simulate(config: &StudyConfig) -> anyhow::Result<StudyResult> {
+    let n = config.service_times.len();
+    let open = config.session_rate > 0.0;
+    anyhow::ensure!(
+        config.session_rate.is_finite() && config.session_rate >= 0.0,
+        "session rate {}; expected a finite number >= 0 (0 for closed-loop clients)",
+        config.session_rate
+    );
+    anyhow::ensure!(open || config.clients > 0, "clients = 0 and no session rate; expected one of them");
+    let end_probability = match config.mean_session_length {
+        None => 0.0,
+        Some(length) if length.is_finite() && length >= 1.0 => 1.0 / length,
+        Some(length) => anyhow::bail!("mean session length {length}; expected a finite number >= 1"),
+    };
+    anyhow::ensure!(
+        config.duration.is_finite() && config.duration > 0.0,
+        "duration {}; expected a finite number > 0",
+        config.duration
+    );
+    anyhow::ensure!(
+        config.think_time.is_finite() && config.think_time >= 0.0,
+        "think time {}; expected a finite number >= 0",
+        config.think_time
+    );
+    check_stochastic(&config.transitions, n)?;
+    let dispatch_config = DispatchConfig {
+        service_times: config.service_times.clone(),
+        class_timeouts: vec![config.timeout],
+        transitions: config.transitions.clone(),
+        weights: config.weights.clone(),
+    };
+    let mut dispatcher = Dispatcher::new(config.policy, &dispatch_config)?;
+    let mut rng = SmallRng::seed_from_u64(config.seed);
+    let mut result = StudyResult { completed_by_stage: vec![0; n], ..StudyResult::default() };
+
+    // Per client (open loop: per session): the stage of its next request
+    // (None: start a new session).
+    let mut next_stage: Vec<Option<usize>> = vec![None; if open { 0 } else { config.clients }];
+    let mut events: BinaryHeap<Reverse<(At, u64, Event)>> = BinaryHeap::new();
+    let mut seq = 0u64;
+    let mut schedule = |events: &mut BinaryHeap<_>, at: f64, event: Event| {
+        events.push(Reverse((At(at), seq, event)));
+        seq += 1;
+    };
+    for client in 0..next_stage.len() {
+        schedule(&mut events, 0.0, Event::Issue(client));
+    }
+    if open {
+        schedule(&mut events, exponential(1.0 / config.session_rate, &mut rng), Event::Arrival);
+    }
+    // (request, deadline, start of service) of the request on the CPU.
+    let mut running: Option<(StageRequest, f64, f64)> = None;
+    let mut busy = 0.0;
+    // owner[request id] = the client that issued it.
+    let mut owner: Vec<usize> = Vec::new();
+    let mut gone = Vec::new();
+
+    while let Some(Reverse((At(now), _, event))) = events.pop() {
+        if now > config.duration {
+            break;
+        }
+        match event {
+            Event::Issue(client) => {
+                let stage = match next_stage[client] {
+                    Some(stage) => stage,
+                    None => {
+                        result.sessions_started += 1;
+                        0
+                    }
+                };
+                let request = StageRequest { id: owner.len() as u64, stage, class: 0, arrival: now };
+                owner.push(client);
+                if let Admission::Refused(request) = dispatcher.push(request, now) {
+                    gone.push(request);
+                }
+            }
+            Event::Arrival => {
+                next_stage.push(None);
+                schedule(&mut events, now, Event::Issue(next_stage.len() - 1));
+                schedule(&mut events, now + exponential(1.0 / config.session_rate, &mut rng), Event::Arrival);
+            }
+            Event::Done => {
+                if let Some((request, deadline, started)) = running.take() {
+                    let client = owner[request.id as usize];
+                    busy += now - started;
+                    if now <= deadline {
+                        result.completed += 1;
+                        result.completed_by_stage[request.stage] += 1;
+                        let ends = end_probability > 0.0 && rng.gen::<f64>() < end_probability;
+                        if ends {
+                            result.sessions_completed += 1;
+                            next_stage[client] = None;
+                        } else {
+                            next_stage[client] = Some(sample(&config.transitions[request.stage], &mut rng));
+                        }
+                        if !(ends && open) {
+                            schedule(&mut events, now + config.think_time, Event::Issue(client));
+                        }
+                    } else {
+                        result.wasted_cpu += now - started;
+                        gone.push(request);
+                    }
+                }
+            }
+        }
+        if running.is_none() {
+            dispatcher.remove_expired(now, &mut gone);
+            if let Some(request) = dispatcher.pop(now, &mut gone) {
+                let mean = config.service_times[request.stage];
+                let service = if config.exponential_service { exponential(mean, &mut rng) } else { mean };
+                let deadline = dispatcher.deadline(&request);
+                schedule(&mut events, now + service, Event::Done);
+                running = Some((request, deadline, now));
+            }
+        }
+        // Every request that missed its bound aborts its session (003 §5.2).
+        for request in gone.drain(..) {
+            let client = owner[request.id as usize];
+            result.timed_out += 1;
+            result.sessions_aborted += 1;
+            next_stage[client] = None;
+            if !open {
+                schedule(&mut events, now + config.think_time, Event::Issue(client));
+            }
+        }
+    }
+    result.productivity = result.completed as i64 - result.timed_out as i64;
+    result.utilization = busy / config.duration;
+    Ok(result)
+}
+
+fn exponential(mean: f64, rng: &mut SmallRng) -> f64 {
+    -mean * (1.0 - rng.gen::<f64>()).ln()
+}
+
+/// Draws the next stage from a row of the transition matrix.
+fn sample(row: &[f64], rng: &mut SmallRng) -> usize {
+    let mut u: f64 = rng.gen();
+    for (j, p) in row.iter().enumerate() {
+        if u < *p {
+            return j;
+        }
+        u -= p;
+    }
+    row.len() - 1
+}
+
+fn check_stochastic(transitions: &[Vec<f64>], n: usize) -> anyhow::Result<()> {
+    anyhow::ensure!(transitions.len() == n, "transition matrix has {} rows; expected one per stage ({n})", transitions.len());
+    for (i, row) in transitions.iter().enumerate() {
+        anyhow::ensure!(row.len() == n, "transition matrix row {i} has {} entries; expected {n}", row.len());
+        anyhow::ensure!(
+            row.iter().all(|p| p.is_finite() && *p >= 0.0),
+            "transition matrix row {i} has a negative or non-finite entry; expected probabilities"
+        );
+        let total: f64 = row.iter().sum();
+        anyhow::ensure!((total - 1.0).abs() < 1e-6, "transition matrix row {i} sums to {total}; expected 1");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(policy: DispatchKind, weights: &[f64]) -> StudyResult {
+        simulate(&StudyConfig::paper(policy, weights)).unwrap()
+    }
+
+    #[test]
+    fn same_seed_same_result_other_seed_other_result() {
+        let config = StudyConfig::paper(DispatchKind::Dwfs, &[]);
+        assert_eq!(simulate(&config).unwrap(), simulate(&config).unwrap());
+        let other = StudyConfig { seed: 2, ..config.clone() };
+        assert_ne!(simulate(&config).unwrap(), simulate(&other).unwrap());
+    }
+
+    #[test]
+    fn table2_ordering_of_weight_assignments() {
+        // 003 Table 2 under weighted round robin: favouring MM is best, MM and SR
+        // second, equal weights beat favouring SR alone (the paper's ranks 1, 2,
+        // 3 and 1,1,1,1 > 1,1,5,1). The paper also ranks 1,1,5,1 above the CO
+        // and BR assignments; here it comes last (docs/dwfs.md).
+        let p: Vec<i64> = TABLE2_WEIGHTS.iter().map(|w| run(DispatchKind::RoundRobin, w).productivity).collect();
+        let [equal, mm, _co, sr, _br, mm_sr, _co_br] = p[..] else { unreachable!() };
+        assert!(mm > mm_sr && mm_sr > equal && equal > sr, "{p:?}");
+        for (i, other) in p.iter().enumerate().skip(2).filter(|(i, _)| *i != 5) {
+            assert!(mm_sr > *other, "5,1,5,1 vs assignment {i}: {p:?}");
+        }
+        // Best several times the worst (the paper: nearly eight times).
+        let worst = *p.iter().min().unwrap();
+        assert!(mm > 2 * worst, "{p:?}");
+    }
+
+    #[test]
+    fn dwfs_beats_static_equal_weights_and_fifo() {
+        let dwfs = run(DispatchKind::Dwfs, &[]);
+        let rr = run(DispatchKind::RoundRobin, &[1.0; 4]);
+        let fifo = run(DispatchKind::Fifo, &[]);
+        assert!(dwfs.productivity > rr.productivity, "{dwfs:?} vs {rr:?}");
+        assert!(dwfs.productivity > fifo.productivity, "{dwfs:?} vs {fifo:?}");
+        // DWFS drops early instead of finishing late: less CPU spent on misses.
+        assert!(dwfs.wasted_cpu < fifo.wasted_cpu, "{dwfs:?} vs {fifo:?}");
+    }
+
+    #[test]
+    fn light_load_loses_nothing() {
+        // One client, no contention: every request meets a 20-unit bound
+        // unless its exponential service time alone exceeds it (e^-10 for SR).
+        for policy in DispatchKind::ALL {
+            let config = StudyConfig { clients: 1, duration: 2_000.0, ..StudyConfig::paper(policy, &[]) };
+            let r = simulate(&config).unwrap();
+            assert_eq!(r.timed_out, 0, "{policy}: {r:?}");
+            assert!(r.completed > 1_000, "{policy}: {r:?}");
+        }
+    }
+
+    #[test]
+    fn open_loop_sessions_complete() {
+        let config = StudyConfig {
+            session_rate: 0.05,
+            mean_session_length: Some(10.0),
+            ..StudyConfig::paper(DispatchKind::Dwfs, &[])
+        };
+        let r = simulate(&config).unwrap();
+        assert!(r.sessions_completed > 300 && r.sessions_started >= r.sessions_completed + r.sessions_aborted, "{r:?}");
+    }
+
+    #[test]
+    fn bad_configurations_are_named() {
+        let mut config = StudyConfig::paper(DispatchKind::Fifo, &[]);
+        config.transitions[1][1] += 0.5;
+        let err = simulate(&config).unwrap_err().to_string();
+        assert!(err.contains("row 1 sums to"), "{err}");
+        let config = StudyConfig { clients: 0, ..StudyConfig::paper(DispatchKind::Fifo, &[]) };
+        assert!(simulate(&config).unwrap_err().to_string().contains("clients = 0"));
+        let config = StudyConfig { mean_session_length: Some(0.5), ..StudyConfig::paper(DispatchKind::Fifo, &[]) };
+        assert!(simulate(&config).unwrap_err().to_string().contains("session length 0.5"));
+    }
+}
