@@ -1,6 +1,9 @@
 //! Output files of a run (docs/formats.md): `records.csv`, one row per attempt, streamed;
 //! `intervals.csv`, one row per second; `summary.json`. Memory is constant in the number
-//! of records (histograms and counters only).
+//! of records (histograms and counters only). Rows are formatted on the event loop thread
+//! and written to disk by one writer thread per file ([`BackgroundFile`]), so a slow disk
+//! never stalls pacing; at most [`QUEUED_CHUNKS`] chunks of [`CHUNK`] bytes wait in memory
+//! (beyond that the loop waits: back-pressure, never dropped rows).
 //!
 //! `summary.json` keys: `mode`, `target`, `duration_s` (first schedule to last outcome),
 //! `requests` (logical), `attempts`, `outcomes` (final outcome -> count; they sum to
@@ -18,6 +21,78 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::thread::JoinHandle;
+
+/// Bytes handed to a writer thread at once.
+pub const CHUNK: usize = 256 * 1024;
+/// Chunks that may wait for the disk before the event loop blocks.
+pub const QUEUED_CHUNKS: usize = 64;
+
+/// A file written by its own thread: `write` only appends to memory and queues full chunks.
+pub struct BackgroundFile {
+    buffer: Vec<u8>,
+    sender: Option<SyncSender<Vec<u8>>>,
+    writer: Option<JoinHandle<std::io::Result<()>>>,
+}
+
+impl BackgroundFile {
+    pub fn create(path: &Path) -> anyhow::Result<Self> {
+        let file = File::create(path).with_context(|| format!("creating {}", path.display()))?;
+        let (sender, receiver) = sync_channel::<Vec<u8>>(QUEUED_CHUNKS);
+        let writer = std::thread::Builder::new().name("load-writer".into()).spawn(move || {
+            // If the generator runs with real-time priority (chrt), the disk writer must not:
+            // it would take the CPU from pacing. Normal scheduling and lowest nice for it.
+            let normal = libc::sched_param { sched_priority: 0 };
+            // SAFETY: sched_setscheduler/setpriority on the calling thread (0) with a valid param.
+            unsafe {
+                libc::sched_setscheduler(0, libc::SCHED_OTHER, &normal);
+                libc::setpriority(libc::PRIO_PROCESS, 0, 19);
+            }
+            let mut file = BufWriter::new(file);
+            for chunk in receiver {
+                file.write_all(&chunk)?;
+            }
+            file.flush()
+        })?;
+        Ok(BackgroundFile { buffer: Vec::with_capacity(CHUNK), sender: Some(sender), writer: Some(writer) })
+    }
+
+    fn send(&mut self) -> std::io::Result<()> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        let chunk = std::mem::replace(&mut self.buffer, Vec::with_capacity(CHUNK));
+        let sender = self.sender.as_ref().ok_or_else(|| std::io::Error::other("file already finished"))?;
+        sender.send(chunk).map_err(|_| std::io::Error::other("the writer thread stopped (see the error at finish)"))
+    }
+
+    /// Write everything out and wait for the writer thread; reports its I/O error if any.
+    pub fn finish(&mut self) -> std::io::Result<()> {
+        let sent = self.send();
+        self.sender = None;
+        let written = match self.writer.take() {
+            Some(writer) => writer.join().unwrap_or_else(|_| Err(std::io::Error::other("the writer thread panicked"))),
+            None => Ok(()),
+        };
+        written.and(sent)
+    }
+}
+
+impl Write for BackgroundFile {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        self.buffer.extend_from_slice(data);
+        if self.buffer.len() >= CHUNK {
+            self.send()?;
+        }
+        Ok(data.len())
+    }
+
+    /// Queues what is buffered; [`BackgroundFile::finish`] waits for the disk.
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.send()
+    }
+}
 
 use crate::workload::Nanos;
 
@@ -141,8 +216,8 @@ fn new_histogram() -> Histogram<u64> {
 
 /// Streams records and intervals; accumulates what summary.json needs.
 pub struct Recorder {
-    records: csv::Writer<BufWriter<File>>,
-    intervals: csv::Writer<BufWriter<File>>,
+    records: csv::Writer<BackgroundFile>,
+    intervals: csv::Writer<BackgroundFile>,
     current_second: u64,
     current: Interval,
     pub requests: u64,
@@ -172,10 +247,8 @@ struct IntervalRow {
 impl Recorder {
     pub fn create(dir: &Path) -> anyhow::Result<Self> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating output directory {}", dir.display()))?;
-        let open = |name: &str| -> anyhow::Result<csv::Writer<BufWriter<File>>> {
-            let path = dir.join(name);
-            let file = File::create(&path).with_context(|| format!("creating {}", path.display()))?;
-            Ok(csv::Writer::from_writer(BufWriter::with_capacity(1 << 20, file)))
+        let open = |name: &str| -> anyhow::Result<csv::Writer<BackgroundFile>> {
+            Ok(csv::Writer::from_writer(BackgroundFile::create(&dir.join(name))?))
         };
         Ok(Recorder {
             records: open("records.csv")?,
@@ -288,11 +361,9 @@ impl Recorder {
     /// Flush the files and return the common part of summary.json.
     pub fn finish(mut self, now: Nanos, in_flight: u64, connections_open: u64) -> anyhow::Result<serde_json::Value> {
         self.tick(now + 1_000_000_000, in_flight, connections_open)?;
-        self.records.flush()?;
-        self.intervals.flush()?;
         let names = |map: &BTreeMap<Outcome, u64>| -> BTreeMap<&'static str, u64> { map.iter().map(|(k, v)| (k.name(), *v)).collect() };
         let duration = self.duration_s();
-        Ok(serde_json::json!({
+        let summary = serde_json::json!({
             "duration_s": duration,
             "requests": self.requests,
             "attempts": self.attempts,
@@ -304,7 +375,12 @@ impl Recorder {
             "ttfb_s": describe(&self.ttfb),
             "service_time_s": describe(&self.service_time),
             "lag_s": describe(&self.lag),
-        }))
+        });
+        for (writer, name) in [(self.records, "records.csv"), (self.intervals, "intervals.csv")] {
+            let mut file = writer.into_inner().map_err(|err| err.into_error()).with_context(|| format!("writing {name}"))?;
+            file.finish().with_context(|| format!("writing {name}"))?;
+        }
+        Ok(summary)
     }
 }
 
