@@ -7,3 +7,4 @@ cd "$(dirname "$0")/.."
 mkdir -p bench/out
 # One line per benchmark script (each is runnable on its own too):
 bench/workloads/run.sh
+bench/load/run.sh

@@ -1,0 +1,142 @@
+"""`sojourn-engine load` against its peers on loopback (see run.sh for usage).
+
+1. Capacity: `load capacity` (C keep-alive connections, every record written) vs
+   `wrk -t1 -cC`, rounds alternating, against one nginx worker serving 1 KiB; ratio of
+   median requests/s (issue 3 asks for >= 1.0).
+2. Open loop at 20,000 requests/s: `load open --rate 20000` (Poisson) — achieved rate vs
+   target and generator lag p99 (asks: within 1 %, <= 1 ms) — beside wrk2 -R 20000
+   (constant rate), whose achieved rate and corrected latency percentiles are printed.
+
+With root, the generators and the nginx worker run SCHED_FIFO (chrt -f 20), each the same,
+so that other work on a shared machine does not decide the figures (--no-rt to disable).
+Writes bench/out/load.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import tempfile
+from pathlib import Path
+
+from sojourn.engine import engine_path
+from sojourn.peers import Peer, PeerConfig, free_port, live_group_members
+from sojourn.workloads.docroot import content, file_for
+
+REPO = Path(__file__).resolve().parents[2]
+PATH = "/1k.bin"
+RATE = 20_000
+
+
+def realtime(argv: list[str], enabled: bool) -> list[str]:
+    return ["chrt", "-f", "20", *argv] if enabled else argv
+
+
+def wrk_rps(output: str) -> float:
+    match = re.search(r"Requests/sec:\s+([\d.]+)", output)
+    if not match:
+        raise RuntimeError(f"no Requests/sec in wrk output:\n{output}")
+    return float(match.group(1))
+
+
+def wrk2_percentiles(output: str) -> dict[str, float]:
+    """Corrected latency percentiles (ms) from wrk2 --latency."""
+    units = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 6e4}
+    found = {}
+    for quantile, value, unit in re.findall(r"^\s+(50|90|99|99\.9)\.000%\s+([\d.]+)(us|ms|s|m)\s*$", output, re.M):
+        found[f"p{quantile.replace('.', '')}_ms"] = float(value) * units[unit]
+    return found
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=5.0, help="duration of each run (default %(default)s)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating capacity rounds (default %(default)s)")
+    parser.add_argument("--connections", type=int, default=64, help="connections for the capacity runs (default %(default)s)")
+    parser.add_argument("--no-rt", action="store_true", help="do not use SCHED_FIFO even as root")
+    args = parser.parse_args()
+    rt = os.geteuid() == 0 and shutil.which("chrt") is not None and not args.no_rt
+    engine = str(engine_path())
+    wrk2 = os.environ.get("WRK2", "/tmp/wrk2/wrk")
+    if not shutil.which("wrk"):
+        raise SystemExit("wrk is not installed (apt-get install wrk)")
+    result: dict = {"realtime": rt, "seconds": args.seconds, "connections": args.connections, "path": PATH}
+    with tempfile.TemporaryDirectory(prefix="sojourn-bench-load-") as scratch:
+        work = Path(scratch)
+        root = work / "docroot"
+        target = file_for(root, PATH)
+        target.parent.mkdir(parents=True)
+        target.write_bytes(content(PATH, size=1024))
+        port = free_port()
+        with Peer(PeerConfig(kind="nginx", root=root, port=port, workers=1)) as nginx:
+            if rt:
+                for pid in live_group_members(nginx.process.pid):
+                    subprocess.run(["chrt", "-f", "-p", "20", str(pid)], check=True)
+            url = f"http://127.0.0.1:{port}{PATH}"
+            ours, theirs = [], []
+            for round_number in range(args.rounds):
+                out = work / f"cap{round_number}"
+                subprocess.run(realtime([engine, "load", "capacity", "--target", f"127.0.0.1:{port}", "--out", str(out),
+                                         "--connections", str(args.connections), "--duration", str(args.seconds),
+                                         "--path", PATH, "--requests-per-conn", "0", "--quiet"], rt),
+                               check=True, capture_output=True)
+                summary = json.loads((out / f"c{args.connections}" / "summary.json").read_text())
+                rows = sum(1 for _ in open(out / f"c{args.connections}" / "records.csv")) - 1
+                assert rows == summary["attempts"], "every record written"
+                ours.append(summary["throughput_rps"])
+                wrk = subprocess.run(realtime(["wrk", "-t1", f"-c{args.connections}", f"-d{args.seconds:g}s", url], rt),
+                                     check=True, capture_output=True, text=True)
+                theirs.append(wrk_rps(wrk.stdout))
+                print(f"capacity round {round_number}: sojourn load {ours[-1]:.0f}/s, wrk {theirs[-1]:.0f}/s", flush=True)
+            result["capacity"] = {"sojourn_rps": ours, "wrk_rps": theirs,
+                                  "ratio_of_medians": statistics.median(ours) / statistics.median(theirs)}
+
+            result["open"], result["wrk2"] = [], []
+            for round_number in range(args.rounds):
+                out = work / f"open{round_number}"
+                subprocess.run(realtime([engine, "load", "open", "--target", f"127.0.0.1:{port}", "--out", str(out),
+                                         "--rate", str(RATE), "--duration", str(args.seconds), "--path", PATH,
+                                         "--clients", "64", "--conns-per-client", "4", "--requests-per-conn", "0",
+                                         "--quiet"], rt), check=True, capture_output=True)
+                summary = json.loads((out / "summary.json").read_text())
+                issued = summary["requests"]
+                row = {
+                    "target_rps": RATE,
+                    "issued_rps": issued / args.seconds,
+                    "rate_error": issued / args.seconds / RATE - 1,
+                    "completed_ok": summary["outcomes"].get("ok", 0),
+                    "lag_p99_ms": summary["lag_s"]["p99"] * 1e3,
+                    "lag_p999_ms": summary["lag_s"]["p999"] * 1e3,
+                    "response_p50_ms": summary["response_time_s"]["p50"] * 1e3,
+                    "response_p99_ms": summary["response_time_s"]["p99"] * 1e3,
+                    "loop_busy_fraction": summary["loop_busy_fraction"],
+                }
+                result["open"].append(row)
+                print(f"open 20k/s round {round_number}: issued {row['issued_rps']:.0f}/s ({row['rate_error']:+.2%}), "
+                      f"lag p99 {row['lag_p99_ms']:.3f} ms, response p50 {row['response_p50_ms']:.3f} "
+                      f"p99 {row['response_p99_ms']:.3f} ms", flush=True)
+                if not Path(wrk2).is_file():
+                    print(f"wrk2 not found at {wrk2}: skipped (see bench/load/run.sh)")
+                    continue
+                run = subprocess.run(realtime([wrk2, "-t1", "-c256", f"-d{args.seconds:g}s", f"-R{RATE}", "--latency", url], rt),
+                                     check=True, capture_output=True, text=True)
+                row = {"target_rps": RATE, "achieved_rps": wrk_rps(run.stdout),
+                       "rate_error": wrk_rps(run.stdout) / RATE - 1, **wrk2_percentiles(run.stdout)}
+                result["wrk2"].append(row)
+                print(f"wrk2 -R 20000 round {round_number}: achieved {row['achieved_rps']:.0f}/s ({row['rate_error']:+.2%}), "
+                      f"corrected latency {({k: round(v, 3) for k, v in row.items() if k.endswith('_ms')})}", flush=True)
+    out_dir = REPO / "bench" / "out"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "load.json").write_text(json.dumps(result, indent=2) + "\n")
+    cap = result["capacity"]
+    print(f"capacity ratio sojourn/wrk (medians): {cap['ratio_of_medians']:.2f}  -> bench/out/load.json")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
