@@ -66,6 +66,8 @@ class PeerConfig:
     policy: str = "fair"
     kernel_bands: bool = False
     band_cutoffs: str | None = None
+    # sojourn only: port of the Prometheus admin listener (--admin), None = off.
+    admin_port: int | None = None
     extra_args: list[str] = field(default_factory=list)
     # kind == "command": the argv to run.
     command: list[str] = field(default_factory=list)
@@ -79,8 +81,8 @@ class PeerConfig:
             raise PeerError(f"workers must be >= 1, got {self.workers}")
         if self.kind == "sojourn" and self.policy not in POLICIES:
             raise PeerError(f"unknown policy {self.policy!r} for sojourn; accepted: {', '.join(POLICIES)}")
-        if self.kind != "sojourn" and (self.policy != "fair" or self.kernel_bands):
-            raise PeerError(f"policy/kernel_bands apply to the sojourn server only, not {self.kind}")
+        if self.kind != "sojourn" and (self.policy != "fair" or self.kernel_bands or self.admin_port):
+            raise PeerError(f"policy/kernel_bands/admin_port apply to the sojourn server only, not {self.kind}")
         if self.kind == "command" and not self.command:
             raise PeerError("kind 'command' needs a non-empty command argv")
         if not Path(self.root).is_dir():
@@ -186,6 +188,8 @@ class Peer:
                 argv += ["--cutoffs", c.band_cutoffs]
         if c.access_log:
             argv += ["--access-log", str(c.access_log)]
+        if c.admin_port:
+            argv += ["--admin", f"{c.addr}:{c.admin_port}"]
         return argv + c.extra_args
 
     def _argv_nginx(self, work: Path) -> list[str]:
@@ -334,6 +338,15 @@ class Peer:
     @property
     def url(self) -> str:
         return f"http://{self.config.addr}:{self.config.port}"
+
+    @property
+    def metrics_url(self) -> str | None:
+        """Where the server reports its own counters: sojourn's Prometheus ``/metrics``
+        (with ``admin_port``), nginx's stub_status, apache2's mod_status; else None."""
+        c = self.config
+        if c.kind == "sojourn":
+            return f"http://{c.addr}:{c.admin_port}/metrics" if c.admin_port else None
+        return {"nginx": f"{self.url}/nginx_status", "apache2": f"{self.url}/server-status?auto"}.get(c.kind)
 
     def start(self) -> "Peer":
         self.workdir = Path(tempfile.mkdtemp(prefix=f"sojourn-peer-{self.config.kind}-"))

@@ -114,6 +114,10 @@ def test_run_one_server(label, tmp_path, results_root):
         lines = (directory / "access.log").read_text().splitlines()
         # The readiness probe plus one line per request.
         assert len(lines) == inputs["requests"] + 1
+    # The server's own counters: Prometheus text, stub_status or mod_status.
+    metrics = (directory / "server_metrics.txt").read_text()
+    marker = {"nginx": "Active connections", "apache2": "Total Accesses"}.get(label, "# TYPE")
+    assert marker in metrics, metrics[:300]
     classes = json.loads((directory / "network_end.json").read_text())["class"]
     sent = {int(prio): int(sent) for prio, sent in re.findall(r"prio (\d+) rate .*?\n Sent (\d+) bytes", classes)}
     if label == "sojourn-srpt":

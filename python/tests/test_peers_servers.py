@@ -7,6 +7,7 @@ import http.client
 import os
 import shutil
 import subprocess
+import urllib.request
 import uuid
 from pathlib import Path
 
@@ -55,7 +56,8 @@ def test_serves_docroot_with_keepalive_and_log(kind, docroot):
     root, objects = docroot
     log = root / f"{kind}-access.log"
     port = free_port()
-    peer = Peer(PeerConfig(kind=kind, root=root, port=port, workers=2, access_log=log))
+    admin = free_port() if kind == "sojourn" else None
+    peer = Peer(PeerConfig(kind=kind, root=root, port=port, workers=2, access_log=log, admin_port=admin))
     with peer:
         pgid = peer.process.pid
         workdir = peer.workdir
@@ -68,6 +70,9 @@ def test_serves_docroot_with_keepalive_and_log(kind, docroot):
         # Both answers came over one connection: keep-alive works.
         assert conn.sock is not None
         conn.close()
+        if peer.metrics_url:
+            with urllib.request.urlopen(peer.metrics_url, timeout=10) as answer:
+                assert answer.status == 200 and answer.read()
         missing = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
         missing.request("GET", "/o/none.bin")
         assert missing.getresponse().status == 404
@@ -86,7 +91,7 @@ def test_bad_configs_are_named(docroot, tmp_path):
         Peer(PeerConfig(kind="iis", root=root, port=8080))
     with pytest.raises(PeerError, match="not a directory"):
         Peer(PeerConfig(kind="nginx", root=root / "nope", port=8080))
-    with pytest.raises(PeerError, match="policy/kernel_bands apply to the sojourn server only"):
+    with pytest.raises(PeerError, match="policy/kernel_bands/admin_port apply to the sojourn server only"):
         Peer(PeerConfig(kind="nginx", root=root, port=8080, policy="srpt"))
     with pytest.raises(PeerError, match="unknown policy 'sjf'"):
         Peer(PeerConfig(kind="sojourn", root=root, port=8080, policy="sjf"))

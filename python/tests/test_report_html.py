@@ -146,3 +146,22 @@ def test_report_opens_in_chromium(policy_results, tmp_path):
     assert shot.returncode == 0, shot.stderr[-2000:]
     assert screenshot.read_bytes().startswith(b"\x89PNG")
     assert screenshot.stat().st_size > 20_000  # a rendered page, not a blank one
+
+
+MEASURED = Path(__file__).resolve().parent / "data" / "measured" / "smoke"
+
+
+def test_report_on_measured_results(tmp_path):
+    """A stored real run (5 s at rho 0.6 through the testbed: sojourn fair and srpt with
+    kernel bands, recorded by `sojourn run`) rebuilds into a report offline."""
+    directory = tmp_path / "smoke"
+    shutil.copytree(MEASURED, directory)
+    report = build_report(directory)
+    text = report.read_text()
+    assert len(images(report)) == 6
+    fair = json.loads((directory / "fair" / "0" / "summary.json").read_text())
+    srpt = json.loads((directory / "srpt" / "0" / "summary.json").read_text())
+    ratio = srpt["response_mean"] / fair["response_mean"]
+    srpt_row = re.search(r"<tr><td>srpt</td><td>1</td>(.*?)</tr>", text).group(1)
+    assert f"<td>{ratio:.3g}</td>" in srpt_row
+    assert "(partial)" not in text

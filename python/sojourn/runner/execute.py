@@ -188,11 +188,12 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                 kind=server_cfg["kind"], root=inputs.docroot, addr=tb.server_addr, port=server_cfg["port"],
                 workers=server_cfg["workers"], netns=tb.server_ns, policy=server_cfg["policy"],
                 kernel_bands=server_cfg["kernel_bands"], band_cutoffs=run.config["network"]["bands"] or None,
+                admin_port=server_cfg["port"] + 1 if server_cfg["kind"] == "sojourn" else None,
                 access_log=directory / "access.log" if server_cfg["access_log"] else None,
                 extra_args=list(server_cfg["args"]), command=list(server_cfg["command"]))
             progress.phase = "server"
             on_progress(progress)
-            with peers.Peer(peer_cfg, log_dir=directory):
+            with peers.Peer(peer_cfg, log_dir=directory) as peer:
                 tb.start_counters(directory / "counters.csv", interval_s=collect["interval_s"])
                 addrs = [a for group in tb.client_addrs.values() for a in group]
                 argv = load_command(engine, inputs, f"{tb.server_addr}:{server_cfg['port']}", directory, workload, addrs)
@@ -208,6 +209,7 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                         _interrupt(load_proc)
                         raise
                 tb.stop_counters()
+                _save_server_metrics(tb, peer, directory / "server_metrics.txt")
                 # The uplink's qdisc and class statistics after the run (bytes per band).
                 end = tb.describe()
                 layout.write_json(directory / "network_end.json", {"qdisc": end["qdisc"], "class": end["class"],
@@ -229,6 +231,16 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
             state, reason = "partial", f"{reason}; summary failed: {err}".lstrip("; ")
         layout.mark(directory, state, reason)
     return state
+
+
+def _save_server_metrics(tb, peer: peers.Peer, path: Path) -> None:
+    """The server's own counters after the load (Prometheus text, stub_status or
+    mod_status), fetched inside the server's namespace; nothing when it has none."""
+    if not peer.metrics_url:
+        return
+    answer = tb.run(tb.server_ns, ["curl", "-s", "--max-time", "5", peer.metrics_url], capture_output=True)
+    if answer.returncode == 0 and answer.stdout:
+        path.write_bytes(answer.stdout)
 
 
 def _adopt_load_summary(directory: Path) -> None:
