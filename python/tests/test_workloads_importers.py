@@ -24,7 +24,9 @@ CLF_LINES = [
 COMBINED_LINES = [
     '127.0.0.1 - frank [10/Oct/2000:13:55:36 -0700] "GET /apache_pb.gif HTTP/1.0" 200 2326 "http://www.example.com/start.html" "Mozilla/4.08 [en] (Win98; I ;Nav)"',
     '127.0.0.2 - - [10/Oct/2000:13:55:37 -0700] "GET http://example.com/full/form.html?q=1 HTTP/1.1" 200 99 "-" "curl/8"',
-    '127.0.0.1 - frank [10/Oct/2000:13:55:38 -0700] "HEAD /apache_pb.gif HTTP/1.0" 200 0 "-" "x"',
+    '127.0.0.1 - frank [10/Oct/2000:13:55:38 -0700] "HEAD /apache_pb.gif HTTP/1.0" 200 0 "-" "x \\"quoted\\" agent"',
+    # Our server's access log (crates/server/src/access_log.rs): Combined plus service microseconds.
+    '10.0.0.2 - - [10/Oct/2000:20:55:39 +0000] "GET /o/00017.bin HTTP/1.1" 200 1520 "-" "sojourn-load" 5321',
 ]
 
 
@@ -76,9 +78,11 @@ def test_within_second_spread_is_seeded(tmp_path):
 
 def test_combined_and_gzip(tmp_path):
     trace, report = importers.import_clf(write(tmp_path, "combined.log.gz", COMBINED_LINES, compress=True), seed=0)
-    assert report.skipped == 0 and report.imported == 3 and not report.truncated
-    assert list(trace["path"]) == ["/apache_pb.gif", "/full/form.html", "/apache_pb.gif"]
-    assert list(trace["size"]) == [2326, 99, 2326]
+    assert report.skipped == 0 and report.imported == 4 and not report.truncated
+    assert list(trace["path"]) == ["/apache_pb.gif", "/full/form.html", "/apache_pb.gif", "/o/00017.bin"]
+    assert list(trace["size"]) == [2326, 99, 2326, 1520]
+    # Time zones are honoured: 20:55:39 +0000 is one second after 13:55:38 -0700.
+    assert trace["arrival_s"].iloc[3] == pytest.approx(3.0, abs=1.0)
 
 
 def test_truncated_gzip_keeps_what_was_readable(tmp_path):

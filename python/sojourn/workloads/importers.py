@@ -83,11 +83,14 @@ def read_bytes(path: str | os.PathLike) -> tuple[bytes, bool]:
     return b"".join(out), False
 
 
-# Common Log Format, optionally followed by the Combined fields:
-# host ident authuser [date] "request" status bytes ["referer" "user-agent"]
+# Common Log Format, optionally followed by the Combined fields and a service time:
+# host ident authuser [date] "request" status bytes ["referer" "user-agent" [micros]]
+# (quoted fields may hold backslash escapes, as Apache writes them; our server's log,
+# crates/server/src/access_log.rs, appends the microseconds like Apache's %D).
+QUOTED = r'"(?:[^"\\]|\\.)*"'
 CLF = (
-    r'^(?P<host>\S+) \S+ \S+ \[(?P<time>[^\]]+)\] "(?P<request>[^"]*)" '
-    r'(?P<status>\d{3}) (?P<bytes>\d+|-)(?: "[^"]*" "[^"]*")?\s*$'
+    r'^(?P<host>\S+) \S+ \S+ \[(?P<time>[^\]]+)\] "(?P<request>(?:[^"\\]|\\.)*)" '
+    rf"(?P<status>\d{{3}}) (?P<bytes>\d+|-)(?: {QUOTED} {QUOTED}(?: \d+)?)?\s*$"
 )
 # "METHOD target [HTTP/x.y]"; an absolute-form target keeps only its path, and the
 # query is dropped (a docroot file has one content per path; replay is of static objects).

@@ -410,6 +410,12 @@ def apply_locality(objects: np.ndarray, probability: float, mean_distance: float
 ARRIVALS = ("poisson", "onoff")
 
 
+def _arrivals(kind: str, n: int, rate: float, on_s: float, off_s: float, rng: np.random.Generator) -> np.ndarray:
+    if kind == "poisson":
+        return poisson_arrivals(n, rate, rng)
+    return on_off_arrivals(n, rate, on_s, off_s, rng)
+
+
 def make_trace(
     model: SizeModel | str = "wc98",
     n_requests: int | None = None,
@@ -456,10 +462,11 @@ def make_trace(
     n = n_requests if n_requests is not None else int(rate * duration_s + 8 * math.sqrt(rate * duration_s) + 16)
     if n < 1:
         raise ValueError(f"n_requests must be >= 1, got {n}")
-    if arrivals == "poisson":
-        times = poisson_arrivals(n, rate, rng)
-    else:
-        times = on_off_arrivals(n, rate, on_s, off_s, rng)
+    times = _arrivals(arrivals, n, rate, on_s, off_s, rng)
+    while duration_s is not None and times[-1] < duration_s:
+        # Bursty arrivals can fall short of the duration: extend the same process.
+        more = _arrivals(arrivals, n, rate, on_s, off_s, rng)
+        times = np.concatenate([times, times[-1] + rng.exponential(1.0 / rate) + more])
     if duration_s is not None:
         n = int(np.searchsorted(times, duration_s, side="left"))
         times = times[:n]
