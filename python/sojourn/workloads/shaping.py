@@ -32,7 +32,6 @@ import pandas as pd
 
 from .io import validate_trace
 
-PHASES = ("low", "high")
 
 
 @dataclass(frozen=True)
@@ -97,11 +96,6 @@ def profile_by_name(name: str) -> TransientProfile:
 INTERARRIVALS = ("scaled", "poisson")
 
 
-def offered_rho(sizes: np.ndarray, seconds: float, link_bps: float) -> float:
-    """Offered load of ``sizes`` bytes over ``seconds`` on a ``link_bps`` link (000 §2.2)."""
-    return float(np.sum(sizes, dtype=np.float64)) * 8.0 / (link_bps * seconds)
-
-
 def shape(
     trace: pd.DataFrame,
     link_bps: float,
@@ -119,6 +113,8 @@ def shape(
     Without ``duration_s`` the result holds as many whole periods as the trace's bytes
     fill (persistent: the whole trace in one period); with it, exactly that many seconds
     (of the compressed time line), or an error saying how many bytes are missing.
+    ``time_compression`` divides the profile's period lengths (a persistent ``rho`` has
+    one period, whose length follows from the bytes or ``duration_s``).
     ``interarrivals="poisson"`` redraws arrivals inside each period as a Poisson process
     (seeded) instead of scaling the trace's own inter-arrival times.
     """
