@@ -124,8 +124,16 @@ impl Dispatcher {
         Some(state.client)
     }
 
-    /// Hand waiting requests of `client` to connections while the rules allow.
+    /// Hand waiting requests of `client` to connections while the rules allow; forget a client
+    /// with nothing open or waiting, so memory follows activity, not the number of clients seen.
     fn drain(&mut self, client: u32, actions: &mut Vec<Action>) {
+        self.assign_waiting(client, actions);
+        if self.clients.get(&client).is_some_and(|state| state.open == 0 && state.waiting.is_empty()) {
+            self.clients.remove(&client);
+        }
+    }
+
+    fn assign_waiting(&mut self, client: u32, actions: &mut Vec<Action>) {
         loop {
             let cap = self.max_conns_per_client;
             let state = self.clients.get_mut(&client).expect("drained clients exist");
