@@ -125,11 +125,18 @@ pub fn outcomes(jobs: &[Job], served: &[Served], rate: f64, bins: usize) -> Outc
     let sized: Vec<usize> = (0..n).filter(|&i| jobs[i].size > 0.0).collect();
     let mean = |v: &mut dyn Iterator<Item = f64>, count: usize| if count == 0 { f64::NAN } else { v.sum::<f64>() / count as f64 };
     let mean_slowdown = mean(&mut sized.iter().map(|&i| slowdown(i)), sized.len());
+    let by_size_rank = |a: &usize, b: &usize| jobs[*a].size.total_cmp(&jobs[*b].size).then(a.cmp(b));
     let mut by_rank: Vec<usize> = (0..n).collect();
-    by_rank.sort_by(|&a, &b| jobs[a].size.total_cmp(&jobs[b].size).then(a.cmp(&b)));
-    let largest = &by_rank[n - n.div_ceil(100).min(n)..];
+    let top = n.div_ceil(100).min(n);
+    if top > 0 && top < n {
+        by_rank.select_nth_unstable_by(n - top, by_size_rank);
+    }
+    let largest = &by_rank[n - top..];
     let largest_1pct_mean_response_s = mean(&mut largest.iter().map(|&i| responses[i]), largest.len());
     let bins = bins.min(n);
+    if bins > 0 {
+        by_rank.sort_unstable_by(by_size_rank);
+    }
     let by_size = (0..bins)
         .map(|b| {
             let (lo, hi) = (b * n / bins, (b + 1) * n / bins);
