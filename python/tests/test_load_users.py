@@ -19,8 +19,10 @@ from sojourn.engine import engine_path
 
 
 class BadServer:
-    """A TCP server on 127.0.0.1 that accepts and then either never answers (`stall`) or
-    closes at once (`reset`, with SO_LINGER 0 so the client sees a reset)."""
+    """A TCP server on 127.0.0.1 that accepts and then either never answers (`stall`),
+    closes at once (`reset`, with SO_LINGER 0 so the client sees a reset), or answers one
+    request with a keep-alive response and closes silently when the next one arrives
+    (`once`: a keep-alive timeout racing the client's next request)."""
 
     def __init__(self, behaviour: str):
         self.behaviour = behaviour
@@ -43,12 +45,26 @@ class BadServer:
             except OSError:
                 return
             self.accepted += 1
-            if self.behaviour == "reset":
+            if self.behaviour == "once":
+                threading.Thread(target=self._answer_once, args=(conn,), daemon=True).start()
+            elif self.behaviour == "reset":
                 conn.recv(4096)
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
                 conn.close()
             else:
                 self.held.append(conn)
+
+    @staticmethod
+    def _answer_once(conn: socket.socket) -> None:
+        with conn:
+            request = b""
+            while b"\r\n\r\n" not in request:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    return
+                request += chunk
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+            conn.recv(4096)  # the next request: closed without an answer
 
     def __enter__(self) -> "BadServer":
         self.thread.start()
@@ -120,6 +136,21 @@ def test_timeout_refused_and_reset_outcomes(tmp_path):
             "--trace", str(tmp_path / "t.csv"))
     frame = pd.read_csv(tmp_path / "reset" / "records.csv")
     assert list(frame["outcome"]) == ["reset"]
+
+
+def test_request_racing_a_keepalive_close_goes_out_again_on_a_fresh_connection(tmp_path):
+    out = tmp_path / "out"
+    with BadServer("once") as server:
+        result = run("closed", "--target", f"127.0.0.1:{server.port}", "--out", str(out), "--users", "1",
+                     "--think-time", "const:0.05", "--duration", "0.5", "--path", "/x", "--requests-per-conn", "0")
+        assert result.returncode == 0, result.stderr
+        accepted = server.accepted
+    frame = pd.read_csv(out / "records.csv")
+    done = frame[frame["outcome"] == "ok"]
+    assert len(done) >= 5 and set(frame["outcome"]) <= {"ok", "interrupted"}
+    assert (frame["attempt"] == 0).all(), "no user-visible retry"
+    assert (done["reuse_index"] == 0).all() and done["connect_start_s"].notna().all()
+    assert done["conn_id"].is_unique and accepted >= len(done)
 
 
 def test_sessions_abort_when_a_request_misses_its_bound(tmp_path):

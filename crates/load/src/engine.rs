@@ -522,12 +522,29 @@ impl<'a> Engine<'a> {
     }
 
     /// The attempt on `conn` failed: close the connection, record, maybe retry.
+    /// A reused connection that the server closed before sending any byte of the response
+    /// (its keep-alive timeout raced our request) is not the request's failure: the request
+    /// goes out again on a fresh connection without a new attempt (RFC 9112 §9.3.1, GET is
+    /// idempotent). Fresh connections have reuse index 0, so this happens at most once.
     fn fail_on_conn(&mut self, conn: ConnId, request: u64, outcome: Outcome, error: &str, now: Nanos, workload: &mut dyn Workload) -> anyhow::Result<()> {
         self.drop_conn(conn);
         let mut more = Vec::new();
         self.dispatcher.closed(conn, &mut more);
-        self.end_attempt(request, outcome, error, now, None, workload)?;
-        self.actions.extend(more);
+        let live = self.live.get_mut(&request).expect("failing attempts are live");
+        let stale = outcome == Outcome::Reset && live.attempt.first_byte.is_none() && live.attempt.reuse_index.is_some_and(|reuse| reuse > 0);
+        if stale {
+            let attempt = &mut live.attempt;
+            (attempt.dispatch, attempt.conn_id, attempt.reuse_index, attempt.sent) = (None, None, None, None);
+            live.place = Place::Waiting;
+            let client = live.request.client;
+            self.actions.extend(more);
+            let mut fresh = Vec::new();
+            self.dispatcher.submit(client, request, true, &mut fresh);
+            self.actions.extend(fresh);
+        } else {
+            self.end_attempt(request, outcome, error, now, None, workload)?;
+            self.actions.extend(more);
+        }
         self.apply_actions(now, workload)
     }
 
