@@ -94,8 +94,11 @@ def test_counter_metrics():
     assert out["syn_drops"] == 30 and out["peak_connections"] == 9
     assert out["link_utilization"] == pytest.approx(2500 * 8 / 2 / 10_000)
     assert math.isnan(analysis.counter_metrics(pd.DataFrame({"t_s": [0, 1]}))["syn_drops"])
-    with_util = analysis.counter_metrics(counters.assign(uplink_util=[0.5, 1.0, 0.9]), link_bps=10_000)
-    assert with_util["link_utilization"] == pytest.approx(0.8)
+    only_util = analysis.counter_metrics(pd.DataFrame({"t_s": [0, 1, 2], "uplink_util": [0.5, 1.0, 0.9]}))
+    assert only_util["link_utilization"] == pytest.approx(0.8)
+    # A late sample (t = 1.5 instead of 1): per-interval values follow the real times.
+    series = analysis.utilization_series(pd.DataFrame({"t_s": [0, 1.5, 2], "uplink_tx_bytes": [0, 1500, 2000]}), 8000)
+    assert series["utilization"].tolist() == pytest.approx([1.0, 1.0])
 
 
 def test_bad_records_are_named(write):

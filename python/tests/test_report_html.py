@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sojourn.analysis.results import summarize_repetition
 from sojourn.report.html import build_report
 from sojourn.runner.layout import write_json
 
@@ -55,8 +56,7 @@ def write_repetition(directory: Path, run: str, rep: int, slow_factor: float, st
                                    "inputs": {"periods": periods}})
     write_json(path / "status.json", {"state": state, "reason": "" if state == "complete" else "interrupted (test)"})
     write_json(path / "versions.json", {"kernel": "test", "sojourn_engine": "test"})
-    from sojourn.runner.execute import summarize_directory
-    write_json(path / "summary.json", summarize_directory(path, 10e6))
+    write_json(path / "summary.json", summarize_repetition(path, 10e6))
 
 
 @pytest.fixture

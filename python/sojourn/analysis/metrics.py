@@ -114,15 +114,26 @@ def counter_metrics(counters: pd.DataFrame, link_bps: float | None = None) -> di
     out["syn_drops"] = max(drops) if drops else math.nan
     established = [c for c in ("established", "estab", "connections_established") if c in counters]
     out["peak_connections"] = float(pd.to_numeric(counters[established[0]]).max()) if established else math.nan
-    utilization = [c for c in ("uplink_util", "link_utilization", "utilization") if c in counters]
-    if utilization:
-        out["link_utilization"] = float(pd.to_numeric(counters[utilization[0]], errors="coerce").mean())
-    elif link_bps and "uplink_tx_bytes" in counters and "t_s" in counters:
+    # Bytes over the sampled span, not the mean of per-interval values: a late sample
+    # makes one interval's value meaningless, the total stays right.
+    if link_bps and "uplink_tx_bytes" in counters and "t_s" in counters:
         span = float(counters["t_s"].iloc[-1] - counters["t_s"].iloc[0])
         out["link_utilization"] = delta("uplink_tx_bytes") * 8 / span / link_bps if span > 0 else math.nan
+    elif "uplink_util" in counters:
+        out["link_utilization"] = float(pd.to_numeric(counters["uplink_util"], errors="coerce").mean())
     else:
         out["link_utilization"] = math.nan
     return out
+
+
+def utilization_series(counters: pd.DataFrame, link_bps: float) -> pd.DataFrame:
+    """Uplink utilization per sampling interval from the byte counter and the actual
+    sample times (robust to late samples, unlike a nominal interval)."""
+    t = counters["t_s"].to_numpy(dtype=float)
+    sent = counters["uplink_tx_bytes"].to_numpy(dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        utilization = np.diff(sent) * 8 / np.diff(t) / link_bps
+    return pd.DataFrame({"t_s": t[1:], "utilization": utilization})
 
 
 def per_second(requests: pd.DataFrame, bin_s: float = 1.0) -> pd.DataFrame:

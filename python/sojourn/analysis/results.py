@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from sojourn.analysis.inversion import service_inversion_index
+from sojourn.analysis.metrics import counter_metrics, summarize
 from sojourn.analysis.records import read_records, requests
 from sojourn.analysis.sweeps import over_repetitions
 
@@ -40,6 +42,7 @@ class Repetition:
     summary: dict
     sweep_value: object = None
     variant: str = ""
+    index: int = 0  # the run's position in the spec's expansion (table order)
 
     @property
     def complete(self) -> bool:
@@ -55,6 +58,28 @@ class Repetition:
         return pd.read_csv(path)
 
 
+def summarize_repetition(directory: Path, link_bps: float) -> dict:
+    """The content of a repetition's summary.json, from its saved files (partial ones
+    too): :func:`metrics.summarize` over records.csv, the service-inversion index,
+    :func:`metrics.counter_metrics` over counters.csv, and the load generator's own
+    summary under ``load_generator``. NaN becomes null (JSON)."""
+    directory = Path(directory)
+    summary: dict = {"link_bps": link_bps}
+    records = directory / "records.csv"
+    if records.is_file() and records.stat().st_size > 0:
+        reqs = requests(read_records(records))
+        summary.update(summarize(reqs, link_bps=link_bps))
+        done = reqs[reqs["completed"]]
+        summary["service_inversion"] = service_inversion_index(done["size"], done["response_s"])
+    counters = directory / "counters.csv"
+    if counters.is_file() and counters.stat().st_size > 0:
+        summary.update(counter_metrics(pd.read_csv(counters), link_bps=link_bps))
+    load_summary = directory / "load_summary.json"
+    if load_summary.is_file():
+        summary["load_generator"] = json.loads(load_summary.read_text())
+    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in summary.items()}
+
+
 def _read_json(path: Path) -> dict:
     try:
         return json.loads(path.read_text())
@@ -62,20 +87,29 @@ def _read_json(path: Path) -> dict:
         return {}
 
 
-def load_experiment(directory: str | Path) -> list[Repetition]:
-    """Every repetition under ``directory`` (results/<experiment>), in run order of
-    run.json's spec expansion as far as it is known, else by name."""
+def load_experiment(directory: str | Path, recompute: bool = False) -> list[Repetition]:
+    """Every repetition under ``directory`` (results/<experiment>), in the spec's run
+    order (run.json ``index``), then by name and repetition. With ``recompute`` the
+    summaries are computed afresh from the saved records and counters (so a report
+    reflects the current analysis code) instead of read from summary.json."""
     directory = Path(directory)
     if not directory.is_dir():
         raise FileNotFoundError(f"{directory} is not a results directory")
     reps = []
-    for run_json in sorted(directory.glob("*/*/run.json")):
+    for run_json in directory.glob("*/*/run.json"):
         rep_dir = run_json.parent
         info = _read_json(run_json)
+        config = info.get("config", {})
+        if recompute:
+            summary = summarize_repetition(rep_dir, config.get("network", {}).get("link_mbps", 10.0) * 1e6)
+        else:
+            summary = _read_json(rep_dir / "summary.json")
         reps.append(Repetition(run=info.get("run", rep_dir.parent.name), rep=int(info.get("repetition", rep_dir.name)),
                                directory=rep_dir, status=_read_json(rep_dir / "status.json"),
-                               config=info.get("config", {}), summary=_read_json(rep_dir / "summary.json"),
-                               sweep_value=info.get("sweep_value"), variant=info.get("variant", "")))
+                               config=config, summary=summary,
+                               sweep_value=info.get("sweep_value"), variant=info.get("variant", ""),
+                               index=int(info.get("index", 0))))
+    reps.sort(key=lambda r: (r.index, r.run, r.rep))
     if not reps:
         raise FileNotFoundError(f"{directory} holds no run results (expected <run>/<rep>/run.json)")
     return reps
@@ -96,12 +130,14 @@ def summaries(reps: list[Repetition]) -> pd.DataFrame:
     return frame.astype({m: float for m in TABLE_METRICS})
 
 
-def run_table(reps: list[Repetition], baseline: str | None = None) -> pd.DataFrame:
+def run_table(reps: list[Repetition], baseline: str | None = None, order: list[str] | None = None) -> pd.DataFrame:
     """One row per run: the table metrics (mean over repetitions, with 90% CI columns
     ``<m>_lo``/``<m>_hi``), the number of repetitions, whether any is partial, and
-    ``mean_ratio`` = mean response time / the baseline run's (000 §4 style)."""
+    ``mean_ratio`` = mean response time / the baseline run's (000 §4 style). Rows follow
+    ``order`` (run names, e.g. the spec's) where given, else the repetitions' order."""
     frame = summaries(reps)
-    order = list(dict.fromkeys(frame["run"]))
+    present = list(dict.fromkeys(frame["run"]))
+    order = [r for r in (order or []) if r in present] + [r for r in present if r not in (order or [])]
     table = over_repetitions(frame, ["run"], list(TABLE_METRICS))
     partial = frame.groupby("run")["state"].apply(lambda s: bool((s != "complete").any()))
     table["partial"] = table["run"].map(partial)

@@ -87,7 +87,7 @@ def by_size_figure(per_run: dict[str, pd.DataFrame], ideal: pd.DataFrame | None 
     return figure
 
 
-def counters_figure(per_run: dict[str, pd.DataFrame]):
+def counters_figure(per_run: dict[str, pd.DataFrame], link_bps: float):
     """000 Fig. 6: open connections and SYN drops over time; plus link utilization."""
     figure, axes = plt.subplots(3, 1, figsize=(9, 6.5), sharex=True)
     for run, counters in per_run.items():
@@ -97,8 +97,9 @@ def counters_figure(per_run: dict[str, pd.DataFrame]):
         drops = counters.get("listen_drops", counters.get("listen_overflows"))
         if drops is not None:
             axes[1].plot(t, drops - drops.iloc[0], label=run, lw=1)
-        if "uplink_util" in counters:
-            axes[2].plot(t, counters["uplink_util"], label=run, lw=1)
+        if "uplink_tx_bytes" in counters:
+            utilization = analysis.utilization_series(counters, link_bps)
+            axes[2].plot(utilization["t_s"], utilization["utilization"], label=run, lw=1)
     axes[0].set_ylabel("established")
     axes[1].set_ylabel("SYN drops (cum.)")
     axes[2].set_ylabel("uplink utilization")

@@ -108,6 +108,15 @@ def _ideal_by_size(rep: Repetition, reqs: pd.DataFrame) -> tuple[pd.DataFrame | 
     return pd.DataFrame(lines).reset_index(), ""
 
 
+def _spec_order(spec: dict) -> list[str]:
+    """The run names in the spec's order (empty if the saved spec no longer validates)."""
+    from sojourn.runner.spec import SpecError, validate
+    try:
+        return [run.name for run in validate(spec).runs]
+    except SpecError:
+        return []
+
+
 def _export(parts: list[str], export_dir: Path) -> None:
     """Saves every inline figure of ``parts`` as figure-NN.png in ``export_dir``."""
     export_dir.mkdir(parents=True, exist_ok=True)
@@ -124,11 +133,11 @@ def build_report(directory: str | Path, baseline: str | None = None, export_dir:
     """Writes ``<directory>/report.html`` and returns its path; with ``export_dir``, also
     each figure as a PNG file there."""
     directory = Path(directory)
-    reps = load_experiment(directory)
+    reps = load_experiment(directory, recompute=True)
     spec_path = directory / "spec.toml"
     spec = tomllib.loads(spec_path.read_text()) if spec_path.is_file() else {}
     baseline = baseline or spec.get("baseline") or None
-    table = run_table(reps, baseline)
+    table = run_table(reps, baseline, order=_spec_order(spec))
     runs = list(table["run"])
     parts = [f"<h1>{html.escape(directory.name)}</h1>",
              f"<p>{html.escape(spec.get('description', ''))}</p>",
@@ -175,7 +184,8 @@ def build_report(directory: str | Path, baseline: str | None = None, export_dir:
                                 if ideal is not None else f" ({ideal_note})" if ideal_note else "")))
     if counters:
         parts.append("<h2>Connections, SYN drops, link</h2>")
-        parts.append(_figure(figures.png_data_uri(figures.counters_figure(counters)),
+        link_bps = reps[0].config.get("network", {}).get("link_mbps", 10.0) * 1e6
+        parts.append(_figure(figures.png_data_uri(figures.counters_figure(counters, link_bps)),
                              "Established connections, cumulative SYN drops (ListenDrops) and uplink utilization (000 Fig. 6)"))
     if deciles:
         parts.append("<h2>Service inversion</h2>")

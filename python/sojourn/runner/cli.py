@@ -43,10 +43,10 @@ def _progress_line(header: str, progress: Progress, started: float) -> Text:
                 f" | total {time.monotonic() - started:.0f} s", no_wrap=True, overflow="ellipsis")
 
 
-def print_summary(console: Console, directory: Path, baseline: str) -> None:
+def print_summary(console: Console, directory: Path, baseline: str, order: list[str]) -> None:
     from sojourn.analysis.results import TABLE_METRICS, load_experiment, run_table
 
-    table = run_table(load_experiment(directory), baseline)
+    table = run_table(load_experiment(directory), baseline, order)
     out = Table(title=f"{directory.name}: ratios relative to {table.attrs['baseline']}")
     out.add_column("run")
     for label in TABLE_METRICS.values():
@@ -102,7 +102,7 @@ def main(args: argparse.Namespace) -> int:
             console.print("[yellow]interrupted: the current repetition is kept as partial; rerun to resume[/]")
             return 130
     directory = outcome.directory
-    print_summary(console, directory, experiment.baseline)
+    print_summary(console, directory, experiment.baseline, [run.name for run in experiment.runs])
     if not args.no_report:
         from sojourn.report.html import build_report
         path = build_report(directory, baseline=experiment.baseline)

@@ -12,7 +12,6 @@ signal into KeyboardInterrupt); the repetition directory ends with ``status.json
 from __future__ import annotations
 
 import json
-import math
 import platform
 import signal
 import subprocess
@@ -23,7 +22,8 @@ from typing import Callable
 
 import pandas as pd
 
-from sojourn import analysis, peers
+from sojourn import peers
+from sojourn.analysis.results import summarize_repetition
 from sojourn.engine import engine_path
 from sojourn.runner import layout
 from sojourn.runner.inputs import Inputs
@@ -112,24 +112,6 @@ def _interval_progress(path: Path, progress: Progress) -> None:
     progress.completed = int(sum(number(row, "completed") for row in rows))
 
 
-def summarize_directory(directory: Path, link_bps: float) -> dict:
-    """summary.json of a repetition from its saved files (also for partial results)."""
-    summary: dict = {"link_bps": link_bps}
-    records = directory / "records.csv"
-    if records.is_file() and records.stat().st_size > 0:
-        reqs = analysis.requests(analysis.read_records(records))
-        summary.update(analysis.summarize(reqs, link_bps=link_bps))
-        done = reqs[reqs["completed"]]
-        summary["service_inversion"] = analysis.service_inversion_index(done["size"], done["response_s"])
-    counters = directory / "counters.csv"
-    if counters.is_file() and counters.stat().st_size > 0:
-        summary.update(analysis.counter_metrics(pd.read_csv(counters), link_bps=link_bps))
-    load_summary = directory / "load_summary.json"
-    if load_summary.is_file():
-        summary["load_generator"] = json.loads(load_summary.read_text())
-    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in summary.items()}
-
-
 def _interrupt(load_proc: subprocess.Popen, grace_s: float = 15.0) -> None:
     if load_proc.poll() is None:
         load_proc.send_signal(signal.SIGINT)
@@ -161,13 +143,13 @@ def _follow_load(load_proc: subprocess.Popen, directory: Path, progress: Progres
 
 
 def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: str,
-                   on_progress: Callable[[Progress], None] = lambda p: None) -> str:
+                   on_progress: Callable[[Progress], None] = lambda p: None, index: int = 0) -> str:
     """Runs one repetition into ``directory``; returns its final state."""
     from sojourn.testbed import Testbed
 
     directory.mkdir(parents=True, exist_ok=True)
     layout.mark(directory, "running")
-    layout.write_json(directory / "run.json", {"run": run.name, "variant": run.variant, "repetition": rep,
+    layout.write_json(directory / "run.json", {"run": run.name, "index": index, "variant": run.variant, "repetition": rep,
                                                 "sweep_value": run.sweep_value, "config": run.config,
                                                 "inputs": {"trace": str(inputs.trace), "docroot": str(inputs.docroot),
                                                            "periods": inputs.periods, "duration_s": inputs.duration_s,
@@ -226,7 +208,7 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
         on_progress(progress)
         _adopt_load_summary(directory)
         try:
-            layout.write_json(directory / "summary.json", summarize_directory(directory, link_bps))
+            layout.write_json(directory / "summary.json", summarize_repetition(directory, link_bps))
         except Exception as err:  # noqa: BLE001 - a broken records file must not hide the run's own error
             state, reason = "partial", f"{reason}; summary failed: {err}".lstrip("; ")
         layout.mark(directory, state, reason)

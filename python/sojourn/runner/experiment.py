@@ -53,7 +53,7 @@ def run_experiment(experiment: Experiment, results: Path, prefix: str = "sjrun",
     outcome = Outcome(directory)
     total = len(experiment.runs) * experiment.repetitions
     index = 0
-    for run in experiment.runs:
+    for run_index, run in enumerate(experiment.runs):
         link_bps = run.config["network"]["link_mbps"] * 1e6
         for rep in range(experiment.repetitions):
             index += 1
@@ -70,7 +70,7 @@ def run_experiment(experiment: Experiment, results: Path, prefix: str = "sjrun",
             inputs = prepare_inputs(run.config["workload"], link_bps, directory / "inputs")
             try:
                 state = run_repetition(run, rep, rep_directory, inputs, prefix,
-                                       on_progress=lambda p: on_event("progress", p))
+                                       on_progress=lambda p: on_event("progress", p), index=run_index)
             except KeyboardInterrupt:
                 outcome.states[(run.name, rep)] = "partial"
                 raise
