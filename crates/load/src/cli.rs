@@ -124,9 +124,10 @@ struct ClosedArgs {
 struct CapacityArgs {
     #[command(flatten)]
     common: Common,
-    /// Connection counts to sweep (comma separated), e.g. 8,16,32,64.
-    #[arg(long, value_delimiter = ',', required = true)]
-    connections: Vec<u32>,
+    /// Connection counts to sweep: a comma-separated list whose items are counts or A..B
+    /// ranges of powers of two, e.g. 8,16,24 or 8..4096 (8, 16, ..., 4096).
+    #[arg(long, value_parser = parse_levels)]
+    connections: Levels,
     /// Seconds per level.
     #[arg(long)]
     duration: f64,
@@ -145,6 +146,39 @@ struct SessionsArgs {
     /// Seconds of session arrivals; started sessions run to their end.
     #[arg(long)]
     duration: f64,
+}
+
+/// Connection counts of a capacity sweep, in the order given.
+#[derive(Debug, Clone, PartialEq)]
+struct Levels(Vec<u32>);
+
+fn parse_levels(text: &str) -> Result<Levels, String> {
+    let count = |item: &str| -> Result<u32, String> {
+        match item.trim().parse::<u32>() {
+            Ok(0) | Err(_) => Err(format!("--connections {item}: each level must be a positive whole number (e.g. 8,16 or 8..4096)")),
+            Ok(n) => Ok(n),
+        }
+    };
+    let mut levels = Vec::new();
+    for item in text.split(',') {
+        match item.split_once("..") {
+            Some((low, high)) => {
+                let (mut level, high) = (count(low)?, count(high)?);
+                if level > high {
+                    return Err(format!("--connections {item}: the range runs from low to high"));
+                }
+                while level <= high {
+                    levels.push(level);
+                    level = level.saturating_mul(2);
+                    if level == u32::MAX {
+                        break;
+                    }
+                }
+            }
+            None => levels.push(count(item)?),
+        }
+    }
+    Ok(Levels(levels))
 }
 
 fn positive(name: &str, value: f64) -> anyhow::Result<u64> {
@@ -292,14 +326,11 @@ fn run_closed(args: ClosedArgs) -> anyhow::Result<()> {
 fn run_capacity(args: CapacityArgs) -> anyhow::Result<()> {
     let duration = positive("--duration", args.duration)?;
     let config = args.common.engine_config(Some(duration))?;
-    if let Some(zero) = args.connections.iter().find(|&&c| c == 0) {
-        bail!("--connections {zero}: every level needs at least one connection");
-    }
     check_paths(&args.paths)?;
-    let most = args.connections.iter().copied().max().unwrap_or(1);
+    let most = args.connections.0.iter().copied().max().unwrap_or(1);
     let (fd_limit, fd_warning) = raise_fd_limit(Some(u64::from(most)));
     let mut levels = Vec::new();
-    for &connections in &args.connections {
+    for &connections in &args.connections.0 {
         let dir = args.common.out.join(format!("c{connections}"));
         let mut workload = ClosedUsers::new(connections, ThinkTime::None, duration, args.paths.clone(), args.common.rng());
         let summary = run_one("capacity", &args.common, config.clone(), &mut workload, &dir, fd_limit, fd_warning.clone())?;
@@ -412,4 +443,19 @@ fn run_one(
         bail!("interrupted by Ctrl-C; what was recorded is in {}", dir.display());
     }
     Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sweep_levels() {
+        assert_eq!(parse_levels("8..64"), Ok(Levels(vec![8, 16, 32, 64])));
+        assert_eq!(parse_levels("1,3,8..20"), Ok(Levels(vec![1, 3, 8, 16])));
+        for bad in ["0", "4,0", "x", "64..8", "8..", ""] {
+            let err = parse_levels(bad).unwrap_err();
+            assert!(err.starts_with("--connections"), "{bad}: {err}");
+        }
+    }
 }
