@@ -2,6 +2,7 @@
 `sojourn-engine load open --verify-content`: every body arrives with the size and the
 content the trace and docs/formats.md promise."""
 
+import os
 import shutil
 import socket
 import subprocess
@@ -23,8 +24,6 @@ def free_port():
 
 
 def serve(root, tmp_path):
-    import os
-
     port = free_port()
     conf = tmp_path / "nginx.conf"
     conf.write_text(

@@ -107,7 +107,10 @@ def write_trace(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     table = pa.table(columns)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".partial")
-    pacsv.write_csv(table, tmp, write_options=pacsv.WriteOptions(quoting_style="none", quoting_header="none"))
+    with pa.OSFile(str(tmp), "wb") as sink:
+        # The header is written here, unquoted (pyarrow only learnt to leave it unquoted in 23).
+        sink.write((",".join(table.column_names) + "\n").encode())
+        pacsv.write_csv(table, sink, write_options=pacsv.WriteOptions(include_header=False, quoting_style="none"))
     os.replace(tmp, path)
     return path
 
