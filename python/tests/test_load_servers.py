@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from sojourn.analysis.records import read_records, requests
 from sojourn.engine import engine_path
 from sojourn.peers import Peer, PeerConfig, free_port
 from sojourn.workloads.docroot import content, file_for
@@ -122,6 +123,10 @@ def test_trace_replay_validates_responses(server, tmp_path):
     assert frame.loc["/missing.bin", "outcome"] == "http_error" and frame.loc["/missing.bin", "status"] == 404
     assert frame.loc["/corrupt.bin", "outcome"] == "invalid" and "content rule at byte 0" in frame.loc["/corrupt.bin", "error"]
     assert list(frame["scheduled_s"]) == [0.0, 0.1, 0.2, 0.3], "time scale 2 halves the arrival times"
+    # The analysis side reads the same file by the docs/formats.md contract.
+    per_request = requests(read_records(out / "records.csv"))
+    assert list(per_request["completed"]) == [True, False, False, False]
+    assert per_request["response_s"].iloc[0] == pytest.approx(frame.loc["/1k.bin", "last_byte_s"], abs=1e-6)
 
 
 def test_clients_bind_their_source_addresses(server, tmp_path):
