@@ -201,18 +201,19 @@ class SpecWeb99:
     def directories(self) -> int:
         return int(self.data_set_bytes // SPECWEB99_DIRECTORY_BYTES)
 
-    def _file_probabilities(self) -> np.ndarray:
+    def file_probabilities(self) -> np.ndarray:
+        """Probability of each of a directory's 36 files (class-major order)."""
         return np.repeat(SPECWEB99_CLASS_SHARE / SPECWEB99_FILES_PER_CLASS, SPECWEB99_FILES_PER_CLASS)
 
     def quantile(self, u: np.ndarray) -> np.ndarray:
         order = np.argsort(specweb99_sizes(), kind="stable")
-        cdf = np.cumsum(self._file_probabilities()[order])
+        cdf = np.cumsum(self.file_probabilities()[order])
         index = np.minimum(np.searchsorted(cdf, np.asarray(u), side="right"), len(cdf) - 1)
         return specweb99_sizes()[order][index]
 
     @property
     def mean(self) -> float:
-        return float(self._file_probabilities() @ specweb99_sizes())
+        return float(self.file_probabilities() @ specweb99_sizes())
 
     @property
     def maximum(self) -> float:
@@ -268,8 +269,9 @@ MODELS: dict[str, Callable[..., SizeModel]] = {
     "exponential": exponential,
 }
 
-# Catalogue sizes used when the caller does not choose: WC98-like sites served tens of
-# thousands of objects; SURGE's file set had 2000 files (004 §4.2, 002 §3.3).
+# Catalogue sizes used when the caller does not choose: 20000 objects (our choice, enough
+# that no cold object carries a visible share of the tail); SURGE's file set had 2000
+# files (004 §4.2, 002 §3.3).
 DEFAULT_OBJECTS = {"surge": 2000}
 DEFAULT_OBJECT_COUNT = 20000
 
@@ -356,7 +358,7 @@ def _quantile_order(popularity: np.ndarray, rng: np.random.Generator) -> np.ndar
 
 def _specweb99_catalogue(model: SpecWeb99) -> Catalogue:
     directories = model.directories
-    popularity = np.outer(zipf_weights(directories, model.directory_zipf), model._file_probabilities()).ravel()
+    popularity = np.outer(zipf_weights(directories, model.directory_zipf), model.file_probabilities()).ravel()
     sizes = np.tile(specweb99_sizes(), directories).astype(np.uint64)
     names = [f"class{c}_{i}" for c in range(4) for i in range(SPECWEB99_FILES_PER_CLASS)]
     paths = np.array([f"/specweb/dir{d:05d}/{name}" for d in range(directories) for name in names], dtype=object)
