@@ -3,6 +3,7 @@ write it, timing each stage. Run through bench/workloads/run.sh, which adds peak
 
 import argparse
 import json
+import resource
 import time
 from pathlib import Path
 
@@ -37,6 +38,7 @@ def main() -> None:
         "max_period_rho_error": round(float(error.max()), 5),
         "csv_bytes": (args.out / "trace.csv").stat().st_size,
         **{k: round(v, 2) for k, v in stages.items()},
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
     }))
 
 
