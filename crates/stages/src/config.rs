@@ -32,6 +32,10 @@ pub struct StagesConfig {
     pub transitions: Option<Vec<Vec<f64>>>,
     /// Static weights for rr and wfs; default equal.
     pub weights: Vec<f64>,
+    /// CSV file to which the pool appends its per-stage counters every
+    /// `series_interval_ms` (queue lengths over time, 003 Figs. 11-12).
+    pub series_csv: Option<std::path::PathBuf>,
+    pub series_interval_ms: f64,
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -69,6 +73,8 @@ impl Default for StagesConfig {
                 .collect(),
             transitions: None,
             weights: vec![],
+            series_csv: None,
+            series_interval_ms: 1000.0,
         }
     }
 }
@@ -132,6 +138,8 @@ pub struct PoolSpec {
     pub class_networks: Vec<Vec<Network>>,
     pub transitions: Vec<Vec<f64>>,
     pub weights: Vec<f64>,
+    pub series_csv: Option<std::path::PathBuf>,
+    pub series_interval: Duration,
 }
 
 impl PoolSpec {
@@ -158,6 +166,12 @@ fn positive_ms(value: f64, key: &str) -> Result<Duration, String> {
 }
 
 impl StagesConfig {
+    /// Reads a TOML file with these keys at the top level.
+    pub fn from_file(path: &std::path::Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read stages config {}: {e}", path.display()))?;
+        toml::from_str(&text).map_err(|e| format!("bad stages config {}: {e}", path.display()))
+    }
+
     pub fn validate(&self) -> Result<PoolSpec, String> {
         let policy: DispatchKind = self.policy.parse().map_err(|e| format!("stages: policy: {e}"))?;
         if self.workers == 0 || self.workers > 1024 {
@@ -223,6 +237,8 @@ impl StagesConfig {
             class_networks,
             transitions,
             weights: self.weights.clone(),
+            series_csv: self.series_csv.clone(),
+            series_interval: positive_ms(self.series_interval_ms, "series_interval_ms")?,
         })
     }
 }

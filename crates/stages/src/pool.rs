@@ -144,6 +144,9 @@ struct Shared {
     epoch: Instant,
     state: Mutex<State>,
     work_ready: Condvar,
+    /// Wakes the series sampler at shutdown (a separate condvar, so a
+    /// `notify_one` meant for a worker never lands on the sampler).
+    stopping: Condvar,
 }
 
 impl Shared {
@@ -162,6 +165,7 @@ impl Shared {
 pub struct StagePool {
     shared: Arc<Shared>,
     workers: Vec<JoinHandle<()>>,
+    sampler: Option<JoinHandle<()>>,
 }
 
 impl StagePool {
@@ -178,6 +182,7 @@ impl StagePool {
             epoch: Instant::now(),
             state: Mutex::new(State { dispatcher, jobs: Default::default(), metrics, next_id: 0, shutdown: false }),
             work_ready: Condvar::new(),
+            stopping: Condvar::new(),
             spec,
         });
         let workers = (0..shared.spec.workers)
@@ -186,7 +191,15 @@ impl StagePool {
                 std::thread::Builder::new().name(format!("stage-worker-{i}")).spawn(move || work(&shared))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(StagePool { shared, workers })
+        let sampler = match &shared.spec.series_csv {
+            Some(path) => {
+                let file = std::fs::File::create(path).map_err(|e| anyhow::anyhow!("stages: series_csv {}: {e}", path.display()))?;
+                let shared = Arc::clone(&shared);
+                Some(std::thread::Builder::new().name("stage-series".into()).spawn(move || sample(&shared, file))?)
+            }
+            None => None,
+        };
+        Ok(StagePool { shared, workers, sampler })
     }
 
     pub fn spec(&self) -> &PoolSpec {
@@ -244,13 +257,67 @@ impl Drop for StagePool {
             state.jobs.drain().map(|(_, job)| job).collect()
         };
         self.shared.work_ready.notify_all();
+        self.shared.stopping.notify_all();
         for job in orphans {
             (job.reply)(Outcome::Dropped { queued: Duration::ZERO, reason: DropReason::ShuttingDown });
         }
-        for worker in self.workers.drain(..) {
+        for worker in self.workers.drain(..).chain(self.sampler.take()) {
             let _ = worker.join();
         }
     }
+}
+
+/// Columns of the series CSV, one row per stage per sample.
+pub const SERIES_COLUMNS: [&str; 9] = [
+    "t_s",
+    "stage",
+    "queue_length",
+    "completed",
+    "late",
+    "dropped_waiting_room",
+    "dropped_deadline",
+    "queueing_s",
+    "processing_s",
+];
+
+/// Writes the counters every `series_interval` until shutdown (and once more then).
+fn sample(shared: &Shared, file: std::fs::File) {
+    let mut writer = csv::Writer::from_writer(std::io::BufWriter::new(file));
+    let mut ok = writer.write_record(SERIES_COLUMNS).is_ok();
+    let mut state = shared.lock();
+    while ok {
+        let stopping = state.shutdown;
+        let at = shared.now_s();
+        for m in &state.metrics {
+            let row = [
+                format!("{at:.6}"),
+                m.name.clone(),
+                m.queue_length.to_string(),
+                m.completed.to_string(),
+                m.late.to_string(),
+                m.dropped_waiting_room.to_string(),
+                m.dropped_deadline.to_string(),
+                format!("{:.6}", m.queueing_s),
+                format!("{:.6}", m.processing_s),
+            ];
+            ok &= writer.write_record(&row).is_ok();
+        }
+        drop(state);
+        ok &= writer.flush().is_ok();
+        if stopping {
+            return;
+        }
+        state = shared.lock();
+        let deadline = Instant::now() + shared.spec.series_interval;
+        while !state.shutdown {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            state = shared.stopping.wait_timeout(state, left).map_or_else(|p| p.into_inner().0, |(s, _)| s);
+        }
+    }
+    eprintln!("sojourn-engine: stage series CSV could not be written; sampling stopped");
 }
 
 /// A worker: take the dispatcher's choice, burn its CPU time, reply.
@@ -355,6 +422,8 @@ mod tests {
                 .collect(),
             transitions: None,
             weights: vec![],
+            series_csv: None,
+            series_interval_ms: 1000.0,
         }
         .validate()
         .unwrap()
@@ -416,6 +485,28 @@ mod tests {
         let c = m.stages[0].completed - m.stages[0].late;
         let e = m.stages[0].late + m.stages[0].dropped_waiting_room + m.stages[0].dropped_deadline;
         assert_eq!(m.productivity_since(&Metrics::default()), c as i64 - e as i64);
+    }
+
+    #[test]
+    fn series_csv_has_a_row_per_stage_per_sample() {
+        let dir = std::env::temp_dir().join(format!("sojourn-stages-series-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("series.csv");
+        let mut spec = spec("fifo", 1, &[1.0, 1.0], &[(1000.0, "127.0.0.1")]);
+        spec.series_csv = Some(path.clone());
+        spec.series_interval = Duration::from_millis(5);
+        let pool = StagePool::start(spec).unwrap();
+        submit_all(&pool, &[(1, "127.0.0.1"); 3]);
+        drop(pool);
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        let mut lines = text.lines();
+        assert_eq!(lines.next().unwrap(), SERIES_COLUMNS.join(","));
+        let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+        assert!(rows.len() >= 2 && rows.len() % 2 == 0, "{text}");
+        // The last sample, taken at shutdown, has stage s1's three completions.
+        let last = &rows[rows.len() - 1];
+        assert_eq!((last[1], last[3]), ("s1", "3"), "{text}");
     }
 
     #[test]
