@@ -37,6 +37,10 @@ pub struct WanArgs {
     /// JSON summary written at exit: final counters and release lateness percentiles.
     #[arg(long)]
     pub summary: Option<PathBuf>,
+    /// Run under SCHED_FIFO at this priority (1-99) so delays stay precise on a
+    /// busy machine; the loop sleeps in poll, so it only uses the CPU it needs.
+    #[arg(long, value_parser = clap::value_parser!(i32).range(1..=99))]
+    pub realtime: Option<i32>,
 }
 
 fn parse_interval(text: &str) -> Result<f64, String> {
@@ -59,6 +63,11 @@ pub fn run(args: WanArgs) -> anyhow::Result<()> {
     sys::install_stop_handlers().context("installing SIGINT/SIGTERM handlers")?;
     // Without this the kernel may fire our timer up to 50 µs late.
     let _ = sys::minimal_timer_slack();
+    if let Some(priority) = args.realtime {
+        if let Err(err) = sys::realtime_priority(priority) {
+            eprintln!("sojourn-engine wan: SCHED_FIFO {priority} refused ({err}); running at normal priority");
+        }
+    }
     println!("ready");
     io::stdout().flush()?;
 

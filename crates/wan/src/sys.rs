@@ -30,6 +30,14 @@ pub fn minimal_timer_slack() -> io::Result<()> {
         .map(drop)
 }
 
+/// Run this (single-threaded) process under SCHED_FIFO at `priority` (1-99),
+/// so that timer wake-ups are not queued behind other busy processes.
+pub fn realtime_priority(priority: i32) -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: priority };
+    // `param` is a valid sched_param; pid 0 is this thread.
+    syscall!(sched_setscheduler(0, libc::SCHED_FIFO, &param)).map(drop)
+}
+
 /// A TUN device (IFF_TUN | IFF_NO_PI: each read or write is one IP packet).
 pub struct Tun {
     fd: OwnedFd,

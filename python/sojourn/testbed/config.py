@@ -207,6 +207,9 @@ class TestbedConfig:
         _check(self.queue_bytes is None or self.queue_bytes >= 1500,
                f"queue_bytes={self.queue_bytes}, accepted None or >= 1500")
         parse_bands(self.bands)
+        _check(not (self.bands and self.queue_bytes),
+               "queue_bytes applies to the single-FIFO uplink; with bands the leaf queues are those of "
+               "`sojourn-engine bands setup`, which has no queue-size option: leave queue_bytes None")
         object.__setattr__(self, "groups", tuple(self.groups))
         _check(1 <= len(self.groups) <= MAX_GROUPS, f"{len(self.groups)} groups, accepted 1..{MAX_GROUPS}")
         names = [g.name for g in self.groups]

@@ -9,8 +9,9 @@ counts; ``accept_queue`` connections waiting in listen queues; cumulative
 ``listen_overflows``, ``listen_drops`` (the papers' SYN drops), ``retrans_segs``,
 ``syn_retrans``; ``uplink_tx_bytes`` and ``uplink_util`` (fraction of the link
 rate over the last interval); ``server_cpu`` (CPU seconds per second of every
-process in the server namespace over the last interval); per leaf qdisc of the
-uplink ``q<class>_sent_bytes``, ``q<class>_dropped``, ``q<class>_backlog_bytes``.
+process in the server namespace over the last interval); per queue of the
+uplink (each band, or the FIFO) ``q<class>_sent_bytes``, ``q<class>_dropped``,
+``q<class>_backlog_bytes`` with ``<class>`` the HTB class, e.g. ``q1_10``.
 """
 
 from __future__ import annotations
@@ -101,7 +102,8 @@ def ns_cpu_ticks(ns_inode: str) -> dict[int, int]:
 class CounterSampler:
     """A background thread writing one CSV row per interval."""
 
-    def __init__(self, path_csv, interval_s: float, anchor_pid: int, ns: str, uplink_dev: str, link_bps: int):
+    def __init__(self, path_csv, interval_s: float, anchor_pid: int, ns: str, uplink_dev: str, link_bps: int,
+                 cutoffs: list[int] | None = None):
         if interval_s <= 0:
             raise ValueError(f"interval_s={interval_s}: must be > 0")
         self.path = Path(path_csv)
@@ -111,15 +113,26 @@ class CounterSampler:
         self.ns = ns
         self.dev = uplink_dev
         self.link_bps = link_bps
+        self.cutoffs = cutoffs
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="testbed-counters", daemon=True)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="testbed-counters", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
 
     def stop(self) -> None:
+        """Stop sampling; re-raise here whatever stopped the sampler early."""
         self._stop.set()
         self._thread.join()
+        if self._error is not None:
+            raise RuntimeError(f"counter sampling into {self.path} failed: {self._error!r}") from self._error
+
+    def _run(self) -> None:
+        try:
+            self._loop()
+        except BaseException as err:  # reported by stop(), in the caller's thread
+            self._error = err
 
     def sample(self) -> dict[str, float]:
         """One snapshot of the cumulative counters and gauges."""
@@ -133,7 +146,7 @@ class CounterSampler:
             "syn_retrans": stats.get("TcpExt.TCPSynRetrans", 0),
             "uplink_tx_bytes": tx_bytes(_read(f"{net}/dev"), self.dev),
         }
-        for q in uplink.qdisc_stats(self.ns, self.dev):
+        for q in uplink.uplink_stats(self.ns, self.dev, self.cutoffs):
             name = "q" + q["class"].replace(":", "_")
             row |= {f"{name}_sent_bytes": q["sent_bytes"], f"{name}_dropped": q["dropped"],
                     f"{name}_backlog_bytes": q["backlog_bytes"]}

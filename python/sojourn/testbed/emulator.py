@@ -25,6 +25,10 @@ from .config import TestbedConfig, WanGroup
 
 ROUTE_TABLE = "100"
 READY_TIMEOUT_S = 10.0
+# SCHED_FIFO priority of the emulator: above normal processes (load generator,
+# server, builds) and peers run under chrt at lower real-time priorities, so
+# emulated delays do not absorb their CPU contention.
+REALTIME_PRIORITY = 50
 
 
 def direction(group: WanGroup) -> dict:
@@ -74,7 +78,8 @@ class Emulator:
         sysnet.ip(self.ns, "link", "set", "dev", self.tun, "up")
         sysnet.set_sysctls(self.ns, {f"net.ipv4.conf.{self.tun}.rp_filter": "0"})
         argv = [str(engine_path()), "wan", "--config", str(self.config_path),
-                "--counters", str(self.counters_path), "--summary", str(self.summary_path), "--interval", "1"]
+                "--counters", str(self.counters_path), "--summary", str(self.summary_path), "--interval", "1",
+                "--realtime", str(REALTIME_PRIORITY)]
         self.proc = spawn(self.ns, argv, stdout=subprocess.PIPE, text=True)
         ready, _, _ = select.select([self.proc.stdout], [], [], READY_TIMEOUT_S)
         line = self.proc.stdout.readline() if ready else ""

@@ -144,3 +144,14 @@ def check_congestion_allowed(algorithms: list[str]) -> None:
                 f"congestion control {name!r} is not in the host's net.ipv4.tcp_allowed_congestion_control "
                 f"({' '.join(allowed)}), so a namespace cannot use it; choose one of those, or add it on the "
                 f"host yourself (the testbed never changes host sysctls)")
+
+
+def wait_in_namespace(pid: int, ns: str, timeout_s: float = 5.0) -> None:
+    """Wait until process ``pid`` (started through ``ip netns exec``) has entered
+    namespace ``ns``, so its ``/proc/<pid>/net`` shows that namespace."""
+    target = os.stat(f"/run/netns/{ns}").st_ino
+    deadline = time.monotonic() + timeout_s
+    while os.stat(f"/proc/{pid}/ns/net").st_ino != target:
+        if time.monotonic() > deadline:
+            raise NetError(f"process {pid} did not enter namespace {ns} within {timeout_s} s")
+        time.sleep(0.01)

@@ -20,8 +20,10 @@ import os
 import platform
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
+import time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -41,6 +43,8 @@ ROLES = ("srv", "rtr", "cli")
 
 class Testbed:
     """A running testbed; use as a context manager (see docs/testbed.md)."""
+
+    __test__ = False  # not a pytest test class despite the name
 
     def __init__(self, config: TestbedConfig, workdir: str | os.PathLike | None = None):
         self.config = config
@@ -116,11 +120,44 @@ class Testbed:
             sysnet.ip(ns, "route", "replace", "default", "via", gateway, "dev", dev, *knobs.route_metrics())
         uplink.shape_uplink(srv, s, cfg.link_bps, cfg.queue_bytes, cfg.cutoffs)
         self._anchor = self._spawn(srv, ["sleep", "infinity"])
+        sysnet.wait_in_namespace(self._anchor.pid, srv)
         if cfg.uses_emulator:
             self.emulator = Emulator(cfg, self.workdir)
             self._processes.append(self.emulator.start(self._spawn))
             self.emulator.route_through(sr, cr)
+        if cfg.tcp.cwnd_clamp is not None:
+            self.warm_tcp_metrics()
         return self
+
+    def warm_tcp_metrics(self) -> None:
+        """Make the cwnd clamp apply from the first connection. Linux copies a
+        locked ``cwnd`` route metric into a socket's clamp only from an existing
+        TCP metrics entry (tcp_init_metrics looks up without creating), and the
+        entry is created when an earlier connection to that address ends; so one
+        short connection from the server to every client address comes first."""
+        port = "9"
+        probe = [sys.executable, "-m", "sojourn.testbed.probe"]
+        listener = self._spawn(self.client_ns, probe + ["listen", "--bind", f"0.0.0.0:{port}", "--timeout", "2"],
+                               stdout=subprocess.DEVNULL)
+        try:
+            addrs = [a for group in self.client_addrs.values() for a in group]
+            for _ in range(100):
+                if sysnet.run(sysnet.in_ns(self.client_ns, ["ss", "-tlnH", f"sport = :{port}"])).strip():
+                    break
+                time.sleep(0.02)
+            sysnet.run(sysnet.in_ns(self.server_ns, probe + ["warm", "--targets", ",".join(addrs), "--port", port]))
+            # The entry appears when our closed socket reaches TIME_WAIT, a round trip later.
+            deadline = time.monotonic() + 5.0
+            while True:
+                cached = sysnet.ip(self.server_ns, "tcp_metrics", "show")
+                missing = [a for a in addrs if f"{a} " not in cached]
+                if not missing or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+            if missing:
+                raise sysnet.NetError(f"cwnd_clamp: no TCP metrics entry for {missing[:5]} after warming")
+        finally:
+            _stop_processes([listener])
 
     def down(self) -> None:
         """Stop counters and processes, delete the namespaces. Idempotent."""
@@ -178,7 +215,8 @@ class Testbed:
         assert self._anchor is not None, "start_counters() needs a testbed that is up"
         self._counters = CounterSampler(
             path_csv, interval_s, anchor_pid=self._anchor.pid, ns=self.server_ns,
-            uplink_dev=self.uplink_dev, link_bps=self.config.link_bps)
+            uplink_dev=self.uplink_dev, link_bps=self.config.link_bps,
+            cutoffs=self.config.cutoffs)
         self._counters.start()
 
     def stop_counters(self) -> None:

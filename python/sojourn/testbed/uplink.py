@@ -1,10 +1,10 @@
 """The bottleneck: the server's uplink (server -> clients), 000 §2.2 Fig. 2.
 
-One function sets it up. Without bands it is an HTB root class at the link rate
-with one FIFO leaf (HTB because this kernel has no netem/tbf-less alternative we
-trust for exact rates, and because the banded variant is HTB too). With bands it
-is ``sojourn-engine bands setup`` (the server area owns the strict-priority HTB
-layout, crates/server/src/bands.rs); the testbed does not duplicate it.
+``shape_uplink`` sets it up. Without bands it is an HTB root class at the link
+rate with one FIFO leaf (the same shaper as the banded case, so both are
+measured against the same rate limiter). With bands it is ``sojourn-engine bands
+setup`` (the server area owns the strict-priority HTB layout,
+crates/server/src/bands.rs); the testbed does not duplicate it.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def shape_uplink(ns: str, dev: str, rate_bps: int, queue_bytes: int | None, cuto
     sysnet.ip(ns, "link", "set", "dev", dev, "gso_max_segs", "1")
     sysnet.tc(ns, "qdisc", "del", "dev", dev, "root", check=False)
     if cutoffs:
-        _bands_setup(ns, dev, rate_bps, queue_bytes, cutoffs)
+        _bands_setup(ns, dev, rate_bps, cutoffs)
         return
     rate = f"{rate_bps}bit"
     sysnet.tc(ns, "qdisc", "add", "dev", dev, "root", "handle", ROOT_HANDLE, "htb", "default", "10")
@@ -42,11 +42,9 @@ def shape_uplink(ns: str, dev: str, rate_bps: int, queue_bytes: int | None, cuto
     sysnet.tc(ns, "qdisc", "add", "dev", dev, "parent", FIFO_CLASS, "handle", "10:", *leaf)
 
 
-def _bands_setup(ns: str, dev: str, rate_bps: int, queue_bytes: int | None, cutoffs: list[int]) -> None:
-    argv = [str(engine_path()), "bands", "setup", "--dev", dev, "--rate", f"{rate_bps}",
+def _bands_setup(ns: str, dev: str, rate_bps: int, cutoffs: list[int]) -> None:
+    argv = [str(engine_path()), "bands", "setup", "--dev", dev, "--rate", f"{rate_bps}bit",
             "--cutoffs", ",".join(str(c) for c in cutoffs)]
-    if queue_bytes:
-        argv += ["--queue-bytes", str(queue_bytes)]
     done = subprocess.run(sysnet.in_ns(ns, argv), capture_output=True, text=True)
     if done.returncode != 0:
         raise sysnet.NetError(
@@ -54,18 +52,20 @@ def _bands_setup(ns: str, dev: str, rate_bps: int, queue_bytes: int | None, cuto
             f"{done.stderr.strip()}")
 
 
-def qdisc_stats(ns: str, dev: str) -> list[dict]:
-    """Counters of every leaf qdisc of ``dev`` (one per band, or the one FIFO):
-    the HTB class it drains, bytes sent, packets dropped, backlog bytes.
-    (``tc -j`` prints HTB classes as text in iproute2 6.1, leaf qdiscs as JSON.)"""
+def uplink_stats(ns: str, dev: str, cutoffs: list[int] | None) -> list[dict]:
+    """Per-queue counters of the uplink: one entry per band (``sojourn-engine bands
+    show --json``) or for the single FIFO (its leaf qdisc, ``tc -j -s qdisc``):
+    the HTB class, bytes sent, packets dropped, backlog bytes."""
+    keys = ("class", "sent_bytes", "dropped", "backlog_bytes")
+    if cutoffs:
+        argv = [str(engine_path()), "bands", "show", "--dev", dev, "--bands", str(len(cutoffs) + 1), "--json"]
+        lines = sysnet.run(sysnet.in_ns(ns, argv)).splitlines()
+        return [{k: band[k] for k in keys} for band in map(json.loads, filter(None, lines))]
+    # iproute2 6.1 prints HTB classes as text even with -j, leaf qdiscs as JSON.
     out = sysnet.tc(ns, "-j", "-s", "qdisc", "show", "dev", dev)
     return [
-        {
-            "class": qdisc["parent"],
-            "sent_bytes": qdisc.get("bytes", 0),
-            "dropped": qdisc.get("drops", 0),
-            "backlog_bytes": qdisc.get("backlog", 0),
-        }
-        for qdisc in (json.loads(out) if out.strip() else [])
-        if not qdisc.get("root") and "parent" in qdisc
+        {"class": q["parent"], "sent_bytes": q.get("bytes", 0), "dropped": q.get("drops", 0),
+         "backlog_bytes": q.get("backlog", 0)}
+        for q in (json.loads(out) if out.strip() else [])
+        if not q.get("root") and "parent" in q
     ]

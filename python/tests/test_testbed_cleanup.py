@@ -1,0 +1,100 @@
+"""Teardown leaves nothing behind: namespaces, links and processes are counted
+before and after a normal run, a failing run and a SIGKILLed run (whose
+leftovers the next run with the same prefix removes)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from sojourn.testbed import Testbed, TestbedConfig, WanGroup, sysnet
+
+pytestmark = [
+    pytest.mark.netns,
+    pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root"),
+]
+
+PREFIX = "sjtbz"
+MARKER = ["sleep", "317"]  # a process the tests start inside the namespaces
+CONFIG = TestbedConfig(prefix=PREFIX, groups=[WanGroup("g0", rtt_ms=10), WanGroup("g1", loss=0.01)])
+
+
+def snapshot() -> dict:
+    """What exists on the host: our namespaces, host links, and processes whose
+    command line mentions the prefix (the emulator's) or is the marker."""
+    marker = "\0".join(MARKER).encode() + b"\0"
+    procs = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except OSError:
+            continue
+        if (PREFIX.encode() in cmdline and b"pytest" not in cmdline) or cmdline == marker:
+            procs.append(int(pid))
+    links = [line.split(":")[1].strip() for line in sysnet.ip(None, "-o", "link", "show").splitlines()]
+    return {
+        "namespaces": sorted(sysnet.namespaces_with_prefix(PREFIX)),
+        "host_links": sorted(links),
+        "processes": sorted(procs),
+    }
+
+
+def test_normal_run_leaves_nothing():
+    before = snapshot()
+    with Testbed(CONFIG) as tb:
+        tb.popen(tb.server_ns, MARKER)
+        during = snapshot()
+    assert len(during["namespaces"]) == 3 and during["processes"], during
+    assert snapshot() == before
+
+
+def test_failing_run_leaves_nothing():
+    before = snapshot()
+    with pytest.raises(RuntimeError, match="experiment failed"):
+        with Testbed(CONFIG) as tb:
+            tb.popen(tb.client_ns, MARKER)
+            raise RuntimeError("experiment failed")
+    assert snapshot() == before
+
+
+def test_sigterm_tears_down():
+    before = snapshot()
+    script = ("import time\nfrom sojourn.testbed import Testbed, TestbedConfig\n"
+              f"with Testbed(TestbedConfig(prefix='{PREFIX}', emulator=True)) as tb:\n"
+              f"    tb.popen(tb.server_ns, {MARKER!r})\n"
+              "    print('up', flush=True)\n    time.sleep(300)\n")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "up"
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    finally:
+        proc.kill()
+    assert snapshot() == before
+
+
+def test_sigkilled_run_is_cleared_by_the_next_run():
+    before = snapshot()
+    script = ("import time; from sojourn.testbed import Testbed, TestbedConfig, WanGroup; "
+              f"tb = Testbed(TestbedConfig(prefix='{PREFIX}', groups=[WanGroup('g0', rtt_ms=10)])).__enter__(); "
+              f"tb.popen(tb.server_ns, {MARKER!r}); print('up', flush=True); time.sleep(300)")
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "up"
+        proc.kill()
+        proc.wait(timeout=10)
+        left = snapshot()
+        assert len(left["namespaces"]) == 3 and left["processes"], "a SIGKILLed run leaves its namespaces"
+        with Testbed(CONFIG):
+            pass
+    finally:
+        proc.kill()
+        sysnet.remove_prefix(PREFIX)
+    time.sleep(0.2)
+    assert snapshot() == before

@@ -1,0 +1,236 @@
+"""The testbed measured: each test configures a feature and measures it from the
+outside (TCP handshakes, iperf3, numbered UDP datagrams, ss -ti, qdisc counters).
+Needs root; every testbed is torn down by its ``with`` block, also on failure."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from sojourn.testbed import TcpKnobs, Testbed, TestbedConfig, WanGroup
+from sojourn.testbed.probe import loss_stats
+
+pytestmark = [
+    pytest.mark.netns,
+    pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root"),
+]
+
+PROBE = [sys.executable, "-m", "sojourn.testbed.probe"]
+# Wire bytes per payload byte of a full-size TCP segment with timestamps:
+# 1448 payload + 32 TCP + 20 IP + 14 Ethernet (HTB counts link-layer bytes).
+WIRE_PER_PAYLOAD = 1514 / 1448
+
+
+def wait_listening(tb: Testbed, ns: str, port: int, proto: str = "t") -> None:
+    for _ in range(100):
+        out = tb.run(ns, ["ss", f"-{proto}lnH", f"sport = :{port}"], capture_output=True, text=True).stdout
+        if out.strip():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"nothing listening on port {port} in {ns}")
+
+
+def probe_json(proc: subprocess.Popen, timeout: float = 60) -> dict:
+    out, _ = proc.communicate(timeout=timeout)
+    assert proc.returncode == 0, f"probe failed with {proc.returncode}"
+    return json.loads(out)
+
+
+def test_rtt_of_each_group_within_1ms_at_p99():
+    groups = [WanGroup("g0", rtt_ms=0), WanGroup("g1", rtt_ms=37.5), WanGroup("g2", rtt_ms=150)]
+    with Testbed(TestbedConfig(prefix="sjtba", groups=groups, emulator=True)) as tb:
+        tb.popen(tb.server_ns, PROBE + ["listen", "--bind", f"{tb.server_addr}:7000", "--timeout", "20"])
+        wait_listening(tb, tb.server_ns, 7000)
+        for group in groups:
+            count = 60 if group.rtt_ms >= 100 else 200
+            result = tb.run(tb.client_ns, PROBE + ["connect", "--source", tb.client_addrs[group.name][0],
+                                                   "--target", f"{tb.server_addr}:7000", "--count", str(count)],
+                            capture_output=True, text=True, check=True)
+            # The kernel's SYN -> SYN-ACK sample (µs resolution, no probe scheduling in it).
+            # The first handshake also resolves neighbours (ARP): not part of the RTT.
+            rtt_ms = np.array(json.loads(result.stdout)["handshake_rtt_s"][1:]) * 1e3
+            error_ms = rtt_ms - group.rtt_ms
+            assert error_ms.min() > -0.05, f"{group.name}: a handshake beat the configured RTT: {rtt_ms.min()}"
+            assert np.percentile(error_ms, 99) < 1.0, (
+                f"{group.name}: p99 error {np.percentile(error_ms, 99):.3f} ms; largest {sorted(error_ms)[-5:]}")
+
+
+def test_iperf3_throughput_through_the_bottleneck_within_3_percent():
+    rate = 10_000_000
+    cfg = TestbedConfig(prefix="sjtbb", link_bps=rate, groups=[WanGroup("g0", rtt_ms=10)])
+    with Testbed(cfg) as tb:
+        tb.popen(tb.server_ns, ["iperf3", "-s", "-1", "-B", tb.server_addr, "-p", "5301"],
+                 stdout=subprocess.DEVNULL)
+        wait_listening(tb, tb.server_ns, 5301)
+        # -R: the server sends, so the data crosses the bottleneck uplink; skip slow start.
+        result = tb.run(tb.client_ns, ["iperf3", "-c", tb.server_addr, "-p", "5301", "-R", "-t", "6", "-O", "2",
+                                       "-B", tb.client_addrs["g0"][0], "-J"], capture_output=True, text=True, check=True)
+        goodput = json.loads(result.stdout)["end"]["sum_received"]["bits_per_second"]
+        wire = goodput * WIRE_PER_PAYLOAD
+        assert abs(wire - rate) / rate < 0.03, f"wire rate {wire / 1e6:.3f} Mbit/s for {rate / 1e6} configured"
+
+
+def udp_loss(tb: Testbed, group: str, count: int, port: int) -> dict:
+    receiver = tb.popen(tb.server_ns, PROBE + ["udp-recv", "--bind", f"{tb.server_addr}:{port}",
+                                               "--count", str(count), "--timeout", "2"],
+                        stdout=subprocess.PIPE, text=True)
+    wait_listening(tb, tb.server_ns, port, proto="u")
+    tb.run(tb.client_ns, PROBE + ["udp-send", "--source", tb.client_addrs[group][0], "--target",
+                                  f"{tb.server_addr}:{port}", "--count", str(count), "--pps", "20000"],
+           check=True, capture_output=True)
+    return probe_json(receiver)
+
+
+def emulator_counters(tb: Testbed) -> list[dict]:
+    tb.emulator.stop()  # writes the final counters
+    return json.loads(tb.emulator.summary_path.read_text())["pipes"]
+
+
+def test_bernoulli_loss_within_its_binomial_interval():
+    loss, count = 0.05, 20_000
+    with Testbed(TestbedConfig(prefix="sjtbc", groups=[WanGroup("g0", loss=loss)])) as tb:
+        measured = udp_loss(tb, "g0", count, 7001)
+        up = next(p for p in emulator_counters(tb) if p["direction"] == "up")
+    assert measured["lost"] == up["loss_drops"], "every missing datagram was an emulated loss"
+    assert stats.binomtest(measured["lost"], count, loss).pvalue > 0.001, measured
+    # Independent loss: a loss says nothing about the next packet.
+    assert abs(measured["conditional"] - loss) < 0.03, measured
+
+
+def test_two_state_loss_has_the_conditional_probability_and_bursts_of_002():
+    loss, conditional, count = 0.06, 0.35, 40_000
+    group = WanGroup("g0", loss=loss, loss_model="two-state", conditional_loss=conditional)
+    with Testbed(TestbedConfig(prefix="sjtbd", groups=[group])) as tb:
+        measured = udp_loss(tb, "g0", count, 7002)
+        up = next(p for p in emulator_counters(tb) if p["direction"] == "up")
+    assert measured["lost"] == up["loss_drops"]
+    assert stats.binomtest(measured["lost"], count, loss).pvalue > 0.0001 or abs(measured["loss"] - loss) < 0.006, measured
+    sigma = (conditional * (1 - conditional) / measured["pairs_after_loss"]) ** 0.5
+    assert abs(measured["conditional"] - conditional) < 4 * sigma, measured
+    # Burst lengths are geometric with mean 1 / (1 - conditional) (002 §3.4, Fig. 5).
+    assert abs(measured["mean_burst"] - 1 / (1 - conditional)) < 0.15, measured
+
+
+def test_loss_stats_counts_bursts():
+    s = loss_stats([True, False, False, True, False, True, True])
+    assert (s["lost"], s["mean_burst"], s["conditional"]) == (3, 1.5, 1 / 3)
+
+
+def test_strict_priority_between_two_bands():
+    cfg = TestbedConfig(prefix="sjtbe", link_bps=10_000_000, bands="1K,2K,5K,50K")
+    high, low = (1 << 16) | 0x10, (1 << 16) | 0x14  # classes 1:10 (band 0) and 1:14 (band 4)
+    with Testbed(cfg) as tb:
+        client = tb.client_addrs["g0"][0]
+        sinks = {name: tb.popen(tb.client_ns, PROBE + ["sink", "--bind", f"{client}:{port}", "--timeout", "3"],
+                                stdout=subprocess.PIPE, text=True)
+                 for name, port in (("high", 7010), ("low", 7011))}
+        wait_listening(tb, tb.client_ns, 7010)
+        wait_listening(tb, tb.client_ns, 7011)
+        sources = [tb.popen(tb.server_ns, PROBE + ["source", "--target", f"{client}:{port}", "--seconds", "4",
+                                                   "--priority", str(prio)], stdout=subprocess.DEVNULL)
+                   for port, prio in ((7010, high), (7011, low))]
+        for source in sources:
+            source.wait(timeout=30)
+        received = {name: probe_json(sink)["bytes"] for name, sink in sinks.items()}
+    # Over 4 s at 10 Mbit/s the link carries ~5 MB; the low band gets only what
+    # the high band leaves (socket buffers filled before it was starved).
+    assert received["high"] > 3_500_000, received
+    assert received["low"] < 0.1 * received["high"], received
+
+
+def max_cwnd_and_options(tb: Testbed, port: int) -> tuple[int, set[str]]:
+    """Run a bulk transfer server -> client and sample `ss -tio` in the server namespace
+    (iproute2 6.1 prints the ts/sack flags only with -o)."""
+    client = tb.client_addrs["g0"][0]
+    sink = tb.popen(tb.client_ns, PROBE + ["sink", "--bind", f"{client}:{port}", "--timeout", "3"],
+                    stdout=subprocess.PIPE, text=True)
+    wait_listening(tb, tb.client_ns, port)
+    source = tb.popen(tb.server_ns, PROBE + ["source", "--target", f"{client}:{port}", "--seconds", "3"],
+                      stdout=subprocess.DEVNULL)
+    cwnds, options = [], set()
+    while source.poll() is None:
+        out = tb.run(tb.server_ns, ["ss", "-tinoH", "state", "established", f"dport = :{port}"],
+                     capture_output=True, text=True).stdout
+        cwnds += [int(m) for m in re.findall(r"\bcwnd:(\d+)", out)]
+        options |= set(out.split())
+        time.sleep(0.05)
+    probe_json(sink)
+    assert cwnds, "no established connection seen"
+    return max(cwnds), options
+
+
+def test_cwnd_clamp_and_sack_visible_in_ss():
+    group = [WanGroup("g0", rtt_ms=40)]
+    clamped = TestbedConfig(prefix="sjtbf", groups=group, link_bps=20_000_000,
+                            tcp=TcpKnobs(cwnd_clamp=6, sack=False))
+    with Testbed(clamped) as tb:
+        cwnd, options = max_cwnd_and_options(tb, 7020)
+    assert cwnd <= 6, cwnd
+    assert "sack" not in options
+    free = TestbedConfig(prefix="sjtbf", groups=group, link_bps=20_000_000, tcp=TcpKnobs(sack=True))
+    with Testbed(free) as tb:
+        cwnd, options = max_cwnd_and_options(tb, 7021)
+    assert cwnd > 6, f"without the clamp cwnd should grow past 6 (BDP is ~66 segments): {cwnd}"
+    assert "sack" in options
+
+
+def test_mtu_clamps_the_mss_of_a_group():
+    groups = [WanGroup("small", mtu=576), WanGroup("full")]
+    with Testbed(TestbedConfig(prefix="sjtbg", groups=groups)) as tb:
+        for name, port, mss in (("small", 7030, 536), ("full", 7031, 1460)):
+            sink = tb.popen(tb.client_ns, PROBE + ["sink", "--bind", f"{tb.client_addrs[name][0]}:{port}",
+                                                   "--timeout", "2"], stdout=subprocess.PIPE, text=True)
+            wait_listening(tb, tb.client_ns, port)
+            source = tb.popen(tb.server_ns, PROBE + ["source", "--target", f"{tb.client_addrs[name][0]}:{port}",
+                                                     "--seconds", "1"], stdout=subprocess.DEVNULL)
+            out = ""
+            while "mss:" not in out and source.poll() is None:
+                out = tb.run(tb.server_ns, ["ss", "-tinoH", "state", "established", f"dport = :{port}"],
+                             capture_output=True, text=True).stdout
+            source.wait(timeout=20)
+            probe_json(sink)
+            # ss reports the MSS we send with, minus TCP options such as timestamps.
+            sent_mss = int(re.search(r"\bmss:(\d+)", out).group(1))
+            assert mss - 12 <= sent_mss <= mss, (name, out)
+
+
+def test_counters_record_uplink_traffic_accept_queue_and_listen_drops(tmp_path):
+    with Testbed(TestbedConfig(prefix="sjtbh", tcp=TcpKnobs(somaxconn=4, syn_backlog=4))) as tb:
+        path = tmp_path / "counters.csv"
+        tb.start_counters(path, interval_s=0.2)
+        client = tb.client_addrs["g0"][0]
+        sink = tb.popen(tb.client_ns, PROBE + ["sink", "--bind", f"{client}:7040", "--timeout", "2"],
+                        stdout=subprocess.PIPE, text=True)
+        wait_listening(tb, tb.client_ns, 7040)
+        tb.run(tb.server_ns, PROBE + ["source", "--target", f"{client}:7040", "--seconds", "1"],
+               check=True, capture_output=True)
+        probe_json(sink)
+        # A listener that never accepts, with a backlog of 1: handshakes beyond it overflow.
+        tb.popen(tb.server_ns, [sys.executable, "-c", "import socket, time; "
+                                f"s = socket.create_server(('{tb.server_addr}', 7041), backlog=1); time.sleep(30)"])
+        wait_listening(tb, tb.server_ns, 7041)
+        tb.run(tb.client_ns, [sys.executable, "-c", "import socket, time; socks = [socket.socket() for _ in range(8)]; "
+                              "[s.setblocking(False) for s in socks]; "
+                              f"[s.connect_ex(('{tb.server_addr}', 7041)) for s in socks]; time.sleep(0.5)"], check=True)
+        time.sleep(0.5)
+        tb.stop_counters()
+        description = tb.describe()
+    import pandas as pd
+
+    rows = pd.read_csv(path)
+    assert len(rows) >= 5
+    assert rows["uplink_tx_bytes"].iloc[-1] > 1_000_000
+    assert rows["q1_10_sent_bytes"].iloc[-1] > 1_000_000
+    assert rows["uplink_util"].max() > 0.8
+    assert rows["listen_overflows"].iloc[-1] > 0 or rows["listen_drops"].iloc[-1] > 0
+    assert rows["accept_queue"].max() >= 1
+    assert description["sysctls"][tb.server_ns]["net.core.somaxconn"] == "4"
+    assert "htb" in description["qdisc"]
