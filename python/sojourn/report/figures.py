@@ -146,12 +146,15 @@ def range_figure(table: pd.DataFrame, parameter: str, metric: str, label: str):
 def latency_profile_figure(table: pd.DataFrame, parameter: str):
     """001 Figs. 1-2: mean, median, p5 and p95 of response time vs load."""
     figure, axis = plt.subplots(figsize=(6, 4))
-    for variant, rows in table.groupby("variant", sort=False):
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for number, (variant, rows) in enumerate(table.groupby("variant", sort=False)):
         rows = rows.sort_values("sweep_value")
         x = rows["sweep_value"].astype(float)
+        # One colour per variant, one line style per statistic.
         for metric, style in (("response_mean", "-"), ("response_median", "--"), ("response_p5", ":"), ("response_p95", "-.")):
             if metric in rows:
-                axis.semilogy(x, rows[metric], ls=style, marker="o", ms=3, label=f"{variant or 'run'} {metric.split('_')[1]}")
+                axis.semilogy(x, rows[metric], ls=style, color=colors[number % len(colors)], marker="o", ms=3,
+                              label=f"{variant or 'run'} {metric.split('_')[1]}")
     axis.set_xlabel(parameter)
     axis.set_ylabel("response time (s)")
     axis.grid(alpha=0.3, which="both")

@@ -48,7 +48,7 @@ def print_summary(console: Console, directory: Path, baseline: str, order: list[
 
     table = run_table(load_experiment(directory), baseline, order)
     out = Table(title=f"{directory.name}: ratios relative to {table.attrs['baseline']}")
-    out.add_column("run")
+    out.add_column("run", no_wrap=True)
     for label in TABLE_METRICS.values():
         out.add_column(label, justify="right")
     out.add_column("mean ratio", justify="right")
