@@ -149,7 +149,14 @@ def test_reverse_order_is_exactly_one(n):
     assert analysis.service_inversion_index(sizes, -sizes.astype(float)) == 1.0
 
 
-def test_inversion_is_fast_on_a_million():
+def test_random_order_scores_two_thirds():
+    # E[Σ|π(i) − i|] = (n² − 1)/3 for a random permutation: the index tends to 2/3.
+    rng = np.random.default_rng(2)
+    sizes = np.arange(200_000)
+    assert analysis.service_inversion_index(sizes, rng.permutation(sizes).astype(float)) == pytest.approx(2 / 3, abs=0.005)
+
+
+def test_inversion_on_a_million():
     rng = np.random.default_rng(1)
     sizes = rng.integers(1, 1000, 1_000_000)
     # Served in size order with ties: exactly 0.
