@@ -288,6 +288,12 @@ impl<'a> Engine<'a> {
             None => self.config.timeout,
         };
         self.deadlines.push(Reverse((base + limit, request.id, attempt)));
+        // Deadlines of finished attempts stay in the heap until they pass; purge them when they
+        // outnumber the live ones, so memory follows requests in flight (amortized O(1)).
+        if self.deadlines.len() > 2 * self.live.len() + 4096 {
+            let live = &self.live;
+            self.deadlines.retain(|Reverse((_, id, attempt))| live.get(id).is_some_and(|l| l.attempt.attempt == *attempt) || *id == request.id);
+        }
         let record = Attempt {
             request_id: request.id,
             attempt,
