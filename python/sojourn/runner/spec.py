@@ -331,7 +331,7 @@ def validate(raw: dict) -> Experiment:
             _check_combinations(run_config, where)
             runs.append(Run(name=name or "run", config=run_config, sweep_value=value, variant=variant))
     baseline = filled["baseline"] or runs[0].name
-    if baseline not in [r.name for r in runs] and baseline not in variants:
+    if baseline not in [r.name for r in runs]:
         raise SpecError(f"baseline = {baseline!r} is not a run; runs: {', '.join(r.name for r in runs)}")
     return Experiment(name=filled["name"], description=filled["description"], repetitions=filled["repetitions"],
                       baseline=baseline, runs=runs, source=raw, sweep_parameter=sweep["parameter"])
