@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -69,7 +70,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         experiment = load_spec(args.spec)
     except SpecError as err:
-        console.print(f"[red]sojourn run: {err}[/]", highlight=False)
+        console.print(f"sojourn run: {err}", style="red", markup=False, highlight=False)
         return 2
     if args.check:
         for run in experiment.runs:
@@ -79,7 +80,9 @@ def main(args: argparse.Namespace) -> int:
         console.print("[red]sojourn run needs root (or CAP_NET_ADMIN and CAP_SYS_ADMIN) to create network "
                       "namespaces; run it with sudo[/]")
         return 1
+    from sojourn.peers import PeerError
     from sojourn.runner.experiment import ResultsConflict, run_experiment
+    from sojourn.testbed import ConfigError, NetError
 
     started = time.monotonic()
     header = {"text": ""}
@@ -88,16 +91,20 @@ def main(args: argparse.Namespace) -> int:
             if kind == "repetition":
                 header["text"] = f"[{data['index']}/{data['total']}] {data['run']} rep {data['rep']}"
                 if data["skipped"]:
-                    live.console.print(f"{header['text']}: complete, kept")
+                    live.console.print(f"{header['text']}: complete, kept", markup=False)
             elif kind == "progress":
                 live.update(_progress_line(header["text"], data, started))
             elif kind == "done":
-                live.console.print(f"{header['text']}: {data['state']} in {data['wall_s']:.0f} s")
+                live.console.print(f"{header['text']}: {data['state']} in {data['wall_s']:.0f} s", markup=False)
         try:
             outcome = run_experiment(experiment, args.results, prefix=args.prefix, fresh=args.fresh, on_event=on_event)
         except ResultsConflict as err:
-            console.print(f"[red]sojourn run: {err}[/]")
+            console.print(f"sojourn run: {err}", style="red", markup=False, highlight=False)
             return 2
+        except (PeerError, NetError, ConfigError, OSError, ValueError, subprocess.CalledProcessError) as err:
+            # The repetition's status.json says partial with this reason; the rest is not run.
+            console.print(f"sojourn run: {type(err).__name__}: {err}", style="red", markup=False, highlight=False)
+            return 1
         except KeyboardInterrupt:
             console.print("[yellow]interrupted: the current repetition is kept as partial; rerun to resume[/]")
             return 130
