@@ -8,3 +8,4 @@ mkdir -p bench/out
 # One line per benchmark script (each is runnable on its own too):
 bench/workloads/run.sh
 bench/load/run.sh
+bench/wan/run.sh            # WAN emulator: forwarding rate vs kernel forwarding, delay error at 100 ms RTT

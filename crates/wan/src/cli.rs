@@ -1,9 +1,10 @@
 //! `sojourn-engine wan`: the TUN shell around `emulator::Emulator`.
 //!
-//! The loop: read every waiting packet from the TUN device (stamping it with
-//! the clock once per batch), write back every packet that is due, write the
-//! counters when their interval is up, arm the timerfd at the earliest next
-//! deadline (absolute CLOCK_MONOTONIC), and poll the TUN device and the timer.
+//! The loop: write back every packet that is due, read up to a small batch of
+//! waiting packets from the TUN device (each stamped with the clock as it is
+//! read), write the counters when their interval is up, and, when nothing more
+//! is waiting, arm the timerfd at the earliest next deadline (absolute
+//! CLOCK_MONOTONIC) and poll the TUN device and the timer.
 //! It prints `ready` on stdout once attached, and on SIGINT/SIGTERM writes the
 //! final counters (and the summary) and exits 0.
 
@@ -51,7 +52,8 @@ fn parse_interval(text: &str) -> Result<f64, String> {
 }
 
 const MAX_PACKET: usize = 65_536;
-const READ_BATCH: usize = 256;
+/// Packets read per turn of the loop before due packets are released again.
+const READ_BATCH: usize = 16;
 
 pub fn run(args: WanArgs) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(&args.config).with_context(|| format!("reading --config {}", args.config.display()))?;
@@ -78,17 +80,7 @@ pub fn run(args: WanArgs) -> anyhow::Result<()> {
     let mut write_errors = 0u64;
     let mut buf = vec![0u8; MAX_PACKET];
     while !sys::stop_requested() {
-        let now = sys::monotonic_now();
-        for _ in 0..READ_BATCH {
-            match tun.recv(&mut buf) {
-                Ok(Some(len)) => {
-                    emulator.ingress(now, buf[..len].to_vec());
-                }
-                Ok(None) => break,
-                Err(err) if err.kind() == io::ErrorKind::Interrupted => break,
-                Err(err) => return Err(err).context("reading the TUN device"),
-            }
-        }
+        // Release first, so a burst of arrivals never delays packets already due.
         let now = sys::monotonic_now();
         emulator.release(now, |scheduled, packet| {
             let _ = lateness.record(now.saturating_sub(scheduled).max(1));
@@ -96,11 +88,30 @@ pub fn run(args: WanArgs) -> anyhow::Result<()> {
                 write_errors += 1;
             }
         });
+        let mut more_waiting = false;
+        for _ in 0..READ_BATCH {
+            match tun.recv(&mut buf) {
+                Ok(Some(len)) => {
+                    emulator.ingress(sys::monotonic_now(), buf[..len].to_vec());
+                    more_waiting = true;
+                }
+                Ok(None) => {
+                    more_waiting = false;
+                    break;
+                }
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => break,
+                Err(err) => return Err(err).context("reading the TUN device"),
+            }
+        }
+        let now = sys::monotonic_now();
         if now >= next_counters {
             if let Some(writer) = counters.as_mut() {
                 writer.write(now - start, &emulator.reports())?;
             }
             next_counters += interval_ns * ((now - next_counters) / interval_ns + 1);
+        }
+        if more_waiting {
+            continue;
         }
         timer.arm(emulator.next_release().map_or(next_counters, |at| at.min(next_counters)))?;
         let [_, timer_fired] = sys::poll_readable([tun.raw_fd(), timer.raw_fd()])?;
@@ -153,14 +164,15 @@ struct Summary {
 }
 
 /// Per-pipe rows: `t_s,group,direction,forwarded,forwarded_bytes,loss_drops,
-/// queue_drops,queue_peak_bytes,queue_peak_packets,in_flight` (cumulative counters).
+/// queue_drops,queue_peak_bytes,queue_peak_packets,in_flight,in_flight_peak`
+/// (counters and peaks since start; `in_flight` is a gauge).
 struct CounterWriter {
     writer: csv::Writer<File>,
 }
 
-const COUNTER_COLUMNS: [&str; 10] = [
+const COUNTER_COLUMNS: [&str; 11] = [
     "t_s", "group", "direction", "forwarded", "forwarded_bytes", "loss_drops",
-    "queue_drops", "queue_peak_bytes", "queue_peak_packets", "in_flight",
+    "queue_drops", "queue_peak_bytes", "queue_peak_packets", "in_flight", "in_flight_peak",
 ];
 
 impl CounterWriter {
@@ -189,6 +201,7 @@ impl CounterWriter {
                 c.queue_peak_bytes.to_string(),
                 c.queue_peak_packets.to_string(),
                 c.in_flight.to_string(),
+                c.in_flight_peak.to_string(),
             ])?;
         }
         self.writer.flush()?;

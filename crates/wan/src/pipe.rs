@@ -59,6 +59,8 @@ pub struct PipeCounters {
     pub queue_peak_packets: u64,
     /// Accepted but not yet released (in the queue or in propagation).
     pub in_flight: u64,
+    /// The largest `in_flight` seen.
+    pub in_flight_peak: u64,
 }
 
 /// What happened to an offered packet.
@@ -67,6 +69,34 @@ pub enum Verdict {
     Accepted { release_at: u64 },
     Lost,
     QueueFull,
+}
+
+/// A packet in propagation, ordered by release time, then by acceptance (FIFO among equal times).
+#[derive(Debug)]
+struct Held {
+    release_at: u64,
+    seq: u64,
+    packet: Vec<u8>,
+}
+
+impl PartialEq for Held {
+    fn eq(&self, other: &Self) -> bool {
+        (self.release_at, self.seq) == (other.release_at, other.seq)
+    }
+}
+
+impl Eq for Held {}
+
+impl PartialOrd for Held {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Held {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        (self.release_at, self.seq).cmp(&(other.release_at, other.seq))
+    }
 }
 
 #[derive(Debug)]
@@ -78,9 +108,8 @@ pub struct Pipe<F> {
     queue_bytes: u64,
     link_free_at: u64,
     last_release_at: u64,
-    /// Packets in propagation, earliest release first; `seq` breaks ties FIFO.
-    delay_line: BinaryHeap<Reverse<(u64, u64)>>,
-    held: std::collections::HashMap<u64, Vec<u8>>,
+    /// Packets in propagation, earliest release first.
+    delay_line: BinaryHeap<Reverse<Held>>,
     seq: u64,
     counters: PipeCounters,
 }
@@ -95,7 +124,6 @@ impl<F: Hash + Eq + Copy> Pipe<F> {
             link_free_at: 0,
             last_release_at: 0,
             delay_line: BinaryHeap::new(),
-            held: std::collections::HashMap::new(),
             seq: 0,
             counters: PipeCounters::default(),
         }
@@ -145,10 +173,10 @@ impl<F: Hash + Eq + Copy> Pipe<F> {
             release_at = release_at.max(self.last_release_at);
         }
         self.last_release_at = self.last_release_at.max(release_at);
-        self.delay_line.push(Reverse((release_at, self.seq)));
-        self.held.insert(self.seq, packet);
+        self.delay_line.push(Reverse(Held { release_at, seq: self.seq, packet }));
         self.seq += 1;
         self.counters.in_flight += 1;
+        self.counters.in_flight_peak = self.counters.in_flight_peak.max(self.counters.in_flight);
         Verdict::Accepted { release_at }
     }
 
@@ -164,21 +192,19 @@ impl<F: Hash + Eq + Copy> Pipe<F> {
 
     /// When the next packet is due, if any is held.
     pub fn next_release(&self) -> Option<u64> {
-        self.delay_line.peek().map(|Reverse((at, _))| *at)
+        self.delay_line.peek().map(|Reverse(held)| held.release_at)
     }
 
     /// The next packet due at or before `now`, with its scheduled release time.
     pub fn release(&mut self, now: u64) -> Option<(u64, Vec<u8>)> {
-        let &Reverse((at, seq)) = self.delay_line.peek()?;
-        if at > now {
+        if self.next_release()? > now {
             return None;
         }
-        self.delay_line.pop();
-        let packet = self.held.remove(&seq).expect("every queued sequence number holds a packet");
+        let Reverse(Held { release_at, packet, .. }) = self.delay_line.pop()?;
         self.counters.forwarded += 1;
         self.counters.forwarded_bytes += packet.len() as u64;
         self.counters.in_flight -= 1;
-        Some((at, packet))
+        Some((release_at, packet))
     }
 }
 
