@@ -1,0 +1,112 @@
+"""Testbed configuration, the emulator's config document, counter parsers and the
+`sojourn testbed` argument parsing: pure code, no root needed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+
+import pytest
+
+from sojourn import cli
+from sojourn.engine import engine_path
+from sojourn.testbed import ConfigError, TcpKnobs, TestbedConfig, WanGroup
+from sojourn.testbed.cli import parse_group, parse_rate
+from sojourn.testbed.config import parse_bands
+from sojourn.testbed.counters import parse_proc_net_stats, socket_states, tx_bytes
+from sojourn.testbed.emulator import emulator_config
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"prefix": "SJ"}, "prefix='SJ'"),
+    ({"prefix": "averylongprefix"}, "15 characters"),
+    ({"link_bps": 10}, "link_bps=10"),
+    ({"bands": "1K,x"}, "'x' is not a size"),
+    ({"bands": "5K,1K"}, "strictly increasing"),
+    ({"bands": "1K", "queue_bytes": 100_000}, "queue_bytes applies to the single-FIFO"),
+    ({"groups": [WanGroup("a"), WanGroup("a")]}, "repeat"),
+    ({"groups": []}, "0 groups"),
+])
+def test_bad_testbed_values_are_named(kwargs, message):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        TestbedConfig(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"loss": 1.0}, "loss=1.0"),
+    ({"mtu": 200}, "mtu=200"),
+    ({"loss_model": "gilbert"}, "bernoulli, two-state"),
+    ({"loss": 0.5, "loss_model": "two-state", "conditional_loss": 0.35}, "conditional loss >= overall"),
+    ({"clients": 0}, "clients=0"),
+])
+def test_bad_group_values_are_named(kwargs, message):
+    with pytest.raises(ConfigError, match=message):
+        WanGroup("g", **kwargs)
+
+
+def test_bad_tcp_knobs_are_named():
+    with pytest.raises(ConfigError, match="congestion='vegas'"):
+        TcpKnobs(congestion="vegas")
+    with pytest.raises(ConfigError, match="cwnd_clamp=0"):
+        TcpKnobs(cwnd_clamp=0)
+
+
+def test_addresses_names_and_knobs():
+    cfg = TestbedConfig(prefix="sjx", groups=[WanGroup("a", clients=2), WanGroup("b", rtt_ms=50)])
+    assert cfg.group_addrs() == {"a": ["10.78.0.1", "10.78.0.2"], "b": ["10.78.1.1"]}
+    assert (cfg.ns("srv"), cfg.dev("t")) == ("sjx-srv", "sjxt")
+    assert cfg.uses_emulator and not TestbedConfig().uses_emulator
+    assert parse_bands("1K,2K,5K,50K") == [1024, 2048, 5120, 51200]
+    knobs = TcpKnobs(initcwnd=4, cwnd_clamp=10, rto_min_ms=50, sack=False)
+    assert knobs.route_metrics() == ["initcwnd", "4", "cwnd", "lock", "10", "rto_min", "50ms"]
+    assert knobs.sysctls()["net.ipv4.tcp_sack"] == "0"
+    assert knobs.sysctls()["net.core.somaxconn"] == "512"
+
+
+def test_emulator_document_and_the_engine_agree_on_keys(tmp_path):
+    cfg = TestbedConfig(prefix="sjx", groups=[
+        WanGroup("near"), WanGroup("far", rtt_ms=150, loss=0.03, loss_model="two-state", rate_bps=2_000_000, mtu=576)])
+    doc = emulator_config(cfg, cfg.group_addrs())
+    far = doc["groups"][1]
+    assert far["down"]["delay_ms"] == 75 and far["up"]["delay_ms"] == 75
+    assert far["mtu"] == 576 and far["addrs"] == ["10.78.1.1"]
+    # The engine reads the same keys: an out-of-range value is named before any device is touched.
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc | {"groups": [far | {"mtu": 100}]}))
+    done = subprocess.run([str(engine_path()), "wan", "--config", str(bad)], capture_output=True, text=True)
+    assert done.returncode != 0 and "mtu 100" in done.stderr
+
+
+def test_proc_parsers():
+    netstat = "TcpExt: SyncookiesSent ListenOverflows ListenDrops\nTcpExt: 0 7 9\nIpExt: InNoRoutes\nIpExt: 3\n"
+    assert parse_proc_net_stats(netstat) == {"TcpExt.SyncookiesSent": 0, "TcpExt.ListenOverflows": 7,
+                                             "TcpExt.ListenDrops": 9, "IpExt.InNoRoutes": 3}
+    tcp = ("  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+           "   0: 0100007F:1F90 00000000:0000 0A 00000000:00000003 00:00000000 00000000     0        0 1\n"
+           "   1: 0100007F:1F90 0100007F:C350 01 00000000:00000000 00:00000000 00000000     0        0 2\n"
+           "   2: 0100007F:1F90 0100007F:C351 03 00000000:00000000 00:00000000 00000000     0        0 3\n")
+    assert socket_states([tcp]) == {"established": 1, "syn_recv": 1, "accept_queue": 3}
+    dev = ("Inter-|   Receive                            |  Transmit\n"
+           " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets\n"
+           "  sjxs: 100 2 0 0 0 0 0 0 5000 7 0 0 0 0 0 0\n")
+    assert tx_bytes(dev, "sjxs") == 5000
+
+
+def test_cli_parsing():
+    group = parse_group("name=far,clients=3,rtt_ms=75,loss=0.03,loss_model=two-state,rate_bps=1e6,reorder=yes")
+    assert (group.name, group.clients, group.rtt_ms, group.rate_bps, group.reorder) == ("far", 3, 75.0, 1_000_000, True)
+    with pytest.raises(argparse.ArgumentTypeError, match="key one of"):
+        parse_group("nme=x")
+    with pytest.raises(argparse.ArgumentTypeError, match="mtu=100"):
+        parse_group("mtu=100")
+    assert parse_rate("10M") == 10_000_000 and parse_rate("1.5G") == 1_500_000_000 and parse_rate("800") == 800
+    with pytest.raises(argparse.ArgumentTypeError, match="expected bits/s"):
+        parse_rate("fast")
+
+
+def test_testbed_help(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["testbed", "up", "--help"])
+    assert exit_info.value.code == 0
+    assert "--group" in capsys.readouterr().out
