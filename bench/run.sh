@@ -9,3 +9,4 @@ mkdir -p bench/out
 bench/workloads/run.sh
 bench/load/run.sh
 bench/wan/run.sh            # WAN emulator: forwarding rate vs kernel forwarding, delay error at 100 ms RTT
+bench/sim/run.sh            # simulator: jobs/s of SRPT and PS vs the same M/G/1 in simpy
