@@ -33,6 +33,7 @@ use crate::bands::so_priority;
 use crate::config::Settings;
 use crate::files::{CachedFile, FileCache};
 use crate::metrics::Metrics;
+use crate::stage_route::{Pending, StageRoute, STAGE_WAKER};
 use crate::sys;
 
 /// What every worker shares.
@@ -41,6 +42,8 @@ pub struct Shared {
     pub metrics: Arc<Metrics>,
     pub log: Option<Sink>,
     pub shutdown: Arc<AtomicBool>,
+    /// The pool behind `/stage/<name>/` (003), if configured.
+    pub stages: Option<Arc<sojourn_stages::StagePool>>,
 }
 
 const LISTENER: Token = Token(0);
@@ -94,7 +97,10 @@ struct Conn {
     stream: TcpStream,
     peer: IpAddr,
     read_buf: Vec<u8>,
-    response: Option<Response>,
+    /// Reading stopped because `read_buf` was full: read again once it drains.
+    read_paused: bool,
+    /// Boxed so an idle connection stays small.
+    response: Option<Box<Response>>,
     /// When the connection began waiting for its next request.
     idle_since: Instant,
     /// When the first byte of the pending request head arrived.
@@ -130,6 +136,7 @@ pub struct Worker {
     log_time: String,
     log_buf: Vec<u8>,
     shutdown_deadline: Option<Instant>,
+    stages: Option<StageRoute>,
 }
 
 fn is_transient(error: &io::Error) -> bool {
@@ -142,6 +149,7 @@ impl Worker {
         let mut listener = TcpListener::from_std(listener);
         poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
         let settings = &shared.settings;
+        let stages = shared.stages.clone().map(|pool| StageRoute::new(pool, poll.registry())).transpose()?;
         Ok(Worker {
             index,
             poll,
@@ -159,6 +167,7 @@ impl Worker {
             log_time: String::new(),
             log_buf: Vec::new(),
             shutdown_deadline: None,
+            stages,
         })
     }
 
@@ -180,6 +189,7 @@ impl Worker {
             for event in events.iter() {
                 match event.token() {
                     LISTENER => self.accept_all(now),
+                    STAGE_WAKER => self.on_stage_replies(),
                     Token(id) => {
                         let id = id as JobId;
                         if event.is_writable() {
@@ -272,6 +282,7 @@ impl Worker {
                     stream,
                     peer: peer_ip(addr),
                     read_buf: Vec::new(),
+                    read_paused: false,
                     response: None,
                     idle_since: now,
                     head_started: None,
@@ -298,7 +309,12 @@ impl Worker {
     fn on_readable(&mut self, id: JobId, now: Instant) {
         let cap = 2 * self.shared.settings.limits.max_head_bytes;
         let Some(conn) = self.conns.get_mut(&id) else { return };
-        while conn.read_buf.len() < cap && !conn.peer_closed {
+        conn.read_paused = false;
+        while !conn.peer_closed {
+            if conn.read_buf.len() >= cap {
+                conn.read_paused = true;
+                break;
+            }
             match conn.stream.read(&mut self.scratch) {
                 Ok(0) => conn.peer_closed = true,
                 Ok(n) => {
@@ -320,13 +336,26 @@ impl Worker {
     /// complete) and starts the response.
     fn next_request(&mut self, id: JobId, now: Instant) {
         let Some(conn) = self.conns.get_mut(&id) else { return };
-        if conn.response.is_some() {
+        if conn.response.is_some() || self.stages.as_ref().is_some_and(|s| s.is_waiting(id)) {
             return;
         }
         let settings = &self.shared.settings;
         let response = match parse_request(&conn.read_buf, &settings.limits) {
             Ok(Some((request, used))) => {
                 conn.read_buf.drain(..used);
+                if let Some((route, stage)) = self.stages.as_mut().and_then(|r| r.stage_of(&request.target).map(|s| (r, s))) {
+                    let pending = Pending {
+                        arrived: now,
+                        keep_alive: request.keep_alive && self.shutdown_deadline.is_none(),
+                        minor_version: request.minor_version,
+                        head_only: request.method == Method::Head,
+                        request_line: request.request_line(),
+                        referer: request.referer.clone(),
+                        user_agent: request.user_agent.clone(),
+                    };
+                    route.submit(id, stage, conn.peer, pending);
+                    return;
+                }
                 let response = respond(&mut self.files, &self.bands, &self.http_date, &request, now);
                 Some(if self.shutdown_deadline.is_some() { without_keep_alive(response) } else { response })
             }
@@ -343,7 +372,7 @@ impl Worker {
         }
     }
 
-    fn start(&mut self, id: JobId, response: Response) {
+    fn start(&mut self, id: JobId, response: Box<Response>) {
         let Some(conn) = self.conns.get_mut(&id) else { return };
         let metrics = &self.shared.metrics;
         metrics.waiting_by_band[response.band].fetch_add(1, Relaxed);
@@ -408,15 +437,22 @@ impl Worker {
         }
         conn.idle_since = now;
         conn.head_started = (!conn.read_buf.is_empty()).then_some(now);
-        if conn.read_buf.capacity() > READ_CHUNK && conn.read_buf.is_empty() {
+        if conn.read_buf.is_empty() {
             conn.read_buf = Vec::new(); // idle connections keep no buffer
         }
-        // Edge-triggered: bytes may be waiting that were not read while the buffer was full.
-        self.on_readable(id, now);
+        if conn.read_paused {
+            // Edge-triggered: bytes may be waiting that were not read while the buffer was full.
+            self.on_readable(id, now);
+        } else {
+            self.next_request(id, now);
+        }
     }
 
     fn close(&mut self, id: JobId) {
         let Some(conn) = self.conns.remove(&id) else { return };
+        if let Some(route) = self.stages.as_mut() {
+            route.forget(id);
+        }
         self.queue.remove(id);
         self.slots.release(id);
         let metrics = &self.shared.metrics;
@@ -441,7 +477,7 @@ impl Worker {
         let mut slow = Vec::new();
         let mut idle = Vec::new();
         for (&id, conn) in &self.conns {
-            if conn.response.is_some() {
+            if conn.response.is_some() || self.stages.as_ref().is_some_and(|s| s.is_waiting(id)) {
                 continue;
             }
             match conn.head_started {
@@ -462,6 +498,30 @@ impl Worker {
             self.start(id, response);
         }
         self.flush_log();
+    }
+
+    /// Stage replies arrived (see [`crate::stage_route`]): write their responses.
+    fn on_stage_replies(&mut self) {
+        let Some(route) = self.stages.as_mut() else { return };
+        for reply in route.replies() {
+            let p = reply.pending;
+            let head = Head {
+                status: reply.status,
+                minor_version: p.minor_version,
+                keep_alive: p.keep_alive,
+                content_length: reply.body.len() as u64,
+                content_type: Some("text/plain; charset=utf-8"),
+                ..Default::default()
+            };
+            let mut out = Vec::new();
+            write_head(&head, &self.http_date, &mut out);
+            let body_len = reply.body.len();
+            let body = if p.head_only { Body::Empty } else { Body::Memory { bytes: Arc::from(reply.body.into_bytes()), offset: 0, end: body_len } };
+            let log = LogInfo { request_line: p.request_line, referer: p.referer, user_agent: p.user_agent };
+            // `started` is the request's arrival, so logged service time includes the stage queue.
+            let response = new_response(&self.bands, out, body, reply.status, p.keep_alive, log, p.arrived);
+            self.start(reply.conn, response);
+        }
     }
 
     fn flush_log(&mut self) {
@@ -544,13 +604,13 @@ fn write_quantum(conn: &mut Conn, quantum: u64, kernel_bands: Option<&Bands>, ba
     Ok(Quantum::Written)
 }
 
-fn new_response(bands: &Bands, head: Vec<u8>, body: Body, status: u16, keep_alive: bool, log: LogInfo, now: Instant) -> Response {
+fn new_response(bands: &Bands, head: Vec<u8>, body: Body, status: u16, keep_alive: bool, log: LogInfo, now: Instant) -> Box<Response> {
     let body_len = body.remaining();
     let progress = Progress::new(head.len() as u64 + body_len);
-    Response { band: bands.band(progress.remaining), head, head_sent: 0, body, body_len, progress, status, keep_alive, log, started: now }
+    Box::new(Response { band: bands.band(progress.remaining), head, head_sent: 0, body, body_len, progress, status, keep_alive, log, started: now })
 }
 
-fn without_keep_alive(mut response: Response) -> Response {
+fn without_keep_alive(mut response: Box<Response>) -> Box<Response> {
     if response.keep_alive {
         // Rewrite the head's end to announce the close (RFC 9112 §9.6).
         let end = response.head.len() - 2;
@@ -568,7 +628,7 @@ fn without_keep_alive(mut response: Response) -> Response {
 }
 
 /// A response to a request the parser or a timeout rejected: always closes.
-fn error_response(bands: &Bands, date: &str, status: u16, error: &HttpError, now: Instant) -> Response {
+fn error_response(bands: &Bands, date: &str, status: u16, error: &HttpError, now: Instant) -> Box<Response> {
     let body = format!("{status} {}\n", sojourn_http::response::reason(status));
     let mut head = Vec::new();
     let allow = matches!(error, HttpError::MethodNotAllowed);
@@ -583,7 +643,7 @@ fn error_response(bands: &Bands, date: &str, status: u16, error: &HttpError, now
 }
 
 /// The response to a well-formed request.
-fn respond(files: &mut FileCache, bands: &Bands, date: &str, request: &Request, now: Instant) -> Response {
+fn respond(files: &mut FileCache, bands: &Bands, date: &str, request: &Request, now: Instant) -> Box<Response> {
     let log = LogInfo { request_line: request.request_line(), referer: request.referer.clone(), user_agent: request.user_agent.clone() };
     let lookup = resolve_target(&request.target).map_err(|e| e.status()).and_then(|resolved| files.lookup(&resolved, now).map_err(|r| r.status()));
     let mut head = Head { minor_version: request.minor_version, keep_alive: request.keep_alive, ..Default::default() };

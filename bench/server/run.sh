@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# Benchmark: sojourn-engine serve (fair, srpt) against Debian's nginx on loopback.
+#
+#   bench/server/run.sh            (DURATION=5 CONNECTIONS=64 WORKERS=2 IDLE=10000 to change)
+#
+# Both servers: WORKERS worker threads/processes, sendfile on, keep-alive, the same
+# Combined Log Format access log to a file. wrk (keep-alive) fetches 1 KiB, 10 KiB
+# and 100 KiB files; the script prints requests/s and the ratios sojourn/nginx and
+# srpt/fair. The machine may be shared: the three servers take turns for ROUNDS
+# rounds and the median of the rounds is reported (every round is printed too). Then it opens IDLE idle keep-alive connections to each server (after
+# one request each) and prints the growth of the servers' resident memory per
+# connection (user-space RSS only; kernel socket buffers are not counted).
+# Output also goes to bench/out/server.txt.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+DURATION=${DURATION:-5}
+ROUNDS=${ROUNDS:-3}
+CONNECTIONS=${CONNECTIONS:-64}
+WORKERS=${WORKERS:-2}
+IDLE=${IDLE:-10000}
+ENGINE=target/release/sojourn-engine
+for tool in wrk nginx python3; do
+    command -v "$tool" >/dev/null || { echo "bench/server: $tool is not installed (scripts/setup-system.sh installs it)" >&2; exit 1; }
+done
+[ -x "$ENGINE" ] || cargo build --release -p sojourn-engine
+ulimit -n $((IDLE * 2 + 1000))
+
+work=$(mktemp -d /tmp/sjsrv-bench.XXXXXX)
+pids=()
+cleanup() {
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+mkdir -p "$work/root" bench/out
+for size in 1 10 100; do head -c $((size * 1024)) /dev/urandom > "$work/root/${size}k.bin"; done
+chmod -R a+rX "$work"
+
+port_sojourn=18480
+port_nginx=18490
+cat > "$work/nginx.conf" <<CONF
+worker_processes $WORKERS;
+daemon off;
+pid $work/nginx.pid;
+error_log $work/nginx-error.log;
+worker_rlimit_nofile $((IDLE * 2 + 1000));
+events { worker_connections $((IDLE + 1000)); }
+http {
+    access_log $work/nginx-access.log combined;
+    sendfile on;
+    tcp_nopush on;
+    tcp_nodelay on;
+    keepalive_timeout 120;
+    keepalive_requests 100000000;
+    open_file_cache max=1000 inactive=60s;
+    types { application/octet-stream bin; }
+    client_body_temp_path $work/nginx-body;
+    proxy_temp_path $work/nginx-proxy;
+    fastcgi_temp_path $work/nginx-fastcgi;
+    uwsgi_temp_path $work/nginx-uwsgi;
+    scgi_temp_path $work/nginx-scgi;
+    server {
+        listen 127.0.0.1:$port_nginx reuseport;
+        root $work/root;
+    }
+}
+CONF
+
+start_sojourn() { # policy
+    "$ENGINE" serve --root "$work/root" --listen 127.0.0.1:$port_sojourn --threads "$WORKERS" --policy "$1" \
+        --access-log "$work/sojourn-access.log" --keepalive-timeout 120 --max-connections $((IDLE + 1000)) 2>"$work/sojourn.err" &
+    server_pid=$!
+    pids+=("$server_pid")
+}
+start_nginx() {
+    nginx -c "$work/nginx.conf" 2>"$work/nginx.err" &
+    server_pid=$!
+    pids+=("$server_pid")
+}
+wait_port() {
+    for _ in $(seq 100); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+        sleep 0.1
+    done
+    echo "bench/server: nothing listens on port $1" >&2
+    exit 1
+}
+stop() { kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; }
+
+# Resident memory (KiB) of a process and its children (nginx's workers).
+rss_kib() {
+    local total=0 pid
+    for pid in $1 $(pgrep -P "$1" || true); do
+        total=$((total + $(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")))
+    done
+    echo "$total"
+}
+
+declare -A rps  # name,size -> requests/s of each round, space-separated
+run_wrk() { # name port
+    local size r
+    for size in 1 10 100; do
+        wrk -t "$WORKERS" -c "$CONNECTIONS" -d "${DURATION}s" "http://127.0.0.1:$2/${size}k.bin" > "$work/wrk.out"
+        grep -q "Non-2xx" "$work/wrk.out" && { echo "bench/server: $1 answered errors:" >&2; cat "$work/wrk.out" >&2; exit 1; }
+        r=$(awk '/^Requests\/sec/ {print $2}' "$work/wrk.out")
+        rps[$1,$size]="${rps[$1,$size]:-} $r"
+        echo "round $round $1 ${size}KiB: $r req/s" >&2
+    done
+}
+median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+
+declare -A per_conn
+measure_idle() { # name port
+    local before after
+    sleep 0.5
+    before=$(rss_kib "$server_pid")
+    coproc HOLD { python3 bench/server/hold.py 127.0.0.1 "$2" "$IDLE" /1k.bin; }
+    read -r line <&"${HOLD[0]}"
+    [ "$line" = ready ] || { echo "bench/server: idle client failed for $1" >&2; exit 1; }
+    sleep 0.5
+    after=$(rss_kib "$server_pid")
+    per_conn[$1]=$(awk -v a="$after" -v b="$before" -v n="$IDLE" 'BEGIN {printf "%.0f", (a - b) * 1024 / n}')
+    exec {HOLD[1]}>&-
+    wait "$HOLD_PID" 2>/dev/null || true
+}
+
+for round in $(seq "$ROUNDS"); do
+    for policy in fair srpt; do
+        start_sojourn "$policy"; wait_port $port_sojourn
+        run_wrk "sojourn-$policy" $port_sojourn
+        stop
+    done
+    start_nginx; wait_port $port_nginx
+    run_wrk nginx $port_nginx
+    stop
+done
+start_sojourn fair; wait_port $port_sojourn
+measure_idle sojourn-fair $port_sojourn
+stop
+start_nginx; wait_port $port_nginx
+measure_idle nginx $port_nginx
+stop
+
+{
+    echo "# sojourn vs nginx $(nginx -v 2>&1 | sed 's/.*\///'), loopback, wrk -t$WORKERS -c$CONNECTIONS -d${DURATION}s, median of $ROUNDS rounds, $WORKERS workers, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
+    printf "%-6s %14s %14s %14s %12s %12s %12s\n" size sojourn-fair sojourn-srpt nginx fair/nginx srpt/nginx srpt/fair
+    for size in 1 10 100; do
+        f=$(median <<<"${rps[sojourn-fair,$size]}") s=$(median <<<"${rps[sojourn-srpt,$size]}") n=$(median <<<"${rps[nginx,$size]}")
+        awk -v z="${size}KiB" -v f="$f" -v s="$s" -v n="$n" 'BEGIN {printf "%-6s %14.0f %14.0f %14.0f %12.2f %12.2f %12.2f\n", z, f, s, n, f/n, s/n, s/f}'
+    done
+    echo "memory per idle keep-alive connection ($IDLE open, user-space RSS growth): sojourn ${per_conn[sojourn-fair]} B, nginx ${per_conn[nginx]} B"
+} | tee bench/out/server.txt
