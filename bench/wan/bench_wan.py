@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from sojourn.testbed import Testbed, TestbedConfig, WanGroup
+from sojourn.testbed.counters import parse_proc_net_stats
 
 PROBE = [sys.executable, "-m", "sojourn.testbed.probe"]
 FAST_LINK = 10_000_000_000
@@ -80,6 +81,11 @@ def delay_error(seconds: float, pps_each_way: int) -> dict:
                                               f"{tb.server_addr}:7100", "--count", str(int(seconds * 8)),
                                               "--gap", "0.02"], capture_output=True, text=True, check=True)
         flood_out, _ = flood.communicate(timeout=seconds + 30)
+        tun = json.loads(tb.run(tb.router_ns, ["ip", "-s", "-j", "link", "show", "dev", tb.config.dev("t")],
+                                capture_output=True, text=True, check=True).stdout)[0]["stats64"]
+        rcvbuf_errors = sum(
+            parse_proc_net_stats(tb.run(ns, ["cat", "/proc/net/snmp"], capture_output=True, text=True).stdout)
+            .get("Udp.RcvbufErrors", 0) for ns in (tb.server_ns, tb.client_ns))
         tb.emulator.stop()
         summary = json.loads(tb.emulator.summary_path.read_text())
     rtt_error_ms = np.array(json.loads(probe.stdout)["handshake_rtt_s"][1:]) * 1e3 - 100.0
@@ -95,7 +101,13 @@ def delay_error(seconds: float, pps_each_way: int) -> dict:
             "p99": float(np.percentile(rtt_error_ms, 99)),
             "max": float(rtt_error_ms.max()),
         },
-        "udp_lost_percent": flood_end.get("sum", {}).get("lost_percent"),
+        "udp_lost_percent": {k: flood_end[k].get("lost_percent") for k in flood_end if k.startswith("sum")
+                             and isinstance(flood_end[k], dict) and "lost_percent" in flood_end[k]},
+        # Packets the kernel could not queue to the emulator (TUN queue full: the emulator fell behind).
+        "tun_queue_drops": tun["tx"]["dropped"],
+        "emulator_write_errors": summary["write_errors"],
+        # Datagrams the iperf3 receivers' sockets dropped (the receivers fell behind, not the emulator).
+        "udp_receiver_buffer_drops": rcvbuf_errors,
     }
 
 
@@ -118,6 +130,8 @@ def main() -> int:
     lat, rtt = d["release_lateness_us"], d["handshake_rtt_error_ms"]
     print(f"delay 100ms in flight peak {d['in_flight_peak_packets']} packets, {d['packets_released']} released")
     print(f"delay 100ms release lateness  p50 {lat['p50']:.1f} us  p99 {lat['p99']:.1f} us  max {lat['max']:.1f} us")
+    print(f"delay 100ms UDP loss % {d['udp_lost_percent']}: TUN queue drops {d['tun_queue_drops']}, "
+          f"receiver socket drops {d['udp_receiver_buffer_drops']}")
     print(f"delay 100ms handshake RTT error p50 {rtt['p50']:.3f} ms  p99 {rtt['p99']:.3f} ms  max {rtt['max']:.3f} ms")
     print(f"wrote {args.out}")
     return 0
