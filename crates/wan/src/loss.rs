@@ -66,10 +66,6 @@ impl<F: Hash + Eq + Copy> LossStage<F> {
         LossStage { model, bad_flows: HashSet::new() }
     }
 
-    pub fn model(&self) -> LossModel {
-        self.model
-    }
-
     /// Whether the next packet of `flow` is lost.
     pub fn lose<R: Rng>(&mut self, flow: F, rng: &mut R) -> bool {
         match self.model {

@@ -129,10 +129,6 @@ impl<F: Hash + Eq + Copy> Pipe<F> {
         }
     }
 
-    pub fn params(&self) -> &PipeParams {
-        &self.params
-    }
-
     pub fn counters(&self) -> &PipeCounters {
         &self.counters
     }

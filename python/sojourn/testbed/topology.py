@@ -27,6 +27,8 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+from sojourn.engine import engine_path
+
 from . import sysnet, uplink
 from .config import (
     ROUTER_CLIENT_SIDE,
@@ -246,6 +248,7 @@ class Testbed:
             "versions": {
                 "kernel": platform.release(),
                 "iproute2": sysnet.run(["ip", "-V"]).strip(),
+                "sojourn-engine": sysnet.run([str(engine_path()), "--version"]).strip(),
             },
         }
 
