@@ -7,7 +7,8 @@
    target and generator lag p99 (asks: within 1 %, <= 1 ms) — beside wrk2 -R 20000
    (constant rate), whose achieved rate and corrected latency percentiles are printed.
 
-With root, the generators and the nginx worker run SCHED_FIFO (chrt -f 20), each the same,
+With root and at least two CPUs, the generators and the nginx worker run SCHED_FIFO
+(chrt -f 20), the generator pinned to CPU 0 and nginx to CPU 1, the same for every generator,
 so that other work on a shared machine does not decide the figures (--no-rt to disable).
 Writes bench/out/load.json.
 """
@@ -34,7 +35,8 @@ RATE = 20_000
 
 
 def realtime(argv: list[str], enabled: bool) -> list[str]:
-    return ["chrt", "-f", "20", *argv] if enabled else argv
+    """The generator's argv: SCHED_FIFO 20 on CPU 0 (nginx gets CPU 1), when enabled."""
+    return ["taskset", "-c", "0", "chrt", "-f", "20", *argv] if enabled else argv
 
 
 def wrk_rps(output: str) -> float:
@@ -53,6 +55,13 @@ def wrk2_percentiles(output: str) -> dict[str, float]:
     return found
 
 
+def nginx_requests(port: int) -> int:
+    """nginx's own count of requests served (stub_status; it includes this request)."""
+    text = subprocess.run(["curl", "-s", f"http://127.0.0.1:{port}/nginx_status"], check=True,
+                          capture_output=True, text=True).stdout
+    return int(text.splitlines()[2].split()[2])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=5.0, help="duration of each run (default %(default)s)")
@@ -60,7 +69,8 @@ def main() -> int:
     parser.add_argument("--connections", type=int, default=64, help="connections for the capacity runs (default %(default)s)")
     parser.add_argument("--no-rt", action="store_true", help="do not use SCHED_FIFO even as root")
     args = parser.parse_args()
-    rt = os.geteuid() == 0 and shutil.which("chrt") is not None and not args.no_rt
+    rt = (os.geteuid() == 0 and shutil.which("chrt") is not None and shutil.which("taskset") is not None
+          and (os.cpu_count() or 1) >= 2 and not args.no_rt)
     engine = str(engine_path())
     wrk2 = os.environ.get("WRK2", "/tmp/wrk2/wrk")
     if not shutil.which("wrk"):
@@ -77,6 +87,7 @@ def main() -> int:
             if rt:
                 for pid in live_group_members(nginx.process.pid):
                     subprocess.run(["chrt", "-f", "-p", "20", str(pid)], check=True)
+                    subprocess.run(["taskset", "-pc", "1", str(pid)], check=True, capture_output=True)
             url = f"http://127.0.0.1:{port}{PATH}"
             ours, theirs = [], []
             for round_number in range(args.rounds):
@@ -99,10 +110,12 @@ def main() -> int:
             result["open"], result["wrk2"] = [], []
             for round_number in range(args.rounds):
                 out = work / f"open{round_number}"
+                served_before = nginx_requests(port)
                 subprocess.run(realtime([engine, "load", "open", "--target", f"127.0.0.1:{port}", "--out", str(out),
                                          "--rate", str(RATE), "--duration", str(args.seconds), "--path", PATH,
                                          "--clients", "64", "--conns-per-client", "4", "--requests-per-conn", "0",
                                          "--quiet"], rt), check=True, capture_output=True)
+                served = nginx_requests(port) - served_before - 1
                 summary = json.loads((out / "summary.json").read_text())
                 issued = summary["requests"]
                 row = {
@@ -110,6 +123,7 @@ def main() -> int:
                     "issued_rps": issued / args.seconds,
                     "rate_error": issued / args.seconds / RATE - 1,
                     "completed_ok": summary["outcomes"].get("ok", 0),
+                    "nginx_served": served,
                     "lag_p99_ms": summary["lag_s"]["p99"] * 1e3,
                     "lag_p999_ms": summary["lag_s"]["p999"] * 1e3,
                     "response_p50_ms": summary["response_time_s"]["p50"] * 1e3,
@@ -118,18 +132,20 @@ def main() -> int:
                 }
                 result["open"].append(row)
                 print(f"open 20k/s round {round_number}: issued {row['issued_rps']:.0f}/s ({row['rate_error']:+.2%}), "
-                      f"lag p99 {row['lag_p99_ms']:.3f} ms, response p50 {row['response_p50_ms']:.3f} "
+                      f"nginx served {row['nginx_served']}, lag p99 {row['lag_p99_ms']:.3f} ms, response p50 {row['response_p50_ms']:.3f} "
                       f"p99 {row['response_p99_ms']:.3f} ms", flush=True)
                 if not Path(wrk2).is_file():
                     print(f"wrk2 not found at {wrk2}: skipped (see bench/load/run.sh)")
                     continue
+                served_before = nginx_requests(port)
                 run = subprocess.run(realtime([wrk2, "-t1", "-c256", f"-d{args.seconds:g}s", f"-R{RATE}", "--latency", url], rt),
                                      check=True, capture_output=True, text=True)
-                row = {"target_rps": RATE, "achieved_rps": wrk_rps(run.stdout),
+                served = nginx_requests(port) - served_before - 1
+                row = {"target_rps": RATE, "achieved_rps": wrk_rps(run.stdout), "nginx_served": served,
                        "rate_error": wrk_rps(run.stdout) / RATE - 1, **wrk2_percentiles(run.stdout)}
                 result["wrk2"].append(row)
                 print(f"wrk2 -R 20000 round {round_number}: achieved {row['achieved_rps']:.0f}/s ({row['rate_error']:+.2%}), "
-                      f"corrected latency {({k: round(v, 3) for k, v in row.items() if k.endswith('_ms')})}", flush=True)
+                      f"nginx served {row['nginx_served']}, corrected latency {({k: round(v, 3) for k, v in row.items() if k.endswith('_ms')})}", flush=True)
     out_dir = REPO / "bench" / "out"
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "load.json").write_text(json.dumps(result, indent=2) + "\n")

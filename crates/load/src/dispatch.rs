@@ -11,7 +11,8 @@
 //! connection serves more than `k` requests; every submitted request is either dispatched
 //! once or still waiting; waiting requests leave in FIFO order, fresh ones first.
 
-use std::collections::{HashMap, VecDeque};
+use crate::ids::IdMap;
+use std::collections::VecDeque;
 
 pub type ConnId = u64;
 pub type RequestId = u64;
@@ -44,15 +45,15 @@ pub struct Dispatcher {
     /// Requests per connection, `None` = unlimited.
     max_requests_per_conn: Option<u32>,
     max_conns_per_client: u32,
-    clients: HashMap<u32, Client>,
-    conns: HashMap<ConnId, Conn>,
+    clients: IdMap<u32, Client>,
+    conns: IdMap<ConnId, Conn>,
     next_conn: ConnId,
 }
 
 impl Dispatcher {
     pub fn new(max_requests_per_conn: Option<u32>, max_conns_per_client: u32) -> Self {
         assert!(max_conns_per_client > 0 && max_requests_per_conn != Some(0), "validated by the caller");
-        Dispatcher { max_requests_per_conn, max_conns_per_client, clients: HashMap::new(), conns: HashMap::new(), next_conn: 0 }
+        Dispatcher { max_requests_per_conn, max_conns_per_client, clients: IdMap::default(), conns: IdMap::default(), next_conn: 0 }
     }
 
     pub fn open_connections(&self) -> usize {
@@ -172,6 +173,7 @@ impl Dispatcher {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::collections::HashMap;
 
     #[test]
     fn k_requests_then_a_new_connection() {

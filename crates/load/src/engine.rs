@@ -18,7 +18,8 @@ use mio::net::TcpStream;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use crate::ids::IdMap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::io::{ErrorKind, IsTerminal, Read, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -156,8 +157,8 @@ pub struct Engine<'a> {
     timer: Timer,
     start: u64,
     dispatcher: Dispatcher,
-    live: HashMap<u64, Live>,
-    conns: HashMap<ConnId, Conn>,
+    live: IdMap<u64, Live>,
+    conns: IdMap<ConnId, Conn>,
     deadlines: BinaryHeap<Reverse<(Nanos, u64, u32)>>,
     actions: VecDeque<Action>,
     recorder: &'a mut Recorder,
@@ -177,8 +178,8 @@ impl<'a> Engine<'a> {
             timer,
             start: monotonic_ns(),
             dispatcher,
-            live: HashMap::new(),
-            conns: HashMap::new(),
+            live: IdMap::default(),
+            conns: IdMap::default(),
             deadlines: BinaryHeap::new(),
             actions: VecDeque::new(),
             recorder,
@@ -496,8 +497,11 @@ impl<'a> Engine<'a> {
                 }
             }
             if completed {
+                // Connections are serial, so nothing more is due on this one now. Linux reports
+                // every later arrival (a FIN included) as a new edge, so the usual read until
+                // WouldBlock (one more recv per request) is not needed here.
                 let keeps_open = !state.reader.head().is_some_and(|head| head.closes);
-                self.complete(conn, request, now, keeps_open, workload)?;
+                return self.complete(conn, request, now, keeps_open, workload);
             }
         }
     }

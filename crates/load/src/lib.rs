@@ -14,3 +14,4 @@ pub mod think;
 pub mod workload;
 pub mod record;
 pub mod engine;
+pub mod ids;

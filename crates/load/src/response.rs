@@ -68,7 +68,6 @@ enum State {
 pub struct Progress {
     /// Body bytes in this chunk (their offsets in the body start at `body_offset`).
     pub body: std::ops::Range<usize>,
-    pub head_complete: bool,
     pub complete: bool,
 }
 
@@ -124,7 +123,6 @@ impl ResponseReader {
                             // RFC 9110 §15.2: interim response, the final one follows.
                             return Ok((consumed, progress));
                         }
-                        progress.head_complete = true;
                         self.head = Some(head);
                         self.state = match framing {
                             Framing::Length(0) => State::Complete,
@@ -246,6 +244,10 @@ fn interpret_head(parsed: &httparse::Response) -> Result<(Head, Framing), Respon
     let mut connection_close = false;
     let mut keep_alive = false;
     for header in parsed.headers.iter() {
+        let framing_header = ["content-length", "transfer-encoding", "connection"].iter().any(|name| header.name.eq_ignore_ascii_case(name));
+        if !framing_header {
+            continue;
+        }
         let value = std::str::from_utf8(header.value).map_err(|_| ResponseError::BadHead(format!("non-UTF-8 {}", header.name)))?;
         if header.name.eq_ignore_ascii_case("content-length") {
             let length: u64 = value.trim().parse().map_err(|_| ResponseError::BadContentLength)?;

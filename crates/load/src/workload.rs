@@ -17,7 +17,8 @@ use rand::Rng;
 use rand_distr::{Distribution, Exp};
 use serde::Deserialize;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use crate::ids::IdMap;
+use std::collections::BinaryHeap;
 
 pub type Nanos = u64;
 
@@ -187,13 +188,13 @@ impl Workload for PoissonOpen {
 /// Timers ordered by due time, then insertion order (deterministic ties).
 struct Timers<T> {
     heap: BinaryHeap<Reverse<(Nanos, u64)>>,
-    payloads: HashMap<u64, T>,
+    payloads: IdMap<u64, T>,
     sequence: u64,
 }
 
 impl<T> Timers<T> {
     fn new() -> Self {
-        Timers { heap: BinaryHeap::new(), payloads: HashMap::new(), sequence: 0 }
+        Timers { heap: BinaryHeap::new(), payloads: IdMap::default(), sequence: 0 }
     }
     fn push(&mut self, at: Nanos, payload: T) {
         self.heap.push(Reverse((at, self.sequence)));
@@ -287,7 +288,7 @@ pub struct Sessions {
     next_arrival: f64,
     end: Nanos,
     ready: Timers<u64>,
-    active: HashMap<u64, ActiveSession>,
+    active: IdMap<u64, ActiveSession>,
     next_session: u64,
     next_id: u64,
     completed: u64,
@@ -306,7 +307,7 @@ impl Sessions {
             next_arrival,
             end,
             ready: Timers::new(),
-            active: HashMap::new(),
+            active: IdMap::default(),
             next_session: 0,
             next_id: 0,
             completed: 0,
