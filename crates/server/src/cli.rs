@@ -63,7 +63,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     }
     let listen = settings.listen;
     let threads = settings.threads;
-    let shared = Arc::new(Shared { settings, metrics, log, shutdown });
+    let stages = settings.stages.clone().map(sojourn_stages::StagePool::start).transpose()?.map(Arc::new);
+    let shared = Arc::new(Shared { settings, metrics, log, shutdown, stages });
     let mut workers = Vec::new();
     for index in 0..threads {
         let listener = reuseport_listener(listen).with_context(|| format!("--listen {listen}: cannot listen"))?;

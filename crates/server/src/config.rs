@@ -82,6 +82,9 @@ pub struct ServeOptions {
     /// Seconds to finish in-flight responses after SIGTERM/SIGINT [default: 10].
     #[arg(long)]
     pub shutdown_grace: Option<f64>,
+    /// TOML file configuring the dynamic `/stage/<name>/` endpoints (003; docs/dwfs.md) [default: none].
+    #[arg(long)]
+    pub stages: Option<PathBuf>,
 }
 
 macro_rules! overlay {
@@ -96,7 +99,7 @@ impl ServeOptions {
         overlay!(
             self, base, root, listen, policy, threads, quantum, write_concurrency, notsent_lowat, kernel_bands, cutoffs,
             max_connections, header_timeout, keepalive_timeout, max_head_bytes, max_headers, max_target_bytes, cache_file_max,
-            cache_ttl, access_log, log_request_time, admin, shutdown_grace
+            cache_ttl, access_log, log_request_time, admin, shutdown_grace, stages
         )
     }
 
@@ -128,6 +131,7 @@ pub struct Settings {
     pub log_request_time: bool,
     pub admin: Option<SocketAddr>,
     pub shutdown_grace: Duration,
+    pub stages: Option<sojourn_stages::PoolSpec>,
 }
 
 fn bytes(option: &str, value: Option<&str>, default: u64) -> anyhow::Result<u64> {
@@ -197,6 +201,10 @@ impl Settings {
             log_request_time: o.log_request_time.unwrap_or(false),
             admin: o.admin,
             shutdown_grace: seconds("shutdown-grace", o.shutdown_grace, 10.0)?,
+            stages: match &o.stages {
+                Some(path) => Some(sojourn_stages::StagesConfig::from_file(path).and_then(|c| c.validate()).map_err(|e| anyhow::anyhow!("--stages: {e}"))?),
+                None => None,
+            },
         })
     }
 }

@@ -8,5 +8,6 @@ pub mod cli;
 pub mod config;
 pub mod files;
 pub mod metrics;
+pub mod stage_route;
 mod sys;
 pub mod worker;

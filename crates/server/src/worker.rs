@@ -195,8 +195,10 @@ impl Worker {
                         if event.is_writable() {
                             self.on_writable(id);
                         }
-                        if event.is_readable() || event.is_read_closed() || event.is_error() {
-                            self.on_readable(id, now);
+                        if event.is_read_closed() || event.is_error() {
+                            self.on_readable(id, now, true);
+                        } else if event.is_readable() {
+                            self.on_readable(id, now, false);
                         }
                     }
                 }
@@ -306,7 +308,8 @@ impl Worker {
         }
     }
 
-    fn on_readable(&mut self, id: JobId, now: Instant) {
+    /// Reads what the socket holds; `to_end` when the peer closed, so the EOF is seen too.
+    fn on_readable(&mut self, id: JobId, now: Instant, to_end: bool) {
         let cap = 2 * self.shared.settings.limits.max_head_bytes;
         let Some(conn) = self.conns.get_mut(&id) else { return };
         conn.read_paused = false;
@@ -320,6 +323,10 @@ impl Worker {
                 Ok(n) => {
                     conn.head_started.get_or_insert(now);
                     conn.read_buf.extend_from_slice(&self.scratch[..n]);
+                    if n < self.scratch.len() && !to_end {
+                        // A short read emptied the socket; more data brings a new edge.
+                        break;
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -442,7 +449,7 @@ impl Worker {
         }
         if conn.read_paused {
             // Edge-triggered: bytes may be waiting that were not read while the buffer was full.
-            self.on_readable(id, now);
+            self.on_readable(id, now, false);
         } else {
             self.next_request(id, now);
         }

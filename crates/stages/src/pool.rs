@@ -38,6 +38,16 @@ pub enum DropReason {
     ShuttingDown,
 }
 
+impl DropReason {
+    pub fn name(self) -> &'static str {
+        match self {
+            DropReason::WaitingRoomFull => "waiting_room_full",
+            DropReason::CannotMeetDeadline => "cannot_meet_deadline",
+            DropReason::ShuttingDown => "shutting_down",
+        }
+    }
+}
+
 /// What happened to a submitted request.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Outcome {
