@@ -228,7 +228,7 @@ impl Discipline for Las {
     fn fire(&mut self, _serving: &mut Vec<JobIndex>) -> Option<JobIndex> {
         let (exit, merge) = self.next_events()?;
         let mut active = self.groups.pop()?;
-        if merge.map_or(true, |m| exit <= m) {
+        if !merge.is_some_and(|m| exit > m) {
             let job = active.exit();
             if active.is_empty() {
                 self.spare.push(active);

@@ -25,7 +25,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from sojourn.engine import engine_path  # noqa: E402
-from sojourn.theory.formulas import BoundedPareto, Exponential, Srpt  # noqa: E402
+from sojourn.theory.formulas import BoundedPareto, Exponential, slowdown_by_percentile  # noqa: E402
 
 # 004 §6.2: Fig. 7 plots task size percentiles; the text's statements are read at the 99th.
 PERCENTILES = np.round(np.arange(0.01, 0.9901, 0.01), 4)
@@ -41,14 +41,14 @@ def fig7(out: Path, rho: float = 0.9, mean: float = 3000.0, p: float = 1e10) -> 
     curves = {"exponential": Exponential(mean), "bounded_pareto_1.1": BoundedPareto.with_mean(mean, 1.1, p)}
     table = pd.DataFrame({"percentile": PERCENTILES})
     for name, dist in curves.items():
-        table[name] = Srpt(dist, rho).slowdown(dist.ppf(PERCENTILES))
+        table[name] = slowdown_by_percentile(dist, rho, PERCENTILES)
     bp, ex = table["bounded_pareto_1.1"], table["exponential"]
     beyond = np.array([0.999, 0.9999])
     checks = {
         "bp_max_slowdown_to_p99": float(bp.max()),
         "exp_min_slowdown_largest_5pct": float(ex[table["percentile"] >= 0.95].min()),
         "exp_max_slowdown_to_p99": float(ex.max()),
-        "bp_slowdown_p99.9_p99.99": [float(v) for v in Srpt(curves["bounded_pareto_1.1"], rho).slowdown(curves["bounded_pareto_1.1"].ppf(beyond))],
+        "bp_slowdown_p99.9_p99.99": [float(v) for v in slowdown_by_percentile(curves["bounded_pareto_1.1"], rho, beyond)],
     }
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.plot(table["percentile"], ex, label="Exponential")
@@ -65,7 +65,7 @@ def fig8(out: Path, rho: float = 0.9, mean: float = 3000.0, p: float = 1e10) -> 
     table = pd.DataFrame({"percentile": PERCENTILES})
     for alpha in FIG8_ALPHAS:
         dist = BoundedPareto.with_mean(mean, alpha, p)
-        table[f"alpha_{alpha}"] = Srpt(dist, rho).slowdown(dist.ppf(PERCENTILES))
+        table[f"alpha_{alpha}"] = slowdown_by_percentile(dist, rho, PERCENTILES)
     fig, ax = plt.subplots(figsize=(6, 4))
     for alpha in FIG8_ALPHAS:
         ax.plot(table["percentile"], table[f"alpha_{alpha}"], label=f"alpha {alpha}")
