@@ -1,0 +1,150 @@
+"""Session metrics of 003 §5.2 over saved records and the stage pool's series.
+
+Inputs are the per-request frame of :func:`sojourn.analysis.records.requests`
+(one row per logical request) and, for queue lengths and the response-time
+anatomy, the stage pool's ``series_csv`` (columns of
+``sojourn_stages::pool::SERIES_COLUMNS``: ``t_s, stage, queue_length, completed,
+late, dropped_waiting_room, dropped_deadline, queueing_s, processing_s``,
+cumulative except ``queue_length``).
+
+Definitions (003 §4.1, §5.2):
+
+* a request *meets its bound* when its outcome is ``ok`` with status 200 and its
+  response time is at most its class's delay bound (no bound given: any ``ok``);
+* the *request timeout rate* of a class is the share of its finished requests
+  (outcome not ``interrupted``) that did not meet their bound; the *drop rate* the
+  share answered 503 (dropped by the server's dispatch policy);
+* a session is *aborted* when one of its requests did not meet its bound;
+* productivity in an interval is requests that met their bound minus requests that
+  did not, by the time their outcome was known (``last_byte_s``).
+
+The class of a request is its ``class`` column, or, with ``address_classes``, the
+class of its client's source address: the load generator gives client ``c`` the
+``c mod N``-th of its N ``--source-addrs``, and in session mode the client is the
+session, so ``address_classes[k]`` is the class served to the k-th address.
+
+All functions are pure (frames in, frames out).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+SERIES_COLUMNS = ("t_s", "stage", "queue_length", "completed", "late", "dropped_waiting_room", "dropped_deadline",
+                  "queueing_s", "processing_s")
+
+
+def stage_of(paths: pd.Series) -> pd.Series:
+    """The stage a ``/stage/<name>/...`` path names; empty for other paths."""
+    return paths.astype("string").str.extract(r"^/stage/([^/?]+)", expand=False).fillna("")
+
+
+def judge(requests: pd.DataFrame, delay_bounds: Mapping[int, float] | None = None,
+          address_classes: Sequence[int] | None = None) -> pd.DataFrame:
+    """``requests`` with ``class`` (re)derived and ``stage``, ``finished``,
+    ``met_bound`` and ``dropped`` columns added."""
+    frame = requests.copy()
+    if address_classes is not None:
+        if not address_classes:
+            raise ValueError("address_classes is empty; expected the class of each source address")
+        frame["class"] = np.asarray(address_classes)[frame["client"].to_numpy() % len(address_classes)]
+    classes = frame["class"].to_numpy()
+    if delay_bounds is not None:
+        missing = sorted(set(int(c) for c in np.unique(classes)) - set(delay_bounds))
+        if missing:
+            raise ValueError(f"no delay bound for class(es) {missing}; delay_bounds has {sorted(delay_bounds)}")
+        bound = np.array([delay_bounds[c] for c in classes], dtype=float)
+    else:
+        bound = np.full(len(frame), np.inf)
+    outcome = frame["outcome"].astype("string")
+    ok = (outcome == "ok") & (frame["status"] == 200)
+    frame["stage"] = stage_of(frame["path"])
+    frame["finished"] = (outcome != "interrupted").to_numpy()
+    frame["met_bound"] = (ok & (frame["response_s"] <= bound)).to_numpy()
+    frame["dropped"] = (frame["status"] == 503).to_numpy()
+    return frame
+
+
+def per_class(judged: pd.DataFrame) -> pd.DataFrame:
+    """003 Tables 3-6 and Fig. 13 per class: requests, mean response time of
+    requests that met their bound, request timeout and drop rates, sessions and
+    session abort rate."""
+    finished = judged[judged["finished"]]
+    rows = []
+    for cls, group in finished.groupby("class", sort=True):
+        sessions = group[group["session"] >= 0].groupby("session")["met_bound"].all()
+        met = group[group["met_bound"]]
+        rows.append({
+            "class": int(cls),
+            "requests": len(group),
+            "response_mean_s": float(met["response_s"].mean()) if len(met) else float("nan"),
+            "timeout_rate": float(1 - group["met_bound"].mean()),
+            "drop_rate": float(group["dropped"].mean()),
+            "sessions": int(len(sessions)),
+            "sessions_aborted": int((~sessions).sum()),
+            "session_abort_rate": float((~sessions).mean()) if len(sessions) else float("nan"),
+        })
+    return pd.DataFrame(rows, columns=["class", "requests", "response_mean_s", "timeout_rate", "drop_rate", "sessions",
+                                       "sessions_aborted", "session_abort_rate"])
+
+
+def overall(judged: pd.DataFrame) -> dict:
+    """The same measures over all classes together."""
+    everything = judged.assign(**{"class": 0})
+    row = per_class(everything)
+    return {} if row.empty else row.iloc[0].drop("class").to_dict()
+
+
+def productivity_over_time(judged: pd.DataFrame, bin_s: float = 1.0) -> pd.DataFrame:
+    """Per interval of ``bin_s`` seconds from the first scheduled request:
+    ``completed`` (met their bound), ``aborted`` (did not) and ``productivity`` =
+    completed − aborted (003 §4.1)."""
+    if bin_s <= 0:
+        raise ValueError(f"bin_s {bin_s}; expected seconds > 0")
+    finished = judged[judged["finished"]]
+    if finished.empty:
+        return pd.DataFrame(columns=["t_s", "completed", "aborted", "productivity"])
+    start = judged["scheduled_s"].min()
+    # A request whose outcome has no last byte time counts at its scheduled time.
+    at = finished["last_byte_s"].fillna(finished["scheduled_s"])
+    bins = np.floor((at - start) / bin_s).astype(int)
+    counts = pd.DataFrame({"bin": bins, "met": finished["met_bound"]}).groupby("bin")["met"].agg(["sum", "count"])
+    index = np.arange(0, bins.max() + 1)
+    counts = counts.reindex(index, fill_value=0)
+    completed = counts["sum"].astype(int).to_numpy()
+    aborted = (counts["count"] - counts["sum"]).astype(int).to_numpy()
+    return pd.DataFrame({"t_s": index * bin_s, "completed": completed, "aborted": aborted,
+                         "productivity": completed - aborted})
+
+
+def read_series(path: str | Path) -> pd.DataFrame:
+    """The stage pool's series CSV, checked for its columns."""
+    frame = pd.read_csv(path, dtype={"stage": "string"})
+    missing = [c for c in SERIES_COLUMNS if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {', '.join(missing)}; expected {', '.join(SERIES_COLUMNS)}")
+    return frame
+
+
+def queue_lengths(series: pd.DataFrame) -> pd.DataFrame:
+    """Queue length of each stage over time (003 Figs. 11-12): index ``t_s``, one column per stage."""
+    return series.pivot_table(index="t_s", columns="stage", values="queue_length", aggfunc="last").sort_index()
+
+
+def anatomy(series: pd.DataFrame) -> pd.DataFrame:
+    """Mean queueing and processing time per completed request of each stage over
+    the whole series (003 Fig. 10, Table 7): the last cumulative sample over its
+    completions."""
+    last = series.sort_values("t_s").groupby("stage").last()
+    completed = last["completed"].replace(0, np.nan)
+    return pd.DataFrame({
+        "completed": last["completed"].astype(int),
+        "queueing_mean_s": last["queueing_s"] / completed,
+        "processing_mean_s": last["processing_s"] / completed,
+        "dropped": (last["dropped_waiting_room"] + last["dropped_deadline"]).astype(int),
+        "late": last["late"].astype(int),
+    })
