@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from sojourn.theory.bounds import ideal, summary
+from sojourn.theory.bounds import ideal, ratios, summary
 
 # Sizes 4, 1, 2 bytes at t = 10, 11, 12 on an 8 bit/s (1 byte/s) link: worked by hand.
 TRACE = pd.DataFrame({"arrival_s": [10.0, 11.0, 12.0], "client": 0, "path": "/a", "size": [4, 1, 2]})
@@ -42,3 +42,15 @@ def test_bad_input_is_named():
         ideal(pd.DataFrame({"x": [1]}), 8.0)
     with pytest.raises(ValueError, match="link_bps"):
         ideal(TRACE, 0)
+
+
+def test_ratios_measured_over_ideal():
+    frame = ideal(TRACE, 8.0)
+    # A run twice as slow as ideal SRPT for every request; request 2 never completed.
+    srpt = frame[frame.policy == "srpt"].set_index("request_id")["response_s"]
+    measured = pd.DataFrame({"request_id": [0, 1, 2], "response_s": [2 * srpt[0], 2 * srpt[1], float("nan")]})
+    table = ratios(measured, frame).set_index("policy")
+    assert table.loc["srpt", "requests"] == 2
+    assert table.loc["srpt", "mean_ratio"] == pytest.approx(2.0)
+    assert table.loc["srpt", "ratio_of_means"] == pytest.approx(2.0)
+    assert table.loc["ps", "ideal_mean_response_s"] == pytest.approx((7.0 + 2.5) / 2)

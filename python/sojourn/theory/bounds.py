@@ -92,6 +92,28 @@ def ideal(records_or_trace: pd.DataFrame | str | Path, link_bps: float,
     return pd.concat(frames, ignore_index=True)[COLUMNS]
 
 
+def ratios(measured: pd.DataFrame, ideal_frame: pd.DataFrame) -> pd.DataFrame:
+    """"Measured / ideal" per policy over the requests that completed in the run.
+
+    ``measured``: one row per request with ``request_id`` and ``response_s`` (NaN for
+    requests that did not complete, as ``sojourn.analysis.records.requests`` gives);
+    ``ideal_frame``: the result of :func:`ideal`. Returns one row per ideal policy with
+    ``requests``, ``measured_mean_response_s``, ``ideal_mean_response_s``,
+    ``ratio_of_means`` and ``mean_ratio`` (mean of the per-request ratios).
+    """
+    done = measured.loc[measured["response_s"].notna(), ["request_id", "response_s"]]
+    rows = []
+    for policy, frame in ideal_frame.groupby("policy", sort=False):
+        joined = done.merge(frame[["request_id", "response_s"]], on="request_id", suffixes=("", "_ideal"))
+        joined = joined[joined["response_s_ideal"] > 0]
+        rows.append({"policy": policy, "requests": len(joined),
+                     "measured_mean_response_s": float(joined["response_s"].mean()),
+                     "ideal_mean_response_s": float(joined["response_s_ideal"].mean()),
+                     "ratio_of_means": float(joined["response_s"].mean() / joined["response_s_ideal"].mean()),
+                     "mean_ratio": float((joined["response_s"] / joined["response_s_ideal"]).mean())})
+    return pd.DataFrame(rows)
+
+
 def summary(ideal_frame: pd.DataFrame) -> dict[str, float]:
     """Mean ideal response time per policy, e.g. ``{"ps": 0.41, "srpt": 0.12}``."""
     return {str(k): float(v) for k, v in ideal_frame.groupby("policy")["response_s"].mean().items()}
