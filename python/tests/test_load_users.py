@@ -169,7 +169,8 @@ def test_sessions_abort_when_a_request_misses_its_bound(tmp_path):
     assert info["sessions_aborted"] == info["sessions_started"] == len(frame) > 0
 
 
-def test_ctrl_c_gives_every_request_a_final_outcome(tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_gives_every_request_a_final_outcome(tmp_path, stop):
     out = tmp_path / "out"
     with BadServer("stall") as server:
         process = subprocess.Popen(engine_load("open", "--target", f"127.0.0.1:{server.port}", "--out", str(out),
@@ -177,7 +178,7 @@ def test_ctrl_c_gives_every_request_a_final_outcome(tmp_path):
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             time.sleep(1.0)
-            process.send_signal(signal.SIGINT)
+            process.send_signal(stop)
             _, stderr = process.communicate(timeout=30)
         finally:
             if process.poll() is None:

@@ -440,7 +440,7 @@ fn run_one(
         dir.display()
     );
     if end.interrupted_by_signal {
-        bail!("interrupted by Ctrl-C; what was recorded is in {}", dir.display());
+        bail!("interrupted by a signal (SIGINT/SIGTERM); what was recorded is in {}", dir.display());
     }
     Ok(summary)
 }

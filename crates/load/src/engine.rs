@@ -35,11 +35,14 @@ extern "C" fn on_sigint(_: libc::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
 }
 
-/// Make SIGINT (Ctrl-C) stop the run cleanly instead of killing the process.
+/// Make SIGINT (Ctrl-C) and SIGTERM stop the run cleanly (every request gets its final
+/// record, every file is written) instead of killing the process.
 pub fn catch_sigint() {
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t);
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+        unsafe {
+            libc::signal(signal, on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t);
+        }
     }
 }
 
