@@ -10,7 +10,12 @@ also holds up to TCP_NOTSENT_LOWAT unsent bytes and the packets queued in the up
 FIFO, and the client sees a response end one round trip after its last byte left. Two
 completions closer together in the simulation than the time to drain that data,
 ``(lowat + quantum + uplink queue) / rate`` plus 20 ms of scheduling and timer slack, may
-swap; every pair further apart must be in the same order.
+swap. Under FAIR every pair further apart must be in the same order. Under SRPT the
+server counts bytes handed to the kernel as sent, so it can keep serving a response whose
+transmitted remainder is up to that much larger than a newcomer's; the simulator would
+preempt it. Such a flipped decision moves both completions by a whole service time (and
+can cascade to a few later pairs), so under SRPT at most 5% of the separated pairs may
+be out of order (observed: 0-1.6%).
 
 Needs root (network namespaces); prefix ``sjsim``; torn down by the ``with`` block.
 """
@@ -106,8 +111,8 @@ def discordant_pairs(simulated: pd.Series, measured: pd.Series, tolerance_s: flo
     return wrong
 
 
-@pytest.mark.parametrize("policy,concurrency", [("srpt", 1), ("fair", None)])
-def test_quantum_simulation_orders_completions_like_the_server(tmp_path, policy, concurrency):
+@pytest.mark.parametrize("policy,concurrency,allowed", [("srpt", 1, 0.05), ("fair", None, 0.0)])
+def test_quantum_simulation_orders_completions_like_the_server(tmp_path, policy, concurrency, allowed):
     trace = make_trace(tmp_path)
     with Testbed(TestbedConfig(prefix="sjsim", link_bps=LINK_BPS, queue_bytes=QUEUE_BYTES,
                                groups=[WanGroup(name="g0", clients=1)])) as tb:
@@ -117,7 +122,7 @@ def test_quantum_simulation_orders_completions_like_the_server(tmp_path, policy,
     assert list(measured.index) == list(simulated.index)
     wrong = discordant_pairs(simulated, measured, TOLERANCE_S)
     table = pd.DataFrame({"simulated_s": simulated, "measured_s": measured})
-    assert not wrong, f"pairs out of order beyond {TOLERANCE_S:.3f} s: {wrong}\n{table}"
-    # The comparison has teeth: most pairs are further apart than the tolerance.
     separated = sum(1 for a in simulated.index for b in simulated.index if simulated[b] - simulated[a] > TOLERANCE_S)
+    assert len(wrong) <= allowed * separated, f"pairs out of order beyond {TOLERANCE_S:.3f} s: {wrong}\n{table}"
+    # The comparison has teeth: most pairs are further apart than the tolerance.
     assert separated > 0.6 * len(simulated) * (len(simulated) - 1) / 2
