@@ -212,3 +212,13 @@ def test_rejects_contradictory_parameters_before_sending(tmp_path, argv, message
     assert result.returncode != 0
     assert message in result.stderr, result.stderr
     assert accepted == 0, "nothing was sent"
+
+
+def test_a_bad_trace_row_is_rejected_before_anything_is_sent(tmp_path):
+    trace = write_trace(tmp_path / "t.csv", [0.0, 0.1, 0.2])
+    trace.write_text(trace.read_text() + "0.05,0,/late,10\n")  # arrival going backwards on line 5
+    with BadServer("stall") as server:
+        result = run("open", "--target", f"127.0.0.1:{server.port}", "--out", str(tmp_path / "out"), "--trace", str(trace))
+        accepted = server.accepted
+    assert result.returncode != 0 and "trace line 5" in result.stderr, result.stderr
+    assert accepted == 0 and not (tmp_path / "out" / "records.csv").exists()

@@ -274,6 +274,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<()> {
 fn run_open(args: OpenArgs) -> anyhow::Result<()> {
     let config = args.common.engine_config(None)?;
     let duration = args.duration.map(|d| positive("--duration", d)).transpose()?;
+    let mut trace_clients = None;
     let mut workload: Box<dyn Workload> = match (&args.trace, args.rate) {
         (Some(_), Some(_)) => bail!("--trace and --rate contradict: replay a trace or generate Poisson arrivals, not both"),
         (None, None) => bail!("open mode needs --trace FILE or --rate R (with --duration and --path)"),
@@ -285,8 +286,15 @@ fn run_open(args: OpenArgs) -> anyhow::Result<()> {
             if !(scale.is_finite() && scale > 0.0) {
                 bail!("--time-scale {scale}: must be a positive factor");
             }
-            let file = std::fs::File::open(trace).with_context(|| format!("--trace {}", trace.display()))?;
-            Box::new(TraceReplay::new(std::io::BufReader::new(file), scale, duration).with_context(|| format!("--trace {}", trace.display()))?)
+            let open = || -> anyhow::Result<std::io::BufReader<std::fs::File>> {
+                Ok(std::io::BufReader::new(std::fs::File::open(trace).with_context(|| format!("--trace {}", trace.display()))?))
+            };
+            let (requests, clients) = TraceReplay::check(open()?, scale, duration).with_context(|| format!("--trace {}", trace.display()))?;
+            if requests == 0 {
+                bail!("--trace {}: no requests to replay{}", trace.display(), if duration.is_some() { " within --duration" } else { "" });
+            }
+            trace_clients = Some(clients as u64);
+            Box::new(TraceReplay::new(open()?, scale, duration).with_context(|| format!("--trace {}", trace.display()))?)
         }
         (None, Some(rate)) => {
             if args.time_scale.is_some() {
@@ -306,7 +314,8 @@ fn run_open(args: OpenArgs) -> anyhow::Result<()> {
             Box::new(PoissonOpen::new(rate, duration, args.paths.clone(), args.clients, args.common.rng()))
         }
     };
-    let needed = args.rate.map(|_| u64::from(args.clients) * u64::from(config.max_conns_per_client));
+    let clients = trace_clients.unwrap_or(u64::from(args.clients));
+    let needed = Some(clients * u64::from(config.max_conns_per_client));
     let (fd_limit, fd_warning) = raise_fd_limit(needed);
     run_one("open", &args.common, config, workload.as_mut(), &args.common.out, fd_limit, fd_warning).map(|_| ())
 }

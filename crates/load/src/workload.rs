@@ -84,6 +84,18 @@ impl<R: std::io::Read> TraceReplay<R> {
         Ok(replay)
     }
 
+    /// Read the whole trace once without keeping it, so a bad row is reported before anything
+    /// is sent; returns the number of requests and of distinct clients.
+    pub fn check(reader: R, time_scale: f64, end: Option<Nanos>) -> anyhow::Result<(u64, usize)> {
+        let mut replay = TraceReplay::new(reader, time_scale, end)?;
+        let mut clients = std::collections::HashSet::new();
+        while let Some(request) = replay.next.take() {
+            clients.insert(request.client);
+            replay.advance()?;
+        }
+        Ok((replay.row_number, clients.len()))
+    }
+
     fn advance(&mut self) -> anyhow::Result<()> {
         self.next = None;
         let Some(row) = self.rows.next() else { return Ok(()) };
@@ -428,6 +440,15 @@ mod tests {
         let rest = drain(&mut replay, u64::MAX);
         assert_eq!((rest[0].id, rest[0].session, rest[0].expected_size), (2, 7, Some(30)));
         assert!(replay.exhausted());
+    }
+
+    #[test]
+    fn check_reads_the_whole_trace_first() {
+        let trace = "arrival_s,client,path,size\n0.0,0,/a,1\n0.1,3,/b,1\n0.2,0,/c,1\n";
+        assert_eq!(TraceReplay::check(trace.as_bytes(), 1.0, None).unwrap(), (3, 2));
+        let late_error = format!("{trace}0.1,0,/d,1\n");
+        let err = format!("{:#}", TraceReplay::check(late_error.as_bytes(), 1.0, None).unwrap_err());
+        assert!(err.contains("trace line 5"), "{err}");
     }
 
     #[test]
