@@ -199,6 +199,12 @@ fn input(args: &SimArgs, rate: f64) -> anyhow::Result<(Vec<Job>, Option<Vec<Trac
 
 pub fn run(args: SimArgs) -> anyhow::Result<()> {
     let rate = args.link / 8.0;
+    if args.quantum == Some(0) {
+        bail!("--quantum 0: the write quantum must be at least 1 byte (e.g. 32K)");
+    }
+    if args.write_concurrency == Some(0) {
+        bail!("--write-concurrency 0: at least one response must be allowed to write (omit it for unlimited)");
+    }
     let quantum_policy = match (args.quantum, args.policy) {
         (None, _) => None,
         (Some(_), PolicyArg::Ps) => Some(PolicyKind::Fair),
