@@ -57,14 +57,17 @@ class BadServer:
     @staticmethod
     def _answer_once(conn: socket.socket) -> None:
         with conn:
-            request = b""
-            while b"\r\n\r\n" not in request:
-                chunk = conn.recv(4096)
-                if not chunk:
-                    return
-                request += chunk
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
-            conn.recv(4096)  # the next request: closed without an answer
+            try:
+                request = b""
+                while b"\r\n\r\n" not in request:
+                    chunk = conn.recv(4096)
+                    if not chunk:
+                        return
+                    request += chunk
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                conn.recv(4096)  # the next request: closed without an answer
+            except OSError:
+                return  # the client went away first (end of the run)
 
     def __enter__(self) -> "BadServer":
         self.thread.start()
