@@ -23,7 +23,7 @@ for tool in wrk nginx python3; do
     command -v "$tool" >/dev/null || { echo "bench/server: $tool is not installed (scripts/setup-system.sh installs it)" >&2; exit 1; }
 done
 [ -x "$ENGINE" ] || cargo build --release -p sojourn-engine
-ulimit -n $((IDLE * 2 + 1000))
+ulimit -n $((IDLE + 1000))  # each process (server, idle client) holds IDLE sockets
 
 work=$(mktemp -d /tmp/sjsrv-bench.XXXXXX)
 pids=()
@@ -44,7 +44,7 @@ worker_processes $WORKERS;
 daemon off;
 pid $work/nginx.pid;
 error_log $work/nginx-error.log;
-worker_rlimit_nofile $((IDLE * 2 + 1000));
+worker_rlimit_nofile $((IDLE + 1000));
 events { worker_connections $((IDLE + 1000)); }
 http {
     access_log $work/nginx-access.log combined;
