@@ -66,8 +66,7 @@ def load_command(engine: Path, inputs: Inputs, target: str, out: Path, workload:
             "--seed", str(workload["seed"]), "--quiet"]
     if workload["abort_after_s"]:
         argv += ["--abort-after", str(workload["abort_after_s"]), "--retries", str(workload["retries"])]
-    if workload["max_connections_per_client"]:
-        argv += ["--conns-per-client", str(workload["max_connections_per_client"])]
+    argv += ["--conns-per-client", str(workload["max_connections_per_client"])]
     if workload["verify"]:
         argv.append("--verify-content")
     return argv

@@ -104,7 +104,8 @@ SCHEMA: dict[str, Any] = {
         "persistent": _k(int, 1, "requests per persistent connection k (000 Table 2 (E)); 1 = none", minimum=1),
         "abort_after_s": _k(NUMBER, 0.0, "user abort after T seconds, 0 = never (000 Table 2 (H))", minimum=0),
         "retries": _k(int, 0, "retries after an abort, N (000 Table 2 (H))", minimum=0),
-        "max_connections_per_client": _k(int, 0, "per-client connection cap (0 = generator default)", minimum=0),
+        "max_connections_per_client": _k(int, 1000, "per-client connection cap; the default leaves 000 §2.4's open "
+                                         "system uncapped (a small cap queues requests at busy clients)", minimum=1),
         "mode": _k(str, "open", "load mode", choices=("open",)),
         "verify": _k(bool, True, "load generator checks body content against the docroot rule"),
     },
