@@ -60,11 +60,6 @@ impl PsQueue {
         self.virtual_time
     }
 
-    /// Sets the virtual time (used by LAS, where it is the attained level of a group).
-    pub fn set_virtual_time(&mut self, v: f64) {
-        self.virtual_time = v;
-    }
-
     /// Admits `job` with `work` bytes to go before it leaves this queue.
     pub fn admit(&mut self, job: JobIndex, work: f64) {
         if self.tags.is_empty() {
@@ -94,11 +89,6 @@ impl PsQueue {
     /// Moves every job of `other` into `self`; both must be at the same virtual time.
     pub fn absorb(&mut self, other: &mut PsQueue) {
         self.tags.append(&mut other.tags);
-    }
-
-    /// The jobs present, in no particular order.
-    pub fn jobs(&self) -> impl Iterator<Item = JobIndex> + '_ {
-        self.tags.iter().map(|Reverse((_, job))| *job)
     }
 }
 

@@ -104,14 +104,6 @@ impl SizeModel {
         }
     }
 
-    pub fn name(&self) -> &'static str {
-        match self {
-            SizeModel::Exponential { .. } => "exp",
-            SizeModel::BoundedPareto { .. } => "bpareto",
-            SizeModel::Surge => "surge",
-        }
-    }
-
     /// The mean size in bytes.
     pub fn mean(&self) -> f64 {
         match *self {
