@@ -54,7 +54,7 @@ def _response(args) -> int:
 
 
 def _fig7(args) -> int:
-    table, checks = figures.fig7(args.out, rho=args.rho)
+    table, checks = figures.fig7(args.out, rho=args.rho, simulate_jobs=args.simulate)
     print(json.dumps(checks, indent=2))
     print(f"wrote {args.out / 'fig7.png'} and {args.out / 'fig7.csv'}")
     return 0
@@ -116,6 +116,9 @@ def register(parser: argparse.ArgumentParser) -> None:
         fig = sub.add_parser(name, help=help_text, description=help_text)
         fig.add_argument("--out", type=Path, default=Path("results/theory"), help="output directory")
         fig.add_argument("--rho", type=_load, default=0.9, help="load (004 uses 0.9)")
+        if name == "fig7":
+            fig.add_argument("--simulate", type=int, default=0, metavar="JOBS",
+                             help="also simulate SRPT with this many jobs and draw the mean slowdown per size bin")
         fig.set_defaults(func=handler)
 
     transient = sub.add_parser("transient", help="000 §6: W1-W10 simulated under PS and SRPT",
