@@ -261,3 +261,30 @@ fn access_log_metrics_config_and_graceful_shutdown() {
     assert!(fields[6].trim().parse::<u64>().is_ok(), "request time in µs: {:?}", fields[6]);
     assert!(lines[1].contains("\"GET /nothing HTTP/1.1\" 404 "));
 }
+
+#[test]
+fn kernel_bands_set_priority_once_per_band() {
+    if !Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.starts_with(b"0\n")) {
+        eprintln!("skipped: --kernel-bands needs CAP_NET_ADMIN");
+        return;
+    }
+    let dir = TempDir::new("http-bands");
+    let root = docroot(&dir);
+    let admin = format!("127.0.0.1:{}", free_port());
+    let server = Server::start(&root, &["--kernel-bands", "--quantum", "8K", "--threads", "1", "--admin", &admin]);
+    let mut stream = server.connect();
+    stream.write_all(b"GET /big.bin HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    let head_len = raw.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    assert_eq!(raw.len() - head_len, 300_000);
+    // The band before each 8 KiB quantum, by the default cutoffs 1K, 2K, 5K, 50K (000 §3.2).
+    let band = |remaining: usize| [1024, 2048, 5120, 51200].iter().filter(|&&c| c <= remaining).count();
+    let mut bands: Vec<usize> = (0..).map(|k| raw.len() as i64 - 8192 * k).take_while(|&r| r > 0).map(|r| band(r as usize)).collect();
+    bands.dedup();
+    std::thread::sleep(Duration::from_millis(100));
+    let metrics = Command::new("curl").args(["-s", &format!("http://{admin}/metrics")]).output().unwrap();
+    let metrics = String::from_utf8_lossy(&metrics.stdout).into_owned();
+    let expected = format!("sojourn_priority_changes_total{{policy=\"fair\"}} {}\n", bands.len());
+    assert!(metrics.contains(&expected), "expected {expected:?} (bands {bands:?}) in\n{metrics}");
+}
