@@ -2,7 +2,25 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+
+import pytest
+
+from sojourn.engine import engine_path
 from sojourn.theory import figures
+from sojourn.workloads.shaping import PROFILES
+
+
+@pytest.mark.parametrize("name", sorted(PROFILES))
+def test_simulator_and_workloads_share_table_1(name):
+    """The simulator's W1-W10 (Rust) are the workloads' (Python): same periods and loads, low first."""
+    out = subprocess.run([str(engine_path()), "sim", "--sizes", "exp", "--mean", "1000", "--profile", name,
+                          "--jobs", "1", "--link", "1Mbit", "--size-bins", "0"], check=True, capture_output=True, text=True)
+    phases = json.loads(out.stdout)["profile"]["phases"]
+    profile = PROFILES[name]
+    assert phases == [{"duration_s": profile.low_s, "rho": profile.low_rho},
+                      {"duration_s": profile.high_s, "rho": profile.high_rho}]
 
 
 def test_transient_trends_of_000(tmp_path):

@@ -140,6 +140,8 @@ struct RunInfo {
     bands: Option<Vec<u64>>,
     link_bps: f64,
     source: String,
+    /// The synthetic load over time (absent for a trace).
+    profile: Option<LoadProfile>,
     seed: Option<u64>,
     quanta: Option<u64>,
 }
@@ -173,11 +175,18 @@ fn describe(model: &SizeModel) -> String {
     }
 }
 
-/// The jobs to simulate, the trace rows they came from, and a description.
-fn input(args: &SimArgs, rate: f64) -> anyhow::Result<(Vec<Job>, Option<Vec<TraceRow>>, String)> {
+/// What to simulate: the jobs, the trace rows they came from, a description and the load profile.
+struct Input {
+    jobs: Vec<Job>,
+    rows: Option<Vec<TraceRow>>,
+    source: String,
+    profile: Option<LoadProfile>,
+}
+
+fn input(args: &SimArgs, rate: f64) -> anyhow::Result<Input> {
     if let Some(path) = &args.trace {
         let trace = load_trace(path)?;
-        return Ok((trace.jobs, Some(trace.rows), format!("trace:{}", path.display())));
+        return Ok(Input { jobs: trace.jobs, rows: Some(trace.rows), source: format!("trace:{}", path.display()), profile: None });
     }
     let kind = args.sizes.context("give --trace FILE or --sizes exp|bpareto|surge")?;
     let model = size_model(args, kind)?;
@@ -194,7 +203,8 @@ fn input(args: &SimArgs, rate: f64) -> anyhow::Result<(Vec<Job>, Option<Vec<Trac
         _ => bail!("a synthetic workload needs --jobs N or --duration SECONDS"),
     };
     let jobs = generate(&model, &profile, rate, extent, args.seed);
-    Ok((jobs, None, format!("synthetic:{}:{}", describe(&model), profile.name)))
+    let source = format!("synthetic:{}:{}", describe(&model), profile.name);
+    Ok(Input { jobs, rows: None, source, profile: Some(profile) })
 }
 
 pub fn run(args: SimArgs) -> anyhow::Result<()> {
@@ -212,7 +222,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
         (Some(_), PolicyArg::Las) => Some(PolicyKind::Las),
         (Some(_), other) => bail!("--quantum simulates the server's scheduler: --policy must be ps (fair), srpt or las, not {other:?}"),
     };
-    let (jobs, rows, source) = input(&args, rate)?;
+    let Input { jobs, rows, source, profile } = input(&args, rate)?;
     let started = (Instant::now(), thread_cpu_seconds());
     let mut quanta = None;
     let served: Vec<Served> = match (quantum_policy, args.quantum) {
@@ -242,6 +252,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
             bands: (args.policy == PolicyArg::Bands).then(|| args.bands.cutoffs().to_vec()),
             link_bps: args.link,
             source,
+            profile,
             seed: rows.is_none().then_some(args.seed),
             quanta,
         },

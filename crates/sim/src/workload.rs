@@ -145,7 +145,7 @@ impl SizeModel {
 }
 
 /// One period of a load profile.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct Phase {
     pub duration_s: f64,
     pub rho: f64,
@@ -167,7 +167,7 @@ pub const TRANSIENT_WORKLOADS: [(&str, f64, f64, f64, f64); 10] = [
 ];
 
 /// The load over time: phases repeated in a cycle.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct LoadProfile {
     pub name: String,
     pub phases: Vec<Phase>,

@@ -26,15 +26,15 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from sojourn.engine import engine_path  # noqa: E402
+from sojourn.workloads.shaping import PROFILES  # noqa: E402
 from sojourn.theory.formulas import BoundedPareto, Exponential, slowdown_by_percentile  # noqa: E402
 
 # 004 §6.2: Fig. 7 plots task size percentiles; the text's statements are read at the 99th.
 PERCENTILES = np.round(np.arange(0.01, 0.9901, 0.01), 4)
 FIG8_ALPHAS = (0.5, 0.7, 0.9, 1.1, 1.3, 1.5, 1.7, 1.9)
-# 000 Table 1: (low-load seconds, overload seconds); the simulator holds the loads
-# (crates/sim/src/workload.rs) and starts each cycle with the low-load period.
-TRANSIENT = {"W1": (25, 25), "W2": (10, 10), "W3": (50, 50), "W4": (25, 25), "W5": (10, 10),
-             "W6": (40, 40), "W7": (63, 6), "W8": (63, 10), "W9": (20, 3), "W10": (13.3, 2)}
+# 000 Table 1 (low-load seconds, overload seconds) as sojourn.workloads shapes traces; the
+# simulator has the same table (crates/sim/src/workload.rs; test_theory_transient checks).
+TRANSIENT = {name: (profile.low_s, profile.high_s) for name, profile in PROFILES.items()}
 
 
 SIZES_ARGS = {"exponential": lambda d: ["--sizes", "exp", "--mean", repr(d.mean_size)],
