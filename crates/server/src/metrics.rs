@@ -1,6 +1,6 @@
-//! Server counters shared by the worker threads (relaxed atomics: each value is
-//! exact, a scrape is not a consistent snapshot across values) and their
-//! Prometheus text exposition (format 0.0.4).
+//! Server counters, one [`Shard`] per worker thread (relaxed atomics: each value
+//! is exact, a scrape is not a consistent snapshot across values), and their
+//! Prometheus text exposition (format 0.0.4), summed over the shards.
 
 use std::fmt::Write;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
@@ -30,15 +30,18 @@ impl Histogram {
         self.sum_micro.fetch_add((value * 1e6) as u64, Relaxed);
     }
 
-    fn render(&self, out: &mut String, name: &str, help: &str) {
+    /// Renders the sum of `parts` (histograms with the same bounds).
+    fn render(parts: &[&Histogram], out: &mut String, name: &str, help: &str) {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} histogram");
+        let Some(first) = parts.first() else { return };
         let mut cumulative = 0;
-        for (i, count) in self.counts.iter().enumerate() {
-            cumulative += count.load(Relaxed);
-            let le = self.bounds.get(i).map_or("+Inf".to_string(), |b| b.to_string());
+        for (i, bound) in first.bounds.iter().map(Some).chain([None]).enumerate() {
+            cumulative += parts.iter().map(|h| h.counts[i].load(Relaxed)).sum::<u64>();
+            let le = bound.map_or("+Inf".to_string(), |b| b.to_string());
             let _ = writeln!(out, "{name}_bucket{{le=\"{le}\"}} {cumulative}");
         }
-        let _ = writeln!(out, "{name}_sum {}\n{name}_count {cumulative}", self.sum_micro.load(Relaxed) as f64 / 1e6);
+        let sum: u64 = parts.iter().map(|h| h.sum_micro.load(Relaxed)).sum();
+        let _ = writeln!(out, "{name}_sum {}\n{name}_count {cumulative}", sum as f64 / 1e6);
     }
 }
 
@@ -47,9 +50,11 @@ const EVENTS_BOUNDS: [f64; 12] = [0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128
 /// Response service time in seconds: request head parsed to last byte handed to the kernel.
 const SERVICE_BOUNDS: [f64; 14] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0];
 
+/// The counters one worker updates: each worker has its own, on its own cache
+/// lines, so workers never contend; a scrape sums them.
 #[derive(Debug)]
-pub struct Metrics {
-    pub policy: &'static str,
+#[repr(align(128))]
+pub struct Shard {
     requests: [AtomicU64; STATUSES.len()],
     pub bytes_sent: AtomicU64,
     pub connections_open: AtomicI64,
@@ -59,16 +64,15 @@ pub struct Metrics {
     pub band_changes: AtomicU64,
     /// Responses with bytes left, by the band of their remaining bytes.
     pub waiting_by_band: [AtomicI64; MAX_BANDS],
-    /// Responses in each worker's ready queue (waiting for a quantum).
-    pub ready_by_worker: Vec<AtomicI64>,
+    /// Responses in this worker's ready queue (waiting for a quantum).
+    pub ready_queue_length: AtomicI64,
     pub events_per_wait: Histogram,
     pub service_time: Histogram,
 }
 
-impl Metrics {
-    pub fn new(policy: &'static str, workers: usize) -> Self {
-        Metrics {
-            policy,
+impl Shard {
+    fn new() -> Self {
+        Shard {
             requests: Default::default(),
             bytes_sent: AtomicU64::new(0),
             connections_open: AtomicI64::new(0),
@@ -77,7 +81,7 @@ impl Metrics {
             quanta: AtomicU64::new(0),
             band_changes: AtomicU64::new(0),
             waiting_by_band: Default::default(),
-            ready_by_worker: (0..workers).map(|_| AtomicI64::new(0)).collect(),
+            ready_queue_length: AtomicI64::new(0),
             events_per_wait: Histogram::new(&EVENTS_BOUNDS),
             service_time: Histogram::new(&SERVICE_BOUNDS),
         }
@@ -88,21 +92,51 @@ impl Metrics {
             self.requests[i].fetch_add(1, Relaxed);
         }
     }
+}
+
+#[derive(Debug)]
+pub struct Metrics {
+    pub policy: &'static str,
+    shards: Vec<Shard>,
+}
+
+impl Metrics {
+    pub fn new(policy: &'static str, workers: usize) -> Self {
+        Metrics { policy, shards: (0..workers.max(1)).map(|_| Shard::new()).collect() }
+    }
+
+    /// The counters of worker `index`.
+    pub fn shard(&self, index: usize) -> &Shard {
+        &self.shards[index]
+    }
+
+    /// Open connections over all workers.
+    pub fn connections_open(&self) -> i64 {
+        self.sum(|s| s.connections_open.load(Relaxed) as u64) as i64
+    }
+
+    fn sum(&self, value: impl Fn(&Shard) -> u64) -> u64 {
+        self.shards.iter().map(value).fold(0, u64::wrapping_add)
+    }
 
     /// The Prometheus text exposition of every metric.
     pub fn render(&self, bands: usize) -> String {
         let mut out = String::new();
         let policy = self.policy;
         let _ = writeln!(out, "# HELP sojourn_requests_total Responses sent, by status.\n# TYPE sojourn_requests_total counter");
-        for (status, count) in STATUSES.iter().zip(&self.requests) {
-            let _ = writeln!(out, "sojourn_requests_total{{status=\"{status}\"}} {}", count.load(Relaxed));
+        for (i, status) in STATUSES.iter().enumerate() {
+            let _ = writeln!(out, "sojourn_requests_total{{status=\"{status}\"}} {}", self.sum(|s| s.requests[i].load(Relaxed)));
         }
         let counters: [(&str, &str, u64); 5] = [
-            ("sojourn_bytes_sent_total", "Response bytes (heads and bodies) handed to the kernel.", self.bytes_sent.load(Relaxed)),
-            ("sojourn_connections_accepted_total", "Connections accepted.", self.connections_accepted.load(Relaxed)),
-            ("sojourn_connections_rejected_total", "Connections answered 503 and closed because --max-connections were open.", self.connections_rejected.load(Relaxed)),
-            ("sojourn_write_quanta_total", "Write quanta granted by the scheduler.", self.quanta.load(Relaxed)),
-            ("sojourn_priority_changes_total", "SO_PRIORITY changes made for --kernel-bands.", self.band_changes.load(Relaxed)),
+            ("sojourn_bytes_sent_total", "Response bytes (heads and bodies) handed to the kernel.", self.sum(|s| s.bytes_sent.load(Relaxed))),
+            ("sojourn_connections_accepted_total", "Connections accepted.", self.sum(|s| s.connections_accepted.load(Relaxed))),
+            (
+                "sojourn_connections_rejected_total",
+                "Connections answered 503 and closed because --max-connections were open.",
+                self.sum(|s| s.connections_rejected.load(Relaxed)),
+            ),
+            ("sojourn_write_quanta_total", "Write quanta granted by the scheduler.", self.sum(|s| s.quanta.load(Relaxed))),
+            ("sojourn_priority_changes_total", "SO_PRIORITY changes made for --kernel-bands.", self.sum(|s| s.band_changes.load(Relaxed))),
         ];
         for (name, help, value) in counters {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name}{{policy=\"{policy}\"}} {value}");
@@ -110,18 +144,21 @@ impl Metrics {
         let _ = writeln!(
             out,
             "# HELP sojourn_connections_open Open client connections.\n# TYPE sojourn_connections_open gauge\nsojourn_connections_open {}",
-            self.connections_open.load(Relaxed)
+            self.connections_open()
         );
         let _ = writeln!(out, "# HELP sojourn_responses_waiting Responses with bytes left, by band of their remaining bytes.\n# TYPE sojourn_responses_waiting gauge");
-        for (band, count) in self.waiting_by_band.iter().take(bands).enumerate() {
-            let _ = writeln!(out, "sojourn_responses_waiting{{band=\"{band}\"}} {}", count.load(Relaxed));
+        for band in 0..bands.min(MAX_BANDS) {
+            let waiting = self.sum(|s| s.waiting_by_band[band].load(Relaxed) as u64) as i64;
+            let _ = writeln!(out, "sojourn_responses_waiting{{band=\"{band}\"}} {waiting}");
         }
         let _ = writeln!(out, "# HELP sojourn_ready_queue_length Responses waiting for a write quantum, by worker scheduler.\n# TYPE sojourn_ready_queue_length gauge");
-        for (worker, count) in self.ready_by_worker.iter().enumerate() {
-            let _ = writeln!(out, "sojourn_ready_queue_length{{worker=\"{worker}\",policy=\"{policy}\"}} {}", count.load(Relaxed));
+        for (worker, shard) in self.shards.iter().enumerate() {
+            let _ = writeln!(out, "sojourn_ready_queue_length{{worker=\"{worker}\",policy=\"{policy}\"}} {}", shard.ready_queue_length.load(Relaxed));
         }
-        self.events_per_wait.render(&mut out, "sojourn_epoll_ready_events", "Ready events returned per epoll_wait (001 §6.1).");
-        self.service_time.render(&mut out, "sojourn_service_time_seconds", "Request head parsed to last response byte handed to the kernel.");
+        let histograms: Vec<&Histogram> = self.shards.iter().map(|s| &s.events_per_wait).collect();
+        Histogram::render(&histograms, &mut out, "sojourn_epoll_ready_events", "Ready events returned per epoll_wait (001 §6.1).");
+        let histograms: Vec<&Histogram> = self.shards.iter().map(|s| &s.service_time).collect();
+        Histogram::render(&histograms, &mut out, "sojourn_service_time_seconds", "Request head parsed to last response byte handed to the kernel.");
         out
     }
 }
@@ -137,7 +174,7 @@ mod tests {
             h.observe(v);
         }
         let mut out = String::new();
-        h.render(&mut out, "x", "help");
+        Histogram::render(&[&h], &mut out, "x", "help");
         assert!(out.contains("x_bucket{le=\"0\"} 1\n"), "{out}");
         assert!(out.contains("x_bucket{le=\"1\"} 2\n"));
         assert!(out.contains("x_bucket{le=\"4\"} 4\n"));
@@ -148,10 +185,18 @@ mod tests {
     #[test]
     fn render_has_every_family() {
         let m = Metrics::new("srpt", 2);
-        m.count_status(404);
-        m.count_status(299); // not a status we send: ignored
+        m.shard(0).count_status(404);
+        m.shard(1).count_status(404);
+        m.shard(1).count_status(299); // not a status we send: ignored
+        m.shard(0).service_time.observe(0.5);
+        m.shard(1).service_time.observe(2.0);
+        m.shard(1).connections_open.fetch_add(3, Relaxed);
+        m.shard(0).connections_open.fetch_sub(1, Relaxed);
         let text = m.render(5);
-        assert!(text.contains("sojourn_requests_total{status=\"404\"} 1\n"));
+        assert!(text.contains("sojourn_requests_total{status=\"404\"} 2\n"), "{text}");
+        assert!(text.contains("sojourn_service_time_seconds_bucket{le=\"1\"} 1\n"));
+        assert!(text.contains("sojourn_service_time_seconds_sum 2.5\nsojourn_service_time_seconds_count 2\n"));
+        assert_eq!(m.connections_open(), 2);
         assert!(text.contains("sojourn_responses_waiting{band=\"4\"} 0\n") && !text.contains("band=\"5\""));
         assert!(text.contains("sojourn_ready_queue_length{worker=\"1\",policy=\"srpt\"} 0\n"));
         assert!(text.contains("sojourn_write_quanta_total{policy=\"srpt\"} 0\n"));

@@ -32,7 +32,7 @@ use crate::access_log::{clf_time, format_line, Entry, Sink};
 use crate::bands::so_priority;
 use crate::config::Settings;
 use crate::files::{CachedFile, FileCache};
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, Shard};
 use crate::stage_route::{Pending, StageRoute, STAGE_WAKER};
 use crate::sys;
 
@@ -183,7 +183,7 @@ impl Worker {
                     return Err(e);
                 }
             }
-            self.shared.metrics.events_per_wait.observe(events.iter().count() as f64);
+            self.shared.metrics.shard(self.index).events_per_wait.observe(events.iter().count() as f64);
             let now = Instant::now();
             self.refresh_date();
             for event in events.iter() {
@@ -252,9 +252,9 @@ impl Worker {
                     return;
                 }
             };
-            let metrics = &self.shared.metrics;
+            let metrics = self.shared.metrics.shard(self.index);
             let settings = &self.shared.settings;
-            if metrics.connections_open.load(Relaxed) >= settings.max_connections as i64 {
+            if self.shared.metrics.connections_open() >= settings.max_connections as i64 {
                 // Over the limit: a best-effort 503 and close, without registering the socket.
                 metrics.connections_rejected.fetch_add(1, Relaxed);
                 metrics.count_status(503);
@@ -381,7 +381,7 @@ impl Worker {
 
     fn start(&mut self, id: JobId, response: Box<Response>) {
         let Some(conn) = self.conns.get_mut(&id) else { return };
-        let metrics = &self.shared.metrics;
+        let metrics = self.shared.metrics.shard(self.index);
         metrics.waiting_by_band[response.band].fetch_add(1, Relaxed);
         if !conn.blocked {
             self.queue.push(id, response.progress);
@@ -398,9 +398,9 @@ impl Worker {
             let Some(id) = self.queue.pop() else { break };
             let Some(conn) = self.conns.get_mut(&id) else { continue };
             self.slots.acquire(id);
-            self.shared.metrics.quanta.fetch_add(1, Relaxed);
+            self.shared.metrics.shard(self.index).quanta.fetch_add(1, Relaxed);
             let kernel_bands = self.shared.settings.kernel_bands.as_ref();
-            match write_quantum(conn, quantum, kernel_bands, &self.bands, &self.shared.metrics) {
+            match write_quantum(conn, quantum, kernel_bands, &self.bands, self.shared.metrics.shard(self.index)) {
                 Err(_) => self.close(id),
                 Ok(Quantum::Blocked) => conn.blocked = true,
                 Ok(Quantum::Written) => {
@@ -412,14 +412,14 @@ impl Worker {
                 }
             }
         }
-        self.shared.metrics.ready_by_worker[self.index].store(self.queue.len() as i64, Relaxed);
+        self.shared.metrics.shard(self.index).ready_queue_length.store(self.queue.len() as i64, Relaxed);
     }
 
     /// The response's last byte went to the kernel: account, log, then close or go on.
     fn finish(&mut self, id: JobId, now: Instant) {
         let Some(conn) = self.conns.get_mut(&id) else { return };
         let Some(response) = conn.response.take() else { return };
-        let metrics = &self.shared.metrics;
+        let metrics = self.shared.metrics.shard(self.index);
         let service = now.duration_since(response.started);
         metrics.waiting_by_band[response.band].fetch_sub(1, Relaxed);
         metrics.count_status(response.status);
@@ -462,7 +462,7 @@ impl Worker {
         }
         self.queue.remove(id);
         self.slots.release(id);
-        let metrics = &self.shared.metrics;
+        let metrics = self.shared.metrics.shard(self.index);
         if let Some(response) = conn.response {
             metrics.waiting_by_band[response.band].fetch_sub(1, Relaxed);
         }
@@ -549,7 +549,7 @@ fn peer_ip(addr: SocketAddr) -> IpAddr {
 }
 
 /// Writes at most `quantum` bytes of the connection's response.
-fn write_quantum(conn: &mut Conn, quantum: u64, kernel_bands: Option<&Bands>, bands: &Bands, metrics: &Metrics) -> io::Result<Quantum> {
+fn write_quantum(conn: &mut Conn, quantum: u64, kernel_bands: Option<&Bands>, bands: &Bands, metrics: &Shard) -> io::Result<Quantum> {
     let fd = conn.stream.as_raw_fd();
     let Some(response) = conn.response.as_mut() else { return Ok(Quantum::Written) };
     if let Some(kernel_bands) = kernel_bands {
