@@ -251,7 +251,7 @@ fn raise_fd_limit(needed: Option<u64>) -> (u64, Option<String>) {
             }
         }
     }
-    let available = limit.rlim_cur as u64;
+    let available = limit.rlim_cur;
     let warning = needed.filter(|&n| n + 32 > available).map(|n| {
         format!("file descriptor limit {available} is below the {n} connections this run may open (+32 spare): expect connect_error EMFILE")
     });

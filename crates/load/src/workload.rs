@@ -355,8 +355,13 @@ impl Workload for Sessions {
         loop {
             let arrival = self.arrival_due().filter(|&at| at <= now);
             let think_over = self.ready.next_at().filter(|&at| at <= now);
+            // Whichever is earlier first; a new session wins a tie.
+            let new_session_first = match (arrival, think_over) {
+                (Some(arrival), Some(think)) => arrival <= think,
+                (arrival, _) => arrival.is_some(),
+            };
             match (arrival, think_over) {
-                (Some(arrival), think) if think.map_or(true, |think| arrival <= think) => {
+                (Some(arrival), _) if new_session_first => {
                     let session = self.next_session;
                     self.next_session += 1;
                     let state = self.model.first_state(&mut self.rng);
