@@ -118,3 +118,14 @@ def test_fig7_simulated_per_size_bin(tmp_path):
     errors = checks["simulated_max_relative_error"]
     assert errors["exponential"] < 0.03 and errors["bounded_pareto_1.1"] < 0.03, errors
     assert (tmp_path / "fig7-simulated.csv").exists()
+
+
+def test_surge_agrees_with_the_workloads_model():
+    """sojourn.workloads' SURGE renormalizes the two densities of 004 Table 1; ours (and the
+    simulator's) gives the tail the bounded Pareto's own mass: the same model to 1e-4."""
+    from sojourn.workloads.models import surge
+
+    ours, theirs = Surge(), surge()
+    assert ours.mean == pytest.approx(theirs.mean, rel=1e-4)
+    q = np.array([0.1, 0.5, 0.9, 0.92, 0.95, 0.99, 0.999])
+    assert ours.ppf(q) == pytest.approx(theirs.quantile(q), rel=2e-3)
