@@ -16,7 +16,8 @@
 //! - `dwfs`: the same sharing with weights recomputed before every dispatch by
 //!   maximizing the productivity function (003 eqs. 5-6, Algorithm 1, see
 //!   [`crate::dwfs`]); each stage has a waiting room of `timeout / service time`
-//!   requests (003 §4.2) and requests that can no longer meet their deadline are
+//!   requests (003 §4.2; per class, counting the requests with earlier deadlines
+//!   in the stage) and requests that can no longer meet their deadline are
 //!   dropped early; within a stage, the shorter timeout goes first (003 §5.2).
 //!
 //! Guarantees: no clock and no I/O (`now` is passed in, in any unit, as long as
@@ -263,10 +264,14 @@ impl Dispatcher {
         request.stage = request.stage.min(self.stages() - 1);
         request.class = request.class.min(self.class_timeouts.len() - 1);
         let stage = request.stage;
+        let deadline = self.deadline(&request);
         if self.kind == DispatchKind::Dwfs {
-            // 003 §4.2: a k-waiting-room queue, k = timeout / service time.
+            // 003 §4.2: a k-waiting-room queue, k = timeout / service time. With
+            // several classes, the room is the class's, and only the requests the
+            // stage would serve before this one (earlier deadlines) take it up.
             let room = (self.class_timeouts[request.class] / self.service_times[stage]).floor() as usize;
-            if self.stage_len(stage) >= room {
+            let ahead: usize = self.queues[stage].iter().map(|q| q.partition_point(|e| e.deadline <= deadline)).sum();
+            if ahead >= room {
                 return Admission::Refused(request);
             }
         }
@@ -274,7 +279,6 @@ impl Dispatcher {
             // A stage that was idle starts at the current virtual time: no banked credit.
             self.pass[stage] = self.pass[stage].max(self.virtual_time);
         }
-        let deadline = self.deadline(&request);
         let seq = self.next_seq;
         self.next_seq += 1;
         self.queues[stage][request.class].push_back(Entry { request, deadline, seq });
@@ -494,6 +498,20 @@ mod tests {
         assert_eq!(d.push(req(2, 0, 0, 0.0), 0.0), Admission::Queued);
         assert_eq!(d.push(req(3, 0, 0, 0.0), 0.0), Admission::Refused(req(3, 0, 0, 0.0)));
         assert_eq!(d.len(), 2);
+    }
+
+    #[test]
+    fn dwfs_room_counts_only_requests_served_earlier() {
+        // Service 2; class 0 times out after 5 (room 2), class 1 after 40 (room 20).
+        let mut d = Dispatcher::new(DispatchKind::Dwfs, &config(&[2.0], &[5.0, 40.0], &[])).unwrap();
+        for id in 0..5 {
+            assert_eq!(d.push(req(id, 0, 1, 0.0), 0.0), Admission::Queued);
+        }
+        // Five later-deadline requests do not take the short class's room...
+        assert_eq!(d.push(req(10, 0, 0, 0.0), 0.0), Admission::Queued);
+        assert_eq!(d.push(req(11, 0, 0, 0.0), 0.0), Admission::Queued);
+        // ...but two of its own do.
+        assert_eq!(d.push(req(12, 0, 0, 0.0), 0.0), Admission::Refused(req(12, 0, 0, 0.0)));
     }
 
     #[test]
