@@ -176,7 +176,7 @@ impl Worker {
         let mut events = Events::with_capacity(EVENTS_CAPACITY);
         let mut next_tick = Instant::now();
         loop {
-            let can_write = !self.queue.is_empty() && self.slots.limit().map_or(true, |l| self.slots.held() < l);
+            let can_write = !self.queue.is_empty() && self.slots.limit().is_none_or(|l| self.slots.held() < l);
             let timeout = if can_write { Duration::ZERO } else { next_tick.saturating_duration_since(Instant::now()) };
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != io::ErrorKind::Interrupted {
@@ -433,7 +433,7 @@ impl Worker {
                 body_bytes: response.body_len,
                 referer: response.log.referer.as_deref(),
                 user_agent: response.log.user_agent.as_deref(),
-                micros: self.shared.settings.log_request_time.then(|| service.as_micros() as u64),
+                micros: self.shared.settings.log_request_time.then_some(service.as_micros() as u64),
             };
             format_line(&mut self.log_buf, &entry);
         }
