@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::fluid::{Job, Served};
 use crate::trace::TraceRow;
 
-const RECORD_COLUMNS: [&str; 21] = [
+const RECORD_COLUMNS: [&str; 22] = [
     "request_id",
     "attempt",
     "final",
@@ -25,6 +25,7 @@ const RECORD_COLUMNS: [&str; 21] = [
     "bytes",
     "status",
     "scheduled_s",
+    "issued_s",
     "dispatch_s",
     "connect_start_s",
     "connect_end_s",
@@ -37,7 +38,7 @@ const RECORD_COLUMNS: [&str; 21] = [
     "error",
 ];
 
-/// Writes `records.csv`: `scheduled_s` = `dispatch_s` = `sent_s` = arrival,
+/// Writes `records.csv`: `scheduled_s` = `issued_s` = `dispatch_s` = `sent_s` = arrival,
 /// `first_byte_s` = start of service, `last_byte_s` = completion, `conn_id` =
 /// `request_id`; trace columns are carried through when `rows` is given.
 pub fn write_records<W: Write>(out: W, jobs: &[Job], served: &[Served], rows: Option<&[TraceRow]>) -> csv::Result<()> {
@@ -59,6 +60,7 @@ pub fn write_records<W: Write>(out: W, jobs: &[Job], served: &[Served], rows: Op
             &size.to_string(),
             &size.to_string(),
             "200",
+            &arrival,
             &arrival,
             &arrival,
             "",
@@ -189,10 +191,10 @@ mod tests {
         write_records(&mut out, &trace.jobs, &served, Some(&trace.rows)).unwrap();
         let text = String::from_utf8(out).unwrap();
         let mut lines = text.lines();
-        assert_eq!(lines.next().unwrap().split(',').count(), 21);
+        assert_eq!(lines.next().unwrap().split(',').count(), 22);
         assert_eq!(
             lines.next().unwrap(),
-            "0,0,1,7,3,2,/x,100,100,200,0.500000,0.500000,,,0,0,0.500000,0.500000,1.250000,ok,"
+            "0,0,1,7,3,2,/x,100,100,200,0.500000,0.500000,0.500000,,,0,0,0.500000,0.500000,1.250000,ok,"
         );
     }
 
