@@ -692,3 +692,90 @@ fn respond(files: &mut FileCache, bands: &Bands, date: &str, request: &Request, 
     };
     new_response(bands, out, body, status, request.keep_alive, log, now)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::Metrics;
+
+    fn log() -> LogInfo {
+        LogInfo { request_line: "GET / HTTP/1.1".into(), referer: None, user_agent: None }
+    }
+
+    /// A connected pair: the server side as the worker holds it, the client side to read from.
+    fn connection(response: Box<Response>) -> (Conn, std::net::TcpStream) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, peer) = listener.accept().unwrap();
+        server.set_nonblocking(true).unwrap();
+        let conn = Conn {
+            stream: TcpStream::from_std(server),
+            peer: peer.ip(),
+            read_buf: Vec::new(),
+            read_paused: false,
+            response: Some(response),
+            idle_since: Instant::now(),
+            head_started: None,
+            blocked: false,
+            peer_closed: false,
+            priority: None,
+        };
+        (conn, client)
+    }
+
+    #[test]
+    fn quanta_carry_head_then_body_and_track_progress() {
+        let bands = Bands::default();
+        let metrics = Metrics::new("fair", 1);
+        let shard = metrics.shard(0);
+        let body: Vec<u8> = (0..60_000u32).map(|i| i as u8).collect();
+        let response = new_response(&bands, b"HEAD\r\n\r\n".to_vec(), Body::Memory { bytes: Arc::from(body.clone()), offset: 0, end: 60_000 }, 200, true, log(), Instant::now());
+        assert_eq!((response.progress.remaining, response.band), (60_008, 4));
+        shard.waiting_by_band[4].fetch_add(1, Relaxed); // as `start` does
+        let (mut conn, mut client) = connection(response);
+        assert!(matches!(write_quantum(&mut conn, 32 * 1024, None, &bands, shard).unwrap(), Quantum::Written));
+        let r = conn.response.as_ref().unwrap();
+        assert_eq!((r.head_sent, r.progress.attained, r.progress.remaining, r.band), (8, 32_768, 27_240, 3));
+        assert_eq!((shard.waiting_by_band[4].load(Relaxed), shard.waiting_by_band[3].load(Relaxed)), (0, 1));
+        assert!(matches!(write_quantum(&mut conn, 32 * 1024, None, &bands, shard).unwrap(), Quantum::Written));
+        assert_eq!(conn.response.as_ref().unwrap().progress.remaining, 0);
+        assert_eq!(shard.bytes_sent.load(Relaxed), 60_008);
+        let mut received = vec![0u8; 60_008];
+        client.read_exact(&mut received).unwrap();
+        assert_eq!(&received[..8], b"HEAD\r\n\r\n");
+        assert!(received[8..] == body[..]);
+    }
+
+    #[test]
+    fn a_full_socket_blocks_the_quantum() {
+        let bands = Bands::default();
+        let metrics = Metrics::new("fair", 1);
+        let size = 64 << 20; // more than any socket buffer holds
+        let response = new_response(&bands, Vec::new(), Body::Memory { bytes: Arc::from(vec![0u8; size]), offset: 0, end: size }, 200, true, log(), Instant::now());
+        let (mut conn, _client) = connection(response);
+        let mut outcome = Quantum::Written;
+        for _ in 0..10_000 {
+            outcome = write_quantum(&mut conn, 1 << 20, None, &bands, metrics.shard(0)).unwrap();
+            if matches!(outcome, Quantum::Blocked) {
+                break;
+            }
+        }
+        assert!(matches!(outcome, Quantum::Blocked), "the unread socket never filled");
+        assert!(conn.response.as_ref().unwrap().progress.remaining > 0);
+    }
+
+    #[test]
+    fn shutdown_turns_keep_alive_into_close() {
+        let bands = Bands::default();
+        for minor_version in [0, 1] {
+            let mut head = Vec::new();
+            write_head(&Head { status: 200, minor_version, keep_alive: true, content_length: 2, ..Default::default() }, "D", &mut head);
+            let response = new_response(&bands, head, Body::Memory { bytes: Arc::from(&b"ok"[..]), offset: 0, end: 2 }, 200, true, log(), Instant::now());
+            let closed = without_keep_alive(response);
+            let text = String::from_utf8(closed.head.clone()).unwrap();
+            assert!(text.ends_with("Content-Length: 2\r\nConnection: close\r\n\r\n"), "{text:?}");
+            assert!(!closed.keep_alive);
+            assert_eq!(closed.progress.remaining, closed.head.len() as u64 + 2);
+        }
+    }
+}
