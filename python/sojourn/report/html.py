@@ -108,6 +108,25 @@ def _ideal_by_size(rep: Repetition, reqs: pd.DataFrame) -> tuple[pd.DataFrame | 
     return pd.DataFrame(lines).reset_index(), ""
 
 
+def _bands_table(reps: list[Repetition], runs: list[str]) -> pd.DataFrame | None:
+    """Per run (its shown repetition): sent MB and drops per uplink band, or None
+    when no run had bands."""
+    rows = []
+    for run in runs:
+        rep = _representative(reps, run)
+        path = rep.directory / "bands.json" if rep else None
+        if not path or not path.is_file() or path.stat().st_size == 0:
+            continue
+        bands = pd.read_json(path, lines=True)
+        row = {"run": run}
+        for _, band in bands.iterrows():
+            name = "default" if pd.isna(band["band"]) else f"band {int(band['band'])}"
+            row[f"{name} MB"] = round(band["sent_bytes"] / 1e6, 3)
+            row[f"{name} drops"] = int(band["dropped"])
+        rows.append(row)
+    return pd.DataFrame(rows) if rows else None
+
+
 def _spec_order(spec: dict) -> list[str]:
     """The run names in the spec's order (empty if the saved spec no longer validates)."""
     from sojourn.runner.spec import SpecError, validate
@@ -207,6 +226,12 @@ def build_report(directory: str | Path, baseline: str | None = None, export_dir:
             parts.append(_figure(figures.png_data_uri(figures.range_figure(table, parameter, "service_inversion", "service inversion")),
                                  "Service inversion vs load (001 Fig. 7)"))
 
+    bands = _bands_table(reps, runs)
+    if bands is not None:
+        parts.append("<h2>Uplink priority bands</h2><p>Bytes sent and packets dropped per band of the uplink "
+                     "(band 0 = fewest bytes left, 000 §3; default = unclassified: SYN-ACKs, ACKs and every packet "
+                     "of a server that sets no priority), from <code>sojourn-engine bands show</code> after the load.</p>"
+                     + bands.to_html(index=False, border=0))
     if periods:
         frame = pd.DataFrame(periods)
         parts.append("<h2>Load periods</h2>" + frame.to_html(index=False, float_format=lambda v: f"{v:.3g}", border=0))

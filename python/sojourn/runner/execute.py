@@ -195,6 +195,7 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                 end = tb.describe()
                 layout.write_json(directory / "network_end.json", {"qdisc": end["qdisc"], "class": end["class"],
                                                                    "emulator": end["emulator"]})
+                _save_bands(tb, engine, run.config["network"]["bands"], directory / "bands.json")
     except KeyboardInterrupt as interrupt:
         if state != "complete":  # the load generator had finished: its records are whole
             reason = f"interrupted ({interrupt or 'Ctrl-C'})"
@@ -212,6 +213,17 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
             state, reason = "partial", f"{reason}; summary failed: {err}".lstrip("; ")
         layout.mark(directory, state, reason)
     return state
+
+
+def _save_bands(tb, engine: Path, cutoffs: str, path: Path) -> None:
+    """Per-band sent/dropped/backlog of the uplink from `sojourn-engine bands show --json`
+    (docs/server.md), when the run has bands."""
+    if not cutoffs:
+        return
+    answer = tb.run(tb.server_ns, [str(engine), "bands", "show", "--dev", tb.uplink_dev, "--json",
+                                   "--bands", str(len(cutoffs.split(",")) + 1)], capture_output=True)
+    if answer.returncode == 0:
+        path.write_bytes(answer.stdout)
 
 
 def _save_server_metrics(tb, peer: peers.Peer, path: Path) -> None:

@@ -12,6 +12,7 @@ repetition: ``<run>/<rep>/`` with
 | ``records.csv``, ``intervals.csv``, ``load_summary.json`` | the load generator (docs/formats.md) |
 | ``counters.csv`` | the testbed's kernel counters (docs/testbed.md) |
 | ``server_metrics.txt`` | the server's own counters after the load (sojourn /metrics, nginx stub_status, apache2 mod_status) |
+| ``bands.json`` | per-band sent/dropped/backlog of the uplink (``sojourn-engine bands show --json``), runs with bands |
 | ``network_end.json`` | the uplink's ``tc -s`` qdisc and class statistics after the load (bytes per band) |
 | ``summary.json`` | sojourn.analysis over the above |
 | ``server-*.log``, ``load.log`` | the programs' own output |
