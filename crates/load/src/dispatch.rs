@@ -75,7 +75,7 @@ impl Dispatcher {
     }
 
     /// A request became due (`fresh`: it is a retry and must not reuse a connection).
-    pub fn submit(&mut self, client: u32, request: RequestId, fresh: bool, actions: &mut Vec<Action>) {
+    pub fn submit(&mut self, client: u32, request: RequestId, fresh: bool, actions: &mut impl Extend<Action>) {
         let state = self.clients.entry(client).or_default();
         if fresh {
             state.waiting.push_front((request, true));
@@ -95,7 +95,7 @@ impl Dispatcher {
 
     /// `conn` finished a response; `server_keeps_open` is false when the server announced close.
     /// Returns whether the caller must close the connection.
-    pub fn response_done(&mut self, conn: ConnId, server_keeps_open: bool, actions: &mut Vec<Action>) -> bool {
+    pub fn response_done(&mut self, conn: ConnId, server_keeps_open: bool, actions: &mut impl Extend<Action>) -> bool {
         let Some(state) = self.conns.get_mut(&conn) else { return true };
         state.served += 1;
         let client = state.client;
@@ -111,7 +111,7 @@ impl Dispatcher {
     }
 
     /// `conn` is gone (failed, aborted, closed by the peer while idle, or closed by a `Close`).
-    pub fn closed(&mut self, conn: ConnId, actions: &mut Vec<Action>) {
+    pub fn closed(&mut self, conn: ConnId, actions: &mut impl Extend<Action>) {
         if let Some(client) = self.forget(conn) {
             self.drain(client, actions);
         }
@@ -127,14 +127,14 @@ impl Dispatcher {
 
     /// Hand waiting requests of `client` to connections while the rules allow; forget a client
     /// with nothing open or waiting, so memory follows activity, not the number of clients seen.
-    fn drain(&mut self, client: u32, actions: &mut Vec<Action>) {
+    fn drain(&mut self, client: u32, actions: &mut impl Extend<Action>) {
         self.assign_waiting(client, actions);
         if self.clients.get(&client).is_some_and(|state| state.open == 0 && state.waiting.is_empty()) {
             self.clients.remove(&client);
         }
     }
 
-    fn assign_waiting(&mut self, client: u32, actions: &mut Vec<Action>) {
+    fn assign_waiting(&mut self, client: u32, actions: &mut impl Extend<Action>) {
         loop {
             let cap = self.max_conns_per_client;
             let state = self.clients.get_mut(&client).expect("drained clients exist");
@@ -143,7 +143,7 @@ impl Dispatcher {
                 if let Some(conn) = state.idle.pop() {
                     state.waiting.pop_front();
                     let reuse_index = self.conns[&conn].served;
-                    actions.push(Action::Reuse { request, conn, reuse_index });
+                    actions.extend([Action::Reuse { request, conn, reuse_index }]);
                     continue;
                 }
             }
@@ -153,7 +153,7 @@ impl Dispatcher {
                     Some(idle) => {
                         state.open -= 1;
                         self.conns.remove(&idle);
-                        actions.push(Action::Close { conn: idle });
+                        actions.extend([Action::Close { conn: idle }]);
                     }
                     None => break,
                 }
@@ -164,7 +164,7 @@ impl Dispatcher {
             let conn = self.next_conn;
             self.next_conn += 1;
             self.conns.insert(conn, Conn { client, served: 0 });
-            actions.push(Action::Connect { request, conn, client });
+            actions.extend([Action::Connect { request, conn, client }]);
         }
     }
 }

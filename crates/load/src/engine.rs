@@ -74,8 +74,11 @@ impl Timer {
         Ok(Timer { fd: unsafe { OwnedFd::from_raw_fd(fd) }, armed_at: None })
     }
 
+    /// Make sure the timer fires at `monotonic` or earlier. An earlier pending expiry is kept:
+    /// the loop wakes a little early and arms again, which costs less than one
+    /// `timerfd_settime` per loop iteration while the next deadline keeps moving.
     fn arm(&mut self, monotonic: u64) -> std::io::Result<()> {
-        if self.armed_at == Some(monotonic) {
+        if self.armed_at.is_some_and(|armed| armed <= monotonic) {
             return Ok(());
         }
         let spec = libc::itimerspec {
@@ -311,11 +314,7 @@ impl<'a> Engine<'a> {
         };
         let (id, client) = (request.id, request.client);
         self.live.insert(id, Live { request, attempt: record, place: Place::Waiting });
-        let mut actions = std::mem::take(&mut self.actions);
-        let mut fresh = Vec::new();
-        self.dispatcher.submit(client, id, attempt > 0, &mut fresh);
-        actions.extend(fresh);
-        self.actions = actions;
+        self.dispatcher.submit(client, id, attempt > 0, &mut self.actions);
         self.apply_actions(now, workload)
     }
 
@@ -348,9 +347,7 @@ impl<'a> Engine<'a> {
                         Err(err) => {
                             let error = err.to_string();
                             self.end_attempt(request, Outcome::ConnectError, &error, now, None, workload)?;
-                            let mut more = Vec::new();
-                            self.dispatcher.closed(conn, &mut more);
-                            self.actions.extend(more);
+                            self.dispatcher.closed(conn, &mut self.actions);
                         }
                     }
                 }
@@ -525,12 +522,10 @@ impl<'a> Engine<'a> {
         } else {
             (Outcome::Ok, String::new())
         };
-        let mut more = Vec::new();
-        if self.dispatcher.response_done(conn, keeps_open, &mut more) {
+        if self.dispatcher.response_done(conn, keeps_open, &mut self.actions) {
             self.drop_conn(conn);
         }
         self.end_attempt(request, outcome, &error, now, Some(now), workload)?;
-        self.actions.extend(more);
         self.apply_actions(now, workload)
     }
 
@@ -541,8 +536,7 @@ impl<'a> Engine<'a> {
     /// idempotent). Fresh connections have reuse index 0, so this happens at most once.
     fn fail_on_conn(&mut self, conn: ConnId, request: u64, outcome: Outcome, error: &str, now: Nanos, workload: &mut dyn Workload) -> anyhow::Result<()> {
         self.drop_conn(conn);
-        let mut more = Vec::new();
-        self.dispatcher.closed(conn, &mut more);
+        self.dispatcher.closed(conn, &mut self.actions);
         let live = self.live.get_mut(&request).expect("failing attempts are live");
         let stale = outcome == Outcome::Reset && live.attempt.first_byte.is_none() && live.attempt.reuse_index.is_some_and(|reuse| reuse > 0);
         if stale {
@@ -550,22 +544,16 @@ impl<'a> Engine<'a> {
             (attempt.dispatch, attempt.conn_id, attempt.reuse_index, attempt.sent) = (None, None, None, None);
             live.place = Place::Waiting;
             let client = live.request.client;
-            self.actions.extend(more);
-            let mut fresh = Vec::new();
-            self.dispatcher.submit(client, request, true, &mut fresh);
-            self.actions.extend(fresh);
+            self.dispatcher.submit(client, request, true, &mut self.actions);
         } else {
             self.end_attempt(request, outcome, error, now, None, workload)?;
-            self.actions.extend(more);
         }
         self.apply_actions(now, workload)
     }
 
     fn idle_closed(&mut self, conn: ConnId, now: Nanos, workload: &mut dyn Workload) -> anyhow::Result<()> {
         self.drop_conn(conn);
-        let mut more = Vec::new();
-        self.dispatcher.closed(conn, &mut more);
-        self.actions.extend(more);
+        self.dispatcher.closed(conn, &mut self.actions);
         self.apply_actions(now, workload)
     }
 

@@ -125,9 +125,30 @@ impl Outcome {
     }
 }
 
-/// Seconds with microsecond resolution, as written to the files.
+/// Seconds with microsecond resolution, as figures for summary.json.
 fn seconds(ns: Nanos) -> f64 {
     (ns / 1_000) as f64 / 1e6
+}
+
+/// A time written to the tables as seconds with exactly six decimals (`12.000345`),
+/// formatted with integer arithmetic: exact, and cheaper than shortest-float printing.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Seconds(Nanos);
+
+impl Serialize for Seconds {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let micros = self.0 / 1_000;
+        let mut whole = itoa::Buffer::new();
+        let mut fraction = itoa::Buffer::new();
+        let fraction = fraction.format(micros % 1_000_000 + 1_000_000); // "1" + six digits
+        let mut text = [0u8; 28];
+        let whole = whole.format(micros / 1_000_000).as_bytes();
+        text[..whole.len()].copy_from_slice(whole);
+        text[whole.len()] = b'.';
+        text[whole.len() + 1..whole.len() + 7].copy_from_slice(&fraction.as_bytes()[1..]);
+        let text = std::str::from_utf8(&text[..whole.len() + 7]).expect("digits and a dot are ASCII");
+        serializer.serialize_str(text)
+    }
 }
 
 /// One attempt, as the engine fills it in (times in ns since the run started).
@@ -166,16 +187,16 @@ struct Row<'a> {
     expected_size: Option<u64>,
     bytes: u64,
     status: Option<u16>,
-    scheduled_s: f64,
-    issued_s: f64,
-    dispatch_s: Option<f64>,
-    connect_start_s: Option<f64>,
-    connect_end_s: Option<f64>,
+    scheduled_s: Seconds,
+    issued_s: Seconds,
+    dispatch_s: Option<Seconds>,
+    connect_start_s: Option<Seconds>,
+    connect_end_s: Option<Seconds>,
     conn_id: Option<u64>,
     reuse_index: Option<u32>,
-    sent_s: Option<f64>,
-    first_byte_s: Option<f64>,
-    last_byte_s: f64,
+    sent_s: Option<Seconds>,
+    first_byte_s: Option<Seconds>,
+    last_byte_s: Seconds,
     outcome: &'static str,
     error: &'a str,
 }
@@ -328,16 +349,16 @@ impl Recorder {
             expected_size: attempt.expected_size,
             bytes: attempt.bytes,
             status: attempt.status,
-            scheduled_s: seconds(attempt.scheduled),
-            issued_s: seconds(attempt.issued),
-            dispatch_s: attempt.dispatch.map(seconds),
-            connect_start_s: attempt.connect_start.map(seconds),
-            connect_end_s: attempt.connect_end.map(seconds),
+            scheduled_s: Seconds(attempt.scheduled),
+            issued_s: Seconds(attempt.issued),
+            dispatch_s: attempt.dispatch.map(Seconds),
+            connect_start_s: attempt.connect_start.map(Seconds),
+            connect_end_s: attempt.connect_end.map(Seconds),
             conn_id: attempt.conn_id,
             reuse_index: attempt.reuse_index,
-            sent_s: attempt.sent.map(seconds),
-            first_byte_s: attempt.first_byte.map(seconds),
-            last_byte_s: seconds(attempt.last_byte.unwrap_or(now)),
+            sent_s: attempt.sent.map(Seconds),
+            first_byte_s: attempt.first_byte.map(Seconds),
+            last_byte_s: Seconds(attempt.last_byte.unwrap_or(now)),
             outcome: outcome.name(),
             error,
         })?;
@@ -396,6 +417,16 @@ pub fn write_summary(dir: &Path, summary: &serde_json::Value) -> anyhow::Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn seconds_have_six_decimals() {
+        let mut writer = csv::WriterBuilder::new().has_headers(false).from_writer(Vec::new());
+        for ns in [0, 999, 1_000, 12_000_345_999, 86_400_000_000_000] {
+            writer.serialize([Seconds(ns)]).unwrap();
+        }
+        let text = String::from_utf8(writer.into_inner().unwrap()).unwrap();
+        assert_eq!(text, "0.000000\n0.000000\n0.000001\n12.000345\n86400.000000\n");
+    }
 
     #[test]
     fn records_intervals_and_summary_agree() {

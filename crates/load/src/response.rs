@@ -103,12 +103,19 @@ impl ResponseReader {
         match &mut self.state {
             State::Complete => Err(ResponseError::TrailingBytes(data.len())),
             State::Head => {
+                // Usually the whole head is in one read: parse it in place, copy only a partial head.
                 let already = self.buffered.len();
-                self.buffered.extend_from_slice(data);
+                if already > 0 {
+                    self.buffered.extend_from_slice(data);
+                }
+                let input = if already > 0 { &self.buffered[..] } else { data };
                 let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
                 let mut parsed = httparse::Response::new(&mut headers);
-                match parsed.parse(&self.buffered) {
+                match parsed.parse(input) {
                     Ok(httparse::Status::Partial) => {
+                        if already == 0 {
+                            self.buffered.extend_from_slice(data);
+                        }
                         if self.buffered.len() > MAX_HEAD {
                             return Err(ResponseError::HeadTooLarge);
                         }
