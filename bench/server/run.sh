@@ -6,8 +6,9 @@
 # Both servers: WORKERS worker threads/processes, sendfile on, keep-alive, the same
 # Combined Log Format access log to a file. wrk (keep-alive) fetches 1 KiB, 10 KiB
 # and 100 KiB files; the script prints requests/s and the ratios sojourn/nginx and
-# srpt/fair. The machine may be shared: the three servers take turns for ROUNDS
-# rounds and the median of the rounds is reported (every round is printed too). Then it opens IDLE idle keep-alive connections to each server (after
+# srpt/fair. The machine may be shared: the three servers take turns (in a rotating
+# order) for ROUNDS rounds and the median of the rounds is reported (every round is
+# printed too). Then it opens IDLE idle keep-alive connections to each server (after
 # one request each) and prints the growth of the servers' resident memory per
 # connection (user-space RSS only; kernel socket buffers are not counted).
 # Output also goes to bench/out/server.txt.
@@ -125,15 +126,17 @@ measure_idle() { # name port
     wait "$HOLD_PID" 2>/dev/null || true
 }
 
-for round in $(seq "$ROUNDS"); do
-    for policy in fair srpt; do
-        start_sojourn "$policy"; wait_port $port_sojourn
-        run_wrk "sojourn-$policy" $port_sojourn
-        stop
-    done
-    start_nginx; wait_port $port_nginx
-    run_wrk nginx $port_nginx
+bench_one() { # sojourn-fair | sojourn-srpt | nginx
+    case $1 in
+        nginx) start_nginx; wait_port $port_nginx; run_wrk nginx $port_nginx ;;
+        *) start_sojourn "${1#sojourn-}"; wait_port $port_sojourn; run_wrk "$1" $port_sojourn ;;
+    esac
     stop
+}
+order=(sojourn-fair sojourn-srpt nginx)
+for round in $(seq "$ROUNDS"); do
+    # Rotate the order every round so no server always follows the same one.
+    for i in 0 1 2; do bench_one "${order[$(((i + round - 1) % 3))]}"; done
 done
 start_sojourn fair; wait_port $port_sojourn
 measure_idle sojourn-fair $port_sojourn
