@@ -63,7 +63,7 @@ def load_command(engine: Path, inputs: Inputs, target: str, out: Path, workload:
     """The ``sojourn-engine load open`` argv replaying the run's trace (docs/load.md)."""
     argv = [str(engine), "load", "open", "--trace", str(inputs.trace), "--target", target, "--out", str(out),
             "--source-addrs", ",".join(source_addrs), "--requests-per-conn", str(workload["persistent"]),
-            "--seed", str(workload["seed"]), "--quiet"]
+            "--seed", str(workload["seed"]), "--timeout", str(workload["timeout_s"]), "--quiet"]
     if workload["abort_after_s"]:
         argv += ["--abort-after", str(workload["abort_after_s"]), "--retries", str(workload["retries"])]
     argv += ["--conns-per-client", str(workload["max_connections_per_client"])]
@@ -135,7 +135,7 @@ def _follow_load(load_proc: subprocess.Popen, directory: Path, progress: Progres
         if progress.elapsed_s > limit_s:
             _interrupt(load_proc)
             return "partial", (f"load generator still running {limit_s:.0f} s after it started "
-                               "(trace length + collect.drain_s + 10 s); stopped")
+                               "(trace length + max(collect.drain_s, workload.timeout_s) + 10 s); stopped")
     if load_proc.returncode == 0:
         return "complete", ""
     return "partial", f"load generator exited with status {load_proc.returncode} (see load.log)"
@@ -182,8 +182,9 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                 with open(directory / "load.log", "wb") as log:
                     load_proc = tb.popen(tb.client_ns, argv, stdout=log, stderr=subprocess.STDOUT)
                     try:
-                        state, reason = _follow_load(load_proc, directory, progress, on_progress,
-                                                     inputs.duration_s + collect["drain_s"] + 10)
+                        # The last request may take its whole timeout; drain_s may allow longer.
+                        limit_s = inputs.duration_s + max(collect["drain_s"], workload["timeout_s"]) + 10
+                        state, reason = _follow_load(load_proc, directory, progress, on_progress, limit_s)
                     except KeyboardInterrupt:
                         # Before teardown: the generator records what is outstanding as
                         # 'interrupted' and writes its files on SIGINT (docs/load.md).

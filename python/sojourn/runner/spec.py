@@ -106,6 +106,7 @@ SCHEMA: dict[str, Any] = {
         "retries": _k(int, 0, "retries after an abort, N (000 Table 2 (H))", minimum=0),
         "max_connections_per_client": _k(int, 1000, "per-client connection cap; the default leaves 000 §2.4's open "
                                          "system uncapped (a small cap queues requests at busy clients)", minimum=1),
+        "timeout_s": _k(NUMBER, 60.0, "an attempt with no complete response after this long ends as 'timeout'", minimum=0.1),
         "mode": _k(str, "open", "load mode", choices=("open",)),
         "verify": _k(bool, True, "load generator checks body content against the docroot rule"),
     },
