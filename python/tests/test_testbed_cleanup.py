@@ -98,3 +98,31 @@ def test_sigkilled_run_is_cleared_by_the_next_run():
         sysnet.remove_prefix(PREFIX)
     time.sleep(0.2)
     assert snapshot() == before
+
+
+def test_cli_up_then_down_leaves_nothing():
+    before = snapshot()
+    sojourn = [sys.executable, "-m", "sojourn.cli", "testbed"]
+    up = subprocess.run(sojourn + ["up", "--prefix", PREFIX, "--group", "name=far,rtt_ms=20,loss=0.01"],
+                        capture_output=True, text=True)
+    try:
+        assert up.returncode == 0, up.stderr
+        assert '"server_addr": "10.77.0.1"' in up.stdout
+        status = subprocess.run(sojourn + ["status", "--prefix", PREFIX], capture_output=True, text=True)
+        assert status.returncode == 0 and f"{PREFIX}-rtr" in status.stdout
+        assert len(snapshot()["processes"]) >= 1, "the emulator keeps running after `up` returns"
+        down = subprocess.run(sojourn + ["down", "--prefix", PREFIX], capture_output=True, text=True)
+        assert down.returncode == 0 and f"netns {PREFIX}-srv" in down.stdout
+    finally:
+        sysnet.remove_prefix(PREFIX)
+    assert snapshot() == before
+
+
+def test_without_root_the_command_says_so():
+    env = os.environ | {"PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
+                           sys.executable, "-m", "sojourn.cli", "testbed", "up", "--prefix", PREFIX],
+                          capture_output=True, text=True, env=env, cwd="/")
+    assert done.returncode == 1
+    assert "needs root" in done.stderr
+    assert sysnet.namespaces_with_prefix(PREFIX) == []

@@ -16,6 +16,7 @@ import pytest
 from scipy import stats
 
 from sojourn.testbed import TcpKnobs, Testbed, TestbedConfig, WanGroup
+from sojourn.testbed.counters import parse_proc_net_stats
 from sojourn.testbed.probe import loss_stats
 
 pytestmark = [
@@ -44,23 +45,46 @@ def probe_json(proc: subprocess.Popen, timeout: float = 60) -> dict:
     return json.loads(out)
 
 
-def test_rtt_of_each_group_within_1ms_at_p99():
-    groups = [WanGroup("g0", rtt_ms=0), WanGroup("g1", rtt_ms=37.5), WanGroup("g2", rtt_ms=150)]
+def measure_handshake_errors(groups: list[WanGroup], parallel: int = 10, per_probe: int = 31):
+    """Handshake RTT minus configured RTT (ms) per group, 300 handshakes each (so p99 is not
+    just the maximum), and the emulator's own release lateness over the same run."""
+    errors = {}
     with Testbed(TestbedConfig(prefix="sjtba", groups=groups, emulator=True)) as tb:
         tb.popen(tb.server_ns, PROBE + ["listen", "--bind", f"{tb.server_addr}:7000", "--timeout", "20"])
         wait_listening(tb, tb.server_ns, 7000)
         for group in groups:
-            count = 60 if group.rtt_ms >= 100 else 200
-            result = tb.run(tb.client_ns, PROBE + ["connect", "--source", tb.client_addrs[group.name][0],
-                                                   "--target", f"{tb.server_addr}:7000", "--count", str(count)],
-                            capture_output=True, text=True, check=True)
-            # The kernel's SYN -> SYN-ACK sample (µs resolution, no probe scheduling in it).
-            # The first handshake also resolves neighbours (ARP): not part of the RTT.
-            rtt_ms = np.array(json.loads(result.stdout)["handshake_rtt_s"][1:]) * 1e3
-            error_ms = rtt_ms - group.rtt_ms
-            assert error_ms.min() > -0.05, f"{group.name}: a handshake beat the configured RTT: {rtt_ms.min()}"
-            assert np.percentile(error_ms, 99) < 1.0, (
-                f"{group.name}: p99 error {np.percentile(error_ms, 99):.3f} ms; largest {sorted(error_ms)[-5:]}")
+            probes = [tb.popen(tb.client_ns, PROBE + ["connect", "--source", tb.client_addrs[group.name][0],
+                                                      "--target", f"{tb.server_addr}:7000", "--count", str(per_probe),
+                                                      "--gap", "0.001", "--wait", "2"],
+                               stdout=subprocess.PIPE, text=True)
+                      for _ in range(parallel)]
+            # The kernel's SYN -> SYN-ACK sample (µs resolution, no probe scheduling in it);
+            # each probe's first handshake also resolves neighbours (ARP): not part of the RTT.
+            rtt_ms = np.concatenate([np.array(probe_json(p)["handshake_rtt_s"][1:]) * 1e3 for p in probes])
+            errors[group.name] = rtt_ms - group.rtt_ms
+        tb.emulator.stop()
+        lateness = json.loads(tb.emulator.summary_path.read_text())["lateness_us"]
+    return errors, lateness
+
+
+def test_rtt_of_each_group_within_1ms_at_p99():
+    groups = [WanGroup("g0", rtt_ms=0), WanGroup("g1", rtt_ms=37.5), WanGroup("g2", rtt_ms=150)]
+    for attempt in (1, 2):
+        errors, lateness = measure_handshake_errors(groups)
+        for name, error_ms in errors.items():
+            assert error_ms.min() > -0.05, f"{name}: a handshake beat the configured RTT by {-error_ms.min()} ms"
+        p99 = {name: float(np.percentile(e, 99)) for name, e in errors.items()}
+        if max(p99.values()) < 1.0:
+            return
+        # This kernel is PREEMPT_NONE: on a saturated machine even the SCHED_FIFO emulator
+        # can wake milliseconds late, behind other tasks' kernel work. Such a stall shows in
+        # the emulator's own lateness and earns one fresh measurement; an error without it
+        # (the emulator on time, the packets still late) fails at once.
+        machine_stalled = lateness["max"] > 1000
+        if attempt == 2 or not machine_stalled:
+            worst = max(p99, key=p99.get)
+            pytest.fail(f"{worst}: p99 error {p99[worst]:.3f} ms (all: {p99}); largest "
+                        f"{np.sort(errors[worst])[-5:].round(3)}; emulator release lateness {lateness} µs")
 
 
 def test_iperf3_throughput_through_the_bottleneck_within_3_percent():
@@ -80,26 +104,33 @@ def test_iperf3_throughput_through_the_bottleneck_within_3_percent():
 
 def udp_loss(tb: Testbed, group: str, count: int, port: int) -> dict:
     receiver = tb.popen(tb.server_ns, PROBE + ["udp-recv", "--bind", f"{tb.server_addr}:{port}",
-                                               "--count", str(count), "--timeout", "2"],
+                                               "--count", str(count)],
                         stdout=subprocess.PIPE, text=True)
     wait_listening(tb, tb.server_ns, port, proto="u")
     tb.run(tb.client_ns, PROBE + ["udp-send", "--source", tb.client_addrs[group][0], "--target",
-                                  f"{tb.server_addr}:{port}", "--count", str(count), "--pps", "20000"],
+                                  f"{tb.server_addr}:{port}", "--count", str(count), "--pps", "10000"],
            check=True, capture_output=True)
     return probe_json(receiver)
 
 
-def emulator_counters(tb: Testbed) -> list[dict]:
+def emulator_up_pipe(tb: Testbed) -> dict:
+    """The emulator's final counters of the clients -> server pipe, with the drops that
+    happened outside it (TUN queue full, receiver socket full) for diagnosis."""
+    rcvbuf = parse_proc_net_stats(tb.run(tb.server_ns, ["cat", "/proc/net/snmp"], capture_output=True,
+                                         text=True).stdout).get("Udp.RcvbufErrors", 0)
+    tun_drops = tb.emulator.tun_drops()
     tb.emulator.stop()  # writes the final counters
-    return json.loads(tb.emulator.summary_path.read_text())["pipes"]
+    pipes = json.loads(tb.emulator.summary_path.read_text())["pipes"]
+    up = next(p for p in pipes if p["direction"] == "up")
+    return up | {"tun_queue_drops": tun_drops, "receiver_buffer_drops": rcvbuf}
 
 
 def test_bernoulli_loss_within_its_binomial_interval():
     loss, count = 0.05, 20_000
     with Testbed(TestbedConfig(prefix="sjtbc", groups=[WanGroup("g0", loss=loss)])) as tb:
         measured = udp_loss(tb, "g0", count, 7001)
-        up = next(p for p in emulator_counters(tb) if p["direction"] == "up")
-    assert measured["lost"] == up["loss_drops"], "every missing datagram was an emulated loss"
+        up = emulator_up_pipe(tb)
+    assert measured["lost"] == up["loss_drops"], f"every missing datagram was an emulated loss: {measured} {up}"
     assert stats.binomtest(measured["lost"], count, loss).pvalue > 0.001, measured
     # Independent loss: a loss says nothing about the next packet.
     assert abs(measured["conditional"] - loss) < 0.03, measured
@@ -110,8 +141,8 @@ def test_two_state_loss_has_the_conditional_probability_and_bursts_of_002():
     group = WanGroup("g0", loss=loss, loss_model="two-state", conditional_loss=conditional)
     with Testbed(TestbedConfig(prefix="sjtbd", groups=[group])) as tb:
         measured = udp_loss(tb, "g0", count, 7002)
-        up = next(p for p in emulator_counters(tb) if p["direction"] == "up")
-    assert measured["lost"] == up["loss_drops"]
+        up = emulator_up_pipe(tb)
+    assert measured["lost"] == up["loss_drops"], f"every missing datagram was an emulated loss: {measured} {up}"
     assert stats.binomtest(measured["lost"], count, loss).pvalue > 0.0001 or abs(measured["loss"] - loss) < 0.006, measured
     sigma = (conditional * (1 - conditional) / measured["pairs_after_loss"]) ** 0.5
     assert abs(measured["conditional"] - conditional) < 4 * sigma, measured

@@ -68,6 +68,7 @@ class Emulator:
         self.config_path = workdir / "wan.json"
         self.counters_path = workdir / "wan_counters.csv"
         self.summary_path = workdir / "wan_summary.json"
+        self.log_path = workdir / "wan.log"
         self.document = emulator_config(cfg, cfg.group_addrs())
         self.proc: subprocess.Popen | None = None
 
@@ -80,14 +81,17 @@ class Emulator:
         argv = [str(engine_path()), "wan", "--config", str(self.config_path),
                 "--counters", str(self.counters_path), "--summary", str(self.summary_path), "--interval", "1",
                 "--realtime", str(REALTIME_PRIORITY)]
-        self.proc = spawn(self.ns, argv, stdout=subprocess.PIPE, text=True)
+        with open(self.log_path, "w") as log:
+            self.proc = spawn(self.ns, argv, stdout=subprocess.PIPE, stderr=log, text=True)
         ready, _, _ = select.select([self.proc.stdout], [], [], READY_TIMEOUT_S)
         line = self.proc.stdout.readline() if ready else ""
+        # Nothing else is printed on stdout: closing our end cannot block the emulator.
+        self.proc.stdout.close()
         if line.strip() != "ready":
             self.proc.kill()
             self.proc.wait()
             raise sysnet.NetError(f"`{' '.join(argv)}` did not report ready within {READY_TIMEOUT_S} s "
-                                  f"(exit status {self.proc.returncode}); see its stderr above")
+                                  f"(exit status {self.proc.returncode}): {self.log_path.read_text().strip()}")
         return self.proc
 
     def route_through(self, *links: str) -> None:
@@ -95,6 +99,12 @@ class Emulator:
         sysnet.ip(self.ns, "route", "add", "default", "dev", self.tun, "table", ROUTE_TABLE)
         for pref, link in enumerate(links, start=100):
             sysnet.ip(self.ns, "rule", "add", "pref", str(pref), "iif", link, "lookup", ROUTE_TABLE)
+
+    def tun_drops(self) -> int:
+        """Packets the kernel dropped because the emulator did not read the TUN
+        device fast enough (its queue was full): a sign the machine was overloaded."""
+        out = sysnet.ip(self.ns, "-s", "-j", "link", "show", "dev", self.tun)
+        return json.loads(out)[0]["stats64"]["tx"]["dropped"]
 
     def stop(self) -> None:
         """SIGTERM the emulator so it writes its final counters."""
@@ -107,4 +117,5 @@ class Emulator:
                 self.proc.wait()
 
     def describe(self) -> dict:
-        return {"config": self.document, "counters": str(self.counters_path), "summary": str(self.summary_path)}
+        return {"config": self.document, "counters": str(self.counters_path), "summary": str(self.summary_path),
+                "tun_queue_drops": self.tun_drops()}

@@ -121,7 +121,7 @@ class Testbed:
             sysnet.set_sysctls(ns, knobs.sysctls())
             sysnet.ip(ns, "route", "replace", "default", "via", gateway, "dev", dev, *knobs.route_metrics())
         uplink.shape_uplink(srv, s, cfg.link_bps, cfg.queue_bytes, cfg.cutoffs)
-        self._anchor = self._spawn(srv, ["sleep", "infinity"])
+        self._anchor = self._spawn(srv, ["sleep", "infinity"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         sysnet.wait_in_namespace(self._anchor.pid, srv)
         if cfg.uses_emulator:
             self.emulator = Emulator(cfg, self.workdir)
