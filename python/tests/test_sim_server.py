@@ -5,17 +5,17 @@ backlogged bottleneck) is replayed by ``sojourn-engine load`` against ``sojourn-
 serve`` (one worker, so one ReadyQueue) and simulated by ``sojourn-engine sim --quantum``
 with the same policy, quantum and write concurrency. The order of completions must agree.
 
-Tolerance. The simulator's kernel holds only the quantum just written; the real kernel
-also holds up to TCP_NOTSENT_LOWAT unsent bytes and the packets queued in the uplink's
-FIFO, and the client sees a response end one round trip after its last byte left. Two
-completions closer together in the simulation than the time to drain that data,
-``(lowat + quantum + uplink queue) / rate`` plus 20 ms of scheduling and timer slack, may
-swap. Under FAIR every pair further apart must be in the same order. Under SRPT the
-server counts bytes handed to the kernel as sent, so it can keep serving a response whose
-transmitted remainder is up to that much larger than a newcomer's; the simulator would
-preempt it. Such a flipped decision moves both completions by a whole service time (and
-can cascade to a few later pairs), so under SRPT at most 5% of the separated pairs may
-be out of order (observed: 0-1.6%).
+Tolerance. The simulator models each socket's unsent bytes (TCP_NOTSENT_LOWAT, here
+16 KB, given to both) but not the uplink's FIFO, TCP's window or the round trip to the
+client: the link shares bytes equally among sockets, where the real FIFO sends the
+packets already queued first. Two completions closer together in the simulation than the
+time to drain what the model leaves out, ``(lowat + quantum + uplink queue) / rate`` plus
+20 ms of scheduling and timer slack, may swap. Beyond that, an SRPT decision can still
+flip when two responses' remaining bytes differ by less than that much (the server counts
+bytes handed to the kernel as sent), moving both completions by a whole service time and
+sometimes a few later pairs; and a retransmission timeout or CPU contention on the shared
+machine can stall the real link. So at most 5% of the pairs separated by more than the
+tolerance may finish out of order (observed: 0-3.2%).
 
 Needs root (network namespaces); prefix ``sjsim``; torn down by the ``with`` block.
 """
@@ -70,7 +70,7 @@ def simulate(measured: pd.DataFrame, out: Path, policy: str, concurrency: int | 
     pd.DataFrame({"arrival_s": (arrivals["sent_s"] - arrivals["sent_s"].min()).round(6), "client": arrivals.index,
                   "path": arrivals["path"], "size": arrivals["expected_size"]}).to_csv(trace, index=False)
     args = [str(engine_path()), "sim", "--trace", str(trace), "--link", str(PAYLOAD_BPS), "--policy", policy,
-            "--quantum", str(QUANTUM), "--out", str(out)]
+            "--quantum", str(QUANTUM), "--kernel-buffer", str(LOWAT), "--out", str(out)]
     if concurrency:
         args += ["--write-concurrency", str(concurrency)]
     subprocess.run(args, check=True, capture_output=True, text=True)
@@ -111,7 +111,7 @@ def discordant_pairs(simulated: pd.Series, measured: pd.Series, tolerance_s: flo
     return wrong
 
 
-@pytest.mark.parametrize("policy,concurrency,allowed", [("srpt", 1, 0.05), ("fair", None, 0.0)])
+@pytest.mark.parametrize("policy,concurrency,allowed", [("srpt", 1, 0.05), ("fair", None, 0.05)])
 def test_quantum_simulation_orders_completions_like_the_server(tmp_path, policy, concurrency, allowed):
     trace = make_trace(tmp_path)
     with Testbed(TestbedConfig(prefix="sjsim", link_bps=LINK_BPS, queue_bytes=QUEUE_BYTES,

@@ -61,9 +61,14 @@ pub struct SimArgs {
     /// instead of the fluid policy; --policy must then be ps/fair, srpt or las.
     #[arg(long, value_parser = sojourn_sched::bands::parse_bytes)]
     pub quantum: Option<u64>,
-    /// Responses that may hold data in the kernel at once (004 §3.3); default unlimited.
+    /// Responses that may be blocked with data in the kernel at once (004 §3.3), as
+    /// `serve --write-concurrency`; default unlimited.
     #[arg(long, requires = "quantum")]
     pub write_concurrency: Option<usize>,
+    /// Unsent bytes a socket may hold before a write blocks, as `serve --notsent-lowat`
+    /// (TCP_NOTSENT_LOWAT); default unlimited (every write is accepted).
+    #[arg(long, requires = "quantum", value_parser = sojourn_sched::bands::parse_bytes)]
+    pub kernel_buffer: Option<u64>,
     /// Trace to replay (arrival_s, client, path, size).
     #[arg(long, conflicts_with_all = ["sizes", "rho", "profile"])]
     pub trace: Option<PathBuf>,
@@ -137,6 +142,7 @@ struct RunInfo {
     mode: &'static str,
     quantum_bytes: Option<u64>,
     write_concurrency: Option<usize>,
+    kernel_buffer: Option<u64>,
     bands: Option<Vec<u64>>,
     link_bps: f64,
     source: String,
@@ -227,7 +233,8 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
     let mut quanta = None;
     let served: Vec<Served> = match (quantum_policy, args.quantum) {
         (Some(policy), Some(quantum)) => {
-            let mut scheduler = Quantum::new(QuantumConfig { policy, quantum, write_concurrency: args.write_concurrency });
+            let config = QuantumConfig { policy, quantum, write_concurrency: args.write_concurrency, kernel_buffer: args.kernel_buffer };
+            let mut scheduler = Quantum::new(config);
             let served = simulate(&mut scheduler, &jobs, rate);
             quanta = Some(scheduler.quanta());
             served
@@ -249,6 +256,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
             mode: if args.quantum.is_some() { "quantum" } else { "fluid" },
             quantum_bytes: args.quantum,
             write_concurrency: args.write_concurrency,
+            kernel_buffer: args.kernel_buffer,
             bands: (args.policy == PolicyArg::Bands).then(|| args.bands.cutoffs().to_vec()),
             link_bps: args.link,
             source,
