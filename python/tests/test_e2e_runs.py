@@ -86,6 +86,7 @@ def check_repetition(directory: Path, trace_requests: int) -> dict:
     versions = json.loads((directory / "versions.json").read_text())
     assert versions["kernel"] and versions["testbed"]["qdisc"]
     assert (directory / "load_summary.json").is_file()
+    assert (directory / "spec.toml").read_text() == (directory.parents[1] / "spec.toml").read_text()
     return summary
 
 

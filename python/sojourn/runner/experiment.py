@@ -64,6 +64,8 @@ def run_experiment(experiment: Experiment, results: Path, prefix: str = "sjrun",
                 continue
             if rep_directory.exists():
                 shutil.rmtree(rep_directory)
+            rep_directory.mkdir(parents=True)
+            (rep_directory / "spec.toml").write_text(spec_text)  # each result carries its spec
             on_event("repetition", {"run": run.name, "rep": rep, "index": index, "total": total, "skipped": False})
             on_event("progress", Progress(phase="inputs"))
             started = time.monotonic()
