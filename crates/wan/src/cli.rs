@@ -59,7 +59,7 @@ pub fn run(args: WanArgs) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(&args.config).with_context(|| format!("reading --config {}", args.config.display()))?;
     let config = Config::from_json(&text).with_context(|| format!("--config {}", args.config.display()))?;
     let mut emulator = Emulator::new(&config)?;
-    let mut counters = args.counters.as_ref().map(|path| CounterWriter::create(path)).transpose()?;
+    let mut counters = args.counters.as_ref().map(CounterWriter::create).transpose()?;
     let tun = Tun::open(&config.tun).with_context(|| format!("attaching to TUN device {} (needs CAP_NET_ADMIN)", config.tun))?;
     let mut timer = Timer::new().context("timerfd_create")?;
     sys::install_stop_handlers().context("installing SIGINT/SIGTERM handlers")?;
