@@ -243,7 +243,7 @@ mod tests {
         assert!(err.to_string().contains("demands[1]"), "{err}");
         let err = solve(&[0.1], &[1.0, 1.0], 1.0).unwrap_err();
         assert!(err.to_string().contains("credits has 2 entries"), "{err}");
-        assert!(solve(&vec![0.0; MAX_QUEUES + 1], &vec![0.0; MAX_QUEUES + 1], 1.0).is_err());
+        assert!(solve(&[0.0; MAX_QUEUES + 1], &[0.0; MAX_QUEUES + 1], 1.0).is_err());
         assert!(check_timeout(0.0).is_err());
     }
 

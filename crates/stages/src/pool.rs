@@ -91,6 +91,9 @@ pub struct StageMetrics {
     pub processing_s: f64,
 }
 
+/// A Prometheus series: name, type, and how to read it off a stage.
+type Series = (&'static str, &'static str, fn(&StageMetrics) -> f64);
+
 /// A snapshot of the pool's counters.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Metrics {
@@ -116,7 +119,7 @@ impl Metrics {
     /// Prometheus text exposition of the counters.
     pub fn prometheus(&self) -> String {
         let mut out = String::new();
-        let series: [(&str, &str, fn(&StageMetrics) -> f64); 7] = [
+        let series: [Series; 7] = [
             ("sojourn_stage_queue_length", "gauge", |s| s.queue_length as f64),
             ("sojourn_stage_completed_total", "counter", |s| s.completed as f64),
             ("sojourn_stage_late_total", "counter", |s| s.late as f64),
