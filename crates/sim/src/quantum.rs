@@ -111,7 +111,7 @@ impl Quantum {
     /// Whether the socket takes a write now; half a byte of slack absorbs rounding
     /// at the moment a blocked socket turns writable.
     fn accepts(&self, job: JobIndex) -> bool {
-        self.kernel_buffer.map_or(true, |limit| self.unsent(job) <= limit + 0.5)
+        !self.kernel_buffer.is_some_and(|limit| self.unsent(job) > limit + 0.5)
     }
 
     fn schedule(&mut self, job: JobIndex, event: Event) {
