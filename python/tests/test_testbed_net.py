@@ -102,6 +102,20 @@ def test_iperf3_throughput_through_the_bottleneck_within_3_percent():
         assert abs(wire - rate) / rate < 0.03, f"wire rate {wire / 1e6:.3f} Mbit/s for {rate / 1e6} configured"
 
 
+def test_iperf3_throughput_through_an_emulated_access_link_within_3_percent():
+    rate = 8_000_000
+    group = WanGroup("g0", rtt_ms=20, rate_bps=rate)
+    with Testbed(TestbedConfig(prefix="sjtbi", link_bps=100_000_000, groups=[group])) as tb:
+        tb.popen(tb.server_ns, ["iperf3", "-s", "-1", "-B", tb.server_addr, "-p", "5302"], stdout=subprocess.DEVNULL)
+        wait_listening(tb, tb.server_ns, 5302)
+        result = tb.run(tb.client_ns, ["iperf3", "-c", tb.server_addr, "-p", "5302", "-R", "-t", "6", "-O", "2",
+                                       "-B", tb.client_addrs["g0"][0], "-J"], capture_output=True, text=True, check=True)
+    goodput = json.loads(result.stdout)["end"]["sum_received"]["bits_per_second"]
+    # The emulator serializes IP packets (no Ethernet header): 1500 bytes carry 1448 of payload.
+    ip_rate = goodput * 1500 / 1448
+    assert abs(ip_rate - rate) / rate < 0.03, f"IP rate {ip_rate / 1e6:.3f} Mbit/s for {rate / 1e6} configured"
+
+
 def udp_loss(tb: Testbed, group: str, count: int, port: int) -> dict:
     receiver = tb.popen(tb.server_ns, PROBE + ["udp-recv", "--bind", f"{tb.server_addr}:{port}",
                                                "--count", str(count)],
