@@ -132,6 +132,16 @@ fn srpt_kernel_bands_finish_small_responses_sooner_than_fair() {
     let srpt = small_response_mean(&bed, &root, &["--policy", "srpt", "--kernel-bands"]);
     let shown = Command::new("ip").args(["netns", "exec", &bed.server_ns, ENGINE, "bands", "show", "--dev", &bed.server_dev]).output().unwrap();
     println!("{}", String::from_utf8_lossy(&shown.stdout));
+    // The small responses (3 KB + head) went out in band 2, the big one in bands 4 and lower.
+    let json = Command::new("ip").args(["netns", "exec", &bed.server_ns, ENGINE, "bands", "show", "--dev", &bed.server_dev, "--json"]).output().unwrap();
+    let sent = |band: &str| -> u64 {
+        let text = String::from_utf8_lossy(&json.stdout).into_owned();
+        let line = text.lines().find(|l| l.contains(&format!("\"band\":{band},"))).unwrap_or_else(|| panic!("band {band} missing: {text}"));
+        let after = &line[line.find("\"sent_bytes\":").unwrap() + 13..];
+        after[..after.find(|c: char| !c.is_ascii_digit()).unwrap()].parse().unwrap()
+    };
+    assert!(sent("2") >= 50 * 3_000, "band 2 carried the small responses");
+    assert!(sent("4") > 1_000_000, "band 4 carried most of the big response");
     println!("mean time of 50 small (3 KB) responses beside a 5 MB one at 10 Mbit/s: fair {fair:.3} s, srpt --kernel-bands {srpt:.3} s, ratio {:.1}", fair / srpt);
     assert!(srpt * 2.0 < fair, "srpt {srpt:.3} s is not clearly below fair {fair:.3} s");
 }
