@@ -1,7 +1,7 @@
 //! Configuration of the stage pool: stages and their processing times,
 //! priority classes by client address with their timeouts, dispatch policy.
 //!
-//! Deserializes from TOML (the server embeds it as its `[stages]` table);
+//! Deserializes from TOML (the file given to `serve --stages`, keys at top level);
 //! [`StagesConfig::validate`] turns it into a [`PoolSpec`] or an error naming
 //! the key and what is accepted. Defaults are 003's: the four stages MM, CO, SR,
 //! BR with the §4.1 processing times 0.5, 1, 1.5, 2 scaled to 5, 10, 15, 20 ms,

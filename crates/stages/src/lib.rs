@@ -2,7 +2,7 @@
 //!
 //! - [`study`]: the four-queue productivity simulation of 003 §4.1 in virtual
 //!   time, driving the dispatch policies of `sojourn_sched::dispatch`;
-//! - [`config`]: stages, classes by client address, policy (the server's `[stages]`);
+//! - [`config`]: stages, classes by client address, policy (`serve --stages FILE`);
 //! - [`pool`]: the worker pool doing real CPU work per stage request, with metrics;
 //! - [`cli`]: `sojourn-engine stages`.
 
