@@ -11,7 +11,8 @@
 //! requests / duration), `response_time_s`, `ttfb_s`, `service_time_s`, `lag_s` (each
 //! `{count, mean, min, p50, p90, p95, p99, p999, max}` from HdrHistogram, µs resolution;
 //! response time and ttfb over final `ok` attempts from the scheduled time, service time
-//! from the send, lag = issue minus schedule of first attempts), `loop_busy_fraction`,
+//! from the send, lag = issue minus schedule of first attempts), `record_writer_waits`
+//! (times the event loop waited for the disk because the record queue was full), `loop_busy_fraction`,
 //! `fd_limit`, `warnings` (list of strings), `workload` (mode-specific, e.g. session counts).
 
 use anyhow::Context;
@@ -21,7 +22,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
-use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
 use std::thread::JoinHandle;
 
 /// Bytes handed to a writer thread at once.
@@ -34,6 +35,8 @@ pub struct BackgroundFile {
     buffer: Vec<u8>,
     sender: Option<SyncSender<Vec<u8>>>,
     writer: Option<JoinHandle<std::io::Result<()>>>,
+    /// Times the queue was full and the caller waited for the disk (reported in summary.json).
+    waits: u64,
 }
 
 impl BackgroundFile {
@@ -53,7 +56,7 @@ impl BackgroundFile {
             }
             file.flush()
         })?;
-        Ok(BackgroundFile { buffer: Vec::with_capacity(CHUNK), sender: Some(sender), writer: Some(writer) })
+        Ok(BackgroundFile { buffer: Vec::with_capacity(CHUNK), sender: Some(sender), writer: Some(writer), waits: 0 })
     }
 
     fn send(&mut self) -> std::io::Result<()> {
@@ -62,7 +65,15 @@ impl BackgroundFile {
         }
         let chunk = std::mem::replace(&mut self.buffer, Vec::with_capacity(CHUNK));
         let sender = self.sender.as_ref().ok_or_else(|| std::io::Error::other("file already finished"))?;
-        sender.send(chunk).map_err(|_| std::io::Error::other("the writer thread stopped (see the error at finish)"))
+        let stopped = || std::io::Error::other("the writer thread stopped (see the error at finish)");
+        match sender.try_send(chunk) {
+            Ok(()) => Ok(()),
+            Err(TrySendError::Full(chunk)) => {
+                self.waits += 1;
+                sender.send(chunk).map_err(|_| stopped())
+            }
+            Err(TrySendError::Disconnected(_)) => Err(stopped()),
+        }
     }
 
     /// Write everything out and wait for the writer thread; reports its I/O error if any.
@@ -395,10 +406,14 @@ impl Recorder {
             "service_time_s": describe(&self.service_time),
             "lag_s": describe(&self.lag),
         });
+        let mut summary = summary;
+        let mut waits = 0;
         for (writer, name) in [(self.records, "records.csv"), (self.intervals, "intervals.csv")] {
             let mut file = writer.into_inner().map_err(|err| err.into_error()).with_context(|| format!("writing {name}"))?;
             file.finish().with_context(|| format!("writing {name}"))?;
+            waits += file.waits;
         }
+        summary["record_writer_waits"] = waits.into();
         Ok(summary)
     }
 }
