@@ -55,7 +55,6 @@ struct Socket {
     /// Virtual time at which the socket's bytes have all left (valid while `holding`).
     drained_at: f64,
     holding: bool,
-    blocked: bool,
     generation: u64,
     /// Bytes written to the socket so far (the server's view).
     progress: Progress,
@@ -144,7 +143,7 @@ impl Quantum {
             self.slots.acquire(id);
             self.quanta += 1;
             if !self.accepts(job) {
-                self.sockets[job as usize].blocked = true;
+                // Blocked: the slot stays taken until the Writable event.
                 self.schedule(job, Event::Writable);
                 continue;
             }
@@ -221,7 +220,6 @@ impl Discipline for Quantum {
             }
             Event::Writable => {
                 // The kernel took the data below the mark: the slot is free again (worker.rs `on_writable`).
-                s.blocked = false;
                 let progress = s.progress;
                 self.slots.release(job as JobId);
                 self.ready.push(job as JobId, progress);
