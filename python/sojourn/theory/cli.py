@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -71,7 +72,8 @@ def _transient(args) -> int:
     names = tuple(w.strip().upper() for w in args.workloads.split(",")) if args.workloads else tuple(figures.TRANSIENT)
     unknown = [w for w in names if w not in figures.TRANSIENT]
     if unknown:
-        print(f"sojourn theory transient: unknown workload(s) {', '.join(unknown)}; accepted: {', '.join(figures.TRANSIENT)}")
+        print(f"sojourn theory transient: unknown workload(s) {', '.join(unknown)}; accepted: {', '.join(figures.TRANSIENT)}",
+              file=sys.stderr)
         return 2
     table = figures.transient(args.out, names, duration_s=args.duration, link_bps=args.link, seed=args.seed)
     columns = ["workload", "mean_response_s_ps", "mean_response_s_srpt", "mean_response_ratio_ps_over_srpt",
