@@ -28,6 +28,7 @@ All functions are pure (frames in, frames out).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -151,3 +152,47 @@ def anatomy(series: pd.DataFrame) -> pd.DataFrame:
         "dropped": (last["dropped_waiting_room"] + last["dropped_deadline"]).astype(int),
         "late": last["late"].astype(int),
     })
+
+
+def summarize_directory(directory: str | Path, bin_s: float = 1.0) -> dict:
+    """The session metrics of one repetition directory of `sojourn run` (JSON-ready):
+    ``classes.json`` (class of each source address, delay bounds), ``records.csv`` and
+    the pool's ``series.csv``. Keys: ``classes`` (per-class rows of :func:`per_class`
+    with ``name``), ``overall``, ``productivity`` (per interval), ``anatomy`` (per
+    stage), ``queue_lengths`` (``t_s`` and one list per stage). Missing files give
+    empty parts; NaN becomes None."""
+    from sojourn.analysis.records import read_records, requests
+
+    directory = Path(directory)
+    info = json.loads((directory / "classes.json").read_text())
+    names = info["class_names"]
+    out: dict = {"class_names": names, "delay_bounds_s": info["delay_bounds_s"], "classes": [], "overall": {},
+                 "productivity": [], "anatomy": [], "queue_lengths": {}}
+    records = directory / "records.csv"
+    if records.is_file() and records.stat().st_size > 0:
+        judged = judge(requests(read_records(records)), delay_bounds=dict(enumerate(info["delay_bounds_s"])),
+                       address_classes=info["address_classes"])
+        table = per_class(judged)
+        table.insert(1, "name", [names[int(c)] for c in table["class"]])
+        out["classes"] = table.to_dict("records")
+        out["overall"] = overall(judged)
+        out["productivity"] = productivity_over_time(judged, bin_s).to_dict("records")
+    series = directory / "series.csv"
+    if series.is_file() and series.stat().st_size > 0:
+        frame = read_series(series)
+        out["anatomy"] = anatomy(frame).reset_index().to_dict("records")
+        lengths = queue_lengths(frame)
+        out["queue_lengths"] = {"t_s": lengths.index.tolist(), **{str(c): lengths[c].tolist() for c in lengths}}
+    return _json_ready(out)
+
+
+def _json_ready(value):
+    if isinstance(value, dict):
+        return {str(k): _json_ready(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json_ready(v) for v in value]
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return None if np.isnan(value) else float(value)
+    return value

@@ -25,7 +25,9 @@ import pandas as pd
 from sojourn import peers
 from sojourn.analysis.results import summarize_repetition
 from sojourn.engine import engine_path
+from sojourn.analysis import sessions as session_analysis
 from sojourn.runner import layout
+from sojourn.runner import sessions
 from sojourn.runner.inputs import Inputs
 from sojourn.runner.spec import Run
 
@@ -165,19 +167,33 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
         with Testbed(testbed_config(run, prefix), workdir=directory / "testbed") as tb:
             meta["testbed"] = tb.describe()
             layout.write_json(directory / "versions.json", meta)
+            addrs = [a for group in tb.client_addrs.values() for a in group]
+            stage_args = []
+            if server_cfg["stages"] or workload["mode"] == "sessions":
+                stages = server_cfg["stages"] or {}
+                stages_path = sessions.stages_file(stages, tb.client_addrs, directory / "series.csv",
+                                                   directory / "stages.toml")
+                stage_args = ["--stages", str(stages_path)]
+                layout.write_json(directory / "classes.json",
+                                  sessions.class_map(sessions.effective_classes(stages, tb.client_addrs), addrs))
             peer_cfg = peers.PeerConfig(
                 kind=server_cfg["kind"], root=inputs.docroot, addr=tb.server_addr, port=server_cfg["port"],
                 workers=server_cfg["workers"], netns=tb.server_ns, policy=server_cfg["policy"],
                 kernel_bands=server_cfg["kernel_bands"], band_cutoffs=run.config["network"]["bands"] or None,
                 admin_port=server_cfg["port"] + 1 if server_cfg["kind"] == "sojourn" else None,
                 access_log=directory / "access.log" if server_cfg["access_log"] else None,
-                extra_args=list(server_cfg["args"]), command=list(server_cfg["command"]))
+                extra_args=list(server_cfg["args"]) + stage_args, command=list(server_cfg["command"]))
             progress.phase = "server"
             on_progress(progress)
             with peers.Peer(peer_cfg, log_dir=directory) as peer:
                 tb.start_counters(directory / "counters.csv", interval_s=collect["interval_s"])
-                addrs = [a for group in tb.client_addrs.values() for a in group]
-                argv = load_command(engine, inputs, f"{tb.server_addr}:{server_cfg['port']}", directory, workload, addrs)
+                target = f"{tb.server_addr}:{server_cfg['port']}"
+                if workload["mode"] == "sessions":
+                    model = Path(workload["sessions"]["model_file"]) if workload["sessions"]["model_file"] else \
+                        sessions.session_model(server_cfg["stages"] or {}, workload["sessions"], directory / "model.toml")
+                    argv = sessions.load_command(engine, model, target, directory, workload, addrs)
+                else:
+                    argv = load_command(engine, inputs, target, directory, workload, addrs)
                 (directory / "load.argv").write_text(" ".join(argv) + "\n")
                 with open(directory / "load.log", "wb") as log:
                     load_proc = tb.popen(tb.client_ns, argv, stdout=log, stderr=subprocess.STDOUT)
@@ -209,7 +225,10 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
         on_progress(progress)
         _adopt_load_summary(directory)
         try:
-            layout.write_json(directory / "summary.json", summarize_repetition(directory, link_bps))
+            summary = summarize_repetition(directory, link_bps)
+            if (directory / "classes.json").is_file():
+                summary["sessions"] = session_analysis.summarize_directory(directory)
+            layout.write_json(directory / "summary.json", summary)
         except Exception as err:  # noqa: BLE001 - a broken records file must not hide the run's own error
             state, reason = "partial", f"{reason}; summary failed: {err}".lstrip("; ")
         layout.mark(directory, state, reason)

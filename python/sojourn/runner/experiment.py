@@ -16,7 +16,7 @@ from typing import Callable
 
 from sojourn.runner import layout
 from sojourn.runner.execute import Progress, run_repetition
-from sojourn.runner.inputs import prepare_inputs
+from sojourn.runner.inputs import prepare_inputs, session_inputs
 from sojourn.runner.spec import Experiment
 
 
@@ -69,7 +69,10 @@ def run_experiment(experiment: Experiment, results: Path, prefix: str = "sjrun",
             on_event("repetition", {"run": run.name, "rep": rep, "index": index, "total": total, "skipped": False})
             on_event("progress", Progress(phase="inputs"))
             started = time.monotonic()
-            inputs = prepare_inputs(run.config["workload"], link_bps, directory / "inputs")
+            if run.config["workload"]["mode"] == "sessions":
+                inputs = session_inputs(run.config["workload"], directory / "inputs")
+            else:
+                inputs = prepare_inputs(run.config["workload"], link_bps, directory / "inputs")
             try:
                 state = run_repetition(run, rep, rep_directory, inputs, prefix,
                                        on_progress=lambda p: on_event("progress", p), index=run_index)

@@ -94,3 +94,12 @@ def prepare_inputs(workload: dict, link_bps: float, inputs_root: Path) -> Inputs
             "workload": workload, "link_bps": link_bps}
     write_json(done, meta)
     return Inputs(directory / "trace.csv", directory / "docroot", periods, meta["duration_s"], meta["requests"])
+
+
+def session_inputs(workload: dict, inputs_root: Path) -> Inputs:
+    """Session mode replays no trace: its requests are /stage/ URLs computed by the
+    server, so the docroot is an empty, world-readable directory."""
+    docroot = Path(inputs_root) / "sessions-docroot"
+    docroot.mkdir(parents=True, exist_ok=True)
+    os.chmod(docroot, 0o755)
+    return Inputs(trace=Path(), docroot=docroot, periods=[], duration_s=float(workload["duration_s"]), requests=0)

@@ -28,6 +28,8 @@ MODELS = ("wc98", "nasa", "surge", "specweb99")
 PROFILES = tuple(f"W{i}" for i in range(1, 11))
 CONGESTION = ("reno", "cubic", "bbr")
 LOSS_MODELS = ("bernoulli", "two-state")
+LOAD_MODES = ("open", "sessions")
+DISPATCH_POLICIES = ("fifo", "rr", "edf", "wfs", "dwfs")
 CUTOFFS_RE = re.compile(r"^\d+[KMG]?(,\d+[KMG]?)*$")
 
 
@@ -59,6 +61,28 @@ GROUP_SCHEMA: dict[str, Key] = {
     "mtu": _k(int, 1500, "link MTU in bytes (000 Table 2 (I))", minimum=536, maximum=1500),
 }
 
+# The stage pool's configuration (`serve --stages`, docs/dwfs.md), checked here so a bad
+# key is named before anything starts; series_csv is the runner's (the run directory).
+STAGE_SCHEMA: dict[str, Key] = {
+    "name": _k(str, None, "stage name: requests for /stage/<name>/... go to it"),
+    "processing_ms": _k(NUMBER, None, "CPU time one request of the stage costs", minimum=0.001),
+}
+CLASS_SCHEMA: dict[str, Key] = {
+    "name": _k(str, None, "class name; without networks, the network group of the same name supplies its clients"),
+    "timeout_ms": _k(NUMBER, None, "the class's delay bound (003 §5.2)", minimum=0.001),
+    "networks": _k(list, [], "client addresses/CIDRs of the class (default: its network group's addresses)"),
+}
+STAGES_SCHEMA: dict[str, Key] = {
+    "policy": _k(str, "dwfs", "dispatch policy of the stage pool", choices=DISPATCH_POLICIES),
+    "workers": _k(int, 1, "CPU worker threads of the stage pool", minimum=1, maximum=256),
+    "weights": _k(list, [], "rr / wfs static weights, one per stage"),
+    "transitions": _k(list, [], "stage transition matrix (default 003 Fig. 5 for MM, CO, SR, BR)"),
+    "series_interval_ms": _k(NUMBER, 1000.0, "stage series sampling interval", minimum=10),
+    "stage": _k(list, [], "[[stage]] tables (name, processing_ms); default MM, CO, SR, BR at 5, 10, 15, 20 ms"),
+    "class": _k(list, [], "[[class]] tables in priority order (name, timeout_ms, networks); default gold, silver, "
+                          "bronze at 100, 150, 200 ms"),
+}
+
 SCHEMA: dict[str, Any] = {
     "name": _k(str, None, "experiment name: results go to results/<name>/"),
     "description": _k(str, "", "one line shown at the top of the report"),
@@ -73,6 +97,8 @@ SCHEMA: dict[str, Any] = {
         "args": _k(list, [], "extra command-line arguments for the server"),
         "command": _k(list, [], "kind = command: argv with {root} {addr} {port} {workers} placeholders"),
         "port": _k(int, 8080, "listening port in the server namespace", minimum=1, maximum=65535),
+        "stages": _k((str, dict), "", "sojourn: serve /stage/<name>/ on a CPU worker pool (serve --stages): a TOML "
+                                      "file (path relative to the spec) or an inline table of its keys (docs/dwfs.md)"),
     },
     "network": {
         "link_mbps": _k(NUMBER, 10.0, "bottleneck uplink rate server -> clients, Mbit/s (000 §2.5)", minimum=0.01, maximum=100_000),
@@ -107,7 +133,19 @@ SCHEMA: dict[str, Any] = {
         "max_connections_per_client": _k(int, 1000, "per-client connection cap; the default leaves 000 §2.4's open "
                                          "system uncapped (a small cap queues requests at busy clients)", minimum=1),
         "timeout_s": _k(NUMBER, 60.0, "an attempt with no complete response after this long ends as 'timeout'", minimum=0.1),
-        "mode": _k(str, "open", "load mode", choices=("open",)),
+        "mode": _k(str, "open", "open: replay the generated trace (load open); sessions: Poisson session arrivals "
+                                "over the stages (load sessions, 003 §2)", choices=LOAD_MODES),
+        "sessions": {
+            "model_file": _k(str, "", "session model TOML (docs/formats.md, path relative to the spec); empty = "
+                                      "generated from the stages: start at the first, 003 Fig. 5 rows x (1 - exit)"),
+            "rate": _k(NUMBER, 5.0, "sessions per second (Poisson) of the generated model", minimum=0.001),
+            "exit": _k(NUMBER, 0.1, "probability a session ends after a request (generated model)",
+                       minimum=0.001, maximum=1),
+            "think_s": _k(NUMBER, 0.0, "mean exponential think time between a session's requests, 0 = none",
+                          minimum=0),
+            "delay_bound_s": _k(NUMBER, 1.0, "the generator aborts a request after this long (generated model); "
+                                             "requests are judged against their class's timeout_ms", minimum=0.001),
+        },
         "verify": _k(bool, True, "load generator checks body content against the docroot rule"),
     },
     "collect": {
@@ -222,6 +260,25 @@ def _check_combinations(config: dict, where: str) -> None:
     for index, part in enumerate(server["command"] + server["args"]):
         if not isinstance(part, str):
             raise SpecError(f"{where}server.command/args element {index} must be a string, got {part!r}")
+    if server["stages"] and server["kind"] != "sojourn":
+        raise SpecError(f"{where}server.stages needs server.kind = 'sojourn' (got {server['kind']!r})")
+    if isinstance(server["stages"], dict):
+        server["stages"] = check_stages(server["stages"], f"{where}server.stages")
+        check_class_networks(server["stages"], network["groups"], where)
+    if workload["mode"] == "sessions":
+        if server["kind"] != "sojourn":
+            raise SpecError(f"{where}workload.mode = 'sessions' requests /stage/ URLs, which only server.kind = "
+                            f"'sojourn' serves (got {server['kind']!r})")
+        given = [k for k in ("trace", "profile", "rho") if workload[k]]
+        if given:
+            raise SpecError(f"{where}workload.{given[0]} is for workload.mode = 'open'; in 'sessions' mode the load is "
+                            "workload.sessions.rate (or the sessions model file) for workload.duration_s")
+        if workload["abort_after_s"]:
+            raise SpecError(f"{where}workload.abort_after_s is for workload.mode = 'open'; in 'sessions' mode "
+                            "workload.sessions.delay_bound_s aborts late requests")
+        if not server["stages"]:
+            check_class_networks({}, network["groups"], where)
+        return
     if workload["trace"]:
         if workload["profile"] or workload["rho"]:
             raise SpecError(f"{where}workload.trace replays a trace as it is; remove workload.profile/rho "
@@ -237,6 +294,50 @@ def _check_combinations(config: dict, where: str) -> None:
     if addresses > workload["clients"]:
         raise SpecError(f"{where}network.groups have {addresses} addresses but workload.clients = "
                         f"{workload['clients']}: some addresses would carry no client")
+
+
+def check_stages(table: dict, path: str) -> dict:
+    """The stage pool table with only the keys given, each checked (STAGES_SCHEMA);
+    ``series_csv`` is refused: the runner writes the series into the run directory."""
+    if "series_csv" in table:
+        raise SpecError(f"{path}.series_csv is set by the runner (series.csv in the repetition directory); remove it")
+    filled = _fill(STAGES_SCHEMA, table, path + ".")
+    checked = {key: filled[key] for key in table}
+    for key, schema, required in (("stage", STAGE_SCHEMA, ("name", "processing_ms")),
+                                  ("class", CLASS_SCHEMA, ("name", "timeout_ms"))):
+        rows = []
+        for index, row in enumerate(checked.get(key, [])):
+            where = f"{path}.{key}.{index}"
+            if not isinstance(row, dict):
+                raise SpecError(f"{where} must be a table ({', '.join(schema)}), got {row!r}")
+            for name in required:
+                if name not in row:
+                    raise SpecError(f"{where} needs {name}")
+            rows.append({k: v for k, v in _fill(schema, row, where + ".").items() if k in row})
+        names = [row["name"] for row in rows]
+        if len(set(names)) != len(names):
+            raise SpecError(f"{path}.{key}: names must be unique, got {names}")
+        if key in checked:
+            checked[key] = rows
+    return checked
+
+
+def stage_classes(stages: dict) -> list[dict]:
+    """The stage pool's classes: the table's, else the defaults (docs/dwfs.md: gold,
+    silver, bronze with timeouts 100, 150, 200 ms, 003 §5.2 x 1/100)."""
+    from sojourn.plan.measure import CLASSES
+
+    return stages.get("class") or [{"name": name, "timeout_ms": ms} for name, ms, _ in CLASSES]
+
+
+def check_class_networks(stages: dict, groups: list[dict], where: str) -> None:
+    """Every class without ``networks`` takes the addresses of the network group of its name."""
+    group_names = [g["name"] for g in groups]
+    for cls in stage_classes(stages):
+        if not cls.get("networks") and cls["name"] not in group_names:
+            raise SpecError(f"{where}server.stages class {cls['name']!r} has no networks and network.groups has no "
+                            f"group of that name (groups: {', '.join(group_names) or 'none'}); add a "
+                            f"[[network.groups]] named {cls['name']!r} or give the class networks")
 
 
 def _merge(base: dict, override: dict) -> dict:
@@ -354,6 +455,27 @@ def load_spec(path: str | Path) -> Experiment:
         raise SpecError(f"{path}: {err}") from None
     experiment.path = path.resolve()
     for run in experiment.runs:
+        server, workload = run.config["server"], run.config["workload"]
+        where = f"{path}: run {run.name}: "
+        if isinstance(server["stages"], str) and server["stages"]:
+            stages_path = (path.parent / server["stages"]).resolve()
+            try:
+                table = tomllib.loads(stages_path.read_text())
+            except OSError as err:
+                raise SpecError(f"{where}server.stages {server['stages']!r}: cannot read {stages_path}: {err}") from None
+            except tomllib.TOMLDecodeError as err:
+                raise SpecError(f"{where}server.stages {stages_path}: not valid TOML: {err}") from None
+            try:
+                server["stages"] = check_stages(table, f"server.stages ({stages_path})")
+                check_class_networks(server["stages"], run.config["network"]["groups"], "")
+            except SpecError as err:
+                raise SpecError(f"{where}{err}") from None
+        model_file = workload["sessions"]["model_file"]
+        if model_file:
+            resolved = (path.parent / model_file).resolve()
+            if not resolved.is_file():
+                raise SpecError(f"{where}workload.sessions.model_file {model_file!r} not found (looked at {resolved})")
+            workload["sessions"]["model_file"] = str(resolved)
         trace = run.config["workload"]["trace"]
         if trace:
             resolved = (path.parent / trace).resolve()

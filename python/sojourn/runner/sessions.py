@@ -1,0 +1,125 @@
+"""Session workloads for `sojourn run` (003 §5): the stage pool's configuration file,
+the session model, and which client address belongs to which priority class.
+
+Guarantees: :func:`stages_file` writes a ``serve --stages`` file holding the spec's
+stage pool table with the series written into the repetition directory and every class
+given ``networks`` (its network group's addresses when the spec gave none), so the
+server and the analysis agree on the classes; :func:`class_map` returns, for each of
+the load generator's ``--source-addrs`` in order, the class the server gives it (first
+class whose networks contain it, else the last, as ``sojourn_stages`` does) with each
+class's delay bound. Nothing here starts a process.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from pathlib import Path
+
+from sojourn.runner.spec import stage_classes
+
+BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _toml_value(value) -> str:
+    """A TOML value: JSON's strings, numbers and arrays are TOML's; tables are inline."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    return json.dumps(value)
+
+
+def _toml_key(key: str) -> str:
+    return key if BARE_KEY.match(key) else json.dumps(key)
+
+
+def _toml_document(scalars: dict, arrays: dict[str, list[dict]]) -> str:
+    lines = [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in scalars.items()]
+    for name, rows in arrays.items():
+        for row in rows:
+            lines.append(f"[[{name}]]")
+            lines += [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in row.items()]
+    return "\n".join(lines) + "\n"
+
+
+def effective_classes(stages: dict, client_addrs: dict[str, list[str]]) -> list[dict]:
+    """The classes with ``networks`` filled from the group of the same name."""
+    classes = []
+    for cls in stage_classes(stages):
+        networks = list(cls.get("networks") or client_addrs.get(cls["name"], []))
+        if not networks:
+            raise ValueError(f"stage class {cls['name']!r} has no networks and the testbed has no group of that name "
+                             f"(groups: {', '.join(client_addrs)})")
+        classes.append({**cls, "networks": networks})
+    return classes
+
+
+def stages_file(stages: dict, client_addrs: dict[str, list[str]], series_csv: Path, path: Path) -> Path:
+    """Writes the ``serve --stages`` file for one repetition; returns ``path``."""
+    scalars = {k: v for k, v in stages.items() if k not in ("stage", "class")}
+    scalars["series_csv"] = str(series_csv)
+    arrays = {"class": effective_classes(stages, client_addrs)}
+    if stages.get("stage"):
+        arrays["stage"] = stages["stage"]
+    path.write_text(_toml_document(scalars, arrays))
+    return path
+
+
+def stage_names(stages: dict) -> list[str]:
+    from sojourn.plan.measure import STAGES
+
+    return [s["name"] for s in stages.get("stage", [])] or list(STAGES)
+
+
+def session_model(stages: dict, sessions: dict, path: Path) -> Path:
+    """The generated session model (docs/formats.md "Session model"): sessions start at
+    the first stage; after each request the next stage follows the stage pool's
+    transition matrix (003 Fig. 5 for the default stages, uniform otherwise, as the
+    pool's default) scaled by 1 − exit; two paths per stage."""
+    from sojourn.plan.measure import FIG5, STAGES
+
+    names = stage_names(stages)
+    rows = stages.get("transitions") or (FIG5 if names == list(STAGES) else [[1.0] * len(names)] * len(names))
+    if len(rows) != len(names) or any(len(row) != len(names) for row in rows):
+        raise ValueError(f"server.stages.transitions must be {len(names)}x{len(names)} (one row and column per stage "
+                         f"{', '.join(names)}), got {len(rows)} row(s)")
+    exit_probability = sessions["exit"]
+    think = ({"distribution": "exponential", "mean_s": sessions["think_s"]} if sessions["think_s"] > 0
+             else {"distribution": "none"})
+    lines = [f"arrival_rate = {_toml_value(sessions['rate'])}", f"delay_bound_s = {_toml_value(sessions['delay_bound_s'])}",
+             f"start = {_toml_value({names[0]: 1.0})}", f"think_time = {_toml_value(think)}"]
+    for name, row in zip(names, rows):
+        total = sum(row)
+        if total <= 0:
+            raise ValueError(f"server.stages.transitions row of {name} sums to {total}; expected a positive sum")
+        following = {to: p / total * (1 - exit_probability) for to, p in zip(names, row)}
+        following["exit"] = exit_probability
+        lines += [f"[states.{_toml_key(name)}]", f"paths = {_toml_value([f'/stage/{name}/0', f'/stage/{name}/1'])}",
+                  f"next = {_toml_value(following)}"]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def class_map(classes: list[dict], source_addrs: list[str]) -> dict:
+    """For ``classes`` with networks: the class index of every source address (first
+    match, else the last class) and each class's name and delay bound in seconds."""
+    parsed = [[ipaddress.ip_network(n, strict=False) for n in cls["networks"]] for cls in classes]
+    indices = []
+    for address in source_addrs:
+        ip = ipaddress.ip_address(address)
+        indices.append(next((i for i, nets in enumerate(parsed) if any(ip in net for net in nets)), len(classes) - 1))
+    return {"source_addrs": source_addrs, "address_classes": indices, "class_names": [c["name"] for c in classes],
+            "delay_bounds_s": [c["timeout_ms"] / 1000 for c in classes]}
+
+
+def load_command(engine: Path, model: Path, target: str, out: Path, workload: dict, source_addrs: list[str]) -> list[str]:
+    """The ``sojourn-engine load sessions`` argv (docs/load.md)."""
+    return [str(engine), "load", "sessions", "--model", str(model), "--duration", str(workload["duration_s"]),
+            "--target", target, "--out", str(out), "--source-addrs", ",".join(source_addrs),
+            "--requests-per-conn", str(workload["persistent"]),
+            "--conns-per-client", str(workload["max_connections_per_client"]),
+            "--timeout", str(workload["timeout_s"]), "--seed", str(workload["seed"]), "--quiet"]

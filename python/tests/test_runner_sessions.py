@@ -1,0 +1,98 @@
+"""Session workloads in experiment specs: schema, rejected combinations, and the files
+the runner generates for `serve --stages` and `load sessions` (parsed back as TOML)."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+
+from sojourn.runner import sessions
+from sojourn.runner.spec import SpecError, load_spec, validate
+
+GROUPS = [{"name": "gold"}, {"name": "silver"}, {"name": "bronze"}]
+
+
+def session_spec(**workload):
+    return {"name": "s", "network": {"groups": GROUPS}, "workload": {"mode": "sessions", **workload}}
+
+
+def test_sessions_spec_defaults_and_variant_override_of_inline_stages():
+    raw = session_spec()
+    raw["server"] = {"stages": {"policy": "dwfs"}}
+    raw["variants"] = {"fifo": {"server": {"stages": {"policy": "fifo"}}}, "dwfs": {}}
+    runs = validate(raw).runs
+    assert [r.config["server"]["stages"]["policy"] for r in runs] == ["fifo", "dwfs"]
+    assert runs[0].config["workload"]["sessions"]["rate"] == 5.0
+
+
+def test_sweep_over_session_rate_names_runs():
+    raw = session_spec()
+    raw["sweep"] = {"parameter": "workload.sessions.rate", "values": [2, 4.5]}
+    assert [r.name for r in validate(raw).runs] == ["rate=2", "rate=4.5"]
+
+
+@pytest.mark.parametrize("raw, message", [
+    ({"name": "s", "workload": {"mode": "sessions"}}, "class 'gold' has no networks"),
+    (session_spec(rho=0.5), "workload.rho is for workload.mode = 'open'"),
+    (session_spec(abort_after_s=1.0), "workload.abort_after_s is for workload.mode = 'open'"),
+    ({**session_spec(), "server": {"kind": "nginx"}}, "only server.kind = 'sojourn'"),
+    ({**session_spec(), "server": {"stages": {"polcy": "fifo"}}}, "unknown key server.stages.polcy"),
+    ({**session_spec(), "server": {"stages": {"policy": "lifo"}}}, "server.stages.policy = 'lifo' is not accepted"),
+    ({**session_spec(), "server": {"stages": {"stage": [{"name": "MM"}]}}}, "server.stages.stage.0 needs processing_ms"),
+    ({**session_spec(), "server": {"stages": {"series_csv": "x.csv"}}}, "series_csv is set by the runner"),
+    ({**session_spec(), "server": {"stages": {"class": [{"name": "vip", "timeout_ms": 50}]}}},
+     "class 'vip' has no networks"),
+    (session_spec(sessions={"rate": 0}), "workload.sessions.rate = 0 is below its minimum"),
+    (session_spec(mode="closed"), "workload.mode = 'closed' is not accepted"),
+])
+def test_bad_session_specs_are_rejected_naming_the_key(raw, message):
+    with pytest.raises(SpecError, match=message.replace("(", r"\(").replace(".", r"\.")):
+        validate(raw)
+
+
+def test_stages_file_path_is_read_and_checked(tmp_path):
+    (tmp_path / "stages.toml").write_text('policy = "wfs"\n[[class]]\nname = "gold"\ntimeout_ms = 80\n')
+    spec = tmp_path / "s.toml"
+    spec.write_text('name = "s"\n[server]\nstages = "stages.toml"\n[[network.groups]]\nname = "gold"\n'
+                    '[workload]\nmode = "sessions"\n')
+    (run,) = load_spec(spec).runs
+    assert run.config["server"]["stages"] == {"policy": "wfs", "class": [{"name": "gold", "timeout_ms": 80.0}]}
+    (tmp_path / "stages.toml").write_text('policy = "wfs"\nworkerz = 2\n')
+    with pytest.raises(SpecError, match="unknown key server.stages .*workerz"):
+        load_spec(spec)
+    spec.write_text(spec.read_text().replace('"stages.toml"', '"missing.toml"'))
+    with pytest.raises(SpecError, match="missing.toml"):
+        load_spec(spec)
+
+
+def test_generated_stages_file_and_class_map(tmp_path):
+    stages = {"policy": "fifo", "stage": [{"name": "A", "processing_ms": 2.0}],
+              "class": [{"name": "gold", "timeout_ms": 100.0}, {"name": "rest", "timeout_ms": 300.0,
+                                                                 "networks": ["10.78.9.0/24"]}]}
+    addrs = {"gold": ["10.78.0.1", "10.78.0.2"], "other": ["10.78.1.1"]}
+    path = sessions.stages_file(stages, addrs, tmp_path / "series.csv", tmp_path / "stages.toml")
+    written = tomllib.loads(path.read_text())
+    assert written["policy"] == "fifo" and written["series_csv"] == str(tmp_path / "series.csv")
+    assert written["class"][0]["networks"] == ["10.78.0.1", "10.78.0.2"]
+    assert written["stage"] == [{"name": "A", "processing_ms": 2.0}]
+    classes = sessions.effective_classes(stages, addrs)
+    mapping = sessions.class_map(classes, ["10.78.0.1", "10.78.1.1", "10.78.9.7", "10.78.0.2"])
+    # 10.78.1.1 matches no class: the last class, as the stage pool does.
+    assert mapping["address_classes"] == [0, 1, 1, 0]
+    assert mapping["delay_bounds_s"] == [0.1, 0.3]
+
+
+def test_generated_session_model_rows_sum_to_one(tmp_path):
+    path = sessions.session_model({}, {"rate": 3.0, "exit": 0.2, "think_s": 0.5, "delay_bound_s": 1.0},
+                                  tmp_path / "model.toml")
+    model = tomllib.loads(path.read_text())
+    assert model["arrival_rate"] == 3.0 and model["start"] == {"MM": 1.0}
+    assert model["think_time"] == {"distribution": "exponential", "mean_s": 0.5}
+    assert sorted(model["states"]) == ["BR", "CO", "MM", "SR"]
+    for state in model["states"].values():
+        assert sum(state["next"].values()) == pytest.approx(1.0)
+        assert state["next"]["exit"] == 0.2
+    with pytest.raises(ValueError, match="transitions must be 1x1"):
+        sessions.session_model({"stage": [{"name": "A", "processing_ms": 1}], "transitions": [[1, 0]]},
+                               {"rate": 1, "exit": 0.1, "think_s": 0, "delay_bound_s": 1}, tmp_path / "m.toml")
