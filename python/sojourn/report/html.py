@@ -7,8 +7,9 @@ appear. Sections: summary table with ratios to the baseline run, response time o
 time with overload shaded (000 Fig. 8a-b), CCDF (Fig. 8c), response time vs size (Fig.
 8d), connections / SYN drops / link utilization over time (Fig. 6), decile composition
 (001 Figs. 5-6), for sweeps the range plots (000 Figs. 9-10 right column) and for load
-sweeps the latency profile and service inversion vs load (001 Figs. 1-2, 7); then the
-load periods, versions, kernel and parameters.
+sweeps the latency profile and service inversion vs load (001 Figs. 1-2, 7); for runs with
+session data the sessions section (sojourn.report.sessions, 003 §5); then the load
+periods, versions, kernel and parameters.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from sojourn import analysis
 from sojourn.engine import engine_path
 from sojourn.analysis.results import TABLE_METRICS, Repetition, load_experiment, run_table
 from sojourn.report import figures
+from sojourn.report.sessions import section as session_section
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
@@ -225,6 +227,8 @@ def build_report(directory: str | Path, baseline: str | None = None, export_dir:
                                  "Latency profile vs load: mean, median, p5, p95 (001 Figs. 1-2)"))
             parts.append(_figure(figures.png_data_uri(figures.range_figure(table, parameter, "service_inversion", "service inversion")),
                                  "Service inversion vs load (001 Fig. 7)"))
+
+    parts += session_section(reps, runs, parameter)
 
     bands = _bands_table(reps, runs)
     if bands is not None:
