@@ -69,22 +69,18 @@ def measure_handshake_errors(groups: list[WanGroup], parallel: int = 10, per_pro
 
 def test_rtt_of_each_group_within_1ms_at_p99():
     groups = [WanGroup("g0", rtt_ms=0), WanGroup("g1", rtt_ms=37.5), WanGroup("g2", rtt_ms=150)]
-    for attempt in (1, 2):
-        errors, lateness = measure_handshake_errors(groups)
+
+    def check(errors: dict) -> str | None:
         for name, error_ms in errors.items():
-            assert error_ms.min() > -0.05, f"{name}: a handshake beat the configured RTT by {-error_ms.min()} ms"
+            if error_ms.min() < -0.05:
+                return f"{name}: a handshake beat the configured RTT by {-error_ms.min():.3f} ms"
         p99 = {name: float(np.percentile(e, 99)) for name, e in errors.items()}
-        if max(p99.values()) < 1.0:
-            return
-        # This kernel is PREEMPT_NONE: on a saturated machine even the SCHED_FIFO emulator
-        # can wake milliseconds late, behind other tasks' kernel work. Such a stall shows in
-        # the emulator's own lateness and earns one fresh measurement; an error without it
-        # (the emulator on time, the packets still late) fails at once.
-        machine_stalled = lateness["max"] > 1000
-        if attempt == 2 or not machine_stalled:
-            worst = max(p99, key=p99.get)
-            pytest.fail(f"{worst}: p99 error {p99[worst]:.3f} ms (all: {p99}); largest "
-                        f"{np.sort(errors[worst])[-5:].round(3)}; emulator release lateness {lateness} µs")
+        worst = max(p99, key=p99.get)
+        if p99[worst] < 1.0:
+            return None
+        return f"{worst}: p99 error {p99[worst]:.3f} ms (all: {p99}); largest {np.sort(errors[worst])[-5:].round(3)}"
+
+    retry_if_stalled(lambda: measure_handshake_errors(groups), check)
 
 
 def link_bits_per_second(iperf3: dict, packet_per_payload: float) -> float:
@@ -97,31 +93,58 @@ def link_bits_per_second(iperf3: dict, packet_per_payload: float) -> float:
     return payload_bytes * 8 * packet_per_payload / received["seconds"]
 
 
+def stalled(lateness: dict) -> bool:
+    """Whether the SCHED_FIFO emulator itself woke over 1 ms late: on this PREEMPT_NONE
+    kernel that means the machine (other tasks' kernel work, the hypervisor) stalled, and
+    a timing measurement taken meanwhile says nothing about the testbed."""
+    return lateness["max"] > 1000
+
+
+def retry_if_stalled(measure, check, attempts: int = 3) -> None:
+    """``measure()`` returns (result, emulator lateness); ``check(result)`` returns a failure
+    message or None. A failure is final unless the emulator reports a stall, in which case
+    a fresh testbed measures again (at most ``attempts`` times)."""
+    for attempt in range(1, attempts + 1):
+        result, lateness = measure()
+        failure = check(result)
+        if failure is None:
+            return
+        if attempt == attempts or not stalled(lateness):
+            pytest.fail(f"{failure}; emulator release lateness {lateness} µs (attempt {attempt})")
+
+
+def iperf3_link_rate(cfg: TestbedConfig, port: int, packet_per_payload: float):
+    """iperf3 -R (the server sends, so data crosses the uplink and the groups' down pipes),
+    6 s after skipping 2 s of slow start; returns what crossed the link and the emulator's lateness."""
+    with Testbed(cfg) as tb:
+        tb.popen(tb.server_ns, ["iperf3", "-s", "-1", "-B", tb.server_addr, "-p", str(port)], stdout=subprocess.DEVNULL)
+        wait_listening(tb, tb.server_ns, port)
+        result = tb.run(tb.client_ns, ["iperf3", "-c", tb.server_addr, "-p", str(port), "-R", "-t", "6", "-O", "2",
+                                       "-B", tb.client_addrs["g0"][0], "-J"], capture_output=True, text=True, check=True)
+        tb.emulator.stop()
+        lateness = json.loads(tb.emulator.summary_path.read_text())["lateness_us"]
+    return link_bits_per_second(json.loads(result.stdout), packet_per_payload), lateness
+
+
+def within_3_percent(rate: int, what: str):
+    def check(measured: float) -> str | None:
+        if abs(measured - rate) / rate < 0.03:
+            return None
+        return f"{what} {measured / 1e6:.3f} Mbit/s for {rate / 1e6} configured"
+    return check
+
+
 def test_iperf3_throughput_through_the_bottleneck_within_3_percent():
     rate = 10_000_000
     cfg = TestbedConfig(prefix="sjtbb", link_bps=rate, groups=[WanGroup("g0", rtt_ms=10)])
-    with Testbed(cfg) as tb:
-        tb.popen(tb.server_ns, ["iperf3", "-s", "-1", "-B", tb.server_addr, "-p", "5301"],
-                 stdout=subprocess.DEVNULL)
-        wait_listening(tb, tb.server_ns, 5301)
-        # -R: the server sends, so the data crosses the bottleneck uplink; skip slow start.
-        result = tb.run(tb.client_ns, ["iperf3", "-c", tb.server_addr, "-p", "5301", "-R", "-t", "6", "-O", "2",
-                                       "-B", tb.client_addrs["g0"][0], "-J"], capture_output=True, text=True, check=True)
-        wire = link_bits_per_second(json.loads(result.stdout), WIRE_PER_PAYLOAD)
-        assert abs(wire - rate) / rate < 0.03, f"wire rate {wire / 1e6:.3f} Mbit/s for {rate / 1e6} configured"
+    retry_if_stalled(lambda: iperf3_link_rate(cfg, 5301, WIRE_PER_PAYLOAD), within_3_percent(rate, "wire rate"))
 
 
 def test_iperf3_throughput_through_an_emulated_access_link_within_3_percent():
     rate = 8_000_000
-    group = WanGroup("g0", rtt_ms=20, rate_bps=rate)
-    with Testbed(TestbedConfig(prefix="sjtbi", link_bps=100_000_000, groups=[group])) as tb:
-        tb.popen(tb.server_ns, ["iperf3", "-s", "-1", "-B", tb.server_addr, "-p", "5302"], stdout=subprocess.DEVNULL)
-        wait_listening(tb, tb.server_ns, 5302)
-        result = tb.run(tb.client_ns, ["iperf3", "-c", tb.server_addr, "-p", "5302", "-R", "-t", "6", "-O", "2",
-                                       "-B", tb.client_addrs["g0"][0], "-J"], capture_output=True, text=True, check=True)
+    cfg = TestbedConfig(prefix="sjtbi", link_bps=100_000_000, groups=[WanGroup("g0", rtt_ms=20, rate_bps=rate)])
     # The emulator serializes IP packets (no Ethernet header): 1500 bytes carry 1448 of payload.
-    ip_rate = link_bits_per_second(json.loads(result.stdout), 1500 / 1448)
-    assert abs(ip_rate - rate) / rate < 0.03, f"IP rate {ip_rate / 1e6:.3f} Mbit/s for {rate / 1e6} configured"
+    retry_if_stalled(lambda: iperf3_link_rate(cfg, 5302, 1500 / 1448), within_3_percent(rate, "IP rate"))
 
 
 def udp_loss(tb: Testbed, group: str, count: int, port: int) -> dict:

@@ -20,6 +20,8 @@ from . import sysnet
 ROOT_HANDLE = "1:"
 LINK_CLASS = "1:1"
 FIFO_CLASS = "1:10"
+BURST_S = 0.005
+BURST_MIN_BYTES = 1600
 
 
 def shape_uplink(ns: str, dev: str, rate_bps: int, queue_bytes: int | None, cutoffs: list[int] | None) -> None:
@@ -33,11 +35,13 @@ def shape_uplink(ns: str, dev: str, rate_bps: int, queue_bytes: int | None, cuto
         _bands_setup(ns, dev, rate_bps, cutoffs)
         return
     rate = f"{rate_bps}bit"
+    # tc's default burst (1600 bytes, 1.3 ms at 10 Mbit/s) idles the link whenever the qdisc
+    # watchdog wakes later than that, which a busy machine does; 5 ms of tokens ride it out.
+    burst = str(max(BURST_MIN_BYTES, int(rate_bps * BURST_S / 8)))
+    shaping = ["rate", rate, "ceil", rate, "burst", burst, "cburst", burst]
     sysnet.tc(ns, "qdisc", "add", "dev", dev, "root", "handle", ROOT_HANDLE, "htb", "default", "10")
-    sysnet.tc(ns, "class", "add", "dev", dev, "parent", ROOT_HANDLE, "classid", LINK_CLASS,
-              "htb", "rate", rate, "ceil", rate)
-    sysnet.tc(ns, "class", "add", "dev", dev, "parent", LINK_CLASS, "classid", FIFO_CLASS,
-              "htb", "rate", rate, "ceil", rate)
+    sysnet.tc(ns, "class", "add", "dev", dev, "parent", ROOT_HANDLE, "classid", LINK_CLASS, "htb", *shaping)
+    sysnet.tc(ns, "class", "add", "dev", dev, "parent", LINK_CLASS, "classid", FIFO_CLASS, "htb", *shaping)
     leaf = ["bfifo", "limit", str(queue_bytes)] if queue_bytes else ["pfifo", "limit", "1000"]
     sysnet.tc(ns, "qdisc", "add", "dev", dev, "parent", FIFO_CLASS, "handle", "10:", *leaf)
 
