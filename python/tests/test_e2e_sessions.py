@@ -1,0 +1,96 @@
+"""End to end: a tiny session workload through `sojourn run` on the real testbed,
+`sojourn-engine serve --stages` and `load sessions`: FIFO and DWFS, three classes by
+client address, 3 s of session arrivals each; then the report's sessions section."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from sojourn.engine import engine_path
+
+pytestmark = [pytest.mark.netns, pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")]
+
+SPEC = """\
+name = "sessions-e2e"
+[server]
+kind = "sojourn"
+stages = { policy = "dwfs", series_interval_ms = 250 }
+[network]
+link_mbps = 100
+[[network.groups]]
+name = "gold"
+[[network.groups]]
+name = "silver"
+addresses = 2
+[[network.groups]]
+name = "bronze"
+[workload]
+mode = "sessions"
+duration_s = 3
+timeout_s = 5
+sessions = { rate = 4 }
+[collect]
+drain_s = 5
+interval_s = 0.5
+[variants.fifo]
+server.stages.policy = "fifo"
+[variants.dwfs]
+"""
+
+
+@pytest.fixture
+def results_root():
+    root = Path(tempfile.mkdtemp(prefix="sjss-e2e-", dir="/tmp"))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_sessions_spec_runs_and_reports(results_root):
+    spec = results_root / "sessions-e2e.toml"
+    spec.write_text(SPEC)
+    engine_path()  # builds the engine if needed, before the run's clock starts
+    done = subprocess.run([sys.executable, "-m", "sojourn.cli", "run", str(spec), "--results", str(results_root),
+                           "--prefix", "sjss"], capture_output=True, text=True, timeout=150)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    experiment = results_root / "sessions-e2e"
+    for run, policy in (("fifo", "fifo"), ("dwfs", "dwfs")):
+        rep = experiment / run / "0"
+        assert json.loads((rep / "status.json").read_text())["state"] == "complete"
+        stages = tomllib.loads((rep / "stages.toml").read_text())
+        assert stages["policy"] == policy
+        classes = json.loads((rep / "classes.json").read_text())
+        # Four client addresses, the second group's two are silver (class 1).
+        assert classes["class_names"] == ["gold", "silver", "bronze"]
+        assert classes["address_classes"] == [0, 1, 1, 2]
+        assert [c["networks"] for c in stages["class"]] == [[a] for a in classes["source_addrs"][:1]] + \
+            [classes["source_addrs"][1:3], classes["source_addrs"][3:]]
+        assert "load\tsessions" in "\t".join((rep / "load.argv").read_text().split())
+        records = pd.read_csv(rep / "records.csv")
+        assert records["path"].str.startswith("/stage/").all()
+        assert (records["status"] == 200).any()
+        series = pd.read_csv(rep / "series.csv")
+        assert set(series["stage"]) == {"MM", "CO", "SR", "BR"}
+        sessions = json.loads((rep / "summary.json").read_text())["sessions"]
+        by_name = {row["name"]: row for row in sessions["classes"]}
+        assert set(by_name) <= {"gold", "silver", "bronze"} and by_name
+        assert sum(row["requests"] for row in by_name.values()) == sessions["overall"]["requests"]
+        assert sum(row["sessions"] for row in by_name.values()) == sessions["overall"]["sessions"]
+        assert sessions["overall"]["sessions"] >= 1
+        completed = sum(row["completed"] for row in sessions["anatomy"])
+        assert completed == int(series.groupby("stage")["completed"].max().sum())
+        assert sum(p["completed"] + p["aborted"] for p in sessions["productivity"]) == sessions["overall"]["requests"]
+    report = (experiment / "report.html").read_text()
+    assert "<h2>Sessions (003 §5)</h2>" in report
+    assert "session abort rate" in report and "Figs. 11-12" in report and "Fig. 10" in report
