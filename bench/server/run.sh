@@ -7,8 +7,9 @@
 # Combined Log Format access log to a file. wrk (keep-alive) fetches 1 KiB, 10 KiB
 # and 100 KiB files; the script prints requests/s and the ratios sojourn/nginx and
 # srpt/fair. The machine may be shared: the three servers take turns (in a rotating
-# order) for ROUNDS rounds and the median of the rounds is reported (every round is
-# printed too). Then it opens IDLE idle keep-alive connections to each server (after
+# order) for ROUNDS rounds and the best round of each server is reported (other jobs
+# can only slow a server down, so the best round is the least disturbed; every round
+# is printed too, and the medians after the table). Then it opens IDLE idle keep-alive connections to each server (after
 # one request each) and prints the growth of the servers' resident memory per
 # connection (user-space RSS only; kernel socket buffers are not counted).
 # Output also goes to bench/out/server.txt.
@@ -110,6 +111,7 @@ run_wrk() { # name port
     done
 }
 median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+best() { tr ' ' '\n' | grep . | sort -g | tail -1; }
 
 declare -A per_conn
 measure_idle() { # name port
@@ -146,11 +148,14 @@ measure_idle nginx $port_nginx
 stop
 
 {
-    echo "# sojourn vs nginx $(nginx -v 2>&1 | sed 's/.*\///'), loopback, wrk -t$WORKERS -c$CONNECTIONS -d${DURATION}s, median of $ROUNDS rounds, $WORKERS workers, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
+    echo "# sojourn vs nginx $(nginx -v 2>&1 | sed 's/.*\///'), loopback, wrk -t$WORKERS -c$CONNECTIONS -d${DURATION}s, best of $ROUNDS rounds, $WORKERS workers, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
     printf "%-6s %14s %14s %14s %12s %12s %12s\n" size sojourn-fair sojourn-srpt nginx fair/nginx srpt/nginx srpt/fair
     for size in 1 10 100; do
-        f=$(median <<<"${rps[sojourn-fair,$size]}") s=$(median <<<"${rps[sojourn-srpt,$size]}") n=$(median <<<"${rps[nginx,$size]}")
+        f=$(best <<<"${rps[sojourn-fair,$size]}") s=$(best <<<"${rps[sojourn-srpt,$size]}") n=$(best <<<"${rps[nginx,$size]}")
         awk -v z="${size}KiB" -v f="$f" -v s="$s" -v n="$n" 'BEGIN {printf "%-6s %14.0f %14.0f %14.0f %12.2f %12.2f %12.2f\n", z, f, s, n, f/n, s/n, s/f}'
+    done
+    for size in 1 10 100; do
+        echo "medians ${size}KiB: sojourn-fair $(median <<<"${rps[sojourn-fair,$size]}") sojourn-srpt $(median <<<"${rps[sojourn-srpt,$size]}") nginx $(median <<<"${rps[nginx,$size]}")"
     done
     echo "memory per idle keep-alive connection ($IDLE open, user-space RSS growth): sojourn ${per_conn[sojourn-fair]} B, nginx ${per_conn[nginx]} B"
 } | tee bench/out/server.txt
