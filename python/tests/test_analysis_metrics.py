@@ -51,6 +51,23 @@ def test_derived_times(reqs):
     assert reqs["lag_s"][0] == pytest.approx(0.001) and reqs["lag_s"][1] == pytest.approx(0.0)
 
 
+
+def test_lag_uses_issued_when_present(write):
+    # Request 1 was taken up on time (issued 0.5) but waited 0.7 s for a free connection of
+    # its client (dispatch 1.2): that wait is response time, not generator lag. Request 0 left
+    # 0.002 s late. Without issued_s the lag falls back to dispatch − schedule.
+    with_issued = """\
+request_id,attempt,final,client,scheduled_s,issued_s,dispatch_s,sent_s,first_byte_s,last_byte_s,outcome
+0,0,1,0,0.0,0.002,0.002,0.01,0.02,0.1,ok
+1,0,1,0,0.5,0.5,1.2,1.21,1.3,1.4,ok
+"""
+    reqs = analysis.requests(analysis.read_records(write(with_issued)))
+    assert list(reqs["lag_s"]) == pytest.approx([0.002, 0.0])
+    assert analysis.summarize(reqs, link_bps=8000, duration_s=2.0)["lag_p99"] < 0.002 + 1e-12
+    without = with_issued.replace("issued_s,", "").replace(",0.002,0.002,", ",0.002,").replace(",0.5,0.5,", ",0.5,")
+    reqs = analysis.requests(analysis.read_records(write(without)))
+    assert list(reqs["lag_s"]) == pytest.approx([0.002, 0.7])
+
 def test_summary(reqs):
     s = analysis.summarize(reqs, link_bps=8000, duration_s=3.0)
     assert (s["requests"], s["completed"], s["incomplete"], s["errors"], s["gave_up"], s["retried_requests"]) == (5, 3, 2, 1, 1, 1)

@@ -8,7 +8,10 @@ by naming it, and :func:`requests` returns exactly one row per logical request (
 * ``response_s`` = ``last_byte_s`` of the final attempt − ``scheduled_s`` (measured from
   the first scheduled time, so no coordinated omission); NaN unless the request completed;
 * ``ttfb_s`` = ``first_byte_s`` − ``scheduled_s`` of the final attempt (NaN unless completed);
-* ``service_s`` = ``last_byte_s`` − ``sent_s``; ``lag_s`` = generator lag of attempt 0;
+* ``service_s`` = ``last_byte_s`` − ``sent_s``; ``lag_s`` = generator lag of attempt 0:
+  ``issued_s`` − ``scheduled_s`` when the records have ``issued_s`` (when the generator took
+  the request up), else ``dispatch_s`` − ``scheduled_s``. ``dispatch_s`` also includes the
+  wait for a free connection of the client, which is response time, not generator lateness;
 * ``size`` = ``expected_size`` where known, else the bytes received;
 * ``completed`` (outcome ``ok``), ``attempts``, ``bytes_all_attempts`` (body bytes that
   crossed the link for this request, aborted attempts included).
@@ -26,7 +29,7 @@ REQUIRED = ("request_id", "final", "scheduled_s", "last_byte_s", "outcome")
 DTYPES = {
     "request_id": "int64", "attempt": "int64", "final": "int64", "client": "int64", "session": "int64",
     "class": "int64", "path": "string", "expected_size": "float64", "bytes": "float64", "status": "float64",
-    "scheduled_s": "float64", "dispatch_s": "float64", "connect_start_s": "float64", "connect_end_s": "float64",
+    "scheduled_s": "float64", "issued_s": "float64", "dispatch_s": "float64", "connect_start_s": "float64", "connect_end_s": "float64",
     "conn_id": "float64", "reuse_index": "float64", "sent_s": "float64", "first_byte_s": "float64",
     "last_byte_s": "float64", "outcome": "string", "error": "string",
 }
@@ -88,7 +91,9 @@ def requests(records: pd.DataFrame) -> pd.DataFrame:
     per_request = records.groupby("request_id")
     out["attempts"] = per_request.size()
     out["bytes_all_attempts"] = per_request["bytes"].sum()
-    out["lag_s"] = first["dispatch_s"] - first["scheduled_s"]
+    # docs/formats.md: issued_s is optional; without it dispatch_s is the best estimate.
+    taken_up = first["issued_s"].where(first["issued_s"].notna(), first["dispatch_s"])
+    out["lag_s"] = taken_up - first["scheduled_s"]
     out = out.reset_index()
     completed = (out["outcome"] == "ok").to_numpy()
     out["completed"] = completed
