@@ -181,7 +181,8 @@ def build_report(directory: str | Path, baseline: str | None = None, export_dir:
         done = reqs[reqs["completed"]]
         responses[label] = done["response_s"].to_numpy()
         by_size[label] = analysis.by_size(reqs)
-        if len(done) >= 10:
+        # Stage responses of session runs are all alike in size: no size series to compose.
+        if len(done) >= 10 and not (rep.directory / "classes.json").is_file():
             deciles[label] = analysis.decile_composition(reqs)
         table_counters = rep.table("counters.csv")
         if table_counters is not None:

@@ -150,9 +150,10 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
 
     directory.mkdir(parents=True, exist_ok=True)
     layout.mark(directory, "running")
+    trace = str(inputs.trace) if run.config["workload"]["mode"] == "open" else ""  # sessions replay no trace
     layout.write_json(directory / "run.json", {"run": run.name, "index": index, "variant": run.variant, "repetition": rep,
                                                 "sweep_value": run.sweep_value, "config": run.config,
-                                                "inputs": {"trace": str(inputs.trace), "docroot": str(inputs.docroot),
+                                                "inputs": {"trace": trace, "docroot": str(inputs.docroot),
                                                            "periods": inputs.periods, "duration_s": inputs.duration_s,
                                                            "requests": inputs.requests}})
     engine = engine_path()
