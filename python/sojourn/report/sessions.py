@@ -29,7 +29,8 @@ MEASURES = {"response_mean_s": "mean response (s)", "timeout_rate": "request tim
             "drop_rate": "drop rate (503)", "session_abort_rate": "session abort rate"}
 
 
-def _session_summaries(reps: list[Repetition]) -> dict[tuple[str, int], dict]:
+def session_summaries(reps: list[Repetition]) -> dict[tuple[str, int], dict]:
+    """Each repetition's session summary, keyed by (run, repetition), recomputed from its files."""
     return {(rep.run, rep.rep): sessions.summarize_directory(rep.directory)
             for rep in reps if (rep.directory / "classes.json").is_file()}
 
@@ -151,7 +152,7 @@ def _heaviest(table: pd.DataFrame, summaries: dict, reps: list[Repetition]) -> d
 
 def section(reps: list[Repetition], runs: list[str], parameter: str) -> list[str]:
     """The HTML parts of the sessions section; empty when no run has session data."""
-    summaries = _session_summaries(reps)
+    summaries = session_summaries(reps)
     if not summaries:
         return []
     table = class_table(reps, summaries, runs)

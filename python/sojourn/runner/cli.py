@@ -64,6 +64,27 @@ def print_summary(console: Console, directory: Path, baseline: str, order: list[
     console.print(out)
 
 
+def print_sessions(console: Console, directory: Path, order: list[str]) -> None:
+    """Per run and class, the session measures of 003 §5 (means over repetitions);
+    nothing when no run has session data."""
+    from sojourn.analysis.results import load_experiment
+    from sojourn.report.sessions import MEASURES, class_table, session_summaries
+
+    reps = load_experiment(directory)
+    table = class_table(reps, session_summaries(reps), order)
+    if table.empty:
+        return
+    out = Table(title=f"{directory.name}: sessions per class (003 §5)")
+    for column in ("run", "class", "requests", "sessions", *MEASURES.values()):
+        out.add_column(column, justify="left" if column in ("run", "class") else "right", no_wrap=True)
+    for _, row in table.iterrows():
+        cells = [row["run"] + (" (partial)" if row["partial"] else ""), row["class"], f"{row['requests']:.0f}",
+                 f"{row['sessions']:.0f}"]
+        cells += ["—" if row[m] != row[m] else f"{row[m]:.3g}" for m in MEASURES]
+        out.add_row(*cells)
+    console.print(out)
+
+
 def main(args: argparse.Namespace) -> int:
     # Wide enough for the summary table when the output is not a terminal (make demo | tee).
     console = Console(width=None if sys.stdout.isatty() else 160)
@@ -110,6 +131,7 @@ def main(args: argparse.Namespace) -> int:
             return 130
     directory = outcome.directory
     print_summary(console, directory, experiment.baseline, [run.name for run in experiment.runs])
+    print_sessions(console, directory, [run.name for run in experiment.runs])
     if not args.no_report:
         from sojourn.report.html import build_report
         path = build_report(directory, baseline=experiment.baseline)
