@@ -291,6 +291,19 @@ mod tests {
         assert_eq!(PipeParams::default_queue_bytes(Some(100_000_000), 100 * MS), 1_250_000);
     }
 
+    #[test]
+    fn reorder_lets_jitter_overtake() {
+        let mut pipe = Pipe::new(PipeParams { delay_ns: 20 * MS, jitter_ns: 10 * MS, reorder: true, ..params() });
+        let mut rng = SmallRng::seed_from_u64(9);
+        for i in 0..200u32 {
+            pipe.offer(u64::from(i) * MS / 10, 0u32, i.to_be_bytes().to_vec(), &mut rng);
+        }
+        let ids: Vec<u32> =
+            drain(&mut pipe, u64::MAX).iter().map(|(_, p)| u32::from_be_bytes(p[..4].try_into().unwrap())).collect();
+        assert_eq!(ids.len(), 200);
+        assert!(ids.windows(2).any(|w| w[0] > w[1]), "jitter of 10 ms over 0.1 ms gaps must reorder");
+    }
+
     proptest! {
         /// With jitter and no reordering, packets leave in arrival order, each no
         /// earlier than its serialization end, and every packet is accounted for.
