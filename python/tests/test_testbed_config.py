@@ -27,6 +27,7 @@ from sojourn.testbed.emulator import emulator_config
     ({"bands": "1K", "queue_bytes": 100_000}, "queue_bytes applies to the single-FIFO"),
     ({"groups": [WanGroup("a"), WanGroup("a")]}, "repeat"),
     ({"groups": []}, "0 groups"),
+    ({"emulator": False, "groups": [WanGroup("far", rtt_ms=50)]}, "only the emulator provides"),
 ])
 def test_bad_testbed_values_are_named(kwargs, message):
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):

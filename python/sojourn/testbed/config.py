@@ -215,6 +215,10 @@ class TestbedConfig:
         names = [g.name for g in self.groups]
         _check(len(set(names)) == len(names), f"group names repeat: {names}")
         _check(0 <= self.seed < 1 << 63, f"seed={self.seed}, accepted 0..2^63-1")
+        emulated = [g.name for g in self.groups if g.emulated]
+        _check(self.emulator is not False or not emulated,
+               f"emulator=False but groups {emulated} ask for WAN conditions (rtt, jitter, loss, rate or mtu), "
+               "which only the emulator provides: use emulator=None or True")
 
     @property
     def cutoffs(self) -> list[int] | None:
