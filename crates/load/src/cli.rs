@@ -405,15 +405,26 @@ fn run_one(
     if lag_p99 > 1e-3 {
         warnings.push(format!("generator lag p99 {:.3} ms exceeds 1 ms: requests left later than scheduled", lag_p99 * 1e3));
     }
-    if end.loop_busy_fraction > 0.9 {
-        warnings.push(format!("the generator was busy {:.0}% of the time: it may be CPU-bound", end.loop_busy_fraction * 100.0));
+    let times = &end.loop_times;
+    if times.busy_fraction > 0.9 {
+        warnings.push(format!("the generator was busy {:.0}% of the time: it may be CPU-bound", times.busy_fraction * 100.0));
+    }
+    if let Some(wait) = times.worst_second_runqueue_wait_s.filter(|&wait| wait > 0.1) {
+        warnings.push(format!(
+            "the generator's loop thread waited up to {:.0} ms within one second for a CPU (other processes held it): lag from CPU contention",
+            wait * 1e3
+        ));
     }
     let mut summary = recorder.finish(end.now, 0, 0)?;
     let fields = summary.as_object_mut().expect("summary is an object");
     fields.insert("mode".into(), mode.into());
     fields.insert("target".into(), config.target.to_string().into());
     fields.insert("connections_opened".into(), end.connections_opened.into());
-    fields.insert("loop_busy_fraction".into(), end.loop_busy_fraction.into());
+    fields.insert("loop_busy_fraction".into(), times.busy_fraction.into());
+    fields.insert("loop_longest_pass_s".into(), times.longest_pass_s.into());
+    fields.insert("loop_runqueue_wait_s".into(), times.runqueue_wait_s.into());
+    fields.insert("loop_worst_second_runqueue_wait_s".into(), times.worst_second_runqueue_wait_s.into());
+    fields.insert("loop_involuntary_switches".into(), times.involuntary_switches.into());
     fields.insert("fd_limit".into(), fd_limit.into());
     fields.insert("interrupted_by_signal".into(), end.interrupted_by_signal.into());
     fields.insert("warnings".into(), warnings.clone().into());

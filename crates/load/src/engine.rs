@@ -54,6 +54,82 @@ fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// Nanoseconds the calling thread has spent runnable but waiting for a CPU (the second
+/// field of Linux's `/proc/thread-self/schedstat`); None where the kernel does not keep it.
+fn runqueue_wait_ns() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    text.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Involuntary context switches of the calling thread (preemptions), from getrusage.
+fn involuntary_switches() -> Option<u64> {
+    // SAFETY: an all-zero rusage is valid; getrusage only writes into it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: RUSAGE_THREAD is valid on Linux and `usage` is a valid rusage to write into.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
+    (rc == 0).then_some(usage.ru_nivcsw as u64)
+}
+
+/// Where the loop thread's time went, to tell generator lag caused by CPU contention
+/// (the thread runnable but not running) from lag caused by the loop's own work.
+#[derive(Default)]
+struct LoopClock {
+    busy_ns: u64,
+    longest_pass_ns: u64,
+    runqueue_wait_at_start: Option<u64>,
+    runqueue_wait_at_second: Option<u64>,
+    worst_second_runqueue_wait_ns: u64,
+    switches_at_start: Option<u64>,
+}
+
+impl LoopClock {
+    fn start() -> Self {
+        let wait = runqueue_wait_ns();
+        LoopClock { runqueue_wait_at_start: wait, runqueue_wait_at_second: wait, switches_at_start: involuntary_switches(), ..LoopClock::default() }
+    }
+
+    /// One pass of work (not sleeping in epoll) took `ns`.
+    fn pass(&mut self, ns: u64) {
+        self.busy_ns += ns;
+        self.longest_pass_ns = self.longest_pass_ns.max(ns);
+    }
+
+    /// Called once per second of the run: the run-queue wait of the second that ended.
+    fn second(&mut self) {
+        let now = runqueue_wait_ns();
+        if let (Some(now), Some(before)) = (now, self.runqueue_wait_at_second) {
+            self.worst_second_runqueue_wait_ns = self.worst_second_runqueue_wait_ns.max(now.saturating_sub(before));
+        }
+        self.runqueue_wait_at_second = now;
+    }
+
+    fn end(&mut self, now: Nanos) -> LoopTimes {
+        self.second();
+        let secs = |ns: u64| ns as f64 / 1e9;
+        LoopTimes {
+            busy_fraction: if now > 0 { self.busy_ns as f64 / now as f64 } else { 0.0 },
+            longest_pass_s: secs(self.longest_pass_ns),
+            runqueue_wait_s: runqueue_wait_ns().zip(self.runqueue_wait_at_start).map(|(end, start)| secs(end.saturating_sub(start))),
+            worst_second_runqueue_wait_s: self.runqueue_wait_at_start.map(|_| secs(self.worst_second_runqueue_wait_ns)),
+            involuntary_switches: involuntary_switches().zip(self.switches_at_start).map(|(end, start)| end.saturating_sub(start)),
+        }
+    }
+}
+
+/// The loop thread's time over a run (summary.json `loop_*`, docs/load.md).
+pub struct LoopTimes {
+    /// Share of the run spent working rather than sleeping in epoll.
+    pub busy_fraction: f64,
+    /// The longest single pass of work between two epoll waits.
+    pub longest_pass_s: f64,
+    /// Time runnable but waiting for a CPU (None without schedstat).
+    pub runqueue_wait_s: Option<f64>,
+    /// The largest such wait within one second of the run.
+    pub worst_second_runqueue_wait_s: Option<f64>,
+    /// Preemptions of the loop thread.
+    pub involuntary_switches: Option<u64>,
+}
+
 /// A CLOCK_MONOTONIC timerfd armed with absolute deadlines.
 struct Timer {
     fd: OwnedFd,
@@ -152,7 +228,7 @@ struct Conn {
 /// What happened to a finished run.
 pub struct RunEnd {
     pub interrupted_by_signal: bool,
-    pub loop_busy_fraction: f64,
+    pub loop_times: LoopTimes,
     pub connections_opened: u64,
     pub now: Nanos,
 }
@@ -202,11 +278,12 @@ impl<'a> Engine<'a> {
     pub fn run(&mut self, workload: &mut dyn Workload) -> anyhow::Result<RunEnd> {
         let mut events = Events::with_capacity(1024);
         let mut due = Vec::new();
-        let mut busy_ns = 0u64;
         let mut next_progress = 1_000_000_000;
+        let mut next_second = 1_000_000_000;
         let progress_tty = std::io::stderr().is_terminal();
         let mut interrupted_by_signal = false;
         self.start = monotonic_ns();
+        let mut clock = LoopClock::start();
         loop {
             let now = self.now();
             if INTERRUPTED.swap(false, Ordering::SeqCst) {
@@ -226,6 +303,10 @@ impl<'a> Engine<'a> {
                 break;
             }
             self.recorder.tick(now, self.live.len() as u64, self.conns.len() as u64)?;
+            if now >= next_second {
+                clock.second();
+                next_second = (now / 1_000_000_000 + 1) * 1_000_000_000;
+            }
             if self.config.progress && now >= next_progress {
                 self.print_progress(now, progress_tty);
                 next_progress = (now / 1_000_000_000 + 1) * 1_000_000_000;
@@ -236,7 +317,7 @@ impl<'a> Engine<'a> {
                 .min()
                 .expect("the next second is always a candidate");
             let after_work = self.now();
-            busy_ns += after_work - now;
+            clock.pass(after_work - now);
             let timeout = if wake <= after_work + SPIN {
                 Some(std::time::Duration::ZERO)
             } else {
@@ -256,13 +337,13 @@ impl<'a> Engine<'a> {
                 }
                 self.handle_event(event.token().0 as ConnId, event, woke, workload)?;
             }
-            busy_ns += self.now() - woke;
+            clock.pass(self.now() - woke);
         }
         let now = self.now();
         self.interrupt_all(now)?;
         Ok(RunEnd {
             interrupted_by_signal,
-            loop_busy_fraction: if now > 0 { busy_ns as f64 / now as f64 } else { 0.0 },
+            loop_times: clock.end(now),
             connections_opened: self.connections_opened,
             now,
         })
@@ -622,5 +703,26 @@ impl<'a> Engine<'a> {
             self.drop_conn(conn);
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loop_clock_keeps_the_longest_pass_and_reads_the_scheduler() {
+        let mut clock = LoopClock::start();
+        clock.pass(3_000);
+        clock.pass(250_000_000);
+        clock.pass(1_000);
+        let times = clock.end(1_000_000_000);
+        assert_eq!(times.longest_pass_s, 0.25);
+        assert!((times.busy_fraction - 0.250_004).abs() < 1e-9);
+        // Linux keeps schedstat and rusage per thread: the figures exist and are consistent.
+        let total = times.runqueue_wait_s.expect("schedstat");
+        let worst = times.worst_second_runqueue_wait_s.expect("schedstat");
+        assert!(worst <= total + 1e-9, "worst second {worst} > total {total}");
+        assert!(times.involuntary_switches.is_some());
     }
 }

@@ -13,7 +13,9 @@
 //! response time and ttfb over final `ok` attempts from the scheduled time, service time
 //! from the send, lag = issue minus schedule of first attempts), `record_writer_waits`
 //! (times the event loop waited for the disk because the record queue was full), `loop_busy_fraction`,
-//! `fd_limit`, `warnings` (list of strings), `workload` (mode-specific, e.g. session counts).
+//! `loop_longest_pass_s`, `loop_runqueue_wait_s` and `loop_worst_second_runqueue_wait_s` (the
+//! loop thread runnable but not running, over the run and in its worst second; null without
+//! schedstat), `loop_involuntary_switches`, `fd_limit`, `warnings` (list of strings), `workload` (mode-specific, e.g. session counts).
 
 use anyhow::Context;
 use hdrhistogram::Histogram;
