@@ -288,3 +288,26 @@ fn kernel_bands_set_priority_once_per_band() {
     let expected = format!("sojourn_priority_changes_total{{policy=\"fair\"}} {}\n", bands.len());
     assert!(metrics.contains(&expected), "expected {expected:?} (bands {bands:?}) in\n{metrics}");
 }
+
+#[test]
+fn a_client_that_stops_reading_is_dropped_after_send_timeout() {
+    let dir = TempDir::new("http-stall");
+    let root = docroot(&dir);
+    let size = 48 << 20; // more than loopback socket buffers hold
+    std::fs::write(root.join("huge.bin"), content(size)).unwrap();
+    let server = Server::start(&root, &["--threads", "1", "--send-timeout", "0.5"]);
+    let mut stream = server.connect();
+    stream.write_all(b"GET /huge.bin HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(2000)); // read nothing
+    let mut received = 0usize;
+    let mut chunk = vec![0u8; 1 << 20];
+    loop {
+        match stream.read(&mut chunk) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => received += n,
+        }
+    }
+    assert!(received < size, "the whole response arrived although the client stalled");
+    // The server is still healthy.
+    assert_eq!(get(&server, "/small.txt", "").status, 200);
+}

@@ -55,6 +55,10 @@ pub struct ServeOptions {
     /// Seconds an idle persistent connection is kept open [default: 15].
     #[arg(long)]
     pub keepalive_timeout: Option<f64>,
+    /// Seconds a response may stay blocked on a client that reads nothing before the
+    /// connection is closed [default: 60].
+    #[arg(long)]
+    pub send_timeout: Option<f64>,
     /// Largest request head in bytes (431 beyond) [default: 8K].
     #[arg(long)]
     pub max_head_bytes: Option<String>,
@@ -98,7 +102,7 @@ impl ServeOptions {
     pub fn over(self, base: ServeOptions) -> ServeOptions {
         overlay!(
             self, base, root, listen, policy, threads, quantum, write_concurrency, notsent_lowat, kernel_bands, cutoffs,
-            max_connections, header_timeout, keepalive_timeout, max_head_bytes, max_headers, max_target_bytes, cache_file_max,
+            max_connections, header_timeout, keepalive_timeout, send_timeout, max_head_bytes, max_headers, max_target_bytes, cache_file_max,
             cache_ttl, access_log, log_request_time, admin, shutdown_grace, stages
         )
     }
@@ -124,6 +128,7 @@ pub struct Settings {
     pub max_connections: usize,
     pub header_timeout: Duration,
     pub keepalive_timeout: Duration,
+    pub send_timeout: Duration,
     pub limits: Limits,
     pub cache_file_max: u64,
     pub cache_ttl: Duration,
@@ -194,6 +199,7 @@ impl Settings {
             max_connections: o.max_connections.unwrap_or(20_000).max(1),
             header_timeout: seconds("header-timeout", o.header_timeout, 10.0)?,
             keepalive_timeout: seconds("keepalive-timeout", o.keepalive_timeout, 15.0)?,
+            send_timeout: seconds("send-timeout", o.send_timeout, 60.0)?,
             limits,
             cache_file_max: bytes("cache-file-max", o.cache_file_max.as_deref(), 64 * 1024)?,
             cache_ttl: seconds("cache-ttl", o.cache_ttl, 1.0)?,

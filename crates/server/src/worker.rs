@@ -107,6 +107,8 @@ struct Conn {
     head_started: Option<Instant>,
     /// A write would block: out of the ready queue until epoll says writable.
     blocked: bool,
+    /// Since when the socket has been full (meaningful while `blocked`).
+    blocked_since: Instant,
     peer_closed: bool,
     priority: Option<u32>,
 }
@@ -289,6 +291,7 @@ impl Worker {
                     idle_since: now,
                     head_started: None,
                     blocked: false,
+                    blocked_since: now,
                     peer_closed: false,
                     priority: None,
                 },
@@ -402,7 +405,10 @@ impl Worker {
             let kernel_bands = self.shared.settings.kernel_bands.as_ref();
             match write_quantum(conn, quantum, kernel_bands, &self.bands, self.shared.metrics.shard(self.index)) {
                 Err(_) => self.close(id),
-                Ok(Quantum::Blocked) => conn.blocked = true,
+                Ok(Quantum::Blocked) => {
+                    conn.blocked = true;
+                    conn.blocked_since = now;
+                }
                 Ok(Quantum::Written) => {
                     self.slots.release(id);
                     match &conn.response {
@@ -471,7 +477,7 @@ impl Worker {
     }
 
     /// Timeouts (408 for a slow head, silent close for an idle persistent
-    /// connection), log flushing and shutdown.
+    /// connection or one whose client stopped reading), log flushing and shutdown.
     fn tick(&mut self, now: Instant) {
         if self.shutdown_deadline.is_none() && self.shared.shutdown.load(Relaxed) {
             self.shutdown_deadline = Some(now + self.shared.settings.shutdown_grace);
@@ -484,6 +490,10 @@ impl Worker {
         let mut slow = Vec::new();
         let mut idle = Vec::new();
         for (&id, conn) in &self.conns {
+            if conn.blocked && now.duration_since(conn.blocked_since) >= settings.send_timeout {
+                idle.push(id); // the client stopped reading
+                continue;
+            }
             if conn.response.is_some() || self.stages.as_ref().is_some_and(|s| s.is_waiting(id)) {
                 continue;
             }
@@ -717,6 +727,7 @@ mod tests {
             idle_since: Instant::now(),
             head_started: None,
             blocked: false,
+            blocked_since: Instant::now(),
             peer_closed: false,
             priority: None,
         };
