@@ -19,19 +19,22 @@ class NetError(RuntimeError):
     """A network set-up command failed; the message holds the command and its stderr."""
 
 
+CAP_NET_ADMIN = 12
+CAP_SYS_ADMIN = 21  # `ip netns add` mounts the namespace under /run/netns
+
+
 def require_root() -> None:
-    """Stop with a clear message unless we may create network namespaces."""
-    if os.geteuid() == 0:
-        return
+    """Stop with a clear message unless we hold the capabilities namespaces need
+    (root normally does; a root shell with capabilities dropped does not)."""
     try:
         with open("/proc/self/status") as status:
-            caps = next(line for line in status if line.startswith("CapEff:"))
-        if int(caps.split()[1], 16) & (1 << 12):  # CAP_NET_ADMIN
-            return
+            caps = int(next(line for line in status if line.startswith("CapEff:")).split()[1], 16)
     except (OSError, StopIteration, ValueError):
-        pass
+        caps = 0
+    if all(caps & (1 << cap) for cap in (CAP_NET_ADMIN, CAP_SYS_ADMIN)):
+        return
     raise PermissionError(
-        "the testbed needs root (or CAP_NET_ADMIN and CAP_SYS_ADMIN) to create network namespaces; "
+        "the testbed needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN) to create network namespaces; "
         "run as root, e.g. `sudo .venv/bin/sojourn testbed up`")
 
 
