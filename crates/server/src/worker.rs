@@ -372,8 +372,9 @@ impl Worker {
             Ok(None) if conn.peer_closed => None,
             Ok(None) => return,
             Err(error) => {
+                let line = first_line(&conn.read_buf);
                 conn.read_buf = Vec::new();
-                Some(error_response(&self.bands, &self.http_date, error.status(), &error, now))
+                Some(error_response(&self.bands, &self.http_date, error.status(), &error, line, now))
             }
         };
         match response {
@@ -511,7 +512,7 @@ impl Worker {
                 conn.read_buf = Vec::new();
             }
             let error = HttpError::BadRequest("request head not received in time");
-            let response = error_response(&self.bands, &self.http_date, 408, &error, now);
+            let response = error_response(&self.bands, &self.http_date, 408, &error, "-".into(), now);
             self.start(id, response);
         }
         self.flush_log();
@@ -644,8 +645,16 @@ fn without_keep_alive(mut response: Box<Response>) -> Box<Response> {
     response
 }
 
+/// The start of a rejected request as the access log shows it: its first line, at
+/// most 200 bytes, `-` if empty.
+fn first_line(buf: &[u8]) -> String {
+    let line = buf.split(|&b| b == b'\n').next().unwrap_or_default();
+    let line = String::from_utf8_lossy(&line[..line.len().min(200)]).trim_end_matches('\r').to_string();
+    if line.is_empty() { "-".into() } else { line }
+}
+
 /// A response to a request the parser or a timeout rejected: always closes.
-fn error_response(bands: &Bands, date: &str, status: u16, error: &HttpError, now: Instant) -> Box<Response> {
+fn error_response(bands: &Bands, date: &str, status: u16, error: &HttpError, request_line: String, now: Instant) -> Box<Response> {
     let body = format!("{status} {}\n", sojourn_http::response::reason(status));
     let mut head = Vec::new();
     let allow = matches!(error, HttpError::MethodNotAllowed);
@@ -656,7 +665,7 @@ fn error_response(bands: &Bands, date: &str, status: u16, error: &HttpError, now
     );
     let body_len = body.len();
     let body = Body::Memory { bytes: Arc::from(body.into_bytes()), offset: 0, end: body_len };
-    new_response(bands, head, body, status, false, LogInfo { request_line: "-".into(), referer: None, user_agent: None }, now)
+    new_response(bands, head, body, status, false, LogInfo { request_line, referer: None, user_agent: None }, now)
 }
 
 /// The response to a well-formed request.
@@ -773,6 +782,13 @@ mod tests {
         }
         assert!(matches!(outcome, Quantum::Blocked), "the unread socket never filled");
         assert!(conn.response.as_ref().unwrap().progress.remaining > 0);
+    }
+
+    #[test]
+    fn rejected_requests_are_logged_by_their_first_line() {
+        assert_eq!(first_line(b"BREW /pot HTTP/1.1\r\nHost: t\r\n"), "BREW /pot HTTP/1.1");
+        assert_eq!(first_line(b""), "-");
+        assert_eq!(first_line(&[b'a'; 500]).len(), 200);
     }
 
     #[test]
