@@ -116,6 +116,28 @@ impl LoopClock {
     }
 }
 
+/// How far an attempt got, to say in a `timeout` record's `error` where it stopped: a
+/// connection never established (SYN or SYN-ACK lost for good, 000 §5) reads differently
+/// from a request the server never answered (docs/load.md).
+struct AttemptProgress {
+    on_conn: bool,
+    connecting: bool,
+    sent: bool,
+    first_byte: bool,
+}
+
+impl AttemptProgress {
+    fn timeout_error(&self) -> &'static str {
+        match self {
+            AttemptProgress { on_conn: false, .. } => "timeout waiting for a free connection of the client",
+            AttemptProgress { connecting: true, .. } => "timeout in the TCP handshake (connection never established)",
+            AttemptProgress { sent: false, .. } => "timeout sending the request",
+            AttemptProgress { first_byte: false, .. } => "timeout after the request was sent, no response byte",
+            AttemptProgress { .. } => "timeout during the response (incomplete)",
+        }
+    }
+}
+
 /// The loop thread's time over a run (summary.json `loop_*`, docs/load.md).
 pub struct LoopTimes {
     /// Share of the run spent working rather than sleeping in epoll.
@@ -675,7 +697,17 @@ impl<'a> Engine<'a> {
             let (outcome, error) = if aborting {
                 (Outcome::Aborted, "user abort")
             } else {
-                (Outcome::Timeout, "no complete response within --timeout")
+                let connecting = match live.place {
+                    Place::OnConn(conn) => self.conns.get(&conn).is_some_and(|c| matches!(c.state, ConnState::Connecting)),
+                    Place::Waiting => false,
+                };
+                let progress = AttemptProgress {
+                    on_conn: matches!(live.place, Place::OnConn(_)),
+                    connecting,
+                    sent: live.attempt.sent.is_some(),
+                    first_byte: live.attempt.first_byte.is_some(),
+                };
+                (Outcome::Timeout, progress.timeout_error())
             };
             match live.place {
                 Place::OnConn(conn) => self.fail_on_conn(conn, request, outcome, error, now, workload)?,
@@ -709,6 +741,16 @@ impl<'a> Engine<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timeout_errors_name_the_stage_the_attempt_reached() {
+        let at = |on_conn, connecting, sent, first_byte| AttemptProgress { on_conn, connecting, sent, first_byte }.timeout_error();
+        assert!(at(false, false, false, false).contains("free connection"));
+        assert!(at(true, true, false, false).contains("handshake"));
+        assert!(at(true, false, false, false).contains("sending the request"));
+        assert!(at(true, false, true, false).contains("no response byte"));
+        assert!(at(true, false, true, true).contains("during the response"));
+    }
 
     #[test]
     fn loop_clock_keeps_the_longest_pass_and_reads_the_scheduler() {
