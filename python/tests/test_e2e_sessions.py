@@ -64,6 +64,7 @@ def test_sessions_spec_runs_and_reports(results_root):
     done = subprocess.run([sys.executable, "-m", "sojourn.cli", "run", str(spec), "--results", str(results_root),
                            "--prefix", "sjss"], capture_output=True, text=True, timeout=150)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "sessions per class (003 §5)" in done.stdout
     experiment = results_root / "sessions-e2e"
     for run, policy in (("fifo", "fifo"), ("dwfs", "dwfs")):
         rep = experiment / run / "0"
