@@ -96,3 +96,16 @@ def test_generated_session_model_rows_sum_to_one(tmp_path):
     with pytest.raises(ValueError, match="transitions must be 1x1"):
         sessions.session_model({"stage": [{"name": "A", "processing_ms": 1}], "transitions": [[1, 0]]},
                                {"rate": 1, "exit": 0.1, "think_s": 0, "delay_bound_s": 1}, tmp_path / "m.toml")
+
+
+def test_session_model_file_is_resolved_against_the_spec(tmp_path):
+    (tmp_path / "model.toml").write_text("arrival_rate = 1.0\n")
+    spec = tmp_path / "s.toml"
+    spec.write_text('name = "s"\n[[network.groups]]\nname = "gold"\n[[network.groups]]\nname = "silver"\n'
+                    '[[network.groups]]\nname = "bronze"\n[workload]\nmode = "sessions"\n'
+                    'sessions = { model_file = "model.toml" }\n')
+    (run,) = load_spec(spec).runs
+    assert run.config["workload"]["sessions"]["model_file"] == str(tmp_path / "model.toml")
+    (tmp_path / "model.toml").unlink()
+    with pytest.raises(SpecError, match="workload.sessions.model_file 'model.toml' not found"):
+        load_spec(spec)
