@@ -122,7 +122,8 @@ def main(args: argparse.Namespace) -> int:
         except ResultsConflict as err:
             console.print(f"sojourn run: {err}", style="red", markup=False, highlight=False)
             return 2
-        except (PeerError, NetError, ConfigError, OSError, ValueError, subprocess.CalledProcessError) as err:
+        except (PeerError, NetError, ConfigError, OSError, ValueError, RuntimeError, subprocess.CalledProcessError) as err:
+            # RuntimeError: e.g. the testbed's counter sampler lost an interface mid-run.
             # The repetition's status.json says partial with this reason; the rest is not run.
             console.print(f"sojourn run: {type(err).__name__}: {err}", style="red", markup=False, highlight=False)
             return 1
