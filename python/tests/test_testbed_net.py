@@ -103,14 +103,18 @@ def stalled(lateness: dict) -> bool:
 def retry_if_stalled(measure, check, attempts: int = 3) -> None:
     """``measure()`` returns (result, emulator lateness); ``check(result)`` returns a failure
     message or None. A failure is final unless the emulator reports a stall, in which case
-    a fresh testbed measures again (at most ``attempts`` times)."""
+    a fresh testbed measures again (at most ``attempts`` times). When every attempt was
+    stalled the machine gave no undisturbed window to measure in: that is reported as a
+    skip naming the stalls, never as a pass."""
     for attempt in range(1, attempts + 1):
         result, lateness = measure()
         failure = check(result)
         if failure is None:
             return
-        if attempt == attempts or not stalled(lateness):
+        if not stalled(lateness):
             pytest.fail(f"{failure}; emulator release lateness {lateness} µs (attempt {attempt})")
+    pytest.skip(f"machine stalled the emulator in all {attempts} attempts (last: {failure}; "
+                f"release lateness {lateness} µs): timing precision not measurable on this load")
 
 
 def iperf3_link_rate(cfg: TestbedConfig, port: int, packet_per_payload: float):
