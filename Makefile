@@ -3,7 +3,6 @@
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
-ENGINE := target/release/sojourn-engine
 
 .PHONY: all setup system build test rust-test py-test demo bench fuzz clean
 
@@ -37,6 +36,12 @@ demo: build
 
 bench: build
 	bench/run.sh
+
+# Fuzzes HTTP request parsing (needs nightly Rust and cargo-fuzz); FUZZ_SECONDS=900 for a long run.
+FUZZ_SECONDS ?= 60
+fuzz:
+	command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz
+	cd fuzz && cargo +nightly fuzz run request -- -max_total_time=$(FUZZ_SECONDS)
 
 clean:
 	cargo clean
