@@ -126,3 +126,19 @@ def test_without_privileges_the_command_says_so():
     assert done.returncode == 1, done.stderr
     assert "needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN)" in done.stderr
     assert sysnet.namespaces_with_prefix(PREFIX) == []
+
+
+def test_cleanup_spares_a_testbed_whose_prefix_extends_ours():
+    """Removing prefix ``sjtbz`` removes its own host interfaces (``sjtbzs``) but not those
+    of a concurrent testbed ``sjtbzq`` (``sjtbzqs``), whose names merely start with it."""
+    ours, theirs = f"{PREFIX}s", f"{PREFIX}qs"
+    try:
+        for name in (ours, theirs):  # veth: this kernel has no dummy device type
+            sysnet.ip(None, "link", "add", name, "type", "veth", "peer", "name", name + "p")
+        removed = sysnet.remove_prefix(PREFIX)
+        left = sysnet.host_links_with_prefix(f"{PREFIX}q")
+        assert f"link {ours}" in removed
+        assert left == [theirs], (removed, left)
+    finally:
+        for name in (ours, theirs):
+            sysnet.ip(None, "link", "delete", name, check=False)

@@ -20,6 +20,8 @@ import ipaddress
 import re
 from dataclasses import dataclass, field
 
+from sojourn.testbed.sysnet import DEVICE_ROLES
+
 SERVER_ADDR = "10.77.0.1"
 SERVER_NET_PREFIXLEN = 24
 ROUTER_SERVER_SIDE = "10.77.0.254"
@@ -237,6 +239,7 @@ class TestbedConfig:
     def dev(self, role: str) -> str:
         """Interface name: ``s`` server uplink, ``sr`` router side of it, ``c``
         clients' link, ``cr`` router side of it, ``t`` emulator TUN."""
+        assert role in DEVICE_ROLES, role
         return f"{self.prefix}{role}"
 
     def group_addrs(self) -> dict[str, list[str]]:

@@ -113,7 +113,8 @@ def _alive(pid: int) -> bool:
 
 def remove_prefix(prefix: str) -> list[str]:
     """Remove every namespace named ``<prefix>-*`` (killing the processes in it
-    first) and any host interface whose name starts with ``prefix``; return what
+    first) and any host interface named ``<prefix><role>`` for a testbed device role
+    (exact names, so prefix ``sjtb`` never touches a concurrent ``sjtba`` testbed); return what
     was removed. Used by teardown and to clear leftovers of a SIGKILLed run."""
     removed = []
     for ns in namespaces_with_prefix(prefix):
@@ -126,11 +127,17 @@ def remove_prefix(prefix: str) -> list[str]:
     return removed
 
 
+# Interface roles of a testbed (see TestbedConfig.dev): server uplink and its router side,
+# clients' link and its router side, the emulator's TUN.
+DEVICE_ROLES = ("s", "sr", "c", "cr", "t")
+
+
 def host_links_with_prefix(prefix: str) -> list[str]:
+    wanted = {prefix + role for role in DEVICE_ROLES}
     names = []
     for line in ip(None, "-o", "link", "show").splitlines():
         name = line.split(":", 2)[1].strip().split("@", 1)[0]
-        if name.startswith(prefix):
+        if name in wanted:
             names.append(name)
     return names
 
