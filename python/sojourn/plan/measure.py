@@ -12,7 +12,7 @@ the stage anatomy (queueing vs processing) from the pool's series.
 
 This is a loopback measurement on a shared machine (load generator and server on
 the same CPUs), not the testbed: use it for the shape of the comparison, not for
-absolute figures. `sojourn run` cannot express session workloads yet.
+absolute figures. The same comparison in the testbed is `sojourn run experiments/dwfs.toml`.
 """
 
 from __future__ import annotations
