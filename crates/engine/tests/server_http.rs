@@ -231,6 +231,7 @@ fn access_log_metrics_config_and_graceful_shutdown() {
         "sojourn_service_time_seconds_count 2\n",
         "sojourn_write_quanta_total{policy=\"srpt\"} 2\n",
         "sojourn_responses_waiting{band=\"0\"} 0\n",
+        "sojourn_access_log_lines_dropped_total{policy=\"srpt\"} 0\n",
     ] {
         assert!(metrics.contains(line), "{line:?} missing from\n{metrics}");
     }
@@ -260,6 +261,31 @@ fn access_log_metrics_config_and_graceful_shutdown() {
     assert_eq!((fields[3], fields[5]), ("http://r/", "test-agent"));
     assert!(fields[6].trim().parse::<u64>().is_ok(), "request time in µs: {:?}", fields[6]);
     assert!(lines[1].contains("\"GET /nothing HTTP/1.1\" 404 "));
+}
+
+#[test]
+fn access_log_lines_written_by_the_writer_thread_arrive_in_order_on_shutdown() {
+    let dir = TempDir::new("http-log-order");
+    let root = docroot(&dir);
+    let log = dir.0.join("access.log");
+    let mut server = Server::start(&root, &["--threads", "1", "--access-log", log.to_str().unwrap(), "--access-log-block"]);
+    let mut stream = server.connect();
+    let requests = 3000;
+    // Pipelined in one go, so lines are still queued when SIGTERM arrives.
+    let batch: String = (0..requests).map(|i| format!("GET /missing-{i} HTTP/1.1\r\nHost: t\r\n\r\n")).collect();
+    stream.write_all(batch.as_bytes()).unwrap();
+    let mut pending = Vec::new();
+    for i in 0..requests {
+        assert_eq!(read_response(&mut stream, &mut pending, false).unwrap().status, 404, "request {i}");
+    }
+    drop(stream);
+    let _ = Command::new("kill").arg("-TERM").arg(server.child.id().to_string()).status();
+    assert!(server.child.wait().unwrap().success(), "{}", server.stderr());
+    let text = std::fs::read_to_string(&log).unwrap();
+    let targets: Vec<String> = text.lines().map(|line| line.split('"').nth(1).unwrap_or_default().to_string()).collect();
+    let expected: Vec<String> = (0..requests).map(|i| format!("GET /missing-{i} HTTP/1.1")).collect();
+    assert_eq!(targets.len(), expected.len(), "every request logged once");
+    assert!(targets == expected, "lines out of order");
 }
 
 #[test]

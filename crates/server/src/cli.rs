@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::access_log::Sink;
+use crate::access_log::{spawn_writer, Sink, WhenFull};
 use crate::config::{ServeOptions, Settings};
 use crate::metrics::Metrics;
 use crate::worker::{Shared, Worker};
@@ -38,6 +38,9 @@ fn reuseport_listener(addr: std::net::SocketAddr) -> std::io::Result<std::net::T
     Ok(socket.into())
 }
 
+/// Buffers (each up to 32 KiB of lines from one worker) the access-log channel holds.
+const LOG_CHANNEL_BUFFERS: usize = 64;
+
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let file_options = match &args.config {
         Some(path) => ServeOptions::from_file(path)?,
@@ -57,9 +60,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         signal_hook::flag::register_conditional_shutdown(signal, 1, shutdown.clone()).context("cannot install signal handlers")?;
         signal_hook::flag::register(signal, shutdown.clone()).context("cannot install signal handlers")?;
     }
-    let log = match &settings.access_log {
-        Some(path) => Some(Sink::open(path).with_context(|| format!("--access-log {}: cannot open for appending", path.display()))?),
-        None => None,
+    let (log, log_writer) = match &settings.access_log {
+        Some(path) => {
+            let sink = Sink::open(path).with_context(|| format!("--access-log {}: cannot open for appending", path.display()))?;
+            let when_full = if settings.access_log_block { WhenFull::Block } else { WhenFull::Drop };
+            let (sender, writer) = spawn_writer(sink, LOG_CHANNEL_BUFFERS, when_full)?;
+            (Some(sender), Some(writer))
+        }
+        None => (None, None),
     };
     let metrics = Arc::new(Metrics::new(settings.policy.name(), settings.threads));
     let band_count = settings.kernel_bands.as_ref().map_or(5, |b| b.count());
@@ -88,6 +96,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     );
     for worker in workers {
         worker.join().map_err(|_| anyhow::anyhow!("a worker thread panicked"))?.context("event loop failed")?;
+    }
+    // The workers are gone: dropping the last log sender lets the writer write what is queued and end.
+    drop(shared);
+    if let Some(writer) = log_writer {
+        writer.join().map_err(|_| anyhow::anyhow!("the access-log writer thread panicked"))?;
     }
     eprintln!("sojourn-engine serve: stopped");
     Ok(())

@@ -80,6 +80,10 @@ pub struct ServeOptions {
     /// Append the request's service time in microseconds to each access-log line.
     #[arg(long, num_args = 0..=1, default_missing_value = "true")]
     pub log_request_time: Option<bool>,
+    /// When the access-log writer falls behind, make the event loop wait instead of
+    /// dropping lines (dropped lines are counted in sojourn_access_log_lines_dropped_total).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+    pub access_log_block: Option<bool>,
     /// Address of the admin listener serving Prometheus text on /metrics [default: none].
     #[arg(long)]
     pub admin: Option<SocketAddr>,
@@ -103,7 +107,7 @@ impl ServeOptions {
         overlay!(
             self, base, root, listen, policy, threads, quantum, write_concurrency, notsent_lowat, kernel_bands, cutoffs,
             max_connections, header_timeout, keepalive_timeout, send_timeout, max_head_bytes, max_headers, max_target_bytes, cache_file_max,
-            cache_ttl, access_log, log_request_time, admin, shutdown_grace, stages
+            cache_ttl, access_log, log_request_time, access_log_block, admin, shutdown_grace, stages
         )
     }
 
@@ -134,6 +138,7 @@ pub struct Settings {
     pub cache_ttl: Duration,
     pub access_log: Option<PathBuf>,
     pub log_request_time: bool,
+    pub access_log_block: bool,
     pub admin: Option<SocketAddr>,
     pub shutdown_grace: Duration,
     pub stages: Option<sojourn_stages::PoolSpec>,
@@ -205,6 +210,7 @@ impl Settings {
             cache_ttl: seconds("cache-ttl", o.cache_ttl, 1.0)?,
             access_log: o.access_log,
             log_request_time: o.log_request_time.unwrap_or(false),
+            access_log_block: o.access_log_block.unwrap_or(false),
             admin: o.admin,
             shutdown_grace: seconds("shutdown-grace", o.shutdown_grace, 10.0)?,
             stages: match &o.stages {

@@ -62,6 +62,8 @@ pub struct Shard {
     pub connections_rejected: AtomicU64,
     pub quanta: AtomicU64,
     pub band_changes: AtomicU64,
+    /// Access-log lines dropped because the writer thread's channel was full.
+    pub log_lines_dropped: AtomicU64,
     /// Responses with bytes left, by the band of their remaining bytes.
     pub waiting_by_band: [AtomicI64; MAX_BANDS],
     /// Responses in this worker's ready queue (waiting for a quantum).
@@ -80,6 +82,7 @@ impl Shard {
             connections_rejected: AtomicU64::new(0),
             quanta: AtomicU64::new(0),
             band_changes: AtomicU64::new(0),
+            log_lines_dropped: AtomicU64::new(0),
             waiting_by_band: Default::default(),
             ready_queue_length: AtomicI64::new(0),
             events_per_wait: Histogram::new(&EVENTS_BOUNDS),
@@ -127,7 +130,7 @@ impl Metrics {
         for (i, status) in STATUSES.iter().enumerate() {
             let _ = writeln!(out, "sojourn_requests_total{{status=\"{status}\"}} {}", self.sum(|s| s.requests[i].load(Relaxed)));
         }
-        let counters: [(&str, &str, u64); 5] = [
+        let counters: [(&str, &str, u64); 6] = [
             ("sojourn_bytes_sent_total", "Response bytes (heads and bodies) handed to the kernel.", self.sum(|s| s.bytes_sent.load(Relaxed))),
             ("sojourn_connections_accepted_total", "Connections accepted.", self.sum(|s| s.connections_accepted.load(Relaxed))),
             (
@@ -137,6 +140,11 @@ impl Metrics {
             ),
             ("sojourn_write_quanta_total", "Write quanta granted by the scheduler.", self.sum(|s| s.quanta.load(Relaxed))),
             ("sojourn_priority_changes_total", "SO_PRIORITY changes made for --kernel-bands.", self.sum(|s| s.band_changes.load(Relaxed))),
+            (
+                "sojourn_access_log_lines_dropped_total",
+                "Access-log lines dropped because the log writer thread fell behind (see --access-log-block).",
+                self.sum(|s| s.log_lines_dropped.load(Relaxed)),
+            ),
         ];
         for (name, help, value) in counters {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name}{{policy=\"{policy}\"}} {value}");
@@ -200,5 +208,6 @@ mod tests {
         assert!(text.contains("sojourn_responses_waiting{band=\"4\"} 0\n") && !text.contains("band=\"5\""));
         assert!(text.contains("sojourn_ready_queue_length{worker=\"1\",policy=\"srpt\"} 0\n"));
         assert!(text.contains("sojourn_write_quanta_total{policy=\"srpt\"} 0\n"));
+        assert!(text.contains("sojourn_access_log_lines_dropped_total{policy=\"srpt\"} 0\n"));
     }
 }

@@ -28,7 +28,7 @@ use mio::{Events, Interest, Poll, Token};
 use sojourn_http::{parse_request, resolve_target, select, write_head, Head, HttpError, Method, Request, Selection};
 use sojourn_sched::{Bands, JobId, Progress, ReadyQueue, WriteSlots};
 
-use crate::access_log::{clf_time, format_line, Entry, Sink};
+use crate::access_log::{clf_time, format_line, Entry, LogSender};
 use crate::bands::so_priority;
 use crate::config::Settings;
 use crate::files::{CachedFile, FileCache};
@@ -40,7 +40,7 @@ use crate::sys;
 pub struct Shared {
     pub settings: Settings,
     pub metrics: Arc<Metrics>,
-    pub log: Option<Sink>,
+    pub log: Option<LogSender>,
     pub shutdown: Arc<AtomicBool>,
     /// The pool behind `/stage/<name>/` (003), if configured.
     pub stages: Option<Arc<sojourn_stages::StagePool>>,
@@ -542,12 +542,13 @@ impl Worker {
         }
     }
 
+    /// Hands the buffered lines to the access-log writer thread (no write here).
     fn flush_log(&mut self) {
-        if let (Some(sink), false) = (&self.shared.log, self.log_buf.is_empty()) {
-            if let Err(e) = sink.write_all(&self.log_buf) {
-                eprintln!("sojourn-engine serve: access log write failed: {e}");
+        if let (Some(log), false) = (&self.shared.log, self.log_buf.is_empty()) {
+            let dropped = log.send(std::mem::take(&mut self.log_buf));
+            if dropped > 0 {
+                self.shared.metrics.shard(self.index).log_lines_dropped.fetch_add(dropped, Relaxed);
             }
-            self.log_buf.clear();
         }
     }
 }
