@@ -97,7 +97,7 @@ def _ideal_by_size(rep: Repetition, reqs: pd.DataFrame) -> tuple[pd.DataFrame | 
         engine_path(build=False)  # the report never starts a cargo build
     except (ModuleNotFoundError, FileNotFoundError) as err:
         return None, f"ideal references unavailable: {err}"
-    link_bps = rep.config.get("network", {}).get("link_mbps", 10.0) * 1e6
+    link_bps = bounds.body_rate_bps(rep.config.get("network", {}).get("link_mbps", 10.0) * 1e6)
     try:
         ideal = bounds.ideal(reqs[["request_id", "scheduled_s", "expected_size", "bytes"]], link_bps=link_bps,
                              policies=("ps", "srpt"))

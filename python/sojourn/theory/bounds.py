@@ -24,6 +24,16 @@ import pandas as pd
 from sojourn.engine import engine_path
 
 POLICIES = ("ps", "srpt")
+
+# A full-sized TCP segment carries 1448 payload bytes (MSS 1460 less 12 of timestamp option)
+# in a 1514-byte Ethernet frame, and the uplink shaper counts frames: response bodies cross a
+# link of nominal rate R at R * 1448/1514 at best.
+PAYLOAD_PER_FRAME = 1448 / 1514
+
+
+def body_rate_bps(link_bps: float) -> float:
+    """The best rate at which response bodies cross a link shaped to ``link_bps`` (frames)."""
+    return link_bps * PAYLOAD_PER_FRAME
 COLUMNS = ["request_id", "policy", "scheduled_s", "size", "first_byte_s", "last_byte_s", "response_s", "slowdown"]
 
 
