@@ -165,3 +165,17 @@ def test_report_on_measured_results(tmp_path):
     srpt_row = re.search(r"<tr><td>srpt</td><td>1</td>(.*?)</tr>", text).group(1)
     assert f"<td>{ratio:.3g}</td>" in srpt_row
     assert "(partial)" not in text
+
+
+def test_report_compares_each_run_with_its_ideal(policy_results):
+    """Every run gets "measured / ideal" rows against fluid PS and SRPT of its own requests;
+    on these records (each response is its transfer time stretched, plus 2 ms) the measured
+    mean exceeds both ideals, and FAIR's (stretched 8x more) exceeds them by more."""
+    text = build_report(policy_results).read_text()
+    section = text[text.index("<h2>Measured against ideal</h2>"):]
+    section = section[:section.index("</table>")]
+    rows = [re.findall(r"<td>(.*?)</td>", row) for row in re.findall(r"<tr>(.*?)</tr>", section, re.S)]
+    ratio = {(cells[0], cells[1]): float(cells[-1]) for cells in rows if cells}
+    assert sorted(ratio) == [("fair", "PS"), ("fair", "SRPT"), ("srpt", "PS"), ("srpt", "SRPT")]
+    assert all(value > 1 for value in ratio.values()), ratio
+    assert ratio["fair", "SRPT"] > ratio["srpt", "SRPT"], ratio

@@ -89,9 +89,10 @@ def _figure(uri: str, caption: str) -> str:
             f"<figcaption>{html.escape(caption)}</figcaption></figure>")
 
 
-def _ideal_by_size(rep: Repetition, reqs: pd.DataFrame) -> tuple[pd.DataFrame | None, str]:
-    """Ideal fluid PS and SRPT on the run's own arrivals and sizes, binned by size
-    (sojourn.theory.bounds.ideal, issue 7), and a note; (None, why) when unavailable."""
+def _ideal(rep: Repetition, reqs: pd.DataFrame) -> tuple[pd.DataFrame | None, str]:
+    """Ideal fluid PS and SRPT per request on the run's own arrivals and sizes at the
+    link's body rate (sojourn.theory.bounds.ideal, issue 7), and a note; (None, why) when
+    unavailable."""
     try:
         bounds = importlib.import_module("sojourn.theory.bounds")
         engine_path(build=False)  # the report never starts a cargo build
@@ -99,15 +100,30 @@ def _ideal_by_size(rep: Repetition, reqs: pd.DataFrame) -> tuple[pd.DataFrame | 
         return None, f"ideal references unavailable: {err}"
     link_bps = bounds.body_rate_bps(rep.config.get("network", {}).get("link_mbps", 10.0) * 1e6)
     try:
-        ideal = bounds.ideal(reqs[["request_id", "scheduled_s", "expected_size", "bytes"]], link_bps=link_bps,
+        frame = bounds.ideal(reqs[["request_id", "scheduled_s", "expected_size", "bytes"]], link_bps=link_bps,
                              policies=("ps", "srpt"))
     except (subprocess.CalledProcessError, OSError, ValueError) as err:
         return None, f"ideal references failed: {err}"
+    return frame, ""
+
+
+def _ideal_by_size(ideal: pd.DataFrame) -> pd.DataFrame:
+    """The ideal schedules' mean response time per logarithmic size bin, one column each."""
     lines = {}
     for policy, rows in ideal.groupby("policy"):
         frame = rows[["size", "response_s"]].assign(completed=True)
         lines[f"ideal {policy.upper()}"] = analysis.by_size(frame).set_index("size_mid")["mean_response_s"]
-    return pd.DataFrame(lines).reset_index(), ""
+    return pd.DataFrame(lines).reset_index()
+
+
+def _ideal_ratio_rows(run: str, reqs: pd.DataFrame, ideal: pd.DataFrame) -> list[dict]:
+    """Table rows: the run's measured mean response time over its completed requests
+    against ideal PS and SRPT on the same requests ("measured / ideal")."""
+    bounds = importlib.import_module("sojourn.theory.bounds")
+    return [{"run": run, "ideal policy": row.policy.upper(), "requests": row.requests,
+             "measured mean (s)": row.measured_mean_response_s, "ideal mean (s)": row.ideal_mean_response_s,
+             "measured / ideal": row.ratio_of_means}
+            for row in bounds.ratios(reqs, ideal).itertuples()]
 
 
 def _bands_table(reps: list[Repetition], runs: list[str]) -> pd.DataFrame | None:
@@ -169,7 +185,7 @@ def build_report(directory: str | Path, baseline: str | None = None, export_dir:
              _summary_table(table)]
 
     per_second, responses, by_size, counters, deciles = {}, {}, {}, {}, {}
-    ideal, ideal_note = None, ""
+    ideal_lines, ideal_note, ideal_rows = None, "", []
     periods: list[dict] = []
     for run in runs:
         rep = _representative(reps, run)
@@ -190,8 +206,11 @@ def build_report(directory: str | Path, baseline: str | None = None, export_dir:
         if not periods:
             run_json = json.loads((rep.directory / "run.json").read_text())
             periods = run_json.get("inputs", {}).get("periods", [])
-        if ideal is None and not ideal_note and len(done):
-            ideal, ideal_note = _ideal_by_size(rep, reqs)
+        if len(done) and not ideal_note:
+            ideal, ideal_note = _ideal(rep, reqs)
+            if ideal is not None:
+                ideal_lines = _ideal_by_size(ideal) if ideal_lines is None else ideal_lines
+                ideal_rows += _ideal_ratio_rows(label, reqs, ideal)
 
     if per_second:
         parts.append("<h2>Response time over time</h2>")
@@ -200,10 +219,16 @@ def build_report(directory: str | Path, baseline: str | None = None, export_dir:
         parts.append("<h2>Distribution and size</h2>")
         parts.append(_figure(figures.png_data_uri(figures.ccdf_figure(responses)),
                              "Complementary CDF of response times (000 Fig. 8c)"))
-        parts.append(_figure(figures.png_data_uri(figures.by_size_figure(by_size, ideal)),
+        parts.append(_figure(figures.png_data_uri(figures.by_size_figure(by_size, ideal_lines)),
                              "Mean response time vs request size in logarithmic bins (000 Fig. 8d; 004 Figs. 2, 4)"
-                             + ("; dashed: ideal fluid PS and SRPT on the same arrivals and sizes (sojourn.theory)"
-                                if ideal is not None else f" ({ideal_note})" if ideal_note else "")))
+                             + ("; dashed: ideal fluid PS and SRPT on the first run's arrivals and sizes (sojourn.theory)"
+                                if ideal_lines is not None else f" ({ideal_note})" if ideal_note else "")))
+    if ideal_rows:
+        parts.append("<h2>Measured against ideal</h2><p>Each run's mean response time over its completed requests "
+                     "against ideal fluid processor sharing and SRPT of the same requests (same arrivals and sizes) "
+                     "on a link at the uplink's body rate (1448/1514 of its nominal rate): how far the real system is "
+                     "from what the policy could achieve (sojourn.theory.bounds, 004 §6).</p>"
+                     + pd.DataFrame(ideal_rows).to_html(index=False, float_format=lambda v: f"{v:.4g}", border=0))
     if counters:
         parts.append("<h2>Connections, SYN drops, link</h2>")
         link_bps = reps[0].config.get("network", {}).get("link_mbps", 10.0) * 1e6
