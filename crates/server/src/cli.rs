@@ -41,6 +41,9 @@ fn reuseport_listener(addr: std::net::SocketAddr) -> std::io::Result<std::net::T
 /// Buffers (each up to 32 KiB of lines from one worker) the access-log channel holds.
 const LOG_CHANNEL_BUFFERS: usize = 64;
 
+/// Threads opening files for cache misses, shared by all workers (see [`crate::opener`]).
+const OPENER_THREADS: usize = 2;
+
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let file_options = match &args.config {
         Some(path) => ServeOptions::from_file(path)?,
@@ -79,7 +82,8 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let listen = settings.listen;
     let threads = settings.threads;
     let stages = settings.stages.clone().map(sojourn_stages::StagePool::start).transpose()?.map(Arc::new);
-    let shared = Arc::new(Shared { settings, metrics, log, shutdown, stages });
+    let opener = crate::opener::OpenerPool::start(OPENER_THREADS, settings.root.clone(), settings.cache_file_max)?;
+    let shared = Arc::new(Shared { settings, metrics, log, shutdown, stages, opener });
     let mut workers = Vec::new();
     for index in 0..threads {
         let listener = reuseport_listener(listen).with_context(|| format!("--listen {listen}: cannot listen"))?;

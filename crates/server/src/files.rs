@@ -6,8 +6,9 @@
 //! its canonical form (all symlinks resolved) lies under the canonical root; a
 //! directory is served through its `index.html`; anything but a regular file is 403.
 //!
-//! The calls here (`canonicalize`, `open`, `stat`, reading small files) run on the
-//! event loop: they are fast on a local disk and happen once per path per `ttl`.
+//! The blocking calls (`canonicalize`, `open`, `stat`, reading small files) are
+//! all in [`load`], which the event loop never calls: a cache miss is sent to
+//! the [`crate::opener`] threads and their result [`FileCache::store`]d.
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -54,77 +55,82 @@ impl Refusal {
     }
 }
 
-type Lookup = Result<Arc<CachedFile>, Refusal>;
+pub type Lookup = Result<Arc<CachedFile>, Refusal>;
+
+/// A path relative to the root, and whether the target ended in `/`.
+pub type Key = (PathBuf, bool);
 
 pub struct FileCache {
-    root: PathBuf,
     ttl: Duration,
-    cache_file_max: u64,
-    entries: HashMap<(PathBuf, bool), (Instant, Lookup)>,
+    entries: HashMap<Key, (Instant, Lookup)>,
 }
 
 /// Entries kept before the cache is emptied (a crude bound on memory).
 const MAX_ENTRIES: usize = 50_000;
 
 impl FileCache {
-    /// `root` must be canonical.
-    pub fn new(root: PathBuf, ttl: Duration, cache_file_max: u64) -> Self {
-        FileCache { root, ttl, cache_file_max, entries: HashMap::new() }
+    pub fn new(ttl: Duration) -> Self {
+        FileCache { ttl, entries: HashMap::new() }
     }
 
-    /// What `resolved` names under the root, as of at most `ttl` ago.
-    pub fn lookup(&mut self, resolved: &Resolved, now: Instant) -> Lookup {
-        let key = (resolved.relative.clone(), resolved.directory);
-        if let Some((checked, result)) = self.entries.get(&key) {
-            if now.duration_since(*checked) < self.ttl {
-                return result.clone();
-            }
-        }
-        let result = self.load(&resolved.relative, resolved.directory);
+    /// What `key` names under the root, if it was [`load`]ed at most `ttl` ago.
+    pub fn fresh(&self, key: &Key, now: Instant) -> Option<Lookup> {
+        let (checked, result) = self.entries.get(key)?;
+        (now.duration_since(*checked) < self.ttl).then(|| result.clone())
+    }
+
+    /// Remembers what [`load`] found for `key` at `checked`.
+    pub fn store(&mut self, key: Key, checked: Instant, result: Lookup) {
         if self.entries.len() >= MAX_ENTRIES {
             self.entries.clear();
         }
-        self.entries.insert(key, (now, result.clone()));
-        result
+        self.entries.insert(key, (checked, result));
     }
+}
 
-    fn load(&self, relative: &Path, directory: bool) -> Lookup {
-        let canonical = self.root.join(relative).canonicalize().map_err(|e| Refusal::from_io(&e))?;
-        // Symlinks must not lead out of the root.
-        if !canonical.starts_with(&self.root) {
-            return Err(Refusal::Forbidden);
-        }
-        let metadata = canonical.metadata().map_err(|e| Refusal::from_io(&e))?;
-        let path = if metadata.is_dir() {
-            let index = canonical.join("index.html").canonicalize().map_err(|e| Refusal::from_io(&e))?;
-            if !index.starts_with(&self.root) {
-                return Err(Refusal::Forbidden);
-            }
-            index
-        } else if directory {
-            return Err(Refusal::NotFound); // `/file.txt/` names no directory
-        } else {
-            canonical
-        };
-        let mut file = File::open(&path).map_err(|e| Refusal::from_io(&e))?;
-        let metadata = file.metadata().map_err(|e| Refusal::from_io(&e))?;
-        if !metadata.is_file() {
-            return Err(Refusal::Forbidden);
-        }
-        let size = metadata.len();
-        let modified = metadata.modified().map_err(|e| Refusal::from_io(&e))?;
-        let bytes = if size <= self.cache_file_max {
-            let mut content = Vec::with_capacity(size as usize);
-            file.read_to_end(&mut content).map_err(|e| Refusal::from_io(&e))?;
-            if content.len() as u64 != size {
-                return Err(Refusal::Internal); // changed while read: try again next time
-            }
-            Some(Arc::from(content))
-        } else {
-            None
-        };
-        Ok(Arc::new(CachedFile { file, representation: Representation::new(size, modified), content_type: content_type(&path), bytes }))
+/// The key of a resolved request target.
+pub fn key_of(resolved: &Resolved) -> Key {
+    (resolved.relative.clone(), resolved.directory)
+}
+
+/// Opens what `relative` names under `root` (canonical), with its validators and,
+/// up to `cache_file_max` bytes, its contents. Blocking: never on an event loop.
+pub fn load(root: &Path, (relative, directory): &Key, cache_file_max: u64) -> Lookup {
+    let canonical = root.join(relative).canonicalize().map_err(|e| Refusal::from_io(&e))?;
+    // Symlinks must not lead out of the root.
+    if !canonical.starts_with(root) {
+        return Err(Refusal::Forbidden);
     }
+    let metadata = canonical.metadata().map_err(|e| Refusal::from_io(&e))?;
+    let path = if metadata.is_dir() {
+        let index = canonical.join("index.html").canonicalize().map_err(|e| Refusal::from_io(&e))?;
+        if !index.starts_with(root) {
+            return Err(Refusal::Forbidden);
+        }
+        index
+    } else if *directory {
+        return Err(Refusal::NotFound); // `/file.txt/` names no directory
+    } else {
+        canonical
+    };
+    let mut file = File::open(&path).map_err(|e| Refusal::from_io(&e))?;
+    let metadata = file.metadata().map_err(|e| Refusal::from_io(&e))?;
+    if !metadata.is_file() {
+        return Err(Refusal::Forbidden);
+    }
+    let size = metadata.len();
+    let modified = metadata.modified().map_err(|e| Refusal::from_io(&e))?;
+    let bytes = if size <= cache_file_max {
+        let mut content = Vec::with_capacity(size as usize);
+        file.read_to_end(&mut content).map_err(|e| Refusal::from_io(&e))?;
+        if content.len() as u64 != size {
+            return Err(Refusal::Internal); // changed while read: try again next time
+        }
+        Some(Arc::from(content))
+    } else {
+        None
+    };
+    Ok(Arc::new(CachedFile { file, representation: Representation::new(size, modified), content_type: content_type(&path), bytes }))
 }
 
 #[cfg(test)]
@@ -142,9 +148,8 @@ mod tests {
         std::fs::write(base.join("secret"), b"no").unwrap();
         std::os::unix::fs::symlink(base.join("secret"), root.join("out")).unwrap();
         std::os::unix::fs::symlink("small.txt", root.join("in")).unwrap();
-        let mut cache = FileCache::new(root.canonicalize().unwrap(), Duration::from_secs(1), 4);
-        let now = Instant::now();
-        let mut get = |target: &str| cache.lookup(&resolve_target(target).unwrap(), now).map(|f| (f.representation.size, f.bytes.is_some()));
+        let root = root.canonicalize().unwrap();
+        let get = |target: &str| load(&root, &key_of(&resolve_target(target).unwrap()), 4).map(|f| (f.representation.size, f.bytes.is_some()));
         assert_eq!(get("/small.txt"), Ok((5, false)), "5 bytes > cache_file_max 4");
         assert_eq!(get("/in"), Ok((5, false)), "a symlink inside the root is fine");
         assert_eq!(get("/sub/"), Ok((3, true)));
@@ -154,5 +159,16 @@ mod tests {
         assert_eq!(get("/small.txt/"), Err(Refusal::NotFound));
         assert_eq!(get("/"), Err(Refusal::NotFound), "no index.html at the root");
         std::fs::remove_dir_all(&base).unwrap();
+    }
+
+    #[test]
+    fn entries_expire_after_the_ttl() {
+        let mut cache = FileCache::new(Duration::from_secs(1));
+        let key = (PathBuf::from("a"), false);
+        let start = Instant::now();
+        assert!(cache.fresh(&key, start).is_none());
+        cache.store(key.clone(), start, Err(Refusal::NotFound));
+        assert_eq!(cache.fresh(&key, start + Duration::from_millis(999)).map(|r| r.err()), Some(Some(Refusal::NotFound)));
+        assert!(cache.fresh(&key, start + Duration::from_secs(1)).is_none());
     }
 }

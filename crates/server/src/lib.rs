@@ -8,6 +8,7 @@ pub mod cli;
 pub mod config;
 pub mod files;
 pub mod metrics;
+pub mod opener;
 pub mod stage_route;
 mod sys;
 pub mod worker;

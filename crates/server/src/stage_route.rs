@@ -5,7 +5,7 @@
 //!
 //! Each event-loop worker owns a [`StageRoute`]: it submits the request with a
 //! reply that sends `(connection, outcome)` on the route's channel and wakes the
-//! loop through a mio [`Waker`] registered as [`STAGE_WAKER`]; the loop then
+//! loop through the worker's mio [`Waker`] (shared with [`crate::opener`]); the loop then
 //! drains [`StageRoute::replies`] and writes the responses. While a connection
 //! waits for its stage reply it reads no further request (responses stay in
 //! order) and is exempt from the head timeout. Answers: 200 with a one-line
@@ -14,19 +14,14 @@
 //! no longer reachable, 003 §4.2).
 
 use std::collections::HashMap;
-use std::io;
 use std::net::IpAddr;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 use std::time::Instant;
 
-use mio::{Registry, Token, Waker};
+use mio::Waker;
 use sojourn_sched::JobId;
 use sojourn_stages::{Outcome, StagePool};
-
-/// The token of the waker that announces stage replies (connection tokens
-/// count up from 1, the listener is 0).
-pub const STAGE_WAKER: Token = Token(usize::MAX);
 
 /// The URL prefix of stage endpoints.
 pub const PREFIX: &str = "/stage/";
@@ -59,9 +54,10 @@ pub struct StageRoute {
 }
 
 impl StageRoute {
-    pub fn new(pool: Arc<StagePool>, registry: &Registry) -> io::Result<Self> {
+    /// `waker` wakes the worker's loop, which then calls [`StageRoute::replies`].
+    pub fn new(pool: Arc<StagePool>, waker: Arc<Waker>) -> Self {
         let (sender, receiver) = channel();
-        Ok(StageRoute { pool, sender, receiver, waker: Arc::new(Waker::new(registry, STAGE_WAKER)?), pending: HashMap::new() })
+        StageRoute { pool, sender, receiver, waker, pending: HashMap::new() }
     }
 
     /// The configured stage a request target names (`/stage/<name>` or

@@ -24,16 +24,17 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use mio::net::{TcpListener, TcpStream};
-use mio::{Events, Interest, Poll, Token};
+use mio::{Events, Interest, Poll, Token, Waker};
 use sojourn_http::{parse_request, resolve_target, select, write_head, Head, HttpError, Method, Request, Selection};
 use sojourn_sched::{Bands, JobId, Progress, ReadyQueue, WriteSlots};
 
 use crate::access_log::{clf_time, format_line, Entry, LogSender};
 use crate::bands::so_priority;
 use crate::config::Settings;
-use crate::files::{CachedFile, FileCache};
+use crate::files::{key_of, CachedFile, FileCache, Refusal};
 use crate::metrics::{Metrics, Shard};
-use crate::stage_route::{Pending, StageRoute, STAGE_WAKER};
+use crate::opener::{OpenerPool, WorkerOpener};
+use crate::stage_route::{Pending, StageRoute};
 use crate::sys;
 
 /// What every worker shares.
@@ -44,9 +45,14 @@ pub struct Shared {
     pub shutdown: Arc<AtomicBool>,
     /// The pool behind `/stage/<name>/` (003), if configured.
     pub stages: Option<Arc<sojourn_stages::StagePool>>,
+    /// The threads that open files on cache misses.
+    pub opener: OpenerPool,
 }
 
 const LISTENER: Token = Token(0);
+/// The worker's waker: stage replies or opened files arrived (connection tokens
+/// count up from 1).
+const WAKER: Token = Token(usize::MAX);
 const EVENTS_CAPACITY: usize = 1024;
 const READ_CHUNK: usize = 16 * 1024;
 /// Quanta granted per loop iteration before epoll is asked again, so new requests
@@ -111,6 +117,15 @@ struct Conn {
     blocked_since: Instant,
     peer_closed: bool,
     priority: Option<u32>,
+    /// The request's file is being opened by the opener threads.
+    awaiting_file: bool,
+}
+
+/// A request waiting for its file to be opened.
+struct AwaitingFile {
+    conn: JobId,
+    request: Request,
+    arrived: Instant,
 }
 
 enum Quantum {
@@ -129,6 +144,7 @@ pub struct Worker {
     queue: ReadyQueue,
     slots: WriteSlots,
     files: FileCache,
+    opener: WorkerOpener<AwaitingFile>,
     shared: Arc<Shared>,
     /// Cutoffs for the waiting-per-band gauge and --kernel-bands.
     bands: Bands,
@@ -151,7 +167,9 @@ impl Worker {
         let mut listener = TcpListener::from_std(listener);
         poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
         let settings = &shared.settings;
-        let stages = shared.stages.clone().map(|pool| StageRoute::new(pool, poll.registry())).transpose()?;
+        let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
+        let stages = shared.stages.clone().map(|pool| StageRoute::new(pool, Arc::clone(&waker)));
+        let opener = shared.opener.for_worker(waker);
         Ok(Worker {
             index,
             poll,
@@ -160,7 +178,8 @@ impl Worker {
             next_id: 1,
             queue: ReadyQueue::new(settings.policy.build()),
             slots: WriteSlots::new(settings.write_concurrency),
-            files: FileCache::new(settings.root.clone(), settings.cache_ttl, settings.cache_file_max),
+            files: FileCache::new(settings.cache_ttl),
+            opener,
             bands: settings.kernel_bands.clone().unwrap_or_default(),
             shared,
             scratch: vec![0; READ_CHUNK],
@@ -191,7 +210,10 @@ impl Worker {
             for event in events.iter() {
                 match event.token() {
                     LISTENER => self.accept_all(now),
-                    STAGE_WAKER => self.on_stage_replies(),
+                    WAKER => {
+                        self.on_stage_replies();
+                        self.on_files_opened(now);
+                    }
                     Token(id) => {
                         let id = id as JobId;
                         if event.is_writable() {
@@ -294,6 +316,7 @@ impl Worker {
                     blocked_since: now,
                     peer_closed: false,
                     priority: None,
+                    awaiting_file: false,
                 },
             );
         }
@@ -346,7 +369,7 @@ impl Worker {
     /// complete) and starts the response.
     fn next_request(&mut self, id: JobId, now: Instant) {
         let Some(conn) = self.conns.get_mut(&id) else { return };
-        if conn.response.is_some() || self.stages.as_ref().is_some_and(|s| s.is_waiting(id)) {
+        if conn.response.is_some() || conn.awaiting_file || self.stages.as_ref().is_some_and(|s| s.is_waiting(id)) {
             return;
         }
         let settings = &self.shared.settings;
@@ -366,7 +389,22 @@ impl Worker {
                     route.submit(id, stage, conn.peer, pending);
                     return;
                 }
-                let response = respond(&mut self.files, &self.bands, &self.http_date, &request, now);
+                let lookup = match resolve_target(&request.target) {
+                    Err(error) => Err(error.status()),
+                    Ok(resolved) => {
+                        let key = key_of(&resolved);
+                        match self.files.fresh(&key, now) {
+                            Some(lookup) => lookup.map_err(Refusal::status),
+                            None => {
+                                // A blocking open/stat: done by the opener threads, answered in `on_files_opened`.
+                                conn.awaiting_file = true;
+                                self.opener.request(key, AwaitingFile { conn: id, request, arrived: now });
+                                return;
+                            }
+                        }
+                    }
+                };
+                let response = respond(lookup, &self.bands, &self.http_date, &request, now);
                 Some(if self.shutdown_deadline.is_some() { without_keep_alive(response) } else { response })
             }
             Ok(None) if conn.peer_closed => None,
@@ -495,7 +533,7 @@ impl Worker {
                 idle.push(id); // the client stopped reading
                 continue;
             }
-            if conn.response.is_some() || self.stages.as_ref().is_some_and(|s| s.is_waiting(id)) {
+            if conn.response.is_some() || conn.awaiting_file || self.stages.as_ref().is_some_and(|s| s.is_waiting(id)) {
                 continue;
             }
             match conn.head_started {
@@ -539,6 +577,21 @@ impl Worker {
             // `started` is the request's arrival, so logged service time includes the stage queue.
             let response = new_response(&self.bands, out, body, reply.status, p.keep_alive, log, p.arrived);
             self.start(reply.conn, response);
+        }
+    }
+
+    /// Files the opener threads opened: cache them and answer the requests that waited.
+    fn on_files_opened(&mut self, now: Instant) {
+        for (key, lookup, waiters) in self.opener.arrived() {
+            self.files.store(key, now, lookup.clone());
+            for waiting in waiters {
+                let Some(conn) = self.conns.get_mut(&waiting.conn) else { continue }; // closed meanwhile
+                conn.awaiting_file = false;
+                let lookup = lookup.clone().map_err(Refusal::status);
+                let response = respond(lookup, &self.bands, &self.http_date, &waiting.request, waiting.arrived);
+                let response = if self.shutdown_deadline.is_some() { without_keep_alive(response) } else { response };
+                self.start(waiting.conn, response);
+            }
         }
     }
 
@@ -669,10 +722,9 @@ fn error_response(bands: &Bands, date: &str, status: u16, error: &HttpError, req
     new_response(bands, head, body, status, false, LogInfo { request_line, referer: None, user_agent: None }, now)
 }
 
-/// The response to a well-formed request.
-fn respond(files: &mut FileCache, bands: &Bands, date: &str, request: &Request, now: Instant) -> Box<Response> {
+/// The response to a well-formed request whose target was looked up (or refused with a status).
+fn respond(lookup: Result<Arc<CachedFile>, u16>, bands: &Bands, date: &str, request: &Request, now: Instant) -> Box<Response> {
     let log = LogInfo { request_line: request.request_line(), referer: request.referer.clone(), user_agent: request.user_agent.clone() };
-    let lookup = resolve_target(&request.target).map_err(|e| e.status()).and_then(|resolved| files.lookup(&resolved, now).map_err(|r| r.status()));
     let mut head = Head { minor_version: request.minor_version, keep_alive: request.keep_alive, ..Default::default() };
     let mut out = Vec::with_capacity(256);
     let file = match lookup {
@@ -740,6 +792,7 @@ mod tests {
             blocked_since: Instant::now(),
             peer_closed: false,
             priority: None,
+            awaiting_file: false,
         };
         (conn, client)
     }
