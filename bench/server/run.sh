@@ -12,6 +12,12 @@
 # is printed too, and the medians after the table). Then it opens IDLE idle keep-alive connections to each server (after
 # one request each) and prints the growth of the servers' resident memory per
 # connection (user-space RSS only; kernel socket buffers are not counted).
+# Last, srpt vs fair in PAIRS interleaved pairs per size (default 8): both servers
+# run side by side and wrk (same settings, PAIR_DURATION seconds, default 3) hits
+# fair then srpt, srpt then fair, ... alternating who goes first; the srpt/fair
+# ratio of each pair is kept and the median ratio with its range and quartiles is
+# printed per size (a pair's two runs are seconds apart, so machine load mostly
+# cancels in the ratio).
 # Output also goes to bench/out/server.txt.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -20,7 +26,9 @@ ROUNDS=${ROUNDS:-3}
 CONNECTIONS=${CONNECTIONS:-64}
 WORKERS=${WORKERS:-2}
 IDLE=${IDLE:-10000}
-ENGINE=target/release/sojourn-engine
+PAIRS=${PAIRS:-8}
+PAIR_DURATION=${PAIR_DURATION:-3}
+ENGINE=${ENGINE:-target/release/sojourn-engine}
 for tool in wrk nginx python3; do
     command -v "$tool" >/dev/null || { echo "bench/server: $tool is not installed (scripts/setup-system.sh installs it)" >&2; exit 1; }
 done
@@ -40,6 +48,7 @@ for size in 1 10 100; do head -c $((size * 1024)) /dev/urandom > "$work/root/${s
 chmod -R a+rX "$work"
 
 port_sojourn=18480
+port_srpt=18481
 port_nginx=18490
 cat > "$work/nginx.conf" <<CONF
 worker_processes $WORKERS;
@@ -69,9 +78,9 @@ http {
 }
 CONF
 
-start_sojourn() { # policy
-    "$ENGINE" serve --root "$work/root" --listen 127.0.0.1:$port_sojourn --threads "$WORKERS" --policy "$1" \
-        --access-log "$work/sojourn-access.log" --keepalive-timeout 120 --max-connections $((IDLE + 1000)) 2>"$work/sojourn.err" &
+start_sojourn() { # policy [port]
+    "$ENGINE" serve --root "$work/root" --listen "127.0.0.1:${2:-$port_sojourn}" --threads "$WORKERS" --policy "$1" \
+        --access-log "$work/sojourn-$1-access.log" --keepalive-timeout 120 --max-connections $((IDLE + 1000)) 2>"$work/sojourn-$1.err" &
     server_pid=$!
     pids+=("$server_pid")
 }
@@ -90,6 +99,13 @@ wait_port() {
 }
 stop() { kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; }
 
+# Requests/s of one wrk run: name port size seconds
+wrk_rps() {
+    wrk -t "$WORKERS" -c "$CONNECTIONS" -d "${4}s" "http://127.0.0.1:$2/${3}k.bin" > "$work/wrk.out"
+    grep -q "Non-2xx" "$work/wrk.out" && { echo "bench/server: $1 answered errors:" >&2; cat "$work/wrk.out" >&2; exit 1; }
+    awk '/^Requests\/sec/ {print $2}' "$work/wrk.out"
+}
+
 # Resident memory (KiB) of a process and its children (nginx's workers).
 rss_kib() {
     local total=0 pid
@@ -103,13 +119,12 @@ declare -A rps  # name,size -> requests/s of each round, space-separated
 run_wrk() { # name port
     local size r
     for size in 1 10 100; do
-        wrk -t "$WORKERS" -c "$CONNECTIONS" -d "${DURATION}s" "http://127.0.0.1:$2/${size}k.bin" > "$work/wrk.out"
-        grep -q "Non-2xx" "$work/wrk.out" && { echo "bench/server: $1 answered errors:" >&2; cat "$work/wrk.out" >&2; exit 1; }
-        r=$(awk '/^Requests\/sec/ {print $2}' "$work/wrk.out")
+        r=$(wrk_rps "$1" "$2" "$size" "$DURATION")
         rps[$1,$size]="${rps[$1,$size]:-} $r"
         echo "round $round $1 ${size}KiB: $r req/s" >&2
     done
 }
+quartiles() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR] = $1} END {q1 = v[int((NR + 3) / 4)]; q3 = v[int((3 * NR + 3) / 4)]; printf "%.3f-%.3f", q1, q3}'; }
 median() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 best() { tr ' ' '\n' | grep . | sort -g | tail -1; }
 
@@ -147,6 +162,25 @@ start_nginx; wait_port $port_nginx
 measure_idle nginx $port_nginx
 stop
 
+# srpt vs fair, interleaved pairs.
+declare -A ratios  # size -> srpt/fair of each pair
+start_sojourn fair; fair_pid=$server_pid
+start_sojourn srpt $port_srpt; srpt_pid=$server_pid
+wait_port $port_sojourn; wait_port $port_srpt
+for size in 1 10 100; do
+    for pair in $(seq "$PAIRS"); do
+        if [ $((pair % 2)) = 1 ]; then
+            f=$(wrk_rps fair $port_sojourn "$size" "$PAIR_DURATION"); s=$(wrk_rps srpt $port_srpt "$size" "$PAIR_DURATION")
+        else
+            s=$(wrk_rps srpt $port_srpt "$size" "$PAIR_DURATION"); f=$(wrk_rps fair $port_sojourn "$size" "$PAIR_DURATION")
+        fi
+        ratio=$(awk -v s="$s" -v f="$f" 'BEGIN {printf "%.4f", s / f}')
+        ratios[$size]="${ratios[$size]:-} $ratio"
+        echo "pair $pair ${size}KiB: fair $f srpt $s req/s, srpt/fair $ratio" >&2
+    done
+done
+kill "$fair_pid" "$srpt_pid"; wait "$fair_pid" "$srpt_pid" 2>/dev/null || true
+
 {
     echo "# sojourn vs nginx $(nginx -v 2>&1 | sed 's/.*\///'), loopback, wrk -t$WORKERS -c$CONNECTIONS -d${DURATION}s, best of $ROUNDS rounds, $WORKERS workers, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
     printf "%-6s %14s %14s %14s %12s %12s %12s\n" size sojourn-fair sojourn-srpt nginx fair/nginx srpt/nginx srpt/fair
@@ -158,4 +192,9 @@ stop
         echo "medians ${size}KiB: sojourn-fair $(median <<<"${rps[sojourn-fair,$size]}") sojourn-srpt $(median <<<"${rps[sojourn-srpt,$size]}") nginx $(median <<<"${rps[nginx,$size]}")"
     done
     echo "memory per idle keep-alive connection ($IDLE open, user-space RSS growth): sojourn ${per_conn[sojourn-fair]} B, nginx ${per_conn[nginx]} B"
+    echo "srpt/fair in $PAIRS interleaved pairs per size (wrk -t$WORKERS -c$CONNECTIONS -d${PAIR_DURATION}s each, alternating who goes first):"
+    for size in 1 10 100; do
+        r="${ratios[$size]}"
+        echo "  ${size}KiB: median $(median <<<"$r" | awk '{printf "%.3f", $1}'), quartiles $(quartiles <<<"$r"), range $(tr ' ' '\n' <<<"$r" | grep . | sort -g | head -1)-$(best <<<"$r"); pairs:$r"
+    done
 } | tee bench/out/server.txt
