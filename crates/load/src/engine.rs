@@ -486,13 +486,17 @@ impl<'a> Engine<'a> {
         state.check = self.config.verify_content.then(|| ContentCheck::new(&live.request.path));
         state.out.clear();
         state.written = 0;
-        write!(
-            state.out,
-            "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: sojourn-load\r\n{}\r\n",
-            live.request.path,
-            self.config.host_header,
-            if last { "Connection: close\r\n" } else { "" }
-        )?;
+        // Appended piece by piece rather than through `write!`: no formatting machinery per request.
+        for piece in [
+            "GET ",
+            &live.request.path,
+            " HTTP/1.1\r\nHost: ",
+            &self.config.host_header,
+            "\r\nUser-Agent: sojourn-load\r\n",
+            if last { "Connection: close\r\n\r\n" } else { "\r\n" },
+        ] {
+            state.out.extend_from_slice(piece.as_bytes());
+        }
         self.flush(conn, now, workload)
     }
 
