@@ -109,9 +109,11 @@ impl ResponseReader {
                     self.buffered.extend_from_slice(data);
                 }
                 let input = if already > 0 { &self.buffered[..] } else { data };
-                let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-                let mut parsed = httparse::Response::new(&mut headers);
-                match parsed.parse(input) {
+                // Uninitialised header slots: httparse writes only those it fills (no 2 KiB
+                // of zeroes per response); same default parser configuration as `parse`.
+                let mut headers = [std::mem::MaybeUninit::uninit(); MAX_HEADERS];
+                let mut parsed = httparse::Response::new(&mut []);
+                match httparse::ParserConfig::default().parse_response_with_uninit_headers(&mut parsed, input, &mut headers) {
                     Ok(httparse::Status::Partial) => {
                         if already == 0 {
                             self.buffered.extend_from_slice(data);
