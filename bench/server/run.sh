@@ -17,8 +17,12 @@
 # fair then srpt, srpt then fair, ... alternating who goes first; the srpt/fair
 # ratio of each pair is kept and the median ratio with its range and quartiles is
 # printed per size (a pair's two runs are seconds apart, so machine load mostly
-# cancels in the ratio).
-# Output also goes to bench/out/server.txt.
+# cancels in the ratio). Each run also reads the server's CPU time (on-CPU ns of
+# all its threads, /proc/PID/task/*/schedstat) before and after, so the pairs give srpt/fair of CPU
+# time per request too: the cost of the policy, which other jobs on the machine
+# disturb far less than throughput.
+# ROUNDS=0 skips the comparison with nginx, IDLE=0 the memory measurement, PAIRS=0
+# the pairs. Output also goes to bench/out/server.txt.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DURATION=${DURATION:-5}
@@ -155,33 +159,45 @@ for round in $(seq "$ROUNDS"); do
     # Rotate the order every round so no server always follows the same one.
     for i in 0 1 2; do bench_one "${order[$(((i + round - 1) % 3))]}"; done
 done
-start_sojourn fair; wait_port $port_sojourn
-measure_idle sojourn-fair $port_sojourn
-stop
-start_nginx; wait_port $port_nginx
-measure_idle nginx $port_nginx
-stop
+if [ "$IDLE" -gt 0 ]; then
+    start_sojourn fair; wait_port $port_sojourn
+    measure_idle sojourn-fair $port_sojourn
+    stop
+    start_nginx; wait_port $port_nginx
+    measure_idle nginx $port_nginx
+    stop
+fi
 
 # srpt vs fair, interleaved pairs.
-declare -A ratios  # size -> srpt/fair of each pair
+cpu_ns() { cat /proc/"$1"/task/*/schedstat | awk '{ns += $1} END {print ns}'; }  # on-CPU ns of all threads
+pair_run() { # name port size pid: prints requests/s and the server's CPU µs per request
+    local before rps
+    before=$(cpu_ns "$4")
+    rps=$(wrk_rps "$1" "$2" "$3" "$PAIR_DURATION")
+    awk -v r="$rps" -v b="$before" -v a="$(cpu_ns "$4")" '/requests in/ {printf "%s %.3f\n", r, (a - b) / 1e3 / $1}' "$work/wrk.out"
+}
+declare -A ratios cpu_ratios  # size -> srpt/fair of each pair (requests/s; CPU per request)
 start_sojourn fair; fair_pid=$server_pid
 start_sojourn srpt $port_srpt; srpt_pid=$server_pid
 wait_port $port_sojourn; wait_port $port_srpt
 for size in 1 10 100; do
     for pair in $(seq "$PAIRS"); do
         if [ $((pair % 2)) = 1 ]; then
-            f=$(wrk_rps fair $port_sojourn "$size" "$PAIR_DURATION"); s=$(wrk_rps srpt $port_srpt "$size" "$PAIR_DURATION")
+            read -r f fc <<<"$(pair_run fair $port_sojourn "$size" "$fair_pid")"; read -r s sc <<<"$(pair_run srpt $port_srpt "$size" "$srpt_pid")"
         else
-            s=$(wrk_rps srpt $port_srpt "$size" "$PAIR_DURATION"); f=$(wrk_rps fair $port_sojourn "$size" "$PAIR_DURATION")
+            read -r s sc <<<"$(pair_run srpt $port_srpt "$size" "$srpt_pid")"; read -r f fc <<<"$(pair_run fair $port_sojourn "$size" "$fair_pid")"
         fi
         ratio=$(awk -v s="$s" -v f="$f" 'BEGIN {printf "%.4f", s / f}')
+        cpu_ratio=$(awk -v s="$sc" -v f="$fc" 'BEGIN {printf "%.4f", s / f}')
         ratios[$size]="${ratios[$size]:-} $ratio"
-        echo "pair $pair ${size}KiB: fair $f srpt $s req/s, srpt/fair $ratio" >&2
+        cpu_ratios[$size]="${cpu_ratios[$size]:-} $cpu_ratio"
+        echo "pair $pair ${size}KiB: fair $f srpt $s req/s, srpt/fair $ratio; CPU µs/request fair $fc srpt $sc, srpt/fair $cpu_ratio" >&2
     done
 done
 kill "$fair_pid" "$srpt_pid"; wait "$fair_pid" "$srpt_pid" 2>/dev/null || true
 
 {
+    [ "$ROUNDS" -gt 0 ] && {
     echo "# sojourn vs nginx $(nginx -v 2>&1 | sed 's/.*\///'), loopback, wrk -t$WORKERS -c$CONNECTIONS -d${DURATION}s, best of $ROUNDS rounds, $WORKERS workers, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
     printf "%-6s %14s %14s %14s %12s %12s %12s\n" size sojourn-fair sojourn-srpt nginx fair/nginx srpt/nginx srpt/fair
     for size in 1 10 100; do
@@ -191,10 +207,18 @@ kill "$fair_pid" "$srpt_pid"; wait "$fair_pid" "$srpt_pid" 2>/dev/null || true
     for size in 1 10 100; do
         echo "medians ${size}KiB: sojourn-fair $(median <<<"${rps[sojourn-fair,$size]}") sojourn-srpt $(median <<<"${rps[sojourn-srpt,$size]}") nginx $(median <<<"${rps[nginx,$size]}")"
     done
-    echo "memory per idle keep-alive connection ($IDLE open, user-space RSS growth): sojourn ${per_conn[sojourn-fair]} B, nginx ${per_conn[nginx]} B"
+    }
+    [ "$IDLE" -gt 0 ] && echo "memory per idle keep-alive connection ($IDLE open, user-space RSS growth): sojourn ${per_conn[sojourn-fair]} B, nginx ${per_conn[nginx]} B"
+    [ "$PAIRS" -gt 0 ] || exit 0
+    echo "# $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
     echo "srpt/fair in $PAIRS interleaved pairs per size (wrk -t$WORKERS -c$CONNECTIONS -d${PAIR_DURATION}s each, alternating who goes first):"
     for size in 1 10 100; do
         r="${ratios[$size]}"
+        echo "  ${size}KiB: median $(median <<<"$r" | awk '{printf "%.3f", $1}'), quartiles $(quartiles <<<"$r"), range $(tr ' ' '\n' <<<"$r" | grep . | sort -g | head -1)-$(best <<<"$r"); pairs:$r"
+    done
+    echo "srpt/fair of the servers' CPU time per request, same pairs (below 1: srpt cheaper):"
+    for size in 1 10 100; do
+        r="${cpu_ratios[$size]}"
         echo "  ${size}KiB: median $(median <<<"$r" | awk '{printf "%.3f", $1}'), quartiles $(quartiles <<<"$r"), range $(tr ' ' '\n' <<<"$r" | grep . | sort -g | head -1)-$(best <<<"$r"); pairs:$r"
     done
 } | tee bench/out/server.txt
