@@ -47,6 +47,12 @@ def children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def steal_s() -> float:
+    """CPU time the hypervisor took from this VM so far, all CPUs (/proc/stat `steal`, proc(5))."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()
+    return int(fields[8]) / os.sysconf("SC_CLK_TCK")
+
+
 def wrk_requests(output: str) -> int:
     match = re.search(r"(\d+) requests in", output)
     if not match:
@@ -104,9 +110,10 @@ def main() -> int:
                     subprocess.run(["chrt", "-f", "-p", "20", str(pid)], check=True)
                     subprocess.run(["taskset", "-pc", "1", str(pid)], check=True, capture_output=True)
             url = f"http://127.0.0.1:{port}{PATH}"
-            ours, theirs, ours_cpu, theirs_cpu = [], [], [], []
+            ours, theirs, ours_cpu, theirs_cpu, steal = [], [], [], [], []
             for round_number in range(args.rounds):
                 out = work / f"cap{round_number}"
+                steal_before = steal_s()
                 cpu_before = children_cpu_s()
                 subprocess.run(realtime([engine, "load", "capacity", "--target", f"127.0.0.1:{port}", "--out", str(out),
                                          "--connections", str(args.connections), "--duration", str(args.seconds),
@@ -123,8 +130,9 @@ def main() -> int:
                                      check=True, capture_output=True, text=True)
                 theirs_cpu.append((children_cpu_s() - cpu_before) / wrk_requests(wrk.stdout) * 1e6)
                 theirs.append(wrk_rps(wrk.stdout))
+                steal.append(steal_s() - steal_before)
                 print(f"capacity round {round_number}: sojourn load {ours[-1]:.0f}/s ({ours_cpu[-1]:.2f} µs CPU per request), "
-                      f"wrk {theirs[-1]:.0f}/s ({theirs_cpu[-1]:.2f} µs CPU per request)", flush=True)
+                      f"wrk {theirs[-1]:.0f}/s ({theirs_cpu[-1]:.2f} µs CPU per request), steal over the pair {steal[-1]:.2f} s", flush=True)
             result["capacity"] = {"sojourn_rps": ours, "wrk_rps": theirs,
                                   "sojourn_cpu_us_per_request": ours_cpu, "wrk_cpu_us_per_request": theirs_cpu,
                                   "ratio_of_medians": statistics.median(ours) / statistics.median(theirs),
@@ -132,12 +140,14 @@ def main() -> int:
                                   # machine's slow drifts; its median and range are the figure to quote.
                                   "paired_ratios": [a / b for a, b in zip(ours, theirs)],
                                   "paired_cpu_ratios": [b / a for a, b in zip(ours_cpu, theirs_cpu)],
+                                  "steal_s_per_pair": steal,
                                   "cpu_ratio_of_medians": statistics.median(theirs_cpu) / statistics.median(ours_cpu)}
 
             result["open"], result["wrk2"] = [], []
             for round_number in range(args.rounds):
                 out = work / f"open{round_number}"
                 served_before = nginx_requests(port)
+                steal_before = steal_s()
                 subprocess.run(realtime([engine, "load", "open", "--target", f"127.0.0.1:{port}", "--out", str(out),
                                          "--rate", str(RATE), "--duration", str(args.seconds), "--path", PATH,
                                          "--clients", "64", "--conns-per-client", "4", "--requests-per-conn", "0",
@@ -155,6 +165,7 @@ def main() -> int:
                     "lag_p999_ms": summary["lag_s"]["p999"] * 1e3,
                     "response_p50_ms": summary["response_time_s"]["p50"] * 1e3,
                     "response_p99_ms": summary["response_time_s"]["p99"] * 1e3,
+                    "steal_s": steal_s() - steal_before,
                     "loop_busy_fraction": summary["loop_busy_fraction"],
                     # Where late dispatches came from (docs/load.md): the loop's own long passes,
                     # or waiting for a CPU held by something else.
@@ -165,7 +176,7 @@ def main() -> int:
                 print(f"open 20k/s round {round_number}: issued {row['issued_rps']:.0f}/s ({row['rate_error']:+.2%}), "
                       f"nginx served {row['nginx_served']}, lag p99 {row['lag_p99_ms']:.3f} ms, response p50 {row['response_p50_ms']:.3f} "
                       f"p99 {row['response_p99_ms']:.3f} ms, longest loop pass {row['loop_longest_pass_ms']:.3f} ms, "
-                      f"worst second's run-queue wait {row['loop_worst_second_runqueue_wait_ms']:.3f} ms", flush=True)
+                      f"worst second's run-queue wait {row['loop_worst_second_runqueue_wait_ms']:.3f} ms, steal {row['steal_s']:.2f} s", flush=True)
                 if not Path(wrk2).is_file():
                     print(f"wrk2 not found at {wrk2}: skipped (see bench/load/run.sh)")
                     continue
