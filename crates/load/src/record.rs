@@ -149,10 +149,18 @@ fn seconds(ns: Nanos) -> f64 {
 fn push_seconds(row: &mut Vec<u8>, ns: Nanos) {
     let micros = ns / 1_000;
     let mut digits = itoa::Buffer::new();
-    row.extend_from_slice(digits.format(micros / 1_000_000).as_bytes());
-    row.push(b'.');
-    // "1" + six digits: the fraction with its leading zeros.
-    row.extend_from_slice(&digits.format(micros % 1_000_000 + 1_000_000).as_bytes()[1..]);
+    if micros >= 1_000_000 {
+        // One conversion: at least seven digits, the point goes before the last six.
+        let text = digits.format(micros).as_bytes();
+        let (whole, fraction) = text.split_at(text.len() - 6);
+        row.extend_from_slice(whole);
+        row.push(b'.');
+        row.extend_from_slice(fraction);
+    } else {
+        // Under a second: "0." and six digits with their leading zeros ("1" + six digits).
+        row.extend_from_slice(b"0.");
+        row.extend_from_slice(&digits.format(micros + 1_000_000).as_bytes()[1..]);
+    }
 }
 
 /// Column names of `records.csv`, in order (docs/formats.md).

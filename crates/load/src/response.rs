@@ -253,24 +253,27 @@ fn interpret_head(parsed: &httparse::Response) -> Result<(Head, Framing), Respon
     let mut connection_close = false;
     let mut keep_alive = false;
     for header in parsed.headers.iter() {
-        let framing_header = ["content-length", "transfer-encoding", "connection"].iter().any(|name| header.name.eq_ignore_ascii_case(name));
-        if !framing_header {
+        // Each header name compared once against the three that frame a response.
+        let Some(framing_header) = ["content-length", "transfer-encoding", "connection"].iter().position(|name| header.name.eq_ignore_ascii_case(name))
+        else {
             continue;
-        }
+        };
         let value = std::str::from_utf8(header.value).map_err(|_| ResponseError::BadHead(format!("non-UTF-8 {}", header.name)))?;
-        if header.name.eq_ignore_ascii_case("content-length") {
-            let length: u64 = value.trim().parse().map_err(|_| ResponseError::BadContentLength)?;
-            // RFC 9112 §6.3: differing repeated Content-Length values are an error.
-            if content_length.is_some_and(|seen| seen != length) {
-                return Err(ResponseError::BadContentLength);
+        match framing_header {
+            0 => {
+                let length: u64 = value.trim().parse().map_err(|_| ResponseError::BadContentLength)?;
+                // RFC 9112 §6.3: differing repeated Content-Length values are an error.
+                if content_length.is_some_and(|seen| seen != length) {
+                    return Err(ResponseError::BadContentLength);
+                }
+                content_length = Some(length);
             }
-            content_length = Some(length);
-        } else if header.name.eq_ignore_ascii_case("transfer-encoding") {
-            chunked = value.split(',').next_back().is_some_and(|coding| coding.trim().eq_ignore_ascii_case("chunked"));
-        } else if header.name.eq_ignore_ascii_case("connection") {
-            for token in value.split(',') {
-                connection_close |= token.trim().eq_ignore_ascii_case("close");
-                keep_alive |= token.trim().eq_ignore_ascii_case("keep-alive");
+            1 => chunked = value.split(',').next_back().is_some_and(|coding| coding.trim().eq_ignore_ascii_case("chunked")),
+            _ => {
+                for token in value.split(',') {
+                    connection_close |= token.trim().eq_ignore_ascii_case("close");
+                    keep_alive |= token.trim().eq_ignore_ascii_case("keep-alive");
+                }
             }
         }
     }
