@@ -227,13 +227,14 @@ mod tests {
 
     #[test]
     fn command_line_wins_over_file() {
-        let file: ServeOptions = toml::from_str("root = \"/\"\npolicy = \"srpt\"\nwrite-concurrency = 2\nquantum = \"16K\"\nkernel-bands = true").unwrap();
+        let file: ServeOptions = toml::from_str("root = \"/\"\npolicy = \"srpt\"\nwrite-concurrency = 2\nquantum = \"16K\"\nkernel-bands = true\naccess-log-block = true").unwrap();
         let cli = ServeOptions { policy: Some("las".into()), ..Default::default() };
         let s = Settings::from_options(cli.over(file)).unwrap();
         assert_eq!(s.policy, PolicyKind::Las);
         assert_eq!(s.write_concurrency, Some(2));
         assert_eq!(s.quantum, 16 * 1024);
         assert_eq!(s.kernel_bands, Some(Bands::default()));
+        assert!(s.access_log_block);
         assert_eq!(s.listen.to_string(), "127.0.0.1:8080");
     }
 
