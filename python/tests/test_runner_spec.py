@@ -62,6 +62,7 @@ def test_defaults_are_filled():
     (spec(workload={"rho": 0.0}), r"workload needs a load"),
     (spec(workload={"profile": "W1", "rho": 0.5}), r"workload\.profile and workload\.rho are exclusive"),
     (spec(workload={"retries": 2}), r"workload\.retries = 2 needs workload\.abort_after_s"),
+    (spec(workload={"abort_after_s": 5.0, "timeout_s": 5.0}), r"workload\.abort_after_s = 5\.0 must be below workload\.timeout_s"),
     (spec(sweep={"parameter": "workload.rho"}), r"sweep needs both"),
     (spec(sweep={"parameter": "workload.rhoo", "values": [1]}), r"sweep\.parameter 'workload\.rhoo' does not name"),
     (spec(sweep={"parameter": "workload.persistent", "values": [1, 2.5]}), r"sweep\.values\.1 must be an integer"),

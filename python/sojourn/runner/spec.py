@@ -290,6 +290,9 @@ def _check_combinations(config: dict, where: str) -> None:
     if workload["retries"] and not workload["abort_after_s"]:
         raise SpecError(f"{where}workload.retries = {workload['retries']} needs workload.abort_after_s > 0 "
                         "(retries follow an abort, 000 Table 2 (H))")
+    if workload["abort_after_s"] and workload["abort_after_s"] >= workload["timeout_s"]:
+        raise SpecError(f"{where}workload.abort_after_s = {workload['abort_after_s']} must be below "
+                        f"workload.timeout_s = {workload['timeout_s']}: the user aborts before the attempt times out")
     addresses = sum(g["addresses"] for g in network["groups"])
     if addresses > workload["clients"]:
         raise SpecError(f"{where}network.groups have {addresses} addresses but workload.clients = "
