@@ -26,7 +26,7 @@ rust-test:
 	cargo test --release --workspace
 
 py-test:
-	$(PY) -m pytest -q python/tests
+	$(PY) -m pytest -q -rs python/tests
 
 # Runs what is missing of results/demo (a finished demo is kept and its table reprinted);
 # `make demo DEMO_FLAGS=--fresh` runs it again from scratch. Needs root (namespaces).

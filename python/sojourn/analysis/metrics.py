@@ -88,7 +88,10 @@ def summarize(requests: pd.DataFrame, link_bps: float | None = None, duration_s:
     # the link's own counters give the wire figure (counter_metrics).
     summary["body_utilization"] = summary["throughput_bps"] / link_bps if link_bps else math.nan
     if link_bps:
-        summary["slowdown_mean"] = float(np.nanmean(slowdown(done, link_bps))) if len(done) else math.nan
+        # Slowdown is NaN for empty responses; no sized response at all means no slowdown.
+        sized = slowdown(done, link_bps)
+        sized = sized[~np.isnan(sized)]
+        summary["slowdown_mean"] = float(sized.mean()) if len(sized) else math.nan
     return summary
 
 
