@@ -34,14 +34,7 @@ mkdir -p "$work/root" bench/out
 for size in 1 10 100; do head -c $((size * 1024)) /dev/urandom > "$work/root/${size}k.bin"; done
 port=18495
 
-wait_port() {
-    for _ in $(seq 300); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0
-        sleep 0.1
-    done
-    echo "bench/server/callgrind: nothing listens on port $port" >&2
-    exit 1
-}
+. bench/server/wait_port.sh
 # Inclusive instructions of the functions whose name matches $2 in callgrind output $1.
 inclusive() {
     callgrind_annotate --inclusive=yes "$1" 2>/dev/null | awk -v pat="$2" '!found && $0 ~ pat {gsub(",", "", $1); print $1; found = 1}'
@@ -55,7 +48,7 @@ for size in 1 10 100; do
         valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$out" \
             "$ENGINE" serve --root "$work/root" --listen 127.0.0.1:$port --threads 1 --policy "$policy" 2>"$work/serve.err" &
         server_pid=$!
-        wait_port
+        wait_port "$port"
         ab -q -k -n 1000 -c "$CONNECTIONS" "http://127.0.0.1:$port/${size}k.bin" >/dev/null  # warm-up: cache filled
         callgrind_control -i on "$server_pid" >/dev/null
         ab -q -k -n "$REQUESTS" -c "$CONNECTIONS" "http://127.0.0.1:$port/${size}k.bin" > "$work/ab.out"

@@ -93,14 +93,7 @@ start_nginx() {
     server_pid=$!
     pids+=("$server_pid")
 }
-wait_port() {
-    for _ in $(seq 100); do
-        (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
-        sleep 0.1
-    done
-    echo "bench/server: nothing listens on port $1" >&2
-    exit 1
-}
+. bench/server/wait_port.sh
 stop() { kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; }
 
 # Requests/s of one wrk run: name port size seconds
