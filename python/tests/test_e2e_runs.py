@@ -18,7 +18,6 @@ import pandas as pd
 import pytest
 
 from sojourn import analysis
-from sojourn.engine import engine_path
 from sojourn.runner.experiment import run_experiment
 from sojourn.runner.spec import load_spec
 
@@ -51,14 +50,6 @@ def results_root():
         yield root
     finally:
         shutil.rmtree(root, ignore_errors=True)
-
-
-def engine_has(subcommand: str) -> bool:
-    try:
-        out = subprocess.run([str(engine_path(build=False)), subcommand, "--help"], capture_output=True, text=True)
-    except FileNotFoundError:
-        return False
-    return out.returncode == 0 and "not built yet" not in out.stdout + out.stderr
 
 
 def write_spec(tmp_path: Path, name: str, server: str, network: str = "", duration: float = 4, extra: str = "") -> Path:
@@ -100,8 +91,6 @@ SERVERS = {
 
 @pytest.mark.parametrize("label", list(SERVERS))
 def test_run_one_server(label, tmp_path, results_root):
-    if not (engine_has("load") and (engine_has("serve") or not label.startswith("sojourn"))):
-        pytest.skip("sojourn-engine load/serve not built yet")
     server, network = SERVERS[label]
     spec = write_spec(tmp_path, label, server, network)
     experiment = load_spec(spec)
@@ -125,8 +114,6 @@ def test_run_one_server(label, tmp_path, results_root):
 
 
 def test_interrupt_then_resume(tmp_path):
-    if not (engine_has("load") and engine_has("serve")):
-        pytest.skip("sojourn-engine load/serve not built yet")
     spec = write_spec(tmp_path, "resume", 'kind = "sojourn"', duration=6,
                       extra='[variants.a]\nserver.policy = "fair"\n[variants.b]\nserver.policy = "srpt"\n')
     results = tmp_path / "results"
@@ -169,8 +156,6 @@ def test_interrupt_then_resume(tmp_path):
 def test_sweep_through_wan_group_and_report(tmp_path, results_root):
     """A load sweep with a WAN client group: the group's RTT reaches the connections, the
     sweep values reach the runs, and the report has the sweep figures."""
-    if not (engine_has("load") and engine_has("serve") and engine_has("wan")):
-        pytest.skip("sojourn-engine load/serve/wan not built yet")
     spec = write_spec(tmp_path, "sweep", 'kind = "sojourn"', duration=3,
                       network='[[network.groups]]\nname = "wan"\naddresses = 4\nrtt_ms = 40\n',
                       extra='[sweep]\nparameter = "workload.rho"\nvalues = [0.2, 0.6]\n')

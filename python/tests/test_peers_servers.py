@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from sojourn.engine import engine_path
 from sojourn.peers import Peer, PeerConfig, PeerError, free_port, live_group_members
 
 REAL_SERVERS = ["nginx", "apache2", "lighttpd", "h2o"]
@@ -39,18 +38,8 @@ def group_alive(pgid: int) -> bool:
     return bool(live_group_members(pgid))
 
 
-def sojourn_serve_available() -> bool:
-    try:
-        help_text = subprocess.run([str(engine_path(build=False)), "serve", "--help"], capture_output=True, text=True).stdout
-    except FileNotFoundError:
-        return False
-    return "--root" in help_text
-
-
 @pytest.mark.parametrize("kind", REAL_SERVERS + ["sojourn"])
 def test_serves_docroot_with_keepalive_and_log(kind, docroot):
-    if kind == "sojourn" and not sojourn_serve_available():
-        pytest.skip("sojourn-engine serve is not built yet (issue 2)")
     if shutil.which(kind if kind != "sojourn" else "true") is None:
         pytest.skip(f"{kind} not installed")
     root, objects = docroot
