@@ -121,15 +121,23 @@ def _finish(frame: pd.DataFrame, report: ImportReport, source: str) -> pd.DataFr
     return trace
 
 
-def import_clf(paths: list[str | os.PathLike] | str | os.PathLike, seed: int = 0) -> tuple[pd.DataFrame, ImportReport]:
-    """Import Common or Combined Log Format files (concatenated in the given order)."""
+def _sources(paths: list[str | os.PathLike] | str | os.PathLike) -> tuple[ImportReport, list[tuple[str | os.PathLike, bytes]]]:
+    """The import report for ``paths`` (one file or a list, concatenated in order) and each
+    file's bytes, the report noting any compressed stream that ended early."""
     paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     report = ImportReport(source=", ".join(str(p) for p in paths))
-    texts = []
+    contents = []
     for path in paths:
         data, truncated = read_bytes(path)
         report.truncated |= truncated
-        texts.append(data.decode("latin-1"))
+        contents.append((path, data))
+    return report, contents
+
+
+def import_clf(paths: list[str | os.PathLike] | str | os.PathLike, seed: int = 0) -> tuple[pd.DataFrame, ImportReport]:
+    """Import Common or Combined Log Format files (concatenated in the given order)."""
+    report, contents = _sources(paths)
+    texts = [data.decode("latin-1") for _, data in contents]
     # Arrow's RE2 kernels parse every line in C++: a million lines take seconds.
     lines = pa.array("".join(texts).splitlines(), type=pa.large_string())
     numbers = np.arange(1, len(lines) + 1)
@@ -195,12 +203,9 @@ WC98_METHODS = 9
 
 def import_wc98(paths: list[str | os.PathLike] | str | os.PathLike, seed: int = 0) -> tuple[pd.DataFrame, ImportReport]:
     """Import World Cup 98 binary logs (plain or gzip), concatenated in order."""
-    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-    report = ImportReport(source=", ".join(str(p) for p in paths))
+    report, contents = _sources(paths)
     parts = []
-    for path in paths:
-        data, truncated = read_bytes(path)
-        report.truncated |= truncated
+    for path, data in contents:
         whole = len(data) - len(data) % WC98_RECORD.itemsize
         if whole != len(data):
             report.truncated = True
