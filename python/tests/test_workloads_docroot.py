@@ -1,15 +1,13 @@
 """Docroots: exact sizes, the shared content rule (docs/formats.md test vector),
 reuse of correct files, served byte-for-byte by a real server."""
 
-import os
 import shutil
-import socket
 import subprocess
-import time
 
 import pandas as pd
 import pytest
 
+from sojourn.peers import Peer, PeerConfig, free_port
 from sojourn.workloads import docroot, models
 
 
@@ -89,39 +87,14 @@ def test_a_generated_trace_materializes_every_object(tmp_path):
         assert (tmp_path / path.lstrip("/")).stat().st_size == size
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.skipif(shutil.which("nginx") is None or shutil.which("curl") is None, reason="nginx and curl are needed")
 def test_nginx_serves_the_docroot_byte_for_byte(tmp_path):
     trace = models.make_trace("wc98", n_requests=300, rate=100, seed=5, n_objects=50)
     root = tmp_path / "root"
     docroot.materialize(trace, root)
     port = free_port()
-    conf = tmp_path / "nginx.conf"
-    conf.write_text(
-        ("user root;\n" if os.geteuid() == 0 else "")  # workers must read the pytest tmp dir
-        + f"""daemon off; worker_processes 1; pid {tmp_path}/nginx.pid; error_log {tmp_path}/error.log;
-events {{ worker_connections 64; }}
-http {{ access_log off; client_body_temp_path {tmp_path}/body; proxy_temp_path {tmp_path}/proxy;
-  fastcgi_temp_path {tmp_path}/fcgi; uwsgi_temp_path {tmp_path}/uwsgi; scgi_temp_path {tmp_path}/scgi;
-  server {{ listen 127.0.0.1:{port}; root {root}; }} }}
-"""
-    )
-    server = subprocess.Popen(["nginx", "-c", str(conf), "-p", str(tmp_path)], stderr=subprocess.PIPE)
-    try:
-        for _ in range(100):
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            time.sleep(0.05)
+    with Peer(PeerConfig(kind="nginx", root=root, port=port)):
         objects = trace.drop_duplicates("path").head(20)
         for path, size in objects[["path", "size"]].itertuples(index=False):
             body = subprocess.run(["curl", "-sf", f"http://127.0.0.1:{port}{path}"], capture_output=True, check=True).stdout
             assert body == docroot.content(path, 0, int(size))
-    finally:
-        server.terminate()
-        server.wait(timeout=10)

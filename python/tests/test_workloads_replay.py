@@ -2,47 +2,17 @@
 `sojourn-engine load open --verify-content`: every body arrives with the size and the
 content the trace and docs/formats.md promise."""
 
-import os
 import shutil
-import socket
 import subprocess
-import time
 
 import pandas as pd
 import pytest
 
 from sojourn.engine import engine_path
+from sojourn.peers import Peer, PeerConfig, free_port
 from sojourn.workloads import docroot, importers, io, models, shaping
 
 pytestmark = pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx is needed")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def serve(root, tmp_path):
-    port = free_port()
-    conf = tmp_path / "nginx.conf"
-    conf.write_text(
-        ("user root;\n" if os.geteuid() == 0 else "")
-        + f"""daemon off; worker_processes 1; pid {tmp_path}/nginx.pid; error_log {tmp_path}/error.log;
-events {{ worker_connections 512; }}
-http {{ access_log off; client_body_temp_path {tmp_path}/body; proxy_temp_path {tmp_path}/proxy;
-  fastcgi_temp_path {tmp_path}/fcgi; uwsgi_temp_path {tmp_path}/uwsgi; scgi_temp_path {tmp_path}/scgi;
-  server {{ listen 127.0.0.1:{port}; root {root}; }} }}
-"""
-    )
-    server = subprocess.Popen(["nginx", "-c", str(conf), "-p", str(tmp_path)], stderr=subprocess.DEVNULL)
-    for _ in range(200):
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return server, port
-        time.sleep(0.05)
-    server.terminate()
-    raise RuntimeError("nginx did not start")
 
 
 def replay(trace_path, port, out):
@@ -61,12 +31,9 @@ def test_generated_shaped_trace_replays_with_verified_bodies(tmp_path):
     trace = trace[trace["arrival_s"] < 3.0]
     trace_path = io.write_trace(trace, tmp_path / "trace.csv")
     docroot.materialize(trace, tmp_path / "root")
-    server, port = serve(tmp_path / "root", tmp_path)
-    try:
+    port = free_port()
+    with Peer(PeerConfig(kind="nginx", root=tmp_path / "root", port=port)):
         records = replay(trace_path, port, tmp_path / "out")
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
     final = records[records["final"] == 1]
     assert len(final) == len(trace)
     assert (final["outcome"] == "ok").all(), final["outcome"].value_counts()
@@ -85,11 +52,8 @@ def test_imported_log_paths_map_to_docroot_files(tmp_path):
     assert report.skipped == 0
     trace_path = io.write_trace(trace, tmp_path / "trace.csv")
     docroot.materialize(io.read_trace(trace_path), tmp_path / "root")
-    server, port = serve(tmp_path / "root", tmp_path)
-    try:
+    port = free_port()
+    with Peer(PeerConfig(kind="nginx", root=tmp_path / "root", port=port)):
         records = replay(trace_path, port, tmp_path / "out")
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
     assert (records["outcome"] == "ok").all(), records[["path", "outcome", "error"]]
     assert sorted(records["bytes"]) == [31, 2000, 70000, 70000]
