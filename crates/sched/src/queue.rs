@@ -33,11 +33,14 @@ impl ReadyQueue {
     /// Marks `job` ready with this progress. A job already queued is re-keyed
     /// and goes behind the others of equal key.
     pub fn push(&mut self, job: JobId, progress: Progress) {
-        self.remove(job);
         let entry = (self.policy.key(progress), self.next_seq);
         self.next_seq += 1;
+        // One hash operation per push on the server's hot path: the insert returns the
+        // job's old position, if it had one, to take out of the order.
+        if let Some((key, seq)) = self.entries.insert(job, entry) {
+            self.order.remove(&(key, seq, job));
+        }
         self.order.insert((entry.0, entry.1, job));
-        self.entries.insert(job, entry);
     }
 
     /// Takes the job that should be served next out of the queue.
