@@ -32,6 +32,8 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="testbed namespace/interface prefix, 2-8 lowercase letters/digits (default: %(default)s)")
     parser.add_argument("--fresh", action="store_true", help="delete previous results of this experiment first")
     parser.add_argument("--check", action="store_true", help="only validate the spec and list its runs")
+    parser.add_argument("--quick", action="store_true",
+                        help="run at the spec's [quick] scale (results/<name>-quick/); a spec without [quick] runs as is")
     parser.add_argument("--no-report", action="store_true", help="do not build report.html at the end")
     parser.set_defaults(func=main)
 
@@ -85,22 +87,10 @@ def print_sessions(console: Console, directory: Path, order: list[str]) -> None:
     console.print(out)
 
 
-def main(args: argparse.Namespace) -> int:
-    # Wide enough for the summary table when the output is not a terminal (make demo | tee).
-    console = Console(width=None if sys.stdout.isatty() else 160)
-    try:
-        experiment = load_spec(args.spec)
-    except SpecError as err:
-        console.print(f"sojourn run: {err}", style="red", markup=False, highlight=False)
-        return 2
-    if args.check:
-        for run in experiment.runs:
-            console.print(f"{run.name}: {experiment.repetitions} repetition(s)")
-        return 0
-    if os.geteuid() != 0:
-        console.print("[red]sojourn run needs root (or CAP_NET_ADMIN and CAP_SYS_ADMIN) to create network "
-                      "namespaces; run it with sudo[/]")
-        return 1
+def run_with_progress(console: Console, experiment, results: Path, prefix: str, fresh: bool = False):
+    """Runs what is missing of ``experiment`` under ``results`` with a live progress
+    line; returns ``(outcome, 0)``, or ``(None, exit status)`` after printing why it
+    stopped. Shared by ``sojourn run`` and ``sojourn reproduce``."""
     from sojourn.peers import PeerError
     from sojourn.runner.experiment import ResultsConflict, run_experiment
     from sojourn.testbed import ConfigError, NetError
@@ -118,18 +108,39 @@ def main(args: argparse.Namespace) -> int:
             elif kind == "done":
                 live.console.print(f"{header['text']}: {data['state']} in {data['wall_s']:.0f} s", markup=False)
         try:
-            outcome = run_experiment(experiment, args.results, prefix=args.prefix, fresh=args.fresh, on_event=on_event)
+            return run_experiment(experiment, results, prefix=prefix, fresh=fresh, on_event=on_event), 0
         except ResultsConflict as err:
             console.print(f"sojourn run: {err}", style="red", markup=False, highlight=False)
-            return 2
+            return None, 2
         except (PeerError, NetError, ConfigError, OSError, ValueError, RuntimeError, subprocess.CalledProcessError) as err:
             # RuntimeError: e.g. the testbed's counter sampler lost an interface mid-run.
             # The repetition's status.json says partial with this reason; the rest is not run.
             console.print(f"sojourn run: {type(err).__name__}: {err}", style="red", markup=False, highlight=False)
-            return 1
+            return None, 1
         except KeyboardInterrupt:
             console.print("[yellow]interrupted: the current repetition is kept as partial; rerun to resume[/]")
-            return 130
+            return None, 130
+
+
+def main(args: argparse.Namespace) -> int:
+    # Wide enough for the summary table when the output is not a terminal (make demo | tee).
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    try:
+        experiment = load_spec(args.spec, quick=args.quick)
+    except SpecError as err:
+        console.print(f"sojourn run: {err}", style="red", markup=False, highlight=False)
+        return 2
+    if args.check:
+        for run in experiment.runs:
+            console.print(f"{run.name}: {experiment.repetitions} repetition(s)")
+        return 0
+    if os.geteuid() != 0:
+        console.print("[red]sojourn run needs root (or CAP_NET_ADMIN and CAP_SYS_ADMIN) to create network "
+                      "namespaces; run it with sudo[/]")
+        return 1
+    outcome, status = run_with_progress(console, experiment, args.results, args.prefix, args.fresh)
+    if outcome is None:
+        return status
     directory = outcome.directory
     print_summary(console, directory, experiment.baseline, [run.name for run in experiment.runs])
     print_sessions(console, directory, [run.name for run in experiment.runs])

@@ -157,7 +157,12 @@ SCHEMA: dict[str, Any] = {
         "values": _k(list, [], "the values, one run each"),
     },
     "variants": _k(dict, {}, "[variants.<name>] tables overriding any keys above (not name/variants/sweep)"),
+    "quick": _k(dict, {}, "[quick] overrides applied by `sojourn run --quick` (and `sojourn reproduce --quick`): "
+                          "repetitions, sweep.values and any key of server/network/workload/collect, so a "
+                          "paper-scale spec also has a scale that runs in minutes"),
 }
+
+QUICK_KEYS = ("repetitions", "sweep") + ("server", "network", "workload", "collect")
 
 RUN_SECTIONS = ("server", "network", "workload", "collect")
 
@@ -388,8 +393,32 @@ def _leaf_rule(dotted: str) -> Key | None:
     return node if isinstance(node, Key) else None
 
 
-def validate(raw: dict) -> Experiment:
-    """Validates a parsed spec and expands it into runs."""
+def apply_quick(raw: dict) -> dict:
+    """The spec at its quick scale: ``raw`` with its ``[quick]`` table merged in (as a
+    variant merges, sweep.values replaced whole) and removed."""
+    quick = raw.get("quick", {})
+    if not isinstance(quick, dict):
+        raise SpecError(f"quick must be a table of overrides, got {quick!r}")
+    bad = sorted(set(quick) - set(QUICK_KEYS))
+    if bad:
+        raise SpecError(f"unknown key quick.{bad[0]}; [quick] may override: {', '.join(QUICK_KEYS)}")
+    merged = _merge({k: v for k, v in raw.items() if k != "quick"}, quick)
+    # Its own results directory: a quick run never mixes with (or blocks) the full one.
+    if isinstance(merged.get("name"), str) and merged["name"]:
+        merged["name"] += "-quick"
+    return merged
+
+
+def validate(raw: dict, quick: bool = False) -> Experiment:
+    """Validates a parsed spec and expands it into runs; with ``quick``, at the scale
+    of its ``[quick]`` table (both scales are checked, so --check covers each)."""
+    if raw.get("quick"):
+        scaled = apply_quick(raw)
+        if not quick:
+            validate(scaled)
+        else:
+            validate({k: v for k, v in raw.items() if k != "quick"})
+            raw = scaled
     filled = _fill(SCHEMA, raw, "")
     if not filled["name"] or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", filled["name"]):
         raise SpecError(f"name must be a non-empty string of letters, digits, '.', '_' or '-' (it names the results "
@@ -443,8 +472,8 @@ def validate(raw: dict) -> Experiment:
                       baseline=baseline, runs=runs, source=raw, sweep_parameter=sweep["parameter"])
 
 
-def load_spec(path: str | Path) -> Experiment:
-    """Reads and validates a TOML spec file."""
+def load_spec(path: str | Path, quick: bool = False) -> Experiment:
+    """Reads and validates a TOML spec file (at its ``[quick]`` scale with ``quick``)."""
     path = Path(path)
     try:
         raw = tomllib.loads(path.read_text())
@@ -453,7 +482,7 @@ def load_spec(path: str | Path) -> Experiment:
     except tomllib.TOMLDecodeError as err:
         raise SpecError(f"{path}: not valid TOML: {err}") from None
     try:
-        experiment = validate(raw)
+        experiment = validate(raw, quick=quick)
     except SpecError as err:
         raise SpecError(f"{path}: {err}") from None
     experiment.path = path.resolve()
