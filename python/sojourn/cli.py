@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("sojourn.report.cli", "build the self-contained HTML report of an experiment's results"),
     "theory": ("sojourn.theory.cli", "queueing formulas and the figures of 004 §6"),
     "plan": ("sojourn.plan.cli", "session-based capacity planning (003 §3)"),
+    "reproduce": ("sojourn.reproduce.cli", "run a paper's experiments and write docs/reproduction/<paper>.md"),
 }
 
 

@@ -155,15 +155,19 @@ def _spec_order(spec: dict) -> list[str]:
 
 
 def _export(parts: list[str], export_dir: Path) -> None:
-    """Saves every inline figure of ``parts`` as figure-NN.png in ``export_dir``."""
+    """Saves every inline figure of ``parts`` as figure-NN.png in ``export_dir``, and
+    figures.json listing each file with its caption."""
     export_dir.mkdir(parents=True, exist_ok=True)
     marker = 'src="data:image/png;base64,'
-    count = 0
+    index = []
     for part in parts:
         if marker in part:
-            count += 1
+            name = f"figure-{len(index) + 1:02d}.png"
             data = part.split(marker, 1)[1].split('"', 1)[0]
-            (export_dir / f"figure-{count:02d}.png").write_bytes(base64.b64decode(data))
+            (export_dir / name).write_bytes(base64.b64decode(data))
+            caption = part.split("<figcaption>", 1)[1].split("</figcaption>", 1)[0] if "<figcaption>" in part else ""
+            index.append({"file": name, "caption": html.unescape(caption)})
+    (export_dir / "figures.json").write_text(json.dumps(index, indent=2) + "\n")
 
 
 def build_report(directory: str | Path, baseline: str | None = None, export_dir: Path | None = None) -> Path:

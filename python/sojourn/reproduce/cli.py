@@ -1,0 +1,80 @@
+"""``sojourn reproduce PAPER``: run a paper's experiments, publish them, write its doc."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+from sojourn.reproduce import DOCS, PAPERS, REPO, Context, load_paper
+
+
+def register(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Reproduce one paper: run each of its experiments (specs under experiments/<paper>/, or commands), "
+        "publish what the numbers come from into docs/reproduction/<paper>/<experiment>/ (summaries, figures), "
+        "and write docs/reproduction/<paper>.md and <paper>.csv (the paper's numbers beside ours). "
+        "Completed repetitions are kept (resume). Needs root for testbed experiments. "
+        "Example: sojourn reproduce 000 --quick --only baseline")
+    parser.add_argument("paper", choices=list(PAPERS), help="paper tag (../shared/papers/README.md)")
+    parser.add_argument("--quick", action="store_true",
+                        help="each spec at its [quick] scale (minutes, time-compressed, fewer points); results in "
+                             "results/reproduce/<paper>-quick/")
+    parser.add_argument("--only", action="append", metavar="NAME", default=[],
+                        help="run only this experiment (repeatable); the doc still lists every published one")
+    parser.add_argument("--list", action="store_true", help="list the paper's experiments and exit")
+    parser.add_argument("--doc-only", action="store_true", help="only regenerate the doc from published results")
+    parser.add_argument("--results", type=Path, default=REPO / "results", help="results root (default: %(default)s)")
+    parser.add_argument("--docs", type=Path, default=DOCS, help="where the doc is written (default: %(default)s)")
+    parser.add_argument("--prefix", default="sjrep", help="testbed namespace prefix (default: %(default)s)")
+    parser.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    console = Console(width=None if sys.stdout.isatty() else 160)
+    try:
+        paper = load_paper(args.paper)
+    except ModuleNotFoundError as err:
+        console.print(f"sojourn reproduce: paper {args.paper} has no reproduction yet ({err.name})", style="red",
+                      markup=False)
+        return 2
+    if args.list:
+        for entry in paper.experiments:
+            console.print(f"{entry.name:24} {entry.title}  [{entry.spec or ' '.join(entry.command)}]",
+                          markup=False, highlight=False)
+        return 0
+    try:
+        chosen = [paper.entry(name) for name in args.only] or paper.experiments
+    except KeyError as err:
+        console.print(f"sojourn reproduce: {err.args[0]}", style="red", markup=False)
+        return 2
+    ctx = Context(paper, args.docs)
+    status = 0
+    if not args.doc_only:
+        from sojourn.reproduce.publish import publish, run_entry
+
+        if any(e.spec for e in chosen) and os.geteuid() != 0:
+            console.print("[red]sojourn reproduce needs root (network namespaces) for testbed experiments[/]")
+            return 1
+        started = time.monotonic()
+        for number, entry in enumerate(chosen, 1):
+            console.rule(f"{paper.tag} [{number}/{len(chosen)}] {entry.name}: {entry.title}")
+            began = time.monotonic()
+            directory, code = run_entry(console, paper, entry, args.results, args.quick, args.prefix)
+            if directory is None:
+                status = status or code
+                continue
+            publish(paper, entry, directory, ctx.directory(entry.name), args.quick, time.monotonic() - began)
+            if code:
+                console.print(f"[yellow]{entry.name}: some repetitions are partial; published as they are[/]")
+                status = status or code
+        console.print(f"{paper.tag}: {len(chosen)} experiment(s) in {time.monotonic() - started:.0f} s")
+    from sojourn.reproduce.doc import write_docs
+
+    md_path, csv_path = write_docs(paper, ctx)
+    console.print(f"wrote {md_path} and {csv_path}", markup=False, highlight=False)
+    return status

@@ -1,0 +1,83 @@
+"""Stages 1 and 2 of a reproduction: run an entry, then publish what its numbers come from.
+
+Publishing copies only small files (the per-request records stay under results/), writes
+the report's figures as PNG with their captions, and replaces the published directory
+atomically (a temporary directory renamed into place), so the doc never reads half an entry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from sojourn.reproduce import REPO, Entry, Paper
+
+# Per repetition: the files summary numbers come from (no per-request records).
+REP_FILES = ("run.json", "status.json", "summary.json", "bands.json", "load_summary.json")
+
+
+def results_root(results: Path, paper: Paper, quick: bool) -> Path:
+    return Path(results) / "reproduce" / (paper.tag + ("-quick" if quick else ""))
+
+
+def run_entry(console, paper: Paper, entry: Entry, results: Path, quick: bool, prefix: str) -> tuple[Path | None, int]:
+    """Runs what is missing of ``entry``; returns (its result directory, 0) or (None, status)."""
+    root = results_root(results, paper, quick)
+    if entry.spec:
+        from sojourn.runner.cli import run_with_progress
+        from sojourn.runner.spec import load_spec
+
+        experiment = load_spec(REPO / entry.spec, quick=quick)
+        outcome, status = run_with_progress(console, experiment, root, prefix)
+        if outcome is None:
+            return None, status
+        return outcome.directory, (0 if outcome.complete else 1)
+    out = root / entry.name
+    out.mkdir(parents=True, exist_ok=True)
+    argv = [part.replace("{out}", str(out)) for part in entry.command]
+    argv = [a for part in argv for a in ((["--quick"] if quick else []) if part == "{quick}" else [part])]
+    console.print(f"{entry.name}: {' '.join(argv)}", markup=False, highlight=False)
+    done = subprocess.run(argv, cwd=REPO)
+    if done.returncode != 0:
+        console.print(f"[red]{entry.name}: the command exited with {done.returncode}[/]")
+        return None, done.returncode
+    return out, 0
+
+
+def publish(paper: Paper, entry: Entry, source: Path, destination: Path, quick: bool, wall_s: float) -> None:
+    """Copies ``source`` (a result directory) into ``destination`` (docs/reproduction/...)."""
+    destination = Path(destination)
+    staging = destination.with_name(f".{destination.name}.tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    if entry.spec:
+        if (source / "spec.toml").is_file():
+            shutil.copy2(source / "spec.toml", staging / "spec.toml")
+        for run_json in sorted(source.glob("*/*/run.json")):
+            rep = run_json.parent
+            target = staging / rep.parent.name / rep.name
+            target.mkdir(parents=True)
+            for name in REP_FILES:
+                if (rep / name).is_file():
+                    shutil.copy2(rep / name, target / name)
+        from sojourn.report.html import build_report
+        build_report(source, export_dir=staging)
+    else:
+        for pattern in entry.publish:
+            for path in sorted(source.glob(pattern)):
+                if path.is_file():
+                    shutil.copy2(path, staging / path.name)
+    meta = {"paper": paper.tag, "experiment": entry.name, "title": entry.title, "scale": "quick" if quick else "full",
+            "spec": entry.spec, "command": list(entry.command), "source": str(source),
+            "published": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "wall_s": round(wall_s, 1)}
+    (staging / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    old = destination.with_name(f".{destination.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    if destination.exists():
+        os.replace(destination, old)
+    os.replace(staging, destination)
+    shutil.rmtree(old, ignore_errors=True)
