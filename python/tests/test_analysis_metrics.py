@@ -205,3 +205,23 @@ def test_confidence_interval_and_capacity():
     assert analysis.capacity(sweep, "clients") == {"capacity": 180.0, "at_load": 16, "at_sweep_end": False}
     table = analysis.over_repetitions(pd.DataFrame({"run": ["a", "a", "a", "b"], "m": [1.0, 2.0, 3.0, 5.0]}), ["run"], ["m"])
     assert list(table["n"]) == [3, 1] and table["m_hi"][1] == 5.0
+
+
+def test_by_group_splits_clients_by_their_source_address(reqs):
+    # Groups own consecutive addresses: "near" addresses 0-1, "far" address 2; client c uses
+    # address c mod 3, so clients 0, 1 are near and 2 is far; client 3 (address 0) is near.
+    groups = [{"name": "near", "addresses": 2}, {"name": "far", "addresses": 1}]
+    assert list(analysis.client_group(reqs["client"], groups)) == ["near", "near", "far", "near", "near"]
+    out = analysis.by_group(reqs, groups)
+    # near: requests 0 (0.1 s), 1 (2.0 s), 3 (gave up), 4 (connect error); far: request 2 (0.3 s).
+    assert (out["near"]["requests"], out["near"]["completed"], out["near"]["incomplete"]) == (4, 2, 2)
+    assert out["near"]["response_mean"] == pytest.approx(1.05)
+    assert (out["far"]["requests"], out["far"]["completed"]) == (1, 1)
+    assert out["far"]["response_mean"] == pytest.approx(0.3)
+    assert analysis.by_group(reqs, []) == {}
+
+
+def test_first_syn_drop_time():
+    counters = pd.DataFrame({"t_s": [5.0, 6.0, 7.0, 8.0], "listen_drops": [3, 3, 3, 9]})
+    assert analysis.counter_metrics(counters)["first_syn_drop_s"] == pytest.approx(3.0)
+    assert math.isnan(analysis.first_syn_drop_s(pd.DataFrame({"t_s": [0, 1], "listen_drops": [2, 2]})))

@@ -99,7 +99,11 @@ def test_report_is_self_contained(policy_results, tmp_path):
     # Over time, CCDF, by size, counters, and one decile figure per run.
     assert len(pngs) == 6
     assert all(png.startswith(b"\x89PNG\r\n\x1a\n") for png in pngs)
-    assert sorted(p.name for p in (tmp_path / "figures").iterdir()) == [f"figure-0{i}.png" for i in range(1, 7)]
+    exported = [f"figure-0{i}.png" for i in range(1, 7)]
+    assert sorted(p.name for p in (tmp_path / "figures").iterdir()) == exported + ["figures.json"]
+    index = json.loads((tmp_path / "figures" / "figures.json").read_text())
+    assert [f["file"] for f in index] == exported and all(f["caption"] for f in index)
+    assert index[1]["caption"].startswith("Complementary CDF")
     # Summary rows for both runs, the partial one marked, ratios relative to fair.
     assert re.search(r"<td>srpt <span class=\"partial\">\(partial\)</span></td>", text)
     fair_row = re.search(r"<tr><td>fair</td><td>2</td>(.*?)</tr>", text).group(1)

@@ -95,6 +95,43 @@ def summarize(requests: pd.DataFrame, link_bps: float | None = None, duration_s:
     return summary
 
 
+def client_group(clients: pd.Series, groups: list[dict]) -> pd.Series:
+    """The network group of each client id: client c uses source address c mod (all
+    addresses), and the groups own consecutive addresses in their spec order
+    (docs/experiments.md, ``network.groups``)."""
+    bounds = np.cumsum([int(g["addresses"]) for g in groups])
+    address = clients.to_numpy(dtype=np.int64) % int(bounds[-1])
+    names = np.array([g["name"] for g in groups], dtype=object)
+    return pd.Series(names[np.searchsorted(bounds, address, side="right")], index=clients.index)
+
+
+def by_group(requests: pd.DataFrame, groups: list[dict]) -> dict[str, dict]:
+    """Response-time statistics per client group, as 000 §5.1 (B) reports them per RTT:
+    for each group its request count, completed, incomplete and response percentiles."""
+    if not groups or requests.empty:
+        return {}
+    names = client_group(requests["client"], groups)
+    out = {}
+    for group in groups:
+        part = requests[names == group["name"]]
+        done = part[part["completed"]]
+        out[group["name"]] = {"requests": int(len(part)), "completed": int(len(done)),
+                              "incomplete": int(len(part) - len(done)),
+                              **_percentiles(done["response_s"].to_numpy(), "response")}
+    return out
+
+
+def first_syn_drop_s(counters: pd.DataFrame) -> float:
+    """Seconds from the start of sampling to the first sample showing a SYN drop (000 §4,
+    Fig. 6 right: FAIR's first drop after ~70 s at rho 1.2); NaN if none was seen."""
+    for column in ("listen_drops", "ListenDrops"):
+        if column in counters and "t_s" in counters:
+            drops = pd.to_numeric(counters[column], errors="coerce")
+            moved = counters["t_s"][drops > drops.iloc[0]]
+            return float(moved.iloc[0] - counters["t_s"].iloc[0]) if len(moved) else math.nan
+    return math.nan
+
+
 def counter_metrics(counters: pd.DataFrame, link_bps: float | None = None) -> dict:
     """SYN drops, peak connections and wire utilization from the testbed's per-second
     counters (docs/testbed.md: listen_drops, established, uplink_util, uplink_tx_bytes).
@@ -115,6 +152,7 @@ def counter_metrics(counters: pd.DataFrame, link_bps: float | None = None) -> di
     drops = [delta(c) for c in ("listen_drops", "listen_overflows", "ListenDrops", "ListenOverflows")]
     drops = [d for d in drops if not math.isnan(d)]
     out["syn_drops"] = max(drops) if drops else math.nan
+    out["first_syn_drop_s"] = first_syn_drop_s(counters)
     established = [c for c in ("established", "estab", "connections_established") if c in counters]
     out["peak_connections"] = float(pd.to_numeric(counters[established[0]]).max()) if established else math.nan
     # Bytes over the sampled span, not the mean of per-interval values: a late sample

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from sojourn.analysis.inversion import service_inversion_index
-from sojourn.analysis.metrics import counter_metrics, summarize
+from sojourn.analysis.metrics import by_group, counter_metrics, summarize
 from sojourn.analysis.records import read_records, requests
 from sojourn.analysis.sweeps import over_repetitions
 
@@ -58,11 +58,12 @@ class Repetition:
         return pd.read_csv(path)
 
 
-def summarize_repetition(directory: Path, link_bps: float) -> dict:
+def summarize_repetition(directory: Path, link_bps: float, groups: list[dict] | None = None) -> dict:
     """The content of a repetition's summary.json, from its saved files (partial ones
     too): :func:`metrics.summarize` over records.csv, the service-inversion index,
     :func:`metrics.counter_metrics` over counters.csv, and the load generator's own
-    summary under ``load_generator``. NaN becomes null (JSON)."""
+    summary under ``load_generator``; with several client ``groups`` (the run's
+    network.groups), ``by_group`` holds each group's statistics. NaN becomes null (JSON)."""
     directory = Path(directory)
     summary: dict = {"link_bps": link_bps}
     records = directory / "records.csv"
@@ -71,13 +72,22 @@ def summarize_repetition(directory: Path, link_bps: float) -> dict:
         summary.update(summarize(reqs, link_bps=link_bps))
         done = reqs[reqs["completed"]]
         summary["service_inversion"] = service_inversion_index(done["size"], done["response_s"])
+        if groups and len(groups) > 1:
+            summary["by_group"] = by_group(reqs, groups)
     counters = directory / "counters.csv"
     if counters.is_file() and counters.stat().st_size > 0:
         summary.update(counter_metrics(pd.read_csv(counters), link_bps=link_bps))
     load_summary = directory / "load_summary.json"
     if load_summary.is_file():
         summary["load_generator"] = json.loads(load_summary.read_text())
-    return {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in summary.items()}
+    return _null_nans(summary)
+
+
+def _null_nans(value):
+    """NaN -> None throughout (JSON has no NaN), nested tables included."""
+    if isinstance(value, dict):
+        return {k: _null_nans(v) for k, v in value.items()}
+    return None if isinstance(value, float) and math.isnan(value) else value
 
 
 def _read_json(path: Path) -> dict:
@@ -101,7 +111,8 @@ def load_experiment(directory: str | Path, recompute: bool = False) -> list[Repe
         info = _read_json(run_json)
         config = info.get("config", {})
         if recompute:
-            summary = summarize_repetition(rep_dir, config.get("network", {}).get("link_mbps", 10.0) * 1e6)
+            network = config.get("network", {})
+            summary = summarize_repetition(rep_dir, network.get("link_mbps", 10.0) * 1e6, network.get("groups"))
         else:
             summary = _read_json(rep_dir / "summary.json")
         reps.append(Repetition(run=info.get("run", rep_dir.parent.name), rep=int(info.get("repetition", rep_dir.name)),

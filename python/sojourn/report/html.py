@@ -145,6 +145,20 @@ def _bands_table(reps: list[Repetition], runs: list[str]) -> pd.DataFrame | None
     return pd.DataFrame(rows) if rows else None
 
 
+def _group_table(reps: list[Repetition], runs: list[str]) -> pd.DataFrame | None:
+    """Run x client group: mean/median response and incompletes, averaged over repetitions;
+    None when no run has several groups."""
+    rows = [{"run": rep.run, "group": name, **stats} for rep in reps if rep.run in runs
+            for name, stats in (rep.summary.get("by_group") or {}).items()]
+    if not rows:
+        return None
+    frame = pd.DataFrame(rows)
+    columns = ["requests", "completed", "incomplete", "response_mean", "response_median", "response_p95"]
+    table = frame.groupby(["run", "group"], sort=False)[columns].mean().reset_index()
+    return table.rename(columns={"response_mean": "mean response (s)", "response_median": "median (s)",
+                                 "response_p95": "p95 (s)"})
+
+
 def _spec_order(spec: dict) -> list[str]:
     """The run names in the spec's order (empty if the saved spec no longer validates)."""
     from sojourn.runner.spec import SpecError, validate
@@ -187,6 +201,11 @@ def build_report(directory: str | Path, baseline: str | None = None, export_dir:
              f"each request's scheduled time to its last byte; incomplete = requests without a successful final "
              f"attempt.</p>",
              _summary_table(table)]
+    groups = _group_table(reps, runs)
+    if groups is not None:
+        parts.append("<h2>By client group</h2><p>Each client group's requests (its own WAN conditions), means over "
+                     "repetitions: 000 §5.1 (B) reports response time per RTT group.</p>"
+                     + groups.to_html(index=False, float_format=lambda v: f"{v:.4g}", border=0))
 
     per_second, responses, by_size, counters, deciles = {}, {}, {}, {}, {}
     ideal_lines, ideal_note, ideal_rows = None, "", []

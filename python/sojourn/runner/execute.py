@@ -226,7 +226,7 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
         on_progress(progress)
         _adopt_load_summary(directory)
         try:
-            summary = summarize_repetition(directory, link_bps)
+            summary = summarize_repetition(directory, link_bps, run.config["network"]["groups"])
             if (directory / "classes.json").is_file():
                 summary["sessions"] = session_analysis.summarize_directory(directory)
             layout.write_json(directory / "summary.json", summary)
