@@ -49,7 +49,7 @@ def markdown(paper: Paper, ctx: Context, rows: list[Row]) -> str:
     for entry in paper.experiments:
         if ctx.has(entry.name):
             meta = ctx.meta(entry.name)
-            reps = len(list(ctx.directory(entry.name).glob("*/*/run.json")))
+            reps = max((int(p.parent.name) + 1 for p in ctx.directory(entry.name).glob("*/*/run.json")), default=0)
             lines.append(f"| [{entry.name}]({paper.tag}/{entry.name}/) | {entry.title} | {meta['scale']} | "
                          f"{reps or '—'} | {meta['published']} | {meta['wall_s']:.0f} s |")
         else:

@@ -41,7 +41,7 @@ def run_experiment(experiment: Experiment, results: Path, prefix: str = "sjrun",
     ``on_event(kind, data)`` is told ``repetition`` (run, rep, index, total, skipped) and
     ``progress`` (a :class:`Progress`) so a display can follow."""
     directory = layout.experiment_dir(results, experiment.name)
-    spec_text = experiment.path.read_text() if experiment.path else ""
+    spec_text = experiment.text or (experiment.path.read_text() if experiment.path else "")
     saved = directory / "spec.toml"
     if fresh and directory.exists():
         shutil.rmtree(directory)

@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import tomli_w
+
 SERVER_KINDS = ("sojourn", "nginx", "apache2", "lighttpd", "h2o", "command")
 POLICIES = ("fair", "srpt", "las")
 MODELS = ("wc98", "nasa", "surge", "specweb99")
@@ -157,6 +159,8 @@ SCHEMA: dict[str, Any] = {
         "values": _k(list, [], "the values, one run each"),
     },
     "variants": _k(dict, {}, "[variants.<name>] tables overriding any keys above (not name/variants/sweep)"),
+    "base": _k(str, "", "another spec (path relative to this one) whose keys this one starts from and overrides "
+                        "(tables merged key by key, arrays replaced; the base's sweep is not inherited)"),
     "quick": _k(dict, {}, "[quick] overrides applied by `sojourn run --quick` (and `sojourn reproduce --quick`): "
                           "repetitions, sweep.values and any key of server/network/workload/collect, so a "
                           "paper-scale spec also has a scale that runs in minutes"),
@@ -191,6 +195,9 @@ class Experiment:
     source: dict = field(default_factory=dict)
     path: Path | None = None
     sweep_parameter: str = ""
+    # The spec as run, stored with the results: the file's text, or for a spec with a
+    # base the merged spec (so the results never depend on a file they do not carry).
+    text: str = ""
 
 
 def _type_name(types: tuple[type, ...]) -> str:
@@ -472,20 +479,39 @@ def validate(raw: dict, quick: bool = False) -> Experiment:
                       baseline=baseline, runs=runs, source=raw, sweep_parameter=sweep["parameter"])
 
 
-def load_spec(path: str | Path, quick: bool = False) -> Experiment:
-    """Reads and validates a TOML spec file (at its ``[quick]`` scale with ``quick``)."""
-    path = Path(path)
+def _read_toml(path: Path) -> dict:
     try:
-        raw = tomllib.loads(path.read_text())
+        return tomllib.loads(path.read_text())
     except FileNotFoundError:
         raise SpecError(f"{path}: no such spec file") from None
     except tomllib.TOMLDecodeError as err:
         raise SpecError(f"{path}: not valid TOML: {err}") from None
+
+
+def load_spec(path: str | Path, quick: bool = False) -> Experiment:
+    """Reads and validates a TOML spec file (at its ``[quick]`` scale with ``quick``)."""
+    path = Path(path)
+    raw = _read_toml(path)
+    if "base" in raw:
+        base = raw.pop("base")
+        if not isinstance(base, str) or not base:
+            raise SpecError(f"{path}: base must be the path of another spec (relative to this one), got {base!r}")
+        base_path = path.parent / base
+        base_raw = _read_toml(base_path)
+        if "base" in base_raw:
+            raise SpecError(f"{path}: base {base!r} has a base of its own; one level is supported")
+        # The base's sweep belongs to the base: a spec inherits its settings, not its points.
+        base_raw.pop("sweep", None)
+        raw = _merge(base_raw, raw)
+        text = f"# {path.name} over its base {base}, merged\n" + tomli_w.dumps(raw)
+    else:
+        text = path.read_text()
     try:
         experiment = validate(raw, quick=quick)
     except SpecError as err:
         raise SpecError(f"{path}: {err}") from None
     experiment.path = path.resolve()
+    experiment.text = text
     for run in experiment.runs:
         server, workload = run.config["server"], run.config["workload"]
         where = f"{path}: run {run.name}: "

@@ -1,0 +1,233 @@
+"""000: Schroeder & Harchol-Balter, "Web servers under overload: How scheduling can help".
+
+Experiments: Table 2 (A)-(J) under W1 (Figs. 8-11), W1-W10 (Fig. 12, and (J) for §5.2's
+realistic factors), persistent overload (Figs. 6-7) and the NASA workload (Figs. 13-15).
+The paper's numbers are read from its text (§4-§5, Appendix); where the text gives only a
+range or a bound, the row says so.
+"""
+
+from __future__ import annotations
+
+import math
+
+from sojourn.reproduce import Context, Entry, Paper, Row
+
+
+def _spec(name: str) -> str:
+    return f"experiments/000/{name}.toml"
+
+
+EXPERIMENTS = [
+    Entry("baseline", "(A) baseline, W1 (Fig. 8)", spec=_spec("baseline")),
+    Entry("rtt", "(B) WAN delay 0-150 ms (Fig. 9 B)", spec=_spec("rtt")),
+    Entry("rtt-groups", "(B) clients at four RTTs in one run, per group", spec=_spec("rtt-groups")),
+    Entry("loss", "(C) loss 0-15% (Fig. 9 C)", spec=_spec("loss")),
+    Entry("rtt-loss", "(D) 100 ms RTT and 5% loss (Fig. 9 D)", spec=_spec("rtt-loss")),
+    Entry("persistent", "(E) requests per connection 1-10 (Fig. 10 E)", spec=_spec("persistent")),
+    Entry("syncookies", "(G) SYN cookies on", spec=_spec("syncookies")),
+    Entry("abort", "(H) user abort after 3-15 s, 3 retries (Fig. 10 H)", spec=_spec("abort")),
+    Entry("mtu", "(I) packet length 536-1500 bytes (Fig. 10 I)", spec=_spec("mtu")),
+    Entry("realistic", "(J) realistic set-up (Fig. 11)", spec=_spec("realistic")),
+    Entry("workloads", "W1-W10, baseline set-up (Fig. 12)", spec=_spec("workloads")),
+    Entry("workloads-realistic", "W1-W10 less W3, W6, realistic set-up (§5.2)", spec=_spec("workloads-realistic")),
+    Entry("overload", "persistent overload rho 1.2 / 1.4 (Figs. 6-7)", spec=_spec("overload")),
+    Entry("nasa", "NASA sizes, baseline set-up (Figs. 13, 15)", spec=_spec("nasa")),
+    Entry("nasa-realistic", "NASA sizes, realistic set-up (Fig. 14)", spec=_spec("nasa-realistic")),
+]
+
+
+def _ratio_row(ctx: Context, entry: str, claim: str, paper_value: float, fair: str, srpt: str,
+               metric: str = "response_mean", bound: str = "", paper_text: str = "", note: str = "",
+               other: str | None = None) -> Row:
+    """``metric`` of run ``fair`` over that of run ``srpt`` (of ``other`` when given: a
+    ratio across two experiments). A bound has no direction of its own."""
+    f, _, n = ctx.value(entry, fair, metric)
+    s, _, _ = ctx.value(other or entry, srpt, metric)
+    ours = f / s if s and not math.isnan(f) and not math.isnan(s) else math.nan
+    return Row(entry, claim, paper_value, ours, n, ctx.result_path(entry), bound=bound,
+               reference=None if bound else 1.0, paper_text=paper_text, note=note)
+
+
+def _value_row(ctx: Context, entry: str, run: str, claim: str, paper_value: float, metric: str = "response_mean",
+               unit: str = "s", reference: float | None = None, paper_text: str = "", note: str = "") -> Row:
+    mean, ci, n = ctx.value(entry, run, metric)
+    return Row(entry, claim, paper_value, mean, n, ctx.result_path(entry), unit=unit, reference=reference, ci=ci,
+               paper_text=paper_text, note=note)
+
+
+def sweep_ratios(ctx: Context, entry: str, metric: str = "response_mean") -> dict:
+    """Sweep value -> (FAIR's metric / SRPT's, FAIR's, SRPT's, repetitions), means over
+    complete repetitions of the runs fair-<point> and srpt-<point>."""
+    values: dict = {}
+    for rep in ctx.reps(entry):
+        if rep.complete and rep.variant in ("fair", "srpt") and isinstance(rep.summary.get(metric), (int, float)):
+            values.setdefault(rep.sweep_value, {}).setdefault(rep.variant, []).append(float(rep.summary[metric]))
+    out = {}
+    for point, by_variant in values.items():
+        if "fair" in by_variant and "srpt" in by_variant:
+            fair, srpt = sum(by_variant["fair"]) / len(by_variant["fair"]), sum(by_variant["srpt"]) / len(by_variant["srpt"])
+            out[point] = (fair / srpt if srpt else math.nan, fair, srpt, min(len(by_variant["fair"]), len(by_variant["srpt"])))
+    return out
+
+
+def _extreme_row(ctx: Context, entry: str, claim: str, paper_value: float, pick, bound: str = "",
+                 paper_text: str = "", note: str = "", index: int = 0, unit: str = "") -> Row:
+    """min or max (``pick``) over the sweep of element ``index`` of :func:`sweep_ratios`
+    (0 = FAIR/SRPT ratio, 1 = FAIR's value, 2 = SRPT's)."""
+    ratios = sweep_ratios(ctx, entry)
+    values = [v[index] for v in ratios.values() if not math.isnan(v[index])]
+    ours = pick(values) if values else math.nan
+    reps = min((v[3] for v in ratios.values()), default=0)
+    return Row(entry, claim, paper_value, ours, reps, ctx.result_path(entry), unit=unit, bound=bound,
+               reference=None if (bound or index) else 1.0, paper_text=paper_text, note=note)
+
+
+def _run(variant: str, parameter: str, value) -> str:
+    return f"{variant}-{parameter}={value:g}" if isinstance(value, float) else f"{variant}-{parameter}={value}"
+
+
+def claims(ctx: Context) -> list[Row]:
+    rows: list[Row] = []
+    if ctx.has("baseline"):
+        rows += [
+            _value_row(ctx, "baseline", "fair", "FAIR mean response time", 1.1),
+            _value_row(ctx, "baseline", "srpt", "SRPT mean response time", 0.138),
+            _ratio_row(ctx, "baseline", "FAIR / SRPT mean response time", 1.1 / 0.138, "fair", "srpt",
+                       paper_text="1.1 s / 138 ms = 7.97"),
+            _value_row(ctx, "baseline", "fair", "FAIR largest 1% mean", 2.9, "response_largest_1pct_mean"),
+            _value_row(ctx, "baseline", "srpt", "SRPT largest 1% mean", 2.8, "response_largest_1pct_mean"),
+            _ratio_row(ctx, "baseline", "SRPT / FAIR largest 1% mean (at most 10% worse)", 1.1, "srpt", "fair",
+                       metric="response_largest_1pct_mean", bound="<=", paper_text="<= 1.1 (2.8 / 2.9 = 0.97)"),
+            _value_row(ctx, "baseline", "fair", "FAIR squared coefficient of variation", 6.39, "response_c2", unit=""),
+            _value_row(ctx, "baseline", "srpt", "SRPT squared coefficient of variation", 1.08, "response_c2", unit=""),
+            _value_row(ctx, "baseline", "srpt", "SRPT SYN drops", 0, "syn_drops", unit=""),
+        ]
+    if ctx.has("rtt"):
+        rows += [
+            _extreme_row(ctx, "rtt", "min over RTT 0-150 ms of FAIR / SRPT", 2.5, min, bound=">="),
+            _ratio_row(ctx, "rtt", "SRPT at 100 ms / SRPT at 0 ms (\"more than doubles\")", 2.0,
+                       _run("srpt", "rtt_ms", 100), _run("srpt", "rtt_ms", 0), bound=">="),
+        ]
+    if ctx.has("rtt-groups"):
+        for group in ("rtt0", "rtt50", "rtt100", "rtt150"):
+            metric = f"by_group.{group}.response_mean"
+            rows.append(_ratio_row(ctx, "rtt-groups", f"FAIR / SRPT for the {group[3:]} ms group (same run)", 2.5,
+                                   "fair", "srpt", metric=metric, bound=">=",
+                                   paper_text=">= 2.5 (for every RTT, Fig. 9 B)"))
+    if ctx.has("loss"):
+        rows += [
+            _value_row(ctx, "loss", _run("fair", "loss", 0.05), "FAIR mean at 5% loss", 1.9),
+            _value_row(ctx, "loss", _run("srpt", "loss", 0.05), "SRPT mean at 5% loss", 0.93),
+            _ratio_row(ctx, "loss", "FAIR at 5% / FAIR at 0%", 1.9 / 1.1, _run("fair", "loss", 0.05),
+                       _run("fair", "loss", 0), paper_text="1.9 / 1.1 = 1.73"),
+            _extreme_row(ctx, "loss", "min over loss 0-15% of FAIR / SRPT", 1.5, min, bound=">="),
+        ]
+    if ctx.has("rtt-loss"):
+        rows += [
+            _value_row(ctx, "rtt-loss", "fair", "FAIR mean, 100 ms + 5% loss", 2.5),
+            _value_row(ctx, "rtt-loss", "srpt", "SRPT mean, 100 ms + 5% loss", 1.2),
+            _ratio_row(ctx, "rtt-loss", "FAIR / SRPT", 2.5 / 1.2, "fair", "srpt", paper_text="2.5 / 1.2 = 2.1"),
+        ]
+    if ctx.has("persistent"):
+        rows += [
+            _ratio_row(ctx, "persistent", "FAIR with 1 / FAIR with 5 requests per connection", 2.0,
+                       _run("fair", "persistent", 1), _run("fair", "persistent", 5)),
+            _ratio_row(ctx, "persistent", "FAIR / SRPT at 5 requests per connection", 3.0,
+                       _run("fair", "persistent", 5), _run("srpt", "persistent", 5), bound=">="),
+            _ratio_row(ctx, "persistent", "FAIR / SRPT at 10 requests per connection", 3.0,
+                       _run("fair", "persistent", 10), _run("srpt", "persistent", 10), bound=">="),
+        ]
+    if ctx.has("syncookies") and ctx.has("baseline"):
+        rows += [_ratio_row(ctx, "syncookies", "FAIR with / without SYN cookies (\"hardly affects\")", 1.0,
+                            "fair", "fair", other="baseline"),
+                 _ratio_row(ctx, "syncookies", "FAIR / SRPT with SYN cookies", 1.1 / 0.138, "fair", "srpt",
+                            paper_text="as baseline, 7.97")]
+    if ctx.has("abort"):
+        rows += [
+            _extreme_row(ctx, "abort", "min over abort after 3-15 s of FAIR / SRPT", 8.0, min, bound=">="),
+        ]
+        incompletes = sweep_ratios(ctx, "abort", "incomplete")
+        worst = min((v[0] for v in incompletes.values() if not math.isnan(v[0])), default=math.nan)
+        rows.append(Row("abort", "min over T of FAIR / SRPT incomplete requests (\"always smaller under SRPT\")",
+                        1.0, worst, min((v[3] for v in incompletes.values()), default=0), ctx.result_path("abort"),
+                        bound=">=", reference=None, paper_text=">= 1 (up to 7)"))
+    if ctx.has("mtu"):
+        rows += [
+            _value_row(ctx, "mtu", _run("fair", "mtu", 536), "FAIR mean at 536 bytes", 1.6),
+            _value_row(ctx, "mtu", _run("srpt", "mtu", 536), "SRPT mean at 536 bytes", 0.26),
+            _ratio_row(ctx, "mtu", "SRPT at 536 / SRPT at 1500 bytes (\"doubles\")", 2.0,
+                       _run("srpt", "mtu", 536), _run("srpt", "mtu", 1500)),
+            _extreme_row(ctx, "mtu", "min over packet length of FAIR / SRPT", 6.0, min, bound=">="),
+        ]
+    if ctx.has("realistic"):
+        rows += [
+            _value_row(ctx, "realistic", "fair", "FAIR mean response time", 1.48),
+            _value_row(ctx, "realistic", "srpt", "SRPT mean response time", 0.764),
+            _ratio_row(ctx, "realistic", "FAIR / SRPT mean response time", 1.48 / 0.764, "fair", "srpt",
+                       paper_text="1.48 / 0.764 = 1.94"),
+            _ratio_row(ctx, "realistic", "SRPT / FAIR largest 1% mean", 2.28 / 2.23, "srpt", "fair",
+                       metric="response_largest_1pct_mean", paper_text="2.28 / 2.23 = 1.02"),
+        ]
+    for entry, low, high in (("workloads", 2.0, 8.0), ("workloads-realistic", 1.4, 4.0)):
+        if ctx.has(entry):
+            rows += [
+                _extreme_row(ctx, entry, "min over workloads of FAIR / SRPT", low, min, bound=">="),
+                _extreme_row(ctx, entry, "max over workloads of FAIR / SRPT", high, max),
+            ]
+    if ctx.has("workloads"):
+        rows += [
+            _extreme_row(ctx, "workloads", "FAIR: lowest mean over W1-W10", 0.3, min, index=1, unit="s"),
+            _extreme_row(ctx, "workloads", "FAIR: highest mean over W1-W10", 7.2, max, index=1, unit="s"),
+            _extreme_row(ctx, "workloads", "SRPT: lowest mean over W1-W10", 0.15, min, index=2, unit="s"),
+            _extreme_row(ctx, "workloads", "SRPT: highest mean over W1-W10", 1.2, max, index=2, unit="s"),
+        ]
+    if ctx.has("overload"):
+        rows += [
+            _value_row(ctx, "overload", _run("fair", "rho", 1.2), "FAIR: time to the first SYN drop at rho 1.2", 70,
+                       "first_syn_drop_s", paper_text="~70 s"),
+            _value_row(ctx, "overload", _run("srpt", "rho", 1.2), "SRPT: SYN drops in the run at rho 1.2", 0,
+                       "syn_drops", unit="", paper_text="0 (first drop near 30 min)"),
+            _ratio_row(ctx, "overload", "FAIR / SRPT peak connections at rho 1.2", 350 / 50,
+                       _run("fair", "rho", 1.2), _run("srpt", "rho", 1.2), metric="peak_connections",
+                       paper_text="350 / 50 at 200 s = 7"),
+        ]
+    if ctx.has("nasa"):
+        rows.append(_ratio_row(ctx, "nasa", "FAIR / SRPT mean (\"extremely similar\" to WC98)", 1.1 / 0.138,
+                               "fair", "srpt", paper_text="as WC98: 7.97"))
+    if ctx.has("nasa-realistic"):
+        rows.append(_ratio_row(ctx, "nasa-realistic", "FAIR / SRPT mean (as WC98's (J))", 1.48 / 0.764,
+                               "fair", "srpt", paper_text="as WC98: 1.94"))
+    return rows
+
+
+def notes(ctx: Context) -> str:
+    """Per-workload improvement factors (Fig. 12 has no per-workload numbers in the text)."""
+    parts = []
+    for entry in ("workloads", "workloads-realistic"):
+        if not ctx.has(entry):
+            continue
+        ratios = sweep_ratios(ctx, entry)
+        lines = [f"### Per workload: `{entry}`", "", "| workload | FAIR mean (s) | SRPT mean (s) | FAIR / SRPT |",
+                 "|---|---|---|---|"]
+        for point, (ratio, fair, srpt, _) in sorted(ratios.items(), key=lambda kv: int(str(kv[0])[1:])):
+            lines.append(f"| {point} | {fair:.3g} | {srpt:.3g} | {ratio:.3g} |")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
+PAPER = Paper(
+    tag="000",
+    title='Schroeder & Harchol-Balter, "Web servers under overload: How scheduling can help"',
+    experiments=EXPERIMENTS,
+    claims=claims,
+    notes=notes,
+    intro="""
+FAIR is sojourn's server without priority bands (every connection's packets share one FIFO on
+the uplink, as Linux's single transmit queue in the paper); SRPT is the same server setting each
+socket's SO_PRIORITY by its remaining bytes into five strict-priority bands (cutoffs 1K, 2K, 5K,
+50K, 000 §3). The bottleneck is a 10 Mbit/s HTB uplink in a network namespace; WAN conditions
+come from sojourn's TUN emulator. `--quick` time-compresses W1 5x (5 s periods) and runs one
+repetition; the full scale follows the paper's 30-minute style (15 minutes per run, three
+repetitions).
+""",
+)
