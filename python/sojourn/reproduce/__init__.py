@@ -162,16 +162,19 @@ def load_paper(tag: str) -> Paper:
 class Context:
     """What a paper's claims may read: the published results of its experiments."""
 
-    def __init__(self, paper: Paper, docs: Path = DOCS):
+    def __init__(self, paper: Paper, docs: Path = DOCS, cited: Path | None = None):
+        """``docs``: where the published results are read from; ``cited``: the directory
+        the CSV's result_path names (default ``docs``; a copy elsewhere can cite the original)."""
         self.paper = paper
         self.docs = Path(docs)
+        self.cited = Path(cited) if cited is not None else self.docs
 
     def directory(self, name: str) -> Path:
         return self.docs / self.paper.tag / name
 
     def result_path(self, name: str) -> str:
         """The published directory as the CSV names it (relative to the repository)."""
-        path = self.directory(name).resolve()
+        path = (self.cited / self.paper.tag / name).resolve()
         try:
             return str(path.relative_to(REPO))
         except ValueError:

@@ -1,0 +1,132 @@
+"""`sojourn reproduce`: the paper specs, spec bases and quick scales, the claim rows, the doc
+generator on the stored results, and one quick experiment end to end in the testbed."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from sojourn.reproduce import CSV_COLUMNS, PAPERS, Context, Row, load_paper
+from sojourn.reproduce.doc import write_docs
+from sojourn.runner.spec import SpecError, load_spec
+
+REPO = Path(__file__).resolve().parents[2]
+PAPER_SPECS = sorted(p for p in (REPO / "experiments").glob("[0-9][0-9][0-9]/*.toml")
+                     if "name" in tomllib.loads(p.read_text()) or "base" in tomllib.loads(p.read_text()))
+
+
+@pytest.mark.parametrize("path", PAPER_SPECS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_paper_spec_is_valid_at_both_scales(path):
+    full = load_spec(path)
+    quick = load_spec(path, quick=True)
+    assert full.name == f"{path.parent.name}-{path.stem}"
+    assert quick.name == full.name + "-quick"
+    for experiment in (full, quick):
+        names = [run.name for run in experiment.runs]
+        assert names and len(names) == len(set(names))
+
+
+def test_every_entry_of_paper_000_names_a_spec_that_exists():
+    paper = load_paper("000")
+    for entry in paper.experiments:
+        assert (REPO / entry.spec).is_file(), entry.spec
+    assert len({e.name for e in paper.experiments}) == len(paper.experiments)
+
+
+def test_a_base_is_merged_and_the_merged_spec_is_what_is_stored(tmp_path):
+    (tmp_path / "base.toml").write_text(
+        'name = "b"\nrepetitions = 3\n[network]\nlink_mbps = 10\n[workload]\nrho = 0.5\nclients = 7\n'
+        '[sweep]\nparameter = "workload.rho"\nvalues = [0.1, 0.2]\n[variants.fair]\nserver.policy = "fair"\n')
+    (tmp_path / "child.toml").write_text(
+        'base = "base.toml"\nname = "c"\n[workload]\nrho = 0.9\n[variants.srpt]\nserver.policy = "srpt"\n'
+        '[quick]\nrepetitions = 1\nworkload.clients = 3\n')
+    child = load_spec(tmp_path / "child.toml")
+    # Tables merge key by key (clients from the base, rho from the child), variants add up,
+    # and the base's sweep is not inherited.
+    assert [r.name for r in child.runs] == ["fair", "srpt"]
+    assert child.runs[0].config["workload"]["clients"] == 7 and child.runs[0].config["workload"]["rho"] == 0.9
+    assert child.repetitions == 3
+    stored = tomllib.loads(child.text)
+    assert "base" not in stored and stored["workload"] == {"rho": 0.9, "clients": 7}
+    quick = load_spec(tmp_path / "child.toml", quick=True)
+    assert quick.name == "c-quick" and quick.repetitions == 1 and quick.runs[0].config["workload"]["clients"] == 3
+    (tmp_path / "grandchild.toml").write_text('base = "child.toml"\nname = "g"\n')
+    with pytest.raises(SpecError, match="one level"):
+        load_spec(tmp_path / "grandchild.toml")
+    (tmp_path / "bad.toml").write_text('base = "base.toml"\nname = "x"\n[quick]\nname = "y"\n')
+    with pytest.raises(SpecError, match="unknown key quick.name"):
+        load_spec(tmp_path / "bad.toml")
+
+
+def test_row_verdicts():
+    ratio = Row("e", "FAIR / SRPT", 8.0, 5.0, 3, "p")
+    assert ratio.ratio == pytest.approx(0.625) and ratio.same_direction and ratio.within_2x
+    assert ratio.verdict() == "same direction, within 2x"
+    inverted = Row("e", "FAIR / SRPT", 8.0, 0.9, 3, "p")
+    assert inverted.same_direction is False and not inverted.within_2x
+    bound = Row("e", "min FAIR / SRPT", 2.5, 2.0, 1, "p", bound=">=", reference=None)
+    assert bound.meets_bound is False and bound.same_direction is None
+    assert bound.verdict() == "bound missed, within 2x"
+    absolute = Row("e", "mean", 1.1, float("nan"), 0, "p", reference=None)
+    assert absolute.verdict() == "no result" and absolute.ratio is None
+
+
+def test_doc_regenerates_the_stored_csv_from_the_published_results(tmp_path):
+    """The committed docs/reproduction/<paper>.csv is what the generator makes from the
+    committed published results: every number can be traced to a stored summary."""
+    checked = 0
+    for tag in PAPERS:
+        stored = REPO / "docs" / "reproduction" / f"{tag}.csv"
+        published = REPO / "docs" / "reproduction" / tag
+        if not stored.is_file() or not published.is_dir():
+            continue
+        try:
+            paper = load_paper(tag)
+        except ModuleNotFoundError:
+            continue
+        shutil.copytree(published, tmp_path / tag)
+        md_path, csv_path = write_docs(paper, Context(paper, tmp_path, cited=REPO / "docs" / "reproduction"))
+        assert csv_path.read_text() == stored.read_text()
+        rows = list(csv.DictReader(csv_path.open()))
+        assert rows and tuple(rows[0]) == CSV_COLUMNS
+        for row in rows:
+            assert (REPO / row["result_path"]).is_dir(), row
+            assert float(row["paper_value"]) == float(row["paper_value"])
+        assert "| claim | paper | ours |" in md_path.read_text()
+        checked += 1
+    if not checked:
+        pytest.skip("no paper has published results in docs/reproduction yet")
+
+
+@pytest.mark.netns
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
+def test_quick_reproduction_of_one_factor_end_to_end(tmp_path):
+    docs = tmp_path / "docs"
+    done = subprocess.run([sys.executable, "-m", "sojourn.cli", "reproduce", "000", "--quick", "--only", "syncookies",
+                           "--results", str(tmp_path / "results"), "--docs", str(docs), "--prefix", "sjrpt"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    meta = json.loads((docs / "000" / "syncookies" / "meta.json").read_text())
+    assert meta["scale"] == "quick" and meta["spec"] == "experiments/000/syncookies.toml"
+    summaries = sorted((docs / "000" / "syncookies").glob("*/0/summary.json"))
+    assert [p.parent.parent.name for p in summaries] == ["fair", "srpt"]
+    for path in summaries:
+        summary = json.loads(path.read_text())
+        assert summary["requests"] > 100 and summary["completed"] > 0.9 * summary["requests"]
+    figures = json.loads((docs / "000" / "syncookies" / "figures.json").read_text())
+    assert figures and all((docs / "000" / "syncookies" / f["file"]).is_file() for f in figures)
+    rows = list(csv.DictReader((docs / "000.csv").open()))
+    (row,) = [r for r in rows if r["claim"] == "FAIR / SRPT with SYN cookies"]
+    fair = json.loads((docs / "000/syncookies/fair/0/summary.json").read_text())["response_mean"]
+    srpt = json.loads((docs / "000/syncookies/srpt/0/summary.json").read_text())["response_mean"]
+    assert float(row["ours"]) == pytest.approx(fair / srpt, rel=1e-5)
+    assert row["paper"] == "000" and row["repetitions"] == "1"
+    assert "not run yet" in (docs / "000.md").read_text()  # the other experiments are listed as such
