@@ -225,3 +225,13 @@ def test_first_syn_drop_time():
     counters = pd.DataFrame({"t_s": [5.0, 6.0, 7.0, 8.0], "listen_drops": [3, 3, 3, 9]})
     assert analysis.counter_metrics(counters)["first_syn_drop_s"] == pytest.approx(3.0)
     assert math.isnan(analysis.first_syn_drop_s(pd.DataFrame({"t_s": [0, 1], "listen_drops": [2, 2]})))
+
+
+def test_connect_metrics():
+    done = pd.DataFrame({"connect_start_s": [0.0, 1.0, np.nan, 2.0], "connect_end_s": [0.01, 2.0, np.nan, 2.03],
+                         "response_s": [0.5, 1.5, 0.2, 0.8]})
+    out = analysis.connect_metrics(done)
+    # Three fresh connections: 0.01, 1.0 (a SYN retransmitted after 1 s) and 0.03 s.
+    assert out["connect_mean"] == pytest.approx(1.04 / 3)
+    assert out["connect_slow_share"] == pytest.approx(1 / 3)
+    assert out["connect_share_of_response"] == pytest.approx(1.04 / 3.0)

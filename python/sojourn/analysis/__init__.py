@@ -13,14 +13,14 @@ capacity), ``results`` (the results/<experiment>/<run>/<rep>/ layout).
 """
 
 from sojourn.analysis.inversion import decile_composition, service_inversion_index, size_series
-from sojourn.analysis.metrics import (by_group, by_size, ccdf, client_group, counter_metrics, first_syn_drop_s,
+from sojourn.analysis.metrics import (by_group, by_size, ccdf, client_group, connect_metrics, counter_metrics, first_syn_drop_s,
                                       largest_share_mean, per_second, slowdown, slowdown_by_size_percentile, squared_cv,
                                       summarize, utilization_series)
 from sojourn.analysis.records import RecordsError, normalize, read_records, requests
 from sojourn.analysis.sweeps import capacity, confidence_interval, over_repetitions
 
 __all__ = [
-    "by_group", "client_group", "first_syn_drop_s", "by_size", "capacity", "ccdf", "confidence_interval", "counter_metrics", "decile_composition",
+    "by_group", "client_group", "connect_metrics", "first_syn_drop_s", "by_size", "capacity", "ccdf", "confidence_interval", "counter_metrics", "decile_composition",
     "largest_share_mean", "normalize", "over_repetitions", "per_second", "read_records", "RecordsError",
     "requests", "service_inversion_index", "size_series", "slowdown", "slowdown_by_size_percentile",
     "squared_cv", "summarize", "utilization_series",

@@ -84,6 +84,7 @@ def summarize(requests: pd.DataFrame, link_bps: float | None = None, duration_s:
         "throughput_rps": len(done) / duration if duration > 0 else math.nan,
         "throughput_bps": body_bytes * 8 / duration if duration > 0 else math.nan,
     }
+    summary.update(connect_metrics(done))
     # Utilization from response bodies only (headers and TCP/IP overhead excluded);
     # the link's own counters give the wire figure (counter_metrics).
     summary["body_utilization"] = summary["throughput_bps"] / link_bps if link_bps else math.nan
@@ -130,6 +131,22 @@ def first_syn_drop_s(counters: pd.DataFrame) -> float:
             moved = counters["t_s"][drops > drops.iloc[0]]
             return float(moved.iloc[0] - counters["t_s"].iloc[0]) if len(moved) else math.nan
     return math.nan
+
+
+def connect_metrics(done: pd.DataFrame, retransmitted_s: float = 0.9) -> dict:
+    """Where connection set-up goes in completed requests whose final attempt opened a
+    connection: mean handshake time, the share of handshakes that took at least
+    ``retransmitted_s`` (a lost SYN or SYN-ACK waits out the initial RTO: 1 s on Linux,
+    3 s in 000 §2), and handshake time as a share of all response time (000 §6: FAIR's
+    "packets lost in the connection setup phase incur very long delays")."""
+    fresh = done[done["connect_end_s"].notna() & done["connect_start_s"].notna()]
+    handshake = (fresh["connect_end_s"] - fresh["connect_start_s"]).to_numpy()
+    total = float(done["response_s"].sum())
+    return {
+        "connect_mean": float(handshake.mean()) if handshake.size else math.nan,
+        "connect_slow_share": float((handshake >= retransmitted_s).mean()) if handshake.size else math.nan,
+        "connect_share_of_response": float(handshake.sum() / total) if total > 0 else math.nan,
+    }
 
 
 def counter_metrics(counters: pd.DataFrame, link_bps: float | None = None) -> dict:
