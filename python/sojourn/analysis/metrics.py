@@ -170,6 +170,12 @@ def counter_metrics(counters: pd.DataFrame, link_bps: float | None = None) -> di
     drops = [d for d in drops if not math.isnan(d)]
     out["syn_drops"] = max(drops) if drops else math.nan
     out["first_syn_drop_s"] = first_syn_drop_s(counters)
+    # Where packets were lost (000 §6 reads FAIR's delays as drops in the server's
+    # transmit queue): retransmissions seen by TCP and drops at the uplink's queues.
+    out["retransmitted_segments"] = delta("retrans_segs")
+    out["syn_retransmits"] = delta("syn_retrans")
+    dropped = [c for c in counters.columns if c.endswith("_dropped")]
+    out["uplink_drops"] = float(sum(delta(c) for c in dropped)) if dropped else math.nan
     established = [c for c in ("established", "estab", "connections_established") if c in counters]
     out["peak_connections"] = float(pd.to_numeric(counters[established[0]]).max()) if established else math.nan
     # Bytes over the sampled span, not the mean of per-interval values: a late sample
