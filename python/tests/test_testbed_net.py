@@ -324,3 +324,30 @@ def test_counters_record_uplink_traffic_accept_queue_and_listen_drops(tmp_path):
     assert rows["accept_queue"].max() >= 1
     assert description["sysctls"][tb.server_ns]["net.core.somaxconn"] == "4"
     assert "htb" in description["qdisc"]
+
+
+@pytest.mark.parametrize("bands", [None, "1K,2K,5K,50K"], ids=["fifo", "bands"])
+def test_queue_in_packets_bounds_every_queue_and_overflows_into_drops(bands):
+    """000 §3.1: Linux 2.4's transmit queue held 100 packets; `queue_packets` sets that
+    limit on the plain uplink and on every band. A bulk TCP flow at priority band 4
+    (or the FIFO) overflows a 10-packet queue, and the queue's drop counter moves."""
+    cfg = TestbedConfig(prefix="sjtbq", link_bps=10_000_000, bands=bands, queue_packets=10)
+    with Testbed(cfg) as tb:
+        qdiscs = tb.run(tb.server_ns, ["tc", "qdisc", "show", "dev", tb.uplink_dev], capture_output=True, text=True).stdout
+        leaves = re.findall(r"qdisc pfifo \w+: parent 1:(\w+) limit 10p", qdiscs)
+        assert sorted(leaves) == (["10"] if not bands else ["10", "11", "12", "13", "14", "20"]), qdiscs
+        client = tb.client_addrs["g0"][0]
+        sink = tb.popen(tb.client_ns, PROBE + ["sink", "--bind", f"{client}:7020", "--timeout", "3"],
+                        stdout=subprocess.PIPE, text=True)
+        wait_listening(tb, tb.client_ns, 7020)
+        low = (1 << 16) | 0x14
+        source = tb.popen(tb.server_ns, PROBE + ["source", "--target", f"{client}:7020", "--seconds", "2"]
+                          + (["--priority", str(low)] if bands else []), stdout=subprocess.DEVNULL)
+        source.wait(timeout=30)
+        assert probe_json(sink)["bytes"] > 1_000_000
+        stats_text = tb.run(tb.server_ns, ["tc", "-s", "qdisc", "show", "dev", tb.uplink_dev],
+                            capture_output=True, text=True).stdout
+    leaf = "10" if not bands else "14"
+    block = stats_text.split(f"parent 1:{leaf} limit 10p", 1)[1]
+    dropped = int(re.search(r"dropped (\d+)", block).group(1))
+    assert dropped > 0, stats_text

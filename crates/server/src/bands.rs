@@ -81,8 +81,33 @@ pub fn parse_rate(s: &str) -> anyhow::Result<u64> {
     }
 }
 
-/// The `tc` invocations (arguments after `tc`) that set up `bands` on `dev` at `rate_bps`.
-pub fn setup_commands(dev: &str, rate_bps: u64, bands: &Bands) -> anyhow::Result<Vec<Vec<String>>> {
+/// Each band's queue limit. HTB's own default leaf queue holds the device's txqueuelen
+/// (1000) packets; 000 §3.1's Linux 2.4 held 100 ("can get as long as 100 packets").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LeafQueue {
+    Packets(u32),
+    Bytes(u64),
+}
+
+/// How the bands are shaped: the link rate, the HTB burst and each band's queue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shaping {
+    pub rate_bps: u64,
+    /// Tokens of the root and leaf classes in bytes (`burst`/`cburst`); None = tc's default
+    /// (one frame, 1.3 ms at 10 Mbit/s, which idles the link whenever the qdisc watchdog
+    /// wakes later than that on a busy machine).
+    pub burst_bytes: Option<u64>,
+    pub leaf_queue: Option<LeafQueue>,
+}
+
+/// Burst of `ms` milliseconds at `rate_bps`, at least one frame (the testbed's plain uplink uses 5 ms).
+pub fn burst_for(rate_bps: u64, ms: f64) -> u64 {
+    ((rate_bps as f64 * ms / 1000.0 / 8.0) as u64).max(1600)
+}
+
+/// The `tc` invocations (arguments after `tc`) that set up `bands` on `dev`.
+pub fn setup_commands(dev: &str, shaping: Shaping, bands: &Bands) -> anyhow::Result<Vec<Vec<String>>> {
+    let rate_bps = shaping.rate_bps;
     let leaves = bands.count() as u64 + 1;
     if rate_bps < leaves * LEAF_RATE_BPS * 2 {
         bail!(
@@ -91,19 +116,28 @@ pub fn setup_commands(dev: &str, rate_bps: u64, bands: &Bands) -> anyhow::Result
         );
     }
     let rate = format!("{rate_bps}bit");
+    let burst = shaping.burst_bytes.map(|b| format!(" burst {b} cburst {b}")).unwrap_or_default();
     let root = ClassId { major: HTB_MAJOR, minor: ROOT_MINOR };
     let args = |s: &str| s.split_whitespace().map(String::from).collect::<Vec<_>>();
     let leaf = |class: ClassId, prio: usize| {
-        args(&format!(
-            "class add dev {dev} parent {root} classid {class} htb rate {LEAF_RATE_BPS}bit ceil {rate} prio {prio} quantum {LEAF_QUANTUM}"
-        ))
+        let mut commands = vec![args(&format!(
+            "class add dev {dev} parent {root} classid {class} htb rate {LEAF_RATE_BPS}bit ceil {rate}{burst} prio {prio} quantum {LEAF_QUANTUM}"
+        ))];
+        // The leaf's queue gets handle (minor):, e.g. 10: under class 1:10.
+        let handle = format!("{:x}:", class.minor);
+        match shaping.leaf_queue {
+            Some(LeafQueue::Packets(n)) => commands.push(args(&format!("qdisc add dev {dev} parent {class} handle {handle} pfifo limit {n}"))),
+            Some(LeafQueue::Bytes(n)) => commands.push(args(&format!("qdisc add dev {dev} parent {class} handle {handle} bfifo limit {n}"))),
+            None => {}
+        }
+        commands
     };
     let mut commands = vec![
         args(&format!("qdisc replace dev {dev} root handle {HTB_MAJOR:x}: htb default {DEFAULT_MINOR:x}")),
-        args(&format!("class add dev {dev} parent {HTB_MAJOR:x}: classid {root} htb rate {rate} ceil {rate}")),
+        args(&format!("class add dev {dev} parent {HTB_MAJOR:x}: classid {root} htb rate {rate} ceil {rate}{burst}")),
     ];
-    commands.extend((0..bands.count()).map(|band| leaf(band_class(band), band)));
-    commands.push(leaf(ClassId { major: HTB_MAJOR, minor: DEFAULT_MINOR }, 0));
+    commands.extend((0..bands.count()).flat_map(|band| leaf(band_class(band), band)));
+    commands.extend(leaf(ClassId { major: HTB_MAJOR, minor: DEFAULT_MINOR }, 0));
     Ok(commands)
 }
 
@@ -192,6 +226,16 @@ enum BandsAction {
         /// Size cutoffs between bands (bytes, K/M suffixes); n cutoffs make n+1 bands (000 §3.2).
         #[arg(long, default_value = "1K,2K,5K,50K")]
         cutoffs: Bands,
+        /// Packets each band's queue holds (pfifo) [default: HTB's, the device's txqueuelen];
+        /// 000 §3.1's kernel held 100.
+        #[arg(long, conflicts_with = "queue_bytes")]
+        queue_packets: Option<u32>,
+        /// Bytes each band's queue holds (bfifo), instead of --queue-packets.
+        #[arg(long)]
+        queue_bytes: Option<u64>,
+        /// Milliseconds of tokens (HTB burst/cburst) of every class; 0 = tc's default of one frame.
+        #[arg(long, default_value_t = 5.0)]
+        burst_ms: f64,
         /// Print the tc commands instead of running them.
         #[arg(long)]
         dry_run: bool,
@@ -224,8 +268,19 @@ fn tc(args: &[String]) -> anyhow::Result<String> {
 
 pub fn run(args: BandsArgs) -> anyhow::Result<()> {
     match args.action {
-        BandsAction::Setup { dev, rate, cutoffs, dry_run } => {
-            let commands = setup_commands(&dev, parse_rate(&rate)?, &cutoffs)?;
+        BandsAction::Setup { dev, rate, cutoffs, queue_packets, queue_bytes, burst_ms, dry_run } => {
+            let rate_bps = parse_rate(&rate)?;
+            if !(burst_ms.is_finite() && burst_ms >= 0.0) {
+                bail!("--burst-ms {burst_ms}: expected milliseconds >= 0 (0 = tc's default)");
+            }
+            let leaf_queue = match (queue_packets, queue_bytes) {
+                (Some(0), _) | (_, Some(0)) => bail!("--queue-packets/--queue-bytes must be at least 1"),
+                (Some(n), _) => Some(LeafQueue::Packets(n)),
+                (_, Some(n)) => Some(LeafQueue::Bytes(n)),
+                _ => None,
+            };
+            let burst_bytes = (burst_ms > 0.0).then(|| burst_for(rate_bps, burst_ms));
+            let commands = setup_commands(&dev, Shaping { rate_bps, burst_bytes, leaf_queue }, &cutoffs)?;
             for command in &commands {
                 if dry_run {
                     println!("tc {}", command.join(" "));
@@ -302,7 +357,8 @@ mod tests {
 
     #[test]
     fn setup_plan() {
-        let plan = setup_commands("eth9", 10_000_000, &Bands::default()).unwrap();
+        let plain = Shaping { rate_bps: 10_000_000, burst_bytes: None, leaf_queue: None };
+        let plan = setup_commands("eth9", plain, &Bands::default()).unwrap();
         let lines: Vec<String> = plan.iter().map(|c| c.join(" ")).collect();
         assert_eq!(lines[0], "qdisc replace dev eth9 root handle 1: htb default 20");
         assert_eq!(lines[1], "class add dev eth9 parent 1: classid 1:1 htb rate 10000000bit ceil 10000000bit");
@@ -310,7 +366,23 @@ mod tests {
         assert_eq!(lines[6], "class add dev eth9 parent 1:1 classid 1:14 htb rate 8000bit ceil 10000000bit prio 4 quantum 1514");
         assert_eq!(lines[7], "class add dev eth9 parent 1:1 classid 1:20 htb rate 8000bit ceil 10000000bit prio 0 quantum 1514");
         assert_eq!(lines.len(), 8);
-        assert!(setup_commands("eth9", 50_000, &Bands::default()).unwrap_err().to_string().contains("too low"));
+        let slow = Shaping { rate_bps: 50_000, ..plain };
+        assert!(setup_commands("eth9", slow, &Bands::default()).unwrap_err().to_string().contains("too low"));
+    }
+
+    #[test]
+    fn setup_plan_with_leaf_queues_and_burst() {
+        let shaping = Shaping { rate_bps: 10_000_000, burst_bytes: Some(burst_for(10_000_000, 5.0)), leaf_queue: Some(LeafQueue::Packets(100)) };
+        let lines: Vec<String> = setup_commands("eth9", shaping, &Bands::default()).unwrap().iter().map(|c| c.join(" ")).collect();
+        assert_eq!(lines[1], "class add dev eth9 parent 1: classid 1:1 htb rate 10000000bit ceil 10000000bit burst 6250 cburst 6250");
+        assert_eq!(lines[2], "class add dev eth9 parent 1:1 classid 1:10 htb rate 8000bit ceil 10000000bit burst 6250 cburst 6250 prio 0 quantum 1514");
+        assert_eq!(lines[3], "qdisc add dev eth9 parent 1:10 handle 10: pfifo limit 100");
+        assert_eq!(lines.last().unwrap(), "qdisc add dev eth9 parent 1:20 handle 20: pfifo limit 100");
+        assert_eq!(lines.len(), 2 + 6 * 2);
+        let bytes = Shaping { leaf_queue: Some(LeafQueue::Bytes(30_000)), ..shaping };
+        let lines: Vec<String> = setup_commands("eth9", bytes, &Bands::default()).unwrap().iter().map(|c| c.join(" ")).collect();
+        assert_eq!(lines[3], "qdisc add dev eth9 parent 1:10 handle 10: bfifo limit 30000");
+        assert_eq!(burst_for(1_000_000, 5.0), 1600);
     }
 
     const SHOW: &str = "class htb 1:11 parent 1:1 prio 1 rate 8Kbit ceil 10Mbit burst 1600b cburst 1600b 

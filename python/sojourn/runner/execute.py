@@ -58,6 +58,7 @@ def testbed_config(run: Run, prefix: str):
                        loss=g["loss"], loss_model=g["loss_model"], mtu=g["mtu"])
               for g in network["groups"]] or [WanGroup(name="lan", clients=1)]
     return TestbedConfig(prefix=prefix, link_bps=int(network["link_mbps"] * 1e6), queue_bytes=network["queue_bytes"] or None,
+                         queue_packets=network["queue_packets"] or None,
                          bands=network["bands"] or None, groups=groups, tcp=knobs, seed=run.config["workload"]["seed"])
 
 

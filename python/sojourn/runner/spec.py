@@ -104,7 +104,9 @@ SCHEMA: dict[str, Any] = {
     },
     "network": {
         "link_mbps": _k(NUMBER, 10.0, "bottleneck uplink rate server -> clients, Mbit/s (000 §2.5)", minimum=0.01, maximum=100_000),
-        "queue_bytes": _k(int, 0, "uplink queue limit in bytes (0 = testbed default)", minimum=0),
+        "queue_bytes": _k(int, 0, "uplink queue limit in bytes, per band with bands (0 = testbed default)", minimum=0),
+        "queue_packets": _k(int, 0, "uplink queue limit in packets, per band with bands (0 = testbed default of 1000, "
+                                    "Linux's txqueuelen; 000 §3.1's kernel held 100)", minimum=0),
         "bands": _k(str, "", "priority bands on the uplink by size cutoffs, e.g. \"1K,2K,5K,50K\" (000 §3); empty = one FIFO"),
         "groups": _k(list, [], "client groups with their own WAN conditions ([[network.groups]] tables); none = one group, no WAN"),
         "tcp": {
@@ -260,6 +262,8 @@ def _check_combinations(config: dict, where: str) -> None:
                             f"(got {server['kind']!r}, which schedules as it does)")
         if server["kernel_bands"]:
             raise SpecError(f"{where}server.kernel_bands needs server.kind = 'sojourn' (got {server['kind']!r})")
+    if network["queue_bytes"] and network["queue_packets"]:
+        raise SpecError(f"{where}network.queue_bytes and network.queue_packets are exclusive: give one queue limit")
     if server["kernel_bands"] and not network["bands"]:
         raise SpecError(f"{where}server.kernel_bands = true needs network.bands (the qdisc bands it classifies into), "
                         "e.g. network.bands = \"1K,2K,5K,50K\"")

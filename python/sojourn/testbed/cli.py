@@ -63,7 +63,8 @@ def register(parser: argparse.ArgumentParser) -> None:
                         description="Build the namespaces, the bottleneck uplink, the WAN emulator and TCP knobs.")
     up.add_argument("--prefix", default="sjtb", help="name prefix of namespaces and interfaces (default sjtb)")
     up.add_argument("--link", type=parse_rate, default=10_000_000, help="server uplink rate in bit/s (default 10M)")
-    up.add_argument("--queue-bytes", type=int, help="uplink queue limit in bytes (default 1000 packets)")
+    up.add_argument("--queue-bytes", type=int, help="uplink queue limit in bytes, per band with --bands (default 1000 packets)")
+    up.add_argument("--queue-packets", type=int, help="uplink queue limit in packets, per band with --bands (000 §3.1: 100)")
     up.add_argument("--bands", help="size cutoffs of the priority bands, e.g. 1K,2K,5K,50K (default: one FIFO)")
     up.add_argument("--group", action="append", type=parse_group, metavar="SPEC",
                     help="a client group, e.g. name=g0,clients=2,rtt_ms=50,loss=0.03,loss_model=two-state,"
@@ -95,7 +96,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         tcp = TcpKnobs(congestion=args.congestion, sack=not args.no_sack, syncookies=args.syncookies,
                        syn_backlog=args.syn_backlog, somaxconn=args.somaxconn, initcwnd=args.initcwnd,
                        cwnd_clamp=args.cwnd_clamp, rto_min_ms=args.rto_min_ms)
-        cfg = TestbedConfig(prefix=args.prefix, link_bps=args.link, queue_bytes=args.queue_bytes, bands=args.bands,
+        cfg = TestbedConfig(prefix=args.prefix, link_bps=args.link, queue_bytes=args.queue_bytes,
+                            queue_packets=args.queue_packets, bands=args.bands,
                             groups=tuple(args.group or [WanGroup(name="g0")]), tcp=tcp,
                             emulator={"auto": None, "on": True, "off": False}[args.emulator], seed=args.seed)
         tb = Testbed(cfg, workdir=args.workdir)

@@ -181,8 +181,9 @@ class TestbedConfig:
     """One testbed: a server behind a bottleneck uplink, client groups behind the
     WAN emulator.
 
-    ``link_bps`` is the server's uplink rate (000 §2.5: 10 Mbit/s); ``queue_bytes``
-    its queue limit (None: a 1000-packet pfifo, Linux's default txqueuelen).
+    ``link_bps`` is the server's uplink rate (000 §2.5: 10 Mbit/s); ``queue_bytes`` or
+    ``queue_packets`` its queue limit, per band with ``bands`` (None: 1000 packets,
+    Linux's default txqueuelen; 000 §3.1's Linux 2.4 held 100).
     ``bands`` are the size cutoffs of kernel-level SRPT (000 §3), None for a
     single FIFO. ``tcp`` applies to the server namespace, ``client_tcp`` (default:
     the same) to the client namespace. ``emulator`` None runs the WAN emulator
@@ -194,6 +195,7 @@ class TestbedConfig:
     prefix: str = "sjtb"
     link_bps: int = 10_000_000
     queue_bytes: int | None = None
+    queue_packets: int | None = None
     bands: str | None = None
     groups: tuple[WanGroup, ...] = field(default_factory=lambda: (WanGroup(name="g0"),))
     tcp: TcpKnobs = field(default_factory=TcpKnobs)
@@ -208,10 +210,11 @@ class TestbedConfig:
         _check(8_000 <= self.link_bps <= 100_000_000_000, f"link_bps={self.link_bps}, accepted 8000..1e11")
         _check(self.queue_bytes is None or self.queue_bytes >= 1500,
                f"queue_bytes={self.queue_bytes}, accepted None or >= 1500")
+        _check(self.queue_packets is None or self.queue_packets >= 1,
+               f"queue_packets={self.queue_packets}, accepted None or >= 1")
+        _check(not (self.queue_bytes and self.queue_packets),
+               f"queue_bytes={self.queue_bytes} and queue_packets={self.queue_packets}: give one queue limit, not both")
         parse_bands(self.bands)
-        _check(not (self.bands and self.queue_bytes),
-               "queue_bytes applies to the single-FIFO uplink; with bands the leaf queues are those of "
-               "`sojourn-engine bands setup`, which has no queue-size option: leave queue_bytes None")
         object.__setattr__(self, "groups", tuple(self.groups))
         _check(1 <= len(self.groups) <= MAX_GROUPS, f"{len(self.groups)} groups, accepted 1..{MAX_GROUPS}")
         names = [g.name for g in self.groups]

@@ -120,7 +120,7 @@ class Testbed:
         for ns, gateway, dev, knobs in ((srv, ROUTER_SERVER_SIDE, s, cfg.tcp), (cli, ROUTER_CLIENT_SIDE, c, client_tcp)):
             sysnet.set_sysctls(ns, knobs.sysctls())
             sysnet.ip(ns, "route", "replace", "default", "via", gateway, "dev", dev, *knobs.route_metrics())
-        uplink.shape_uplink(srv, s, cfg.link_bps, cfg.queue_bytes, cfg.cutoffs)
+        uplink.shape_uplink(srv, s, cfg.link_bps, cfg.queue_bytes, cfg.cutoffs, cfg.queue_packets)
         self._anchor = self._spawn(srv, ["sleep", "infinity"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         sysnet.wait_in_namespace(self._anchor.pid, srv)
         if cfg.uses_emulator:

@@ -24,15 +24,17 @@ BURST_S = 0.005
 BURST_MIN_BYTES = 1600
 
 
-def shape_uplink(ns: str, dev: str, rate_bps: int, queue_bytes: int | None, cutoffs: list[int] | None) -> None:
-    """Rate-limit ``dev`` in ``ns`` to ``rate_bps`` with a ``queue_bytes`` FIFO
-    (None: 1000 packets) or, with ``cutoffs``, strict-priority size bands."""
+def shape_uplink(ns: str, dev: str, rate_bps: int, queue_bytes: int | None, cutoffs: list[int] | None,
+                 queue_packets: int | None = None) -> None:
+    """Rate-limit ``dev`` in ``ns`` to ``rate_bps`` with a ``queue_bytes`` or
+    ``queue_packets`` FIFO (None: 1000 packets) or, with ``cutoffs``, strict-priority
+    size bands, each with that queue limit."""
     # Single-MSS segments, so the bottleneck schedules packets and not 64 KB
     # TSO bursts (a band switch would otherwise wait for a whole burst).
     sysnet.ip(ns, "link", "set", "dev", dev, "gso_max_segs", "1")
     sysnet.tc(ns, "qdisc", "del", "dev", dev, "root", check=False)
     if cutoffs:
-        _bands_setup(ns, dev, rate_bps, cutoffs)
+        _bands_setup(ns, dev, rate_bps, cutoffs, queue_bytes, queue_packets)
         return
     rate = f"{rate_bps}bit"
     # tc's default burst (1600 bytes, 1.3 ms at 10 Mbit/s) idles the link whenever the qdisc
@@ -42,13 +44,18 @@ def shape_uplink(ns: str, dev: str, rate_bps: int, queue_bytes: int | None, cuto
     sysnet.tc(ns, "qdisc", "add", "dev", dev, "root", "handle", ROOT_HANDLE, "htb", "default", "10")
     sysnet.tc(ns, "class", "add", "dev", dev, "parent", ROOT_HANDLE, "classid", LINK_CLASS, "htb", *shaping)
     sysnet.tc(ns, "class", "add", "dev", dev, "parent", LINK_CLASS, "classid", FIFO_CLASS, "htb", *shaping)
-    leaf = ["bfifo", "limit", str(queue_bytes)] if queue_bytes else ["pfifo", "limit", "1000"]
+    leaf = ["bfifo", "limit", str(queue_bytes)] if queue_bytes else ["pfifo", "limit", str(queue_packets or 1000)]
     sysnet.tc(ns, "qdisc", "add", "dev", dev, "parent", FIFO_CLASS, "handle", "10:", *leaf)
 
 
-def _bands_setup(ns: str, dev: str, rate_bps: int, cutoffs: list[int]) -> None:
+def _bands_setup(ns: str, dev: str, rate_bps: int, cutoffs: list[int], queue_bytes: int | None,
+                 queue_packets: int | None) -> None:
     argv = [str(engine_path()), "bands", "setup", "--dev", dev, "--rate", f"{rate_bps}bit",
-            "--cutoffs", ",".join(str(c) for c in cutoffs)]
+            "--cutoffs", ",".join(str(c) for c in cutoffs), "--burst-ms", str(BURST_S * 1000)]
+    if queue_bytes:
+        argv += ["--queue-bytes", str(queue_bytes)]
+    if queue_packets:
+        argv += ["--queue-packets", str(queue_packets)]
     done = subprocess.run(sysnet.in_ns(ns, argv), capture_output=True, text=True)
     if done.returncode != 0:
         raise sysnet.NetError(
