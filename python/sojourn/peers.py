@@ -40,6 +40,7 @@ import textwrap
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from sojourn.engine import engine_path
 
@@ -71,6 +72,8 @@ class PeerConfig:
     extra_args: list[str] = field(default_factory=list)
     # kind == "command": the argv to run.
     command: list[str] = field(default_factory=list)
+    # Run in the child before exec, e.g. Testbed.preexec(netns): joins the side's cgroup.
+    preexec_fn: Callable[[], None] | None = None
 
     def validate(self) -> None:
         if self.kind not in KINDS:
@@ -359,7 +362,8 @@ class Peer:
             self.argv = self.command_line(self.workdir)
             self._stdio = open(self.workdir / "stdio.log", "wb")
             self.process = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self._stdio,
-                                            stderr=subprocess.STDOUT, start_new_session=True)
+                                            stderr=subprocess.STDOUT, start_new_session=True,
+                                            preexec_fn=self.config.preexec_fn)
             self._wait_ready()
         except BaseException:
             self.stop()

@@ -53,7 +53,7 @@ def testbed_config(run: Run, prefix: str):
     knobs = TcpKnobs(congestion=tcp["congestion"], sack=tcp["sack"], syncookies=tcp["syncookies"],
                      syn_backlog=tcp["syn_backlog"], somaxconn=tcp["somaxconn"],
                      initcwnd=tcp["initcwnd"] or None, cwnd_clamp=tcp["cwnd_clamp"] or None,
-                     rto_min_ms=tcp["rto_min_ms"] or None)
+                     rto_min_ms=tcp["rto_min_ms"] or None, initial_rto_ms=tcp["initial_rto_ms"] or None)
     groups = [WanGroup(name=g["name"], clients=g["addresses"], rtt_ms=g["rtt_ms"], jitter_ms=g["jitter_ms"],
                        loss=g["loss"], loss_model=g["loss_model"], mtu=g["mtu"])
               for g in network["groups"]] or [WanGroup(name="lan", clients=1)]
@@ -184,7 +184,8 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                 kernel_bands=server_cfg["kernel_bands"], band_cutoffs=run.config["network"]["bands"] or None,
                 admin_port=server_cfg["port"] + 1 if server_cfg["kind"] == "sojourn" else None,
                 access_log=directory / "access.log" if server_cfg["access_log"] else None,
-                extra_args=list(server_cfg["args"]) + stage_args, command=list(server_cfg["command"]))
+                extra_args=list(server_cfg["args"]) + stage_args, command=list(server_cfg["command"]),
+                preexec_fn=tb.preexec(tb.server_ns))
             progress.phase = "server"
             on_progress(progress)
             with peers.Peer(peer_cfg, log_dir=directory) as peer:

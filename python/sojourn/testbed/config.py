@@ -114,8 +114,10 @@ class TcpKnobs:
     NewReno (002 §4.3), which is what Linux's reno implements (RFC 6582). A
     namespace may only choose algorithms in the host's
     ``net.ipv4.tcp_allowed_congestion_control`` (the testbed does not change it).
-    Linux's initial RTO is 1 s and cannot be set per route;
-    ``rto_min_ms`` sets only the lower bound of the RTO (see docs/testbed.md).
+    Linux's initial RTO is 1 s and cannot be set per route: ``initial_rto_ms`` sets it for
+    the processes the testbed starts in this namespace, through a cgroup BPF sock_ops
+    program (sojourn.testbed.rto; 000 Table 2 (F)); ``rto_min_ms`` sets only the lower
+    bound of the RTO (see docs/testbed.md).
     """
 
     congestion: str = "reno"
@@ -126,6 +128,7 @@ class TcpKnobs:
     initcwnd: int | None = None
     cwnd_clamp: int | None = None
     rto_min_ms: int | None = None
+    initial_rto_ms: int | None = None
 
     def __post_init__(self) -> None:
         _check(self.congestion in CONGESTION_CONTROLS,
@@ -137,6 +140,8 @@ class TcpKnobs:
                f"cwnd_clamp={self.cwnd_clamp}, accepted None or 1..100000")
         _check(self.rto_min_ms is None or 1 <= self.rto_min_ms <= 60_000,
                f"rto_min_ms={self.rto_min_ms}, accepted None or 1..60000")
+        _check(self.initial_rto_ms is None or 1 <= self.initial_rto_ms <= 120_000,
+               f"initial_rto_ms={self.initial_rto_ms}, accepted None or 1..120000")
 
     def sysctls(self) -> dict[str, str]:
         """The namespace sysctls these knobs set."""

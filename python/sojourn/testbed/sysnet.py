@@ -124,6 +124,8 @@ def remove_prefix(prefix: str) -> list[str]:
     for dev in host_links_with_prefix(prefix):
         ip(None, "link", "delete", dev, check=False)
         removed.append(f"link {dev}")
+    from sojourn.testbed import rto  # the initial-RTO cgroups of the same prefix
+    removed += rto.remove_prefix(prefix)
     return removed
 
 

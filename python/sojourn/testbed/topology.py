@@ -39,6 +39,7 @@ from .config import (
 )
 from .counters import CounterSampler
 from .emulator import Emulator
+from .rto import InitialRto
 
 ROLES = ("srv", "rtr", "cli")
 
@@ -65,6 +66,8 @@ class Testbed:
         self._old_handlers: dict[int, object] = {}
         self._lock = threading.Lock()
         self._is_up = False
+        # Per side (server, client namespace): the cgroup whose sockets get the initial RTO.
+        self._initial_rto: dict[str, InitialRto] = {}
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -121,6 +124,9 @@ class Testbed:
             sysnet.set_sysctls(ns, knobs.sysctls())
             sysnet.ip(ns, "route", "replace", "default", "via", gateway, "dev", dev, *knobs.route_metrics())
         uplink.shape_uplink(srv, s, cfg.link_bps, cfg.queue_bytes, cfg.cutoffs, cfg.queue_packets)
+        for ns, side, knobs in ((srv, "srv", cfg.tcp), (cli, "cli", client_tcp)):
+            if knobs.initial_rto_ms is not None:
+                self._initial_rto[ns] = InitialRto(cfg.prefix, side, knobs.initial_rto_ms)
         self._anchor = self._spawn(srv, ["sleep", "infinity"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         sysnet.wait_in_namespace(self._anchor.pid, srv)
         if cfg.uses_emulator:
@@ -172,6 +178,9 @@ class Testbed:
             procs = self._processes + ([self._anchor] if self._anchor else [])
             self._processes, self._anchor = [], None
             _stop_processes(procs)
+            for cgroup in self._initial_rto.values():
+                cgroup.remove()
+            self._initial_rto.clear()
             if self._is_up:
                 sysnet.remove_prefix(self.config.prefix)
                 self._is_up = False
@@ -189,8 +198,16 @@ class Testbed:
 
     # -- processes ---------------------------------------------------------
 
+    def preexec(self, ns: str):
+        """What a process started in ``ns`` must run before exec to get this side's TCP
+        settings that follow processes (the initial RTO's cgroup); None when there are none.
+        Pass it as ``preexec_fn`` to processes started elsewhere (sojourn.peers)."""
+        cgroup = self._initial_rto.get(ns)
+        return cgroup.preexec() if cgroup else None
+
     def _spawn(self, ns: str, argv: list[str], **kwargs) -> subprocess.Popen:
         kwargs.setdefault("stdin", subprocess.DEVNULL)
+        kwargs.setdefault("preexec_fn", self.preexec(ns))
         return subprocess.Popen(sysnet.in_ns(ns, [str(a) for a in argv]), start_new_session=True, **kwargs)
 
     def popen(self, ns: str, argv: list[str], **kwargs) -> subprocess.Popen:
@@ -205,6 +222,7 @@ class Testbed:
 
     def run(self, ns: str, argv: list[str], **kwargs) -> subprocess.CompletedProcess:
         """Run ``argv`` to completion inside ``ns`` (``subprocess.run`` semantics)."""
+        kwargs.setdefault("preexec_fn", self.preexec(ns))
         return subprocess.run(sysnet.in_ns(ns, [str(a) for a in argv]), **kwargs)
 
     # -- counters and metadata ---------------------------------------------
@@ -245,6 +263,7 @@ class Testbed:
             "routes": {ns: sysnet.ip(ns, "route", "show") for ns in (self.server_ns, self.client_ns)},
             "sysctls": {ns: sysnet.read_sysctls(ns, keys) for ns in (self.server_ns, self.client_ns)},
             "emulator": self.emulator.describe() if self.emulator else None,
+            "initial_rto": {ns: cgroup.describe() for ns, cgroup in self._initial_rto.items()},
             "versions": {
                 "kernel": platform.release(),
                 "iproute2": sysnet.run(["ip", "-V"]).strip(),
