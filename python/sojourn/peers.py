@@ -69,6 +69,19 @@ class PeerConfig:
     band_cutoffs: str | None = None
     # sojourn only: port of the Prometheus admin listener (--admin), None = off.
     admin_port: int | None = None
+    # Open connections beyond which the server stops accepting (new ones wait in the
+    # kernel's accept queue), as Apache 1.3's process pool (000 §2: 350): sojourn
+    # --accept-limit, nginx worker_connections, apache2 MaxRequestWorkers, lighttpd
+    # server.max-connections, h2o max-connections. None = each server's default. (nginx's
+    # count includes its listening socket: worker_connections is one more. Neither nginx nor
+    # apache2's event MPM holds a slot for a connection that is writing, so with them the cap
+    # is not Apache 1.3's; test_peers_servers checks the others.)
+    max_connections: int | None = None
+    # sojourn only: lingering close (Apache 1.3's lingering_close; apache2 and nginx
+    # linger by themselves), write concurrency and TCP_NOTSENT_LOWAT (004 §3.3).
+    linger_close: bool = False
+    write_concurrency: int | None = None
+    notsent_lowat: str | None = None
     extra_args: list[str] = field(default_factory=list)
     # kind == "command": the argv to run.
     command: list[str] = field(default_factory=list)
@@ -84,12 +97,26 @@ class PeerConfig:
             raise PeerError(f"workers must be >= 1, got {self.workers}")
         if self.kind == "sojourn" and self.policy not in POLICIES:
             raise PeerError(f"unknown policy {self.policy!r} for sojourn; accepted: {', '.join(POLICIES)}")
-        if self.kind != "sojourn" and (self.policy != "fair" or self.kernel_bands or self.admin_port):
-            raise PeerError(f"policy/kernel_bands/admin_port apply to the sojourn server only, not {self.kind}")
+        if self.kind != "sojourn":
+            sojourn_only = {"policy": self.policy != "fair", "kernel_bands": self.kernel_bands,
+                            "admin_port": self.admin_port, "linger_close": self.linger_close,
+                            "write_concurrency": self.write_concurrency, "notsent_lowat": self.notsent_lowat}
+            given = [name for name, value in sojourn_only.items() if value]
+            if given:
+                raise PeerError(f"{given[0]} applies to the sojourn server only, not {self.kind}")
+        if self.kind == "command" and self.max_connections:
+            raise PeerError("max_connections cannot be set for kind 'command' (put it in its command line)")
+        if self.max_connections is not None and self.max_connections < 1:
+            raise PeerError(f"max_connections must be >= 1, got {self.max_connections}")
         if self.kind == "command" and not self.command:
             raise PeerError("kind 'command' needs a non-empty command argv")
         if not Path(self.root).is_dir():
             raise PeerError(f"docroot {self.root} is not a directory")
+
+
+def _per_worker(total: int, workers: int) -> int:
+    """A server-wide connection cap as a per-worker one (nginx, apache2 count per process)."""
+    return max(1, -(-total // workers))
 
 
 def free_port(addr: str = "127.0.0.1") -> int:
@@ -193,6 +220,14 @@ class Peer:
             argv += ["--access-log", str(c.access_log)]
         if c.admin_port:
             argv += ["--admin", f"{c.addr}:{c.admin_port}"]
+        if c.max_connections:
+            argv += ["--accept-limit", str(c.max_connections)]
+        if c.linger_close:
+            argv.append("--linger-close")
+        if c.write_concurrency:
+            argv += ["--write-concurrency", str(c.write_concurrency)]
+        if c.notsent_lowat:
+            argv += ["--notsent-lowat", c.notsent_lowat]
         return argv + c.extra_args
 
     def _argv_nginx(self, work: Path) -> list[str]:
@@ -206,7 +241,7 @@ class Peer:
             daemon off;
             pid {work}/nginx.pid;
             error_log {work}/error.log warn;
-            events {{ worker_connections 16384; }}
+            events {{ worker_connections {_per_worker(c.max_connections, c.workers) + 1 if c.max_connections else 16384}; }}
             http {{
                 include /etc/nginx/mime.types;
                 default_type application/octet-stream;
@@ -236,7 +271,7 @@ class Peer:
         modules = "/usr/lib/apache2/modules"
         log = (f'LogFormat "%h %l %u %t \\"%r\\" %>s %b \\"%{{Referer}}i\\" \\"%{{User-Agent}}i\\"" combined\n'
                f"CustomLog {c.access_log} combined") if c.access_log else ""
-        threads = 64
+        threads = _per_worker(c.max_connections, c.workers) if c.max_connections else 64
         (work / "apache2.conf").write_text(textwrap.dedent(f"""\
             ServerRoot {work}
             ServerName peer.sojourn
@@ -294,7 +329,7 @@ class Peer:
             server.errorlog = "{work}/error.log"
             server.max-worker = {c.workers if c.workers > 1 else 0}
             server.network-backend = "sendfile"
-            server.max-connections = 16384
+            server.max-connections = {c.max_connections or 16384}
             server.max-fds = 32768
             server.max-keep-alive-requests = 100000
             server.listen-backlog = 512
@@ -306,10 +341,12 @@ class Peer:
         c = self.config
         user = "user: root\n" if os.geteuid() == 0 else ""
         log = f"access-log: {c.access_log}\n" if c.access_log else ""
+        cap = f"max-connections: {c.max_connections}\n" if c.max_connections else ""
         (work / "h2o.conf").write_text(
             f"{user}"
             f"listen:\n  host: {c.addr}\n  port: {c.port}\n"
             f"num-threads: {c.workers}\n"
+            f"{cap}"
             f"pid-file: {work}/h2o.pid\n"
             f"error-log: {work}/error.log\n"
             f"{log}"

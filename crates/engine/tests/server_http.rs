@@ -337,3 +337,79 @@ fn a_client_that_stops_reading_is_dropped_after_send_timeout() {
     // The server is still healthy.
     assert_eq!(get(&server, "/small.txt", "").status, 200);
 }
+
+fn metric(admin: &str, name: &str) -> f64 {
+    let out = Command::new("curl").args(["-s", &format!("http://{admin}/metrics")]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.lines()
+        .find(|l| l.starts_with(name) && !l.starts_with('#'))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{name} missing from\n{text}"))
+}
+
+#[test]
+fn accept_limit_makes_connections_wait_in_the_kernel_not_503() {
+    let dir = TempDir::new("http-accept");
+    let root = docroot(&dir);
+    let admin = format!("127.0.0.1:{}", free_port());
+    let server = Server::start(&root, &["--threads", "1", "--accept-limit", "2", "--admin", &admin]);
+    std::thread::sleep(Duration::from_millis(200)); // the readiness probe's connection is gone
+    let mut first = server.connect();
+    let _second = server.connect();
+    std::thread::sleep(Duration::from_millis(100));
+    // A third and fourth client complete the handshake (kernel backlog) and send their
+    // requests, but nothing answers while two connections are open.
+    let mut waiting: Vec<_> = (0..2).map(|_| server.connect()).collect();
+    for stream in &mut waiting {
+        stream.write_all(b"GET /small.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").unwrap();
+        stream.set_read_timeout(Some(Duration::from_millis(400))).unwrap();
+        let mut byte = [0u8; 1];
+        assert!(stream.read(&mut byte).is_err(), "answered while the server was at its accept limit");
+    }
+    assert_eq!(metric(&admin, "sojourn_connections_open"), 2.0);
+    assert!(metric(&admin, "sojourn_accept_pauses_total") >= 1.0);
+    // The first client leaves: the server accepts the waiting ones (as closes free room) and answers 200.
+    first.write_all(b"GET /small.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").unwrap();
+    assert_eq!(read_response(&mut first, &mut Vec::new(), false).unwrap().status, 200);
+    drop(first);
+    let mut served = 0;
+    for stream in &mut waiting {
+        stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let response = read_response(stream, &mut Vec::new(), false).expect("served once room was free");
+        assert_eq!(response.status, 200);
+        served += 1;
+    }
+    assert_eq!(served, 2);
+    assert_eq!(metric(&admin, "sojourn_connections_rejected_total"), 0.0);
+}
+
+#[test]
+fn lingering_close_keeps_the_socket_until_the_client_closes() {
+    let dir = TempDir::new("http-linger");
+    let root = docroot(&dir);
+    let admin = format!("127.0.0.1:{}", free_port());
+    let server = Server::start(&root, &["--threads", "1", "--linger-close", "--linger-read-timeout", "0.6", "--admin", &admin]);
+    std::thread::sleep(Duration::from_millis(200));
+    let mut stream = server.connect();
+    stream.write_all(b"GET /big.bin HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").unwrap();
+    let response = read_response(&mut stream, &mut Vec::new(), false).unwrap();
+    assert_eq!((response.status, response.body.len()), (200, 300_000));
+    assert!(closed(&mut stream), "the server half-closes after the response");
+    // Our side has not closed: the server still holds the connection, lingering.
+    assert_eq!(metric(&admin, "sojourn_connections_lingering"), 1.0);
+    assert_eq!(metric(&admin, "sojourn_connections_open"), 1.0);
+    drop(stream); // the client's FIN ends the lingering close
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(metric(&admin, "sojourn_connections_lingering"), 0.0);
+    assert_eq!(metric(&admin, "sojourn_linger_timeouts_total"), 0.0);
+    // A client that neither closes nor sends is dropped after --linger-read-timeout.
+    let mut silent = server.connect();
+    silent.write_all(b"GET /small.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").unwrap();
+    assert_eq!(read_response(&mut silent, &mut Vec::new(), false).unwrap().status, 200);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(metric(&admin, "sojourn_connections_lingering"), 1.0);
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(metric(&admin, "sojourn_connections_lingering"), 0.0);
+    assert_eq!(metric(&admin, "sojourn_linger_timeouts_total"), 1.0);
+}

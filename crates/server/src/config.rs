@@ -49,6 +49,22 @@ pub struct ServeOptions {
     /// Open connections beyond which new ones get 503 and are closed [default: 20000].
     #[arg(long)]
     pub max_connections: Option<usize>,
+    /// Open connections at which the server stops accepting: new ones wait in the kernel's
+    /// accept queue (and beyond it their SYNs are dropped), as Apache 1.3's bounded process
+    /// pool made them (000 §2: 350 processes) [default: no limit].
+    #[arg(long)]
+    pub accept_limit: Option<usize>,
+    /// Lingering close (Apache 1.3's lingering_close): after the last response of a
+    /// connection, shut down the sending side and keep reading until the client closes,
+    /// so the connection is counted (and holds its place under --accept-limit) until then.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true")]
+    pub linger_close: Option<bool>,
+    /// Seconds a lingering connection is kept at most [default: 30, Apache 1.3's MAX_SECS_TO_LINGER].
+    #[arg(long)]
+    pub linger_timeout: Option<f64>,
+    /// Seconds a lingering connection may stay silent before it is closed [default: 2, as Apache 1.3].
+    #[arg(long)]
+    pub linger_read_timeout: Option<f64>,
     /// Seconds a client may take to send a request head once it started (408 after) [default: 10].
     #[arg(long)]
     pub header_timeout: Option<f64>,
@@ -106,7 +122,7 @@ impl ServeOptions {
     pub fn over(self, base: ServeOptions) -> ServeOptions {
         overlay!(
             self, base, root, listen, policy, threads, quantum, write_concurrency, notsent_lowat, kernel_bands, cutoffs,
-            max_connections, header_timeout, keepalive_timeout, send_timeout, max_head_bytes, max_headers, max_target_bytes, cache_file_max,
+            max_connections, accept_limit, linger_close, linger_timeout, linger_read_timeout, header_timeout, keepalive_timeout, send_timeout, max_head_bytes, max_headers, max_target_bytes, cache_file_max,
             cache_ttl, access_log, log_request_time, access_log_block, admin, shutdown_grace, stages
         )
     }
@@ -130,6 +146,9 @@ pub struct Settings {
     pub notsent_lowat: Option<u32>,
     pub kernel_bands: Option<Bands>,
     pub max_connections: usize,
+    pub accept_limit: Option<usize>,
+    /// Lingering close: (total, between reads) limits; None = close at once.
+    pub linger: Option<(Duration, Duration)>,
     pub header_timeout: Duration,
     pub keepalive_timeout: Duration,
     pub send_timeout: Duration,
@@ -202,6 +221,14 @@ impl Settings {
             notsent_lowat,
             kernel_bands: o.kernel_bands.unwrap_or(false).then_some(cutoffs),
             max_connections: o.max_connections.unwrap_or(20_000).max(1),
+            accept_limit: match o.accept_limit {
+                Some(0) => bail!("--accept-limit 0: expected at least 1 (leave it out for no limit)"),
+                limit => limit,
+            },
+            linger: match o.linger_close.unwrap_or(false) {
+                true => Some((seconds("linger-timeout", o.linger_timeout, 30.0)?, seconds("linger-read-timeout", o.linger_read_timeout, 2.0)?)),
+                false => None,
+            },
             header_timeout: seconds("header-timeout", o.header_timeout, 10.0)?,
             keepalive_timeout: seconds("keepalive-timeout", o.keepalive_timeout, 15.0)?,
             send_timeout: seconds("send-timeout", o.send_timeout, 60.0)?,

@@ -60,6 +60,11 @@ pub struct Shard {
     pub connections_open: AtomicI64,
     pub connections_accepted: AtomicU64,
     pub connections_rejected: AtomicU64,
+    /// Times accepting stopped because --accept-limit connections were open.
+    pub accept_pauses: AtomicU64,
+    /// Connections in a lingering close; lingering closes ended by a timeout.
+    pub lingering: AtomicI64,
+    pub linger_timeouts: AtomicU64,
     pub quanta: AtomicU64,
     pub band_changes: AtomicU64,
     /// Access-log lines dropped because the writer thread's channel was full.
@@ -80,6 +85,9 @@ impl Shard {
             connections_open: AtomicI64::new(0),
             connections_accepted: AtomicU64::new(0),
             connections_rejected: AtomicU64::new(0),
+            accept_pauses: AtomicU64::new(0),
+            lingering: AtomicI64::new(0),
+            linger_timeouts: AtomicU64::new(0),
             quanta: AtomicU64::new(0),
             band_changes: AtomicU64::new(0),
             log_lines_dropped: AtomicU64::new(0),
@@ -130,13 +138,23 @@ impl Metrics {
         for (i, status) in STATUSES.iter().enumerate() {
             let _ = writeln!(out, "sojourn_requests_total{{status=\"{status}\"}} {}", self.sum(|s| s.requests[i].load(Relaxed)));
         }
-        let counters: [(&str, &str, u64); 6] = [
+        let counters: [(&str, &str, u64); 8] = [
             ("sojourn_bytes_sent_total", "Response bytes (heads and bodies) handed to the kernel.", self.sum(|s| s.bytes_sent.load(Relaxed))),
             ("sojourn_connections_accepted_total", "Connections accepted.", self.sum(|s| s.connections_accepted.load(Relaxed))),
             (
                 "sojourn_connections_rejected_total",
                 "Connections answered 503 and closed because --max-connections were open.",
                 self.sum(|s| s.connections_rejected.load(Relaxed)),
+            ),
+            (
+                "sojourn_accept_pauses_total",
+                "Times the server stopped accepting because --accept-limit connections were open (they wait in the kernel).",
+                self.sum(|s| s.accept_pauses.load(Relaxed)),
+            ),
+            (
+                "sojourn_linger_timeouts_total",
+                "Lingering closes ended by --linger-timeout or --linger-read-timeout instead of the client's close.",
+                self.sum(|s| s.linger_timeouts.load(Relaxed)),
             ),
             ("sojourn_write_quanta_total", "Write quanta granted by the scheduler.", self.sum(|s| s.quanta.load(Relaxed))),
             ("sojourn_priority_changes_total", "SO_PRIORITY changes made for --kernel-bands.", self.sum(|s| s.band_changes.load(Relaxed))),
@@ -153,6 +171,11 @@ impl Metrics {
             out,
             "# HELP sojourn_connections_open Open client connections.\n# TYPE sojourn_connections_open gauge\nsojourn_connections_open {}",
             self.connections_open()
+        );
+        let _ = writeln!(
+            out,
+            "# HELP sojourn_connections_lingering Connections in a lingering close (--linger-close).\n# TYPE sojourn_connections_lingering gauge\nsojourn_connections_lingering {}",
+            self.sum(|s| s.lingering.load(Relaxed) as u64) as i64
         );
         let _ = writeln!(out, "# HELP sojourn_responses_waiting Responses with bytes left, by band of their remaining bytes.\n# TYPE sojourn_responses_waiting gauge");
         for band in 0..bands.min(MAX_BANDS) {

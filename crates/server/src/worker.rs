@@ -116,6 +116,9 @@ struct Conn {
     /// Since when the socket has been full (meaningful while `blocked`).
     blocked_since: Instant,
     peer_closed: bool,
+    /// In a lingering close since (start, last read): the response is done and our
+    /// side shut down; reads are discarded until the client closes.
+    lingering: Option<(Instant, Instant)>,
     priority: Option<u32>,
     /// The request's file is being opened by the opener threads.
     awaiting_file: bool,
@@ -155,6 +158,8 @@ pub struct Worker {
     log_buf: Vec<u8>,
     shutdown_deadline: Option<Instant>,
     stages: Option<StageRoute>,
+    /// Accepting stopped at --accept-limit; resumed when connections close.
+    accept_paused: bool,
 }
 
 fn is_transient(error: &io::Error) -> bool {
@@ -189,6 +194,7 @@ impl Worker {
             log_buf: Vec::new(),
             shutdown_deadline: None,
             stages,
+            accept_paused: false,
         })
     }
 
@@ -228,6 +234,11 @@ impl Worker {
                 }
             }
             self.run_scheduler(Instant::now());
+            if self.accept_paused && !self.at_accept_limit() {
+                // Edge-triggered: connections waiting in the backlog bring no new event.
+                self.accept_paused = false;
+                self.accept_all(Instant::now());
+            }
             if self.log_buf.len() >= LOG_FLUSH_BYTES {
                 self.flush_log();
             }
@@ -263,8 +274,21 @@ impl Worker {
         }
     }
 
+    fn at_accept_limit(&self) -> bool {
+        self.shared.settings.accept_limit.is_some_and(|limit| self.shared.metrics.connections_open() >= limit as i64)
+    }
+
     fn accept_all(&mut self, now: Instant) {
         loop {
+            if self.at_accept_limit() {
+                // 000 §2: with every Apache process busy, connections wait in the accept
+                // queue (and SYNs are dropped once it is full); so do they here.
+                if !self.accept_paused {
+                    self.accept_paused = true;
+                    self.shared.metrics.shard(self.index).accept_pauses.fetch_add(1, Relaxed);
+                }
+                return;
+            }
             let Some(listener) = &self.listener else { return };
             let (mut stream, addr) = match listener.accept() {
                 Ok(accepted) => accepted,
@@ -315,6 +339,7 @@ impl Worker {
                     blocked: false,
                     blocked_since: now,
                     peer_closed: false,
+                    lingering: None,
                     priority: None,
                     awaiting_file: false,
                 },
@@ -338,6 +363,20 @@ impl Worker {
     fn on_readable(&mut self, id: JobId, now: Instant, to_end: bool) {
         let cap = 2 * self.shared.settings.limits.max_head_bytes;
         let Some(conn) = self.conns.get_mut(&id) else { return };
+        if let Some((started, _)) = conn.lingering {
+            // Lingering close: discard what the client still sends, close on its FIN.
+            loop {
+                match conn.stream.read(&mut self.scratch) {
+                    Ok(0) => break,
+                    Ok(_) => conn.lingering = Some((started, now)),
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                    Err(_) => break,
+                }
+            }
+            self.close(id);
+            return;
+        }
         conn.read_paused = false;
         while !conn.peer_closed {
             if conn.read_buf.len() >= cap {
@@ -484,7 +523,14 @@ impl Worker {
         }
         if !response.keep_alive {
             let _ = conn.stream.shutdown(std::net::Shutdown::Write);
-            self.close(id);
+            if self.shared.settings.linger.is_some() && !conn.peer_closed {
+                conn.lingering = Some((now, now));
+                metrics.lingering.fetch_add(1, Relaxed);
+                // Bytes that arrived before the shutdown bring no new edge: read them now.
+                self.on_readable(id, now, false);
+            } else {
+                self.close(id);
+            }
             return;
         }
         conn.idle_since = now;
@@ -508,6 +554,9 @@ impl Worker {
         self.queue.remove(id);
         self.slots.release(id);
         let metrics = self.shared.metrics.shard(self.index);
+        if conn.lingering.is_some() {
+            metrics.lingering.fetch_sub(1, Relaxed);
+        }
         if let Some(response) = conn.response {
             metrics.waiting_by_band[response.band].fetch_sub(1, Relaxed);
         }
@@ -528,7 +577,15 @@ impl Worker {
         let shutting_down = self.shutdown_deadline.is_some();
         let mut slow = Vec::new();
         let mut idle = Vec::new();
+        let mut lingered = Vec::new();
         for (&id, conn) in &self.conns {
+            if let (Some((started, last_read)), Some((total, between))) = (conn.lingering, settings.linger) {
+                // Apache 1.3's lingering_close: at most `total`, and `between` of silence.
+                if shutting_down || now.duration_since(started) >= total || now.duration_since(last_read) >= between {
+                    lingered.push(id);
+                }
+                continue;
+            }
             if conn.blocked && now.duration_since(conn.blocked_since) >= settings.send_timeout {
                 idle.push(id); // the client stopped reading
                 continue;
@@ -543,6 +600,10 @@ impl Worker {
             }
         }
         for id in idle {
+            self.close(id);
+        }
+        self.shared.metrics.shard(self.index).linger_timeouts.fetch_add(lingered.len() as u64, Relaxed);
+        for id in lingered {
             self.close(id);
         }
         for id in slow {
@@ -791,6 +852,7 @@ mod tests {
             blocked: false,
             blocked_since: Instant::now(),
             peer_closed: false,
+            lingering: None,
             priority: None,
             awaiting_file: false,
         };

@@ -185,7 +185,9 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                 admin_port=server_cfg["port"] + 1 if server_cfg["kind"] == "sojourn" else None,
                 access_log=directory / "access.log" if server_cfg["access_log"] else None,
                 extra_args=list(server_cfg["args"]) + stage_args, command=list(server_cfg["command"]),
-                preexec_fn=tb.preexec(tb.server_ns))
+                preexec_fn=tb.preexec(tb.server_ns), max_connections=server_cfg["max_connections"] or None,
+                linger_close=server_cfg["linger_close"], write_concurrency=server_cfg["write_concurrency"] or None,
+                notsent_lowat=server_cfg["notsent_lowat"] or None)
             progress.phase = "server"
             on_progress(progress)
             with peers.Peer(peer_cfg, log_dir=directory) as peer:

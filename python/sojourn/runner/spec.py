@@ -99,6 +99,16 @@ SCHEMA: dict[str, Any] = {
         "args": _k(list, [], "extra command-line arguments for the server"),
         "command": _k(list, [], "kind = command: argv with {root} {addr} {port} {workers} placeholders"),
         "port": _k(int, 8080, "listening port in the server namespace", minimum=1, maximum=65535),
+        "max_connections": _k(int, 0, "open connections beyond which the server stops accepting (they wait in the "
+                                      "kernel's accept queue, then SYNs drop), as Apache 1.3's 350 processes (000 §2); "
+                                      "0 = the server's default (docs/experiments.md names each server's setting)",
+                              minimum=0),
+        "linger_close": _k(bool, False, "sojourn: lingering close, Apache 1.3's lingering_close (000 §2): keep a "
+                                        "finished connection until the client closes"),
+        "write_concurrency": _k(int, 0, "sojourn: at most this many responses with unsent data in the kernel "
+                                        "(004 §3.3); 0 = unlimited. With notsent_lowat it makes the server's write "
+                                        "order (policy) reach the wire", minimum=0),
+        "notsent_lowat": _k(str, "", "sojourn: TCP_NOTSENT_LOWAT per connection, e.g. \"16K\"; empty = kernel's"),
         "stages": _k((str, dict), "", "sojourn: serve /stage/<name>/ on a CPU worker pool (serve --stages): a TOML "
                                       "file (path relative to the spec) or an inline table of its keys (docs/dwfs.md)"),
     },
@@ -265,6 +275,15 @@ def _check_combinations(config: dict, where: str) -> None:
                             f"(got {server['kind']!r}, which schedules as it does)")
         if server["kernel_bands"]:
             raise SpecError(f"{where}server.kernel_bands needs server.kind = 'sojourn' (got {server['kind']!r})")
+        for key in ("linger_close", "write_concurrency", "notsent_lowat"):
+            if server[key]:
+                raise SpecError(f"{where}server.{key} needs server.kind = 'sojourn' (got {server['kind']!r}; apache2 "
+                                "and nginx linger on close by themselves)")
+    if server["kind"] == "command" and server["max_connections"]:
+        raise SpecError(f"{where}server.max_connections cannot be set for server.kind = 'command': put the "
+                        "setting in server.command")
+    if server["notsent_lowat"] and not re.fullmatch(r"\d+[KMG]?", server["notsent_lowat"]):
+        raise SpecError(f"{where}server.notsent_lowat = {server['notsent_lowat']!r}: expected bytes like \"16K\"")
     if network["queue_bytes"] and network["queue_packets"]:
         raise SpecError(f"{where}network.queue_bytes and network.queue_packets are exclusive: give one queue limit")
     if server["kernel_bands"] and not network["bands"]:
