@@ -19,11 +19,13 @@ def _spec(name: str) -> str:
 
 EXPERIMENTS = [
     Entry("baseline", "(A) baseline, W1 (Fig. 8)", spec=_spec("baseline")),
+    Entry("mechanisms", "the paper's set-up against today's defaults, one setting at a time", spec=_spec("mechanisms")),
     Entry("rtt", "(B) WAN delay 0-150 ms (Fig. 9 B)", spec=_spec("rtt")),
     Entry("rtt-groups", "(B) clients at four RTTs in one run, per group", spec=_spec("rtt-groups")),
     Entry("loss", "(C) loss 0-15% (Fig. 9 C)", spec=_spec("loss")),
     Entry("rtt-loss", "(D) 100 ms RTT and 5% loss (Fig. 9 D)", spec=_spec("rtt-loss")),
     Entry("persistent", "(E) requests per connection 1-10 (Fig. 10 E)", spec=_spec("persistent")),
+    Entry("rto", "(F) initial RTO 0.5-3 s (Fig. 10 F)", spec=_spec("rto")),
     Entry("syncookies", "(G) SYN cookies on", spec=_spec("syncookies")),
     Entry("abort", "(H) user abort after 3-15 s, 3 retries (Fig. 10 H)", spec=_spec("abort")),
     Entry("mtu", "(I) packet length 536-1500 bytes (Fig. 10 I)", spec=_spec("mtu")),
@@ -137,6 +139,13 @@ def claims(ctx: Context) -> list[Row]:
             _ratio_row(ctx, "persistent", "FAIR / SRPT at 10 requests per connection", 3.0,
                        _run("fair", "persistent", 10), _run("srpt", "persistent", 10), bound=">="),
         ]
+    if ctx.has("rto"):
+        rows += [
+            _ratio_row(ctx, "rto", "FAIR at 1 s / FAIR at 3 s initial RTO", 0.65 / 1.1,
+                       _run("fair", "initial_rto_ms", 1000), _run("fair", "initial_rto_ms", 3000),
+                       paper_text="0.65 / 1.1 = 0.59"),
+            _extreme_row(ctx, "rto", "min over initial RTO 0.5-3 s of FAIR / SRPT", 4.0, min, bound=">="),
+        ]
     if ctx.has("syncookies"):
         rows.append(_ratio_row(ctx, "syncookies", "FAIR / SRPT with SYN cookies", 1.1 / 0.138, "fair", "srpt",
                                paper_text="as baseline, 7.97"))
@@ -201,9 +210,28 @@ def claims(ctx: Context) -> list[Row]:
     return rows
 
 
+MECHANISM_COLUMNS = {
+    "response_mean": "mean (s)", "response_largest_1pct_mean": "largest 1% (s)", "incomplete": "incomplete",
+    "syn_drops": "SYN drops", "connect_slow_share": "handshakes >= 0.9 s", "uplink_drops": "uplink drops",
+    "retransmitted_segments": "retransmitted segments",
+}
+
+
 def notes(ctx: Context) -> str:
-    """Per-workload improvement factors (Fig. 12 has no per-workload numbers in the text)."""
+    """The set-up study and per-workload improvement factors (Fig. 12 has no per-workload
+    numbers in the text)."""
     parts = []
+    if ctx.has("mechanisms"):
+        table = ctx.table("mechanisms")
+        lines = ["### The paper's set-up, one setting at a time (`mechanisms`)", "",
+                 "| run | " + " | ".join(MECHANISM_COLUMNS.values()) + " |", "|---" * (len(MECHANISM_COLUMNS) + 1) + "|"]
+        for run in table.index:
+            cells = []
+            for metric in MECHANISM_COLUMNS:
+                value, _, _ = ctx.value("mechanisms", run, metric)
+                cells.append("—" if value != value else f"{value:.3g}")
+            lines.append(f"| {run} | " + " | ".join(cells) + " |")
+        parts.append("\n".join(lines))
     for entry in ("workloads", "workloads-realistic"):
         if not ctx.has(entry):
             continue
