@@ -20,6 +20,7 @@ def _spec(name: str) -> str:
 EXPERIMENTS = [
     Entry("baseline", "(A) baseline, W1 (Fig. 8)", spec=_spec("baseline")),
     Entry("mechanisms", "the paper's set-up against today's defaults, one setting at a time", spec=_spec("mechanisms")),
+    Entry("app-order", "kernel-level SRPT vs application-level ordering (004 §3)", spec=_spec("app-order")),
     Entry("rtt", "(B) WAN delay 0-150 ms (Fig. 9 B)", spec=_spec("rtt")),
     Entry("rtt-groups", "(B) clients at four RTTs in one run, per group", spec=_spec("rtt-groups")),
     Entry("loss", "(C) loss 0-15% (Fig. 9 C)", spec=_spec("loss")),
@@ -221,14 +222,16 @@ def notes(ctx: Context) -> str:
     """The set-up study and per-workload improvement factors (Fig. 12 has no per-workload
     numbers in the text)."""
     parts = []
-    if ctx.has("mechanisms"):
-        table = ctx.table("mechanisms")
-        lines = ["### The paper's set-up, one setting at a time (`mechanisms`)", "",
+    for entry, title in (("mechanisms", "The paper's set-up, one setting at a time"),
+                         ("app-order", "Kernel-level SRPT and application-level ordering")):
+        if not ctx.has(entry):
+            continue
+        lines = [f"### {title} (`{entry}`)", "",
                  "| run | " + " | ".join(MECHANISM_COLUMNS.values()) + " |", "|---" * (len(MECHANISM_COLUMNS) + 1) + "|"]
-        for run in table.index:
+        for run in ctx.table(entry).index:
             cells = []
             for metric in MECHANISM_COLUMNS:
-                value, _, _ = ctx.value("mechanisms", run, metric)
+                value, _, _ = ctx.value(entry, run, metric)
                 cells.append("—" if value != value else f"{value:.3g}")
             lines.append(f"| {run} | " + " | ".join(cells) + " |")
         parts.append("\n".join(lines))
