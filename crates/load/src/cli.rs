@@ -115,9 +115,35 @@ struct ClosedArgs {
     /// Seconds to run; outstanding requests at the end are `interrupted`.
     #[arg(long)]
     duration: f64,
+    #[command(flatten)]
+    paths: PathChoice,
+}
+
+/// The paths requested in closed and capacity modes, each draw uniform over the list.
+#[derive(Debug, Args)]
+struct PathChoice {
     /// Paths to request (repeatable, chosen uniformly).
-    #[arg(long = "path", required = true)]
+    #[arg(long = "path", required_unless_present = "paths_file")]
     paths: Vec<String>,
+    /// A file of paths, one per line, added to --path; a path listed k times is drawn k
+    /// times as often, so a trace's path column gives its popularity (002 §3.3, 004 Table 1).
+    #[arg(long)]
+    paths_file: Option<PathBuf>,
+}
+
+impl PathChoice {
+    fn load(&self) -> anyhow::Result<Vec<String>> {
+        let mut paths = self.paths.clone();
+        if let Some(file) = &self.paths_file {
+            let text = std::fs::read_to_string(file).with_context(|| format!("--paths-file {}", file.display()))?;
+            paths.extend(text.lines().map(str::trim).filter(|l| !l.is_empty()).map(String::from));
+            if paths.is_empty() {
+                bail!("--paths-file {}: no paths in it (one per line)", file.display());
+            }
+        }
+        check_paths(&paths)?;
+        Ok(paths)
+    }
 }
 
 #[derive(Debug, Args)]
@@ -131,9 +157,8 @@ struct CapacityArgs {
     /// Seconds per level.
     #[arg(long)]
     duration: f64,
-    /// Paths to request (repeatable, chosen uniformly).
-    #[arg(long = "path", required = true)]
-    paths: Vec<String>,
+    #[command(flatten)]
+    paths: PathChoice,
 }
 
 #[derive(Debug, Args)]
@@ -326,22 +351,22 @@ fn run_closed(args: ClosedArgs) -> anyhow::Result<()> {
     if args.users == 0 {
         bail!("--users 0: closed mode needs at least one user");
     }
-    check_paths(&args.paths)?;
+    let paths = args.paths.load()?;
     let (fd_limit, fd_warning) = raise_fd_limit(Some(u64::from(args.users)));
-    let mut workload = ClosedUsers::new(args.users, args.think_time, duration, args.paths.clone(), args.common.rng());
+    let mut workload = ClosedUsers::new(args.users, args.think_time, duration, paths, args.common.rng());
     run_one("closed", &args.common, config, &mut workload, &args.common.out, fd_limit, fd_warning).map(|_| ())
 }
 
 fn run_capacity(args: CapacityArgs) -> anyhow::Result<()> {
     let duration = positive("--duration", args.duration)?;
     let config = args.common.engine_config(Some(duration))?;
-    check_paths(&args.paths)?;
+    let paths = args.paths.load()?;
     let most = args.connections.0.iter().copied().max().unwrap_or(1);
     let (fd_limit, fd_warning) = raise_fd_limit(Some(u64::from(most)));
     let mut levels = Vec::new();
     for &connections in &args.connections.0 {
         let dir = args.common.out.join(format!("c{connections}"));
-        let mut workload = ClosedUsers::new(connections, ThinkTime::None, duration, args.paths.clone(), args.common.rng());
+        let mut workload = ClosedUsers::new(connections, ThinkTime::None, duration, paths.clone(), args.common.rng());
         let summary = run_one("capacity", &args.common, config.clone(), &mut workload, &dir, fd_limit, fd_warning.clone())?;
         levels.push(serde_json::json!({
             "connections": connections,

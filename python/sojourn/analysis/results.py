@@ -77,6 +77,9 @@ def summarize_repetition(directory: Path, link_bps: float, groups: list[dict] | 
     counters = directory / "counters.csv"
     if counters.is_file() and counters.stat().st_size > 0:
         summary.update(counter_metrics(pd.read_csv(counters), link_bps=link_bps))
+    capacity_file = directory / "capacity.json"
+    if capacity_file.is_file():  # capacity mode (002 §4.4): the levels are in level-<users>/
+        summary.update(json.loads(capacity_file.read_text()))
     load_summary = directory / "load_summary.json"
     if load_summary.is_file():
         summary["load_generator"] = json.loads(load_summary.read_text())

@@ -145,6 +145,19 @@ def _bands_table(reps: list[Repetition], runs: list[str]) -> pd.DataFrame | None
     return pd.DataFrame(rows) if rows else None
 
 
+def _capacity_table(reps: list[Repetition], runs: list[str]) -> pd.DataFrame | None:
+    """Run x repetition: the capacity and each level's throughput; None without capacity runs."""
+    rows = []
+    for rep in reps:
+        if rep.run in runs and rep.summary.get("levels"):
+            row = {"run": rep.run, "rep": rep.rep,
+                   "capacity (req/s)": f"{rep.summary['capacity_rps']:.4g}" + ("*" if rep.summary.get("capacity_at_last_level") else ""),
+                   "at users": rep.summary.get("capacity_users")}
+            row.update({f"{level['users']} users": level["throughput_rps"] for level in rep.summary["levels"]})
+            rows.append(row)
+    return pd.DataFrame(rows) if rows else None
+
+
 def _group_table(reps: list[Repetition], runs: list[str]) -> pd.DataFrame | None:
     """Run x client group: mean/median response and incompletes, averaged over repetitions;
     None when no run has several groups."""
@@ -201,6 +214,12 @@ def build_report(directory: str | Path, baseline: str | None = None, export_dir:
              f"each request's scheduled time to its last byte; incomplete = requests without a successful final "
              f"attempt.</p>",
              _summary_table(table)]
+    capacity = _capacity_table(reps, runs)
+    if capacity is not None:
+        parts.append("<h2>Capacity</h2><p>Capacity mode (002 §4.4): requests/s completed at each load level after its "
+                     "warm-up; the capacity is the most sustained (marked with * when it is the last level: the "
+                     "server may not have been saturated).</p>"
+                     + capacity.to_html(index=False, float_format=lambda v: f"{v:.4g}", border=0))
     groups = _group_table(reps, runs)
     if groups is not None:
         parts.append("<h2>By client group</h2><p>Each client group's requests (its own WAN conditions), means over "

@@ -22,7 +22,7 @@ from typing import Callable
 
 import pandas as pd
 
-from sojourn import peers
+from sojourn import analysis, peers
 from sojourn.analysis.results import summarize_repetition
 from sojourn.engine import engine_path
 from sojourn.analysis import sessions as session_analysis
@@ -62,14 +62,24 @@ def testbed_config(run: Run, prefix: str):
                          bands=network["bands"] or None, groups=groups, tcp=knobs, seed=run.config["workload"]["seed"])
 
 
-def load_command(engine: Path, inputs: Inputs, target: str, out: Path, workload: dict, source_addrs: list[str]) -> list[str]:
-    """The ``sojourn-engine load open`` argv replaying the run's trace (docs/load.md)."""
-    argv = [str(engine), "load", "open", "--trace", str(inputs.trace), "--target", target, "--out", str(out),
+def load_command(engine: Path, inputs: Inputs, target: str, out: Path, workload: dict, source_addrs: list[str],
+                 users: int | None = None, duration_s: float | None = None) -> list[str]:
+    """The ``sojourn-engine load`` argv (docs/load.md): ``open`` replaying the run's trace,
+    or ``closed`` with ``users`` (default workload.users) for ``duration_s`` (default
+    workload.duration_s) drawing paths as often as the trace requests them."""
+    if workload["mode"] == "open":
+        mode = ["open", "--trace", str(inputs.trace)]
+    else:
+        think = f"exp:{workload['think_s']}" if workload["think_s"] else "0"
+        mode = ["closed", "--users", str(users or workload["users"]), "--duration", str(duration_s or workload["duration_s"]),
+                "--paths-file", str(inputs.trace.with_name("paths.txt")), "--think-time", think]
+    argv = [str(engine), "load", *mode, "--target", target, "--out", str(out),
             "--source-addrs", ",".join(source_addrs), "--requests-per-conn", str(workload["persistent"]),
             "--seed", str(workload["seed"]), "--timeout", str(workload["timeout_s"]), "--quiet"]
     if workload["abort_after_s"]:
         argv += ["--abort-after", str(workload["abort_after_s"]), "--retries", str(workload["retries"])]
-    argv += ["--conns-per-client", str(workload["max_connections_per_client"])]
+    # A closed user has one request outstanding: its own connection suffices.
+    argv += ["--conns-per-client", str(workload["max_connections_per_client"] if workload["mode"] == "open" else 1)]
     if workload["verify"]:
         argv.append("--verify-content")
     return argv
@@ -161,7 +171,10 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
     server_cfg, workload, collect = run.config["server"], run.config["workload"], run.config["collect"]
     link_bps = run.config["network"]["link_mbps"] * 1e6
     state, reason = "partial", "did not finish"
-    progress = Progress(expected_s=inputs.duration_s)
+    # How long the load runs: the trace's span, or the closed run's or the capacity levels' time.
+    duration_s = {"closed": workload["duration_s"],
+                  "capacity": len(workload["levels"]) * workload["level_s"]}.get(workload["mode"], inputs.duration_s)
+    progress = Progress(expected_s=duration_s)
     meta = versions(run, engine)
     try:
         progress.phase = "testbed"
@@ -193,24 +206,19 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
             with peers.Peer(peer_cfg, log_dir=directory) as peer:
                 tb.start_counters(directory / "counters.csv", interval_s=collect["interval_s"])
                 target = f"{tb.server_addr}:{server_cfg['port']}"
-                if workload["mode"] == "sessions":
+                # The last request may take its whole timeout; drain_s may allow longer.
+                limit_s = duration_s + max(collect["drain_s"], workload["timeout_s"]) + 10
+                if workload["mode"] == "capacity":
+                    state, reason = _capacity_levels(tb, engine, inputs, target, directory, workload, addrs, progress,
+                                                     on_progress)
+                elif workload["mode"] == "sessions":
                     model = Path(workload["sessions"]["model_file"]) if workload["sessions"]["model_file"] else \
                         sessions.session_model(server_cfg["stages"] or {}, workload["sessions"], directory / "model.toml")
                     argv = sessions.load_command(engine, model, target, directory, workload, addrs)
+                    state, reason = _run_load(tb, argv, directory, progress, on_progress, limit_s)
                 else:
                     argv = load_command(engine, inputs, target, directory, workload, addrs)
-                (directory / "load.argv").write_text(" ".join(argv) + "\n")
-                with open(directory / "load.log", "wb") as log:
-                    load_proc = tb.popen(tb.client_ns, argv, stdout=log, stderr=subprocess.STDOUT)
-                    try:
-                        # The last request may take its whole timeout; drain_s may allow longer.
-                        limit_s = inputs.duration_s + max(collect["drain_s"], workload["timeout_s"]) + 10
-                        state, reason = _follow_load(load_proc, directory, progress, on_progress, limit_s)
-                    except KeyboardInterrupt:
-                        # Before teardown: the generator records what is outstanding as
-                        # 'interrupted' and writes its files on SIGINT (docs/load.md).
-                        _interrupt(load_proc)
-                        raise
+                    state, reason = _run_load(tb, argv, directory, progress, on_progress, limit_s)
                 tb.stop_counters()
                 _save_server_metrics(tb, peer, directory / "server_metrics.txt")
                 # The uplink's qdisc and class statistics after the run (bytes per band).
@@ -238,6 +246,40 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
             state, reason = "partial", f"{reason}; summary failed: {err}".lstrip("; ")
         layout.mark(directory, state, reason)
     return state
+
+
+def _run_load(tb, argv: list[str], out: Path, progress: Progress, on_progress, limit_s: float) -> tuple[str, str]:
+    """Runs one load generator in the client namespace into ``out`` and follows it."""
+    (out / "load.argv").write_text(" ".join(argv) + "\n")
+    with open(out / "load.log", "wb") as log:
+        load_proc = tb.popen(tb.client_ns, argv, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            return _follow_load(load_proc, out, progress, on_progress, limit_s)
+        except KeyboardInterrupt:
+            # Before teardown: the generator records what is outstanding as
+            # 'interrupted' and writes its files on SIGINT (docs/load.md).
+            _interrupt(load_proc)
+            raise
+
+
+def _capacity_levels(tb, engine: Path, inputs: Inputs, target: str, directory: Path, workload: dict, addrs: list[str],
+                     progress: Progress, on_progress) -> tuple[str, str]:
+    """002 §4.4: the server loaded by ``workload.levels`` users in turn (same server, one
+    level after the other, each in level-<users>/ with its own records); capacity.json
+    holds each level's throughput after its warm-up and the capacity, the most sustained."""
+    levels = []
+    for users in workload["levels"]:
+        out = directory / f"level-{users}"
+        out.mkdir(exist_ok=True)
+        argv = load_command(engine, inputs, target, out, workload, addrs, users=users, duration_s=workload["level_s"])
+        state, reason = _run_load(tb, argv, out, progress, on_progress, workload["level_s"] + workload["timeout_s"] + 10)
+        _adopt_load_summary(out)
+        if state != "complete":
+            return state, f"level {users} users: {reason}"
+        reqs = analysis.requests(analysis.read_records(out / "records.csv"))
+        levels.append({"users": users, **analysis.window_throughput(reqs, workload["warmup_s"], workload["level_s"])})
+    layout.write_json(directory / "capacity.json", analysis.capacity_of_levels(levels))
+    return "complete", ""
 
 
 def _save_bands(tb, engine: Path, cutoffs: str, path: Path) -> None:

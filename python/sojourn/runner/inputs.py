@@ -19,12 +19,16 @@ from pathlib import Path
 from sojourn.runner.layout import write_json
 
 # Keys of the workload section that change the trace or the docroot.
-TRACE_KEYS = ("model", "trace", "requests", "duration_s", "profile", "rho", "time_compression", "clients", "seed", "objects")
+TRACE_KEYS = ("model", "trace", "requests", "duration_s", "profile", "rho", "time_compression", "clients", "seed", "objects",
+              "mode")
+# Closed and capacity modes draw paths from a catalogue: a trace of this many requests
+# whose path column carries the model's popularity (Zipf) and sizes.
+CATALOGUE_REQUESTS = 20_000
 
 
 @dataclass
 class Inputs:
-    trace: Path
+    trace: Path  # its paths.txt sibling lists the trace's paths (closed and capacity modes)
     docroot: Path
     periods: list[dict]      # per-period target vs achieved rho (empty for an imported trace)
     duration_s: float        # scheduled span of the trace
@@ -46,6 +50,11 @@ def _make_trace(workload: dict, link_bps: float):
 
     if workload["trace"]:
         return trace_io.read_trace(workload["trace"]), []
+    if workload["mode"] in ("closed", "capacity"):
+        options = {"n_objects": workload["objects"]} if workload["objects"] else {}
+        count = workload["requests"] or CATALOGUE_REQUESTS
+        return models.make_trace(model=workload["model"], n_requests=count, rho=workload["rho"] or 1.0,
+                                 link_bps=link_bps, clients=workload["clients"], seed=workload["seed"], **options), []
     load = {"profile": workload["profile"]} if workload["profile"] else {"rho": workload["rho"]}
     mean_rho = shaping.profile_by_name(workload["profile"]).mean_rho if workload["profile"] else workload["rho"]
     mean_size = models.model_by_name(workload["model"]).mean
@@ -86,6 +95,8 @@ def prepare_inputs(workload: dict, link_bps: float, inputs_root: Path) -> Inputs
     if trace.empty:
         raise ValueError(f"the workload {workload} produced an empty trace")
     trace_io.write_trace(trace, directory / "trace.csv")
+    # Closed and capacity modes draw from the trace's paths, each as often as it is requested.
+    (directory / "paths.txt").write_text("\n".join(trace["path"]) + "\n")
     docroots.materialize(trace, directory / "docroot", seed=workload["seed"])
     # Servers whose workers drop root (apache2) must be able to read the docroot.
     for path in [directory, directory / "docroot", *[p for p in (directory / "docroot").rglob("*") if p.is_dir()]]:

@@ -30,7 +30,7 @@ MODELS = ("wc98", "nasa", "surge", "specweb99")
 PROFILES = tuple(f"W{i}" for i in range(1, 11))
 CONGESTION = ("reno", "cubic", "bbr")
 LOSS_MODELS = ("bernoulli", "two-state")
-LOAD_MODES = ("open", "sessions")
+LOAD_MODES = ("open", "sessions", "closed", "capacity")
 DISPATCH_POLICIES = ("fifo", "rr", "edf", "wfs", "dwfs")
 CUTOFFS_RE = re.compile(r"^\d+[KMG]?(,\d+[KMG]?)*$")
 
@@ -151,7 +151,18 @@ SCHEMA: dict[str, Any] = {
                                          "system uncapped (a small cap queues requests at busy clients)", minimum=1),
         "timeout_s": _k(NUMBER, 60.0, "an attempt with no complete response after this long ends as 'timeout'", minimum=0.1),
         "mode": _k(str, "open", "open: replay the generated trace (load open); sessions: Poisson session arrivals "
-                                "over the stages (load sessions, 003 §2)", choices=LOAD_MODES),
+                                "over the stages (load sessions, 003 §2); closed: workload.users user equivalents "
+                                "for duration_s (load closed, 002 §3.3, 004 §4.2); capacity: closed levels of "
+                                "workload.levels users, capacity = the most requests/s sustained (002 §4.4)",
+                   choices=LOAD_MODES),
+        "users": _k(int, 100, "closed mode: user equivalents, each with one request outstanding (004 §5: up to 1400)",
+                    minimum=1, maximum=100_000),
+        "think_s": _k(NUMBER, 0.0, "closed mode: mean exponential think time after each response, 0 = none "
+                                   "(002 §3.3)", minimum=0),
+        "levels": _k(list, [], "capacity mode: user counts to load the server with, one level after the other"),
+        "level_s": _k(NUMBER, 10.0, "capacity mode: seconds per level", minimum=0.5),
+        "warmup_s": _k(NUMBER, 2.0, "capacity mode: seconds at the start of each level left out of its throughput",
+                       minimum=0),
         "sessions": {
             "model_file": _k(str, "", "session model TOML (docs/formats.md, path relative to the spec); empty = "
                                       "generated from the stages: start at the first, 003 Fig. 5 rows x (1 - exit)"),
@@ -303,6 +314,23 @@ def _check_combinations(config: dict, where: str) -> None:
     if isinstance(server["stages"], dict):
         server["stages"] = check_stages(server["stages"], f"{where}server.stages")
         check_class_networks(server["stages"], network["groups"], where)
+    if workload["mode"] in ("closed", "capacity"):
+        if workload["profile"]:
+            raise SpecError(f"{where}workload.profile shapes open-loop arrivals; in {workload['mode']!r} mode the "
+                            "load is workload.users (closed) or workload.levels (capacity)")
+        if workload["mode"] == "capacity":
+            levels = workload["levels"]
+            if not levels or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in levels):
+                raise SpecError(f"{where}workload.levels = {levels!r}: capacity mode needs a list of user counts >= 1, "
+                                "e.g. [8, 32, 128, 512]")
+            if workload["warmup_s"] >= workload["level_s"]:
+                raise SpecError(f"{where}workload.warmup_s = {workload['warmup_s']} must be below workload.level_s = "
+                                f"{workload['level_s']}")
+        elif workload["levels"]:
+            raise SpecError(f"{where}workload.levels is for workload.mode = 'capacity'")
+        return
+    if workload["levels"]:
+        raise SpecError(f"{where}workload.levels is for workload.mode = 'capacity'")
     if workload["mode"] == "sessions":
         if server["kind"] != "sojourn":
             raise SpecError(f"{where}workload.mode = 'sessions' requests /stage/ URLs, which only server.kind = "

@@ -1,0 +1,90 @@
+"""`sojourn run` in closed and capacity modes (002 §3.3, §4.4; 004 §4.2), end to end in the
+testbed: user equivalents with one request outstanding each, paths drawn as often as the
+catalogue requests them, and a capacity found on a server whose limit is known (the
+10 Mbit/s uplink carrying 100 KB responses)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from sojourn import analysis
+from sojourn.runner.experiment import run_experiment
+from sojourn.runner.spec import SpecError, load_spec, validate
+
+SIZE = 100_000
+# Body bytes per second of a 10 Mbit/s HTB link: full 1448-byte segments in 1514-byte frames.
+LINK_BODY_BPS = 10e6 * 1448 / 1514
+
+
+def write_spec(tmp_path: Path, name: str, workload: str) -> Path:
+    # Two objects, /a requested three times as often as /b: closed users must follow that.
+    (tmp_path / "trace.csv").write_text("arrival_s,client,path,size\n"
+                                        + "".join(f"{i},0,{'/b' if i % 4 == 3 else '/a'},{SIZE}\n" for i in range(40)))
+    spec = tmp_path / f"{name}.toml"
+    spec.write_text(f'name = "{name}"\n[network]\nlink_mbps = 10\n[workload]\ntrace = "trace.csv"\nclients = 8\n'
+                    f'{workload}\n[collect]\ndrain_s = 5\n')
+    return spec
+
+
+def test_modes_are_validated():
+    base = {"name": "m", "workload": {"mode": "capacity", "levels": [1, 4]}}
+    assert validate(base).runs[0].config["workload"]["levels"] == [1, 4]
+    for workload, message in (({"mode": "capacity"}, r"capacity mode needs a list of user counts"),
+                              ({"mode": "capacity", "levels": [0]}, r"workload\.levels = \[0\]"),
+                              ({"mode": "capacity", "levels": [2], "warmup_s": 10.0}, r"warmup_s = 10\.0 must be below"),
+                              ({"mode": "closed", "profile": "W1"}, r"workload\.profile shapes open-loop arrivals"),
+                              ({"rho": 0.5, "levels": [2]}, r"workload\.levels is for workload\.mode = 'capacity'")):
+        with pytest.raises(SpecError, match=message):
+            validate({"name": "m", "workload": workload})
+
+
+
+
+@pytest.mark.netns
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
+def test_closed_users_keep_one_request_outstanding_and_follow_popularity(tmp_path):
+    spec = write_spec(tmp_path, "closed", 'mode = "closed"\nusers = 4\nduration_s = 6.0\npersistent = 5')
+    outcome = run_experiment(load_spec(spec), tmp_path / "results", prefix="sjmc")
+    assert outcome.complete
+    rep = tmp_path / "results" / "closed" / "run" / "0"
+    records = analysis.read_records(rep / "records.csv")
+    # Never more than 4 requests outstanding: at any request's dispatch, at most 3 others were in flight.
+    starts, ends = records["dispatch_s"].to_numpy(), records["last_byte_s"].to_numpy()
+    assert max(((starts <= t) & (ends > t)).sum() for t in starts) <= 4
+    assert records["client"].nunique() == 4
+    counts = Counter(records["path"])
+    assert counts["/a"] > 1.5 * counts["/b"] > 0  # drawn 3:1 as in the catalogue
+    # Persistent connections: 5 requests per connection (000 Table 2 (E), 001 §3).
+    assert records.groupby("conn_id").size().max() == 5
+    summary = json.loads((rep / "summary.json").read_text())
+    # Every request completed but the one each user had outstanding when the run ended.
+    assert summary["completed"] >= summary["requests"] - 4
+    assert summary["outcomes"]["interrupted"] <= 4
+
+
+@pytest.mark.netns
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
+def test_capacity_of_a_link_limited_server_within_10_percent(tmp_path):
+    spec = write_spec(tmp_path, "cap", 'mode = "capacity"\nlevels = [1, 4, 16]\nlevel_s = 5.0\nwarmup_s = 1.5')
+    outcome = run_experiment(load_spec(spec), tmp_path / "results", prefix="sjmp")
+    assert outcome.complete
+    rep = tmp_path / "results" / "cap" / "run" / "0"
+    capacity = json.loads((rep / "capacity.json").read_text())
+    assert [level["users"] for level in capacity["levels"]] == [1, 4, 16]
+    for users in (1, 4, 16):
+        assert (rep / f"level-{users}" / "records.csv").is_file()
+    # The uplink allows LINK_BODY_BPS / 8 bytes of bodies per second (heads are ~0.2% more).
+    expected = LINK_BODY_BPS / 8 / SIZE
+    assert capacity["capacity_rps"] == pytest.approx(expected, rel=0.10)
+    # One user cannot fill the link (a round trip per response), many can.
+    assert capacity["levels"][0]["throughput_rps"] <= capacity["capacity_rps"]
+    summary = json.loads((rep / "summary.json").read_text())
+    assert summary["capacity_rps"] == capacity["capacity_rps"]
+    table = pd.DataFrame(summary["levels"])
+    assert list(table["users"]) == [1, 4, 16]
