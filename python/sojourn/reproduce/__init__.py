@@ -4,7 +4,8 @@ A paper is a module named in :data:`PAPERS` that defines ``PAPER = Paper(...)``:
 
 - ``experiments``: :class:`Entry` items. An entry runs a spec (``experiments/<paper>/<name>.toml``,
   through the runner, at its ``[quick]`` scale with ``--quick``) or a command (an argv whose
-  ``{out}`` is replaced by the entry's result directory and ``{quick}`` by ``--quick`` or nothing).
+  ``{out}`` is replaced by the entry's result directory, ``{python}`` by this Python and
+  ``{quick}`` by ``--quick`` or nothing).
 - ``claims(ctx)``: the doc's rows (:class:`Row`), computed only from *published* results
   through :class:`Context`, never from memory or constants.
 
@@ -205,6 +206,24 @@ class Context:
             return math.nan, None, 0
         mean, low, high = confidence_interval(values)
         return mean, (None if len(values) < 2 else (low, high)), len(values)
+
+    def sweep_ratios(self, name: str, metric: str = "response_mean", variants: tuple[str, str] = ("fair", "srpt")) -> dict:
+        """Sweep value -> (first variant's ``metric`` / second's, first's, second's,
+        repetitions): means over the complete repetitions of the runs <first>-<point> and
+        <second>-<point> (e.g. FAIR / SRPT per RTT)."""
+        values: dict = {}
+        for rep in self.reps(name):
+            value = _dotted(rep.summary, metric)
+            if rep.complete and rep.variant in variants and isinstance(value, (int, float)):
+                values.setdefault(rep.sweep_value, {}).setdefault(rep.variant, []).append(float(value))
+        out = {}
+        first, second = variants
+        for point, by_variant in values.items():
+            if first in by_variant and second in by_variant:
+                a = sum(by_variant[first]) / len(by_variant[first])
+                b = sum(by_variant[second]) / len(by_variant[second])
+                out[point] = (a / b if b else math.nan, a, b, min(len(by_variant[first]), len(by_variant[second])))
+        return out
 
     def figures(self, name: str) -> list[tuple[str, str]]:
         """(file relative to docs/reproduction, caption) of an entry's published figures."""

@@ -58,26 +58,11 @@ def _value_row(ctx: Context, entry: str, run: str, claim: str, paper_value: floa
                paper_text=paper_text, note=note)
 
 
-def sweep_ratios(ctx: Context, entry: str, metric: str = "response_mean") -> dict:
-    """Sweep value -> (FAIR's metric / SRPT's, FAIR's, SRPT's, repetitions), means over
-    complete repetitions of the runs fair-<point> and srpt-<point>."""
-    values: dict = {}
-    for rep in ctx.reps(entry):
-        if rep.complete and rep.variant in ("fair", "srpt") and isinstance(rep.summary.get(metric), (int, float)):
-            values.setdefault(rep.sweep_value, {}).setdefault(rep.variant, []).append(float(rep.summary[metric]))
-    out = {}
-    for point, by_variant in values.items():
-        if "fair" in by_variant and "srpt" in by_variant:
-            fair, srpt = sum(by_variant["fair"]) / len(by_variant["fair"]), sum(by_variant["srpt"]) / len(by_variant["srpt"])
-            out[point] = (fair / srpt if srpt else math.nan, fair, srpt, min(len(by_variant["fair"]), len(by_variant["srpt"])))
-    return out
-
-
 def _extreme_row(ctx: Context, entry: str, claim: str, paper_value: float, pick, bound: str = "",
                  paper_text: str = "", note: str = "", index: int = 0, unit: str = "") -> Row:
-    """min or max (``pick``) over the sweep of element ``index`` of :func:`sweep_ratios`
+    """min or max (``pick``) over the sweep of element ``index`` of :meth:`Context.sweep_ratios`
     (0 = FAIR/SRPT ratio, 1 = FAIR's value, 2 = SRPT's)."""
-    ratios = sweep_ratios(ctx, entry)
+    ratios = ctx.sweep_ratios(entry)
     values = [v[index] for v in ratios.values() if not math.isnan(v[index])]
     ours = pick(values) if values else math.nan
     reps = min((v[3] for v in ratios.values()), default=0)
@@ -157,7 +142,7 @@ def claims(ctx: Context) -> list[Row]:
         rows += [
             _extreme_row(ctx, "abort", "min over abort after 3-15 s of FAIR / SRPT", 8.0, min, bound=">="),
         ]
-        incompletes = sweep_ratios(ctx, "abort", "incomplete")
+        incompletes = ctx.sweep_ratios("abort", "incomplete")
         worst = min((v[0] for v in incompletes.values() if not math.isnan(v[0])), default=math.nan)
         rows.append(Row("abort", "min over T of FAIR / SRPT incomplete requests (\"always smaller under SRPT\")",
                         1.0, worst, min((v[3] for v in incompletes.values()), default=0), ctx.result_path("abort"),
@@ -238,7 +223,7 @@ def notes(ctx: Context) -> str:
     for entry in ("workloads", "workloads-realistic"):
         if not ctx.has(entry):
             continue
-        ratios = sweep_ratios(ctx, entry)
+        ratios = ctx.sweep_ratios(entry)
         lines = [f"### Per workload: `{entry}`", "", "| workload | FAIR mean (s) | SRPT mean (s) | FAIR / SRPT |",
                  "|---|---|---|---|"]
         for point, (ratio, fair, srpt, _) in sorted(ratios.items(), key=lambda kv: int(str(kv[0])[1:])):

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -38,7 +39,7 @@ def run_entry(console, paper: Paper, entry: Entry, results: Path, quick: bool, p
         return outcome.directory, (0 if outcome.complete else 1)
     out = root / entry.name
     out.mkdir(parents=True, exist_ok=True)
-    argv = [part.replace("{out}", str(out)) for part in entry.command]
+    argv = [part.replace("{out}", str(out)).replace("{python}", sys.executable) for part in entry.command]
     argv = [a for part in argv for a in ((["--quick"] if quick else []) if part == "{quick}" else [part])]
     console.print(f"{entry.name}: {' '.join(argv)}", markup=False, highlight=False)
     done = subprocess.run(argv, cwd=REPO)
@@ -71,6 +72,8 @@ def publish(paper: Paper, entry: Entry, source: Path, destination: Path, quick: 
             for path in sorted(source.glob(pattern)):
                 if path.is_file():
                     shutil.copy2(path, staging / path.name)
+        figures = [{"file": path.name, "caption": f"{entry.title} ({path.name})"} for path in sorted(staging.glob("*.png"))]
+        (staging / "figures.json").write_text(json.dumps(figures, indent=2) + "\n")
     meta = {"paper": paper.tag, "experiment": entry.name, "title": entry.title, "scale": "quick" if quick else "full",
             "spec": entry.spec, "command": list(entry.command), "source": str(source),
             "published": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "wall_s": round(wall_s, 1)}
