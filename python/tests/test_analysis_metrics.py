@@ -239,3 +239,13 @@ def test_connect_metrics():
     assert out["connect_mean"] == pytest.approx(1.04 / 3)
     assert out["connect_slow_share"] == pytest.approx(1 / 3)
     assert out["connect_share_of_response"] == pytest.approx(1.04 / 3.0)
+
+
+def test_server_metric_means_from_prometheus_text():
+    from sojourn.analysis.results import server_metric_means
+
+    text = ("# TYPE sojourn_epoll_ready_events histogram\nsojourn_epoll_ready_events_bucket{le=\"+Inf\"} 4\n"
+            "sojourn_epoll_ready_events_sum 10\nsojourn_epoll_ready_events_count 4\n"
+            "sojourn_service_time_seconds_sum 0.5\nsojourn_service_time_seconds_count 2\n")
+    assert server_metric_means(text) == {"events_per_wait_mean": 2.5, "server_service_time_mean": 0.25}
+    assert server_metric_means("Active connections: 1\n") == {}

@@ -88,3 +88,32 @@ def test_capacity_of_a_link_limited_server_within_10_percent(tmp_path):
     assert summary["capacity_rps"] == capacity["capacity_rps"]
     table = pd.DataFrame(summary["levels"])
     assert list(table["users"]) == [1, 4, 16]
+
+
+def test_poisson_from_catalogue_keeps_popularity_and_rate():
+    from sojourn.runner.inputs import poisson_from_catalogue
+
+    catalogue = pd.DataFrame({"path": ["/a"] * 3 + ["/b"], "size": [10, 10, 10, 20]})
+    trace = poisson_from_catalogue(catalogue, rate=200.0, duration_s=20.0, clients=5, seed=1)
+    assert len(trace) == pytest.approx(4000, rel=0.1)
+    assert trace["arrival_s"].is_monotonic_increasing and trace["arrival_s"].max() == pytest.approx(20, rel=0.05)
+    assert (trace["path"] == "/a").mean() == pytest.approx(0.75, abs=0.03)
+    assert set(trace["client"]) == set(range(5))
+    assert list(trace.loc[trace["path"] == "/b", "size"].unique()) == [20]
+
+
+@pytest.mark.netns
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
+def test_load_fraction_measures_capacity_then_offers_that_fraction(tmp_path):
+    spec = write_spec(tmp_path, "frac", 'load_fraction = 0.5\nlevels = [8]\nlevel_s = 4.0\nwarmup_s = 1.0\n'
+                                        'duration_s = 6.0')
+    outcome = run_experiment(load_spec(spec), tmp_path / "results", prefix="sjmf")
+    assert outcome.complete
+    rep = tmp_path / "results" / "frac" / "run" / "0"
+    offered = json.loads((rep / "offered.json").read_text())
+    capacity = json.loads((rep / "capacity.json").read_text())["capacity_rps"]
+    assert offered["capacity_rps"] == capacity and offered["rate_rps"] == pytest.approx(0.5 * capacity)
+    summary = json.loads((rep / "summary.json").read_text())
+    # Half the link-limited capacity is offered and served, within Poisson noise of a short run.
+    assert summary["throughput_rps"] == pytest.approx(0.5 * capacity, rel=0.35)
+    assert summary["offered"]["load_fraction"] == 0.5

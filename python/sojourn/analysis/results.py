@@ -80,6 +80,12 @@ def summarize_repetition(directory: Path, link_bps: float, groups: list[dict] | 
     capacity_file = directory / "capacity.json"
     if capacity_file.is_file():  # capacity mode (002 §4.4): the levels are in level-<users>/
         summary.update(json.loads(capacity_file.read_text()))
+    offered = directory / "offered.json"
+    if offered.is_file():  # load relative to the measured capacity (001 §3.1)
+        summary["offered"] = json.loads(offered.read_text())
+    metrics = directory / "server_metrics.txt"
+    if metrics.is_file():
+        summary.update(server_metric_means(metrics.read_text()))
     load_summary = directory / "load_summary.json"
     if load_summary.is_file():
         summary["load_generator"] = json.loads(load_summary.read_text())
@@ -91,6 +97,24 @@ def _null_nans(value):
     if isinstance(value, dict):
         return {k: _null_nans(v) for k, v in value.items()}
     return None if isinstance(value, float) and math.isnan(value) else value
+
+
+def server_metric_means(text: str) -> dict:
+    """Means of the server's own histograms from its Prometheus text (sojourn /metrics):
+    ready events per epoll_wait (001 §6.1, Figs. 13-14) and service time. Empty for
+    servers that expose neither (nginx stub_status, apache2 mod_status)."""
+    values = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name in ("sojourn_epoll_ready_events_sum", "sojourn_epoll_ready_events_count",
+                    "sojourn_service_time_seconds_sum", "sojourn_service_time_seconds_count"):
+            values[name] = float(value)
+    out = {}
+    for prefix, key in (("sojourn_epoll_ready_events", "events_per_wait_mean"),
+                        ("sojourn_service_time_seconds", "server_service_time_mean")):
+        if values.get(f"{prefix}_count"):
+            out[key] = values[f"{prefix}_sum"] / values[f"{prefix}_count"]
+    return out
 
 
 def _read_json(path: Path) -> dict:

@@ -287,7 +287,7 @@ def build_report(directory: str | Path, baseline: str | None = None, export_dir:
         parts.append(f"<h2>Sweep of {html.escape(parameter)}</h2>")
         parts.append(_figure(figures.png_data_uri(figures.range_figure(table, parameter, "response_mean", "mean response time (s)")),
                              f"Mean response time vs {parameter}, 90% confidence intervals (000 Figs. 9-10, right column)"))
-        if parameter.endswith("rho"):
+        if parameter.endswith("rho") or parameter.endswith("load_fraction"):
             full = analysis.over_repetitions(
                 analysis_results_frame(reps), ["run"], ["response_mean", "response_median", "response_p5", "response_p95"])
             full = full.merge(table[["run", "variant", "sweep_value"]], on="run")

@@ -28,7 +28,7 @@ from sojourn.engine import engine_path
 from sojourn.analysis import sessions as session_analysis
 from sojourn.runner import layout
 from sojourn.runner import sessions
-from sojourn.runner.inputs import Inputs
+from sojourn.runner.inputs import Inputs, poisson_from_catalogue
 from sojourn.runner.spec import Run
 
 
@@ -65,9 +65,11 @@ def testbed_config(run: Run, prefix: str):
 def load_command(engine: Path, inputs: Inputs, target: str, out: Path, workload: dict, source_addrs: list[str],
                  users: int | None = None, duration_s: float | None = None) -> list[str]:
     """The ``sojourn-engine load`` argv (docs/load.md): ``open`` replaying the run's trace,
-    or ``closed`` with ``users`` (default workload.users) for ``duration_s`` (default
-    workload.duration_s) drawing paths as often as the trace requests them."""
-    if workload["mode"] == "open":
+    or ``closed`` (closed mode, or any call with ``users``: a capacity level) with ``users``
+    (default workload.users) for ``duration_s`` (default workload.duration_s) drawing paths
+    as often as the trace requests them."""
+    closed = users is not None or workload["mode"] == "closed"
+    if not closed:
         mode = ["open", "--trace", str(inputs.trace)]
     else:
         think = f"exp:{workload['think_s']}" if workload["think_s"] else "0"
@@ -79,7 +81,7 @@ def load_command(engine: Path, inputs: Inputs, target: str, out: Path, workload:
     if workload["abort_after_s"]:
         argv += ["--abort-after", str(workload["abort_after_s"]), "--retries", str(workload["retries"])]
     # A closed user has one request outstanding: its own connection suffices.
-    argv += ["--conns-per-client", str(workload["max_connections_per_client"] if workload["mode"] == "open" else 1)]
+    argv += ["--conns-per-client", str(1 if closed else workload["max_connections_per_client"])]
     if workload["verify"]:
         argv.append("--verify-content")
     return argv
@@ -172,8 +174,10 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
     link_bps = run.config["network"]["link_mbps"] * 1e6
     state, reason = "partial", "did not finish"
     # How long the load runs: the trace's span, or the closed run's or the capacity levels' time.
-    duration_s = {"closed": workload["duration_s"],
-                  "capacity": len(workload["levels"]) * workload["level_s"]}.get(workload["mode"], inputs.duration_s)
+    probe_s = len(workload["levels"]) * workload["level_s"]
+    duration_s = {"closed": workload["duration_s"], "capacity": probe_s}.get(workload["mode"], inputs.duration_s)
+    if workload["load_fraction"]:
+        duration_s = probe_s + workload["duration_s"]
     progress = Progress(expected_s=duration_s)
     meta = versions(run, engine)
     try:
@@ -216,6 +220,9 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                         sessions.session_model(server_cfg["stages"] or {}, workload["sessions"], directory / "model.toml")
                     argv = sessions.load_command(engine, model, target, directory, workload, addrs)
                     state, reason = _run_load(tb, argv, directory, progress, on_progress, limit_s)
+                elif workload["load_fraction"]:
+                    state, reason = _at_load_fraction(tb, engine, inputs, target, directory, workload, addrs, progress,
+                                                      on_progress, limit_s)
                 else:
                     argv = load_command(engine, inputs, target, directory, workload, addrs)
                     state, reason = _run_load(tb, argv, directory, progress, on_progress, limit_s)
@@ -280,6 +287,30 @@ def _capacity_levels(tb, engine: Path, inputs: Inputs, target: str, directory: P
         levels.append({"users": users, **analysis.window_throughput(reqs, workload["warmup_s"], workload["level_s"])})
     layout.write_json(directory / "capacity.json", analysis.capacity_of_levels(levels))
     return "complete", ""
+
+
+def _at_load_fraction(tb, engine: Path, inputs: Inputs, target: str, directory: Path, workload: dict, addrs: list[str],
+                      progress: Progress, on_progress, limit_s: float) -> tuple[str, str]:
+    """001 §3.1: measure the server's capacity first (infinite demand at workload.levels,
+    capacity.json), then replay Poisson arrivals at load_fraction x capacity drawn from the
+    catalogue (trace.csv in the repetition) on the same server."""
+    from sojourn.workloads import io as trace_io
+
+    state, reason = _capacity_levels(tb, engine, inputs, target, directory, workload, addrs, progress, on_progress)
+    if state != "complete":
+        return state, f"capacity probe: {reason}"
+    capacity = json.loads((directory / "capacity.json").read_text())["capacity_rps"]
+    if not capacity or capacity != capacity:
+        return "partial", "capacity probe completed no request"
+    rate = workload["load_fraction"] * capacity
+    trace = poisson_from_catalogue(trace_io.read_trace(inputs.trace), rate, workload["duration_s"],
+                                   workload["clients"], workload["seed"])
+    trace_io.write_trace(trace, directory / "trace.csv")
+    layout.write_json(directory / "offered.json", {"capacity_rps": capacity, "load_fraction": workload["load_fraction"],
+                                                   "rate_rps": rate, "requests": len(trace)})
+    runs_trace = Inputs(directory / "trace.csv", inputs.docroot, [], workload["duration_s"], len(trace))
+    argv = load_command(engine, runs_trace, target, directory, workload, addrs)
+    return _run_load(tb, argv, directory, progress, on_progress, limit_s)
 
 
 def _save_bands(tb, engine: Path, cutoffs: str, path: Path) -> None:

@@ -35,8 +35,31 @@ class Inputs:
     requests: int
 
 
+def is_catalogue(workload: dict) -> bool:
+    """Whether the run's trace is only a catalogue of paths and sizes (closed, capacity and
+    load-fraction runs draw from it) rather than the arrivals to replay."""
+    return workload["mode"] in ("closed", "capacity") or bool(workload["load_fraction"])
+
+
+def poisson_from_catalogue(catalogue, rate: float, duration_s: float, clients: int, seed: int):
+    """Poisson arrivals at ``rate`` per second for ``duration_s``, each request a row of
+    ``catalogue`` (so paths and sizes keep its popularity), spread over ``clients``."""
+    import numpy as np
+    import pandas as pd
+
+    from sojourn.workloads import models
+
+    rng = np.random.default_rng(seed)
+    count = max(1, int(rng.poisson(rate * duration_s)))
+    rows = catalogue.iloc[rng.integers(0, len(catalogue), count)].reset_index(drop=True)
+    return pd.DataFrame({"arrival_s": models.poisson_arrivals(count, rate, rng),
+                         "client": rng.integers(0, clients, count).astype(np.uint32),
+                         "path": rows["path"], "size": rows["size"]})
+
+
 def input_key(workload: dict, link_bps: float) -> str:
     material = {k: workload[k] for k in TRACE_KEYS}
+    material["catalogue"] = is_catalogue(workload)
     material["link_bps"] = link_bps
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:12]
 
@@ -50,7 +73,7 @@ def _make_trace(workload: dict, link_bps: float):
 
     if workload["trace"]:
         return trace_io.read_trace(workload["trace"]), []
-    if workload["mode"] in ("closed", "capacity"):
+    if is_catalogue(workload):
         options = {"n_objects": workload["objects"]} if workload["objects"] else {}
         count = workload["requests"] or CATALOGUE_REQUESTS
         return models.make_trace(model=workload["model"], n_requests=count, rho=workload["rho"] or 1.0,

@@ -159,7 +159,11 @@ SCHEMA: dict[str, Any] = {
                     minimum=1, maximum=100_000),
         "think_s": _k(NUMBER, 0.0, "closed mode: mean exponential think time after each response, 0 = none "
                                    "(002 §3.3)", minimum=0),
-        "levels": _k(list, [], "capacity mode: user counts to load the server with, one level after the other"),
+        "levels": _k(list, [], "capacity mode, and the capacity probe of load_fraction: user counts to load the "
+                               "server with, one level after the other"),
+        "load_fraction": _k(NUMBER, 0.0, "open mode: Poisson requests at this fraction of the server's capacity, "
+                                         "measured first in the same run with workload.levels (001 §3.1: load "
+                                         "relative to the infinite-demand capacity); 0 = off", minimum=0, maximum=10),
         "level_s": _k(NUMBER, 10.0, "capacity mode: seconds per level", minimum=0.5),
         "warmup_s": _k(NUMBER, 2.0, "capacity mode: seconds at the start of each level left out of its throughput",
                        minimum=0),
@@ -329,8 +333,15 @@ def _check_combinations(config: dict, where: str) -> None:
         elif workload["levels"]:
             raise SpecError(f"{where}workload.levels is for workload.mode = 'capacity'")
         return
-    if workload["levels"]:
-        raise SpecError(f"{where}workload.levels is for workload.mode = 'capacity'")
+    if workload["load_fraction"]:
+        if workload["mode"] != "open" or workload["profile"] or workload["rho"]:
+            raise SpecError(f"{where}workload.load_fraction sets an open-loop request rate from the measured "
+                            "capacity: it needs workload.mode = 'open' and no workload.profile or workload.rho")
+        if not workload["levels"]:
+            raise SpecError(f"{where}workload.load_fraction needs workload.levels: the user counts of the capacity "
+                            "probe run first (e.g. [64, 512])")
+    elif workload["levels"]:
+        raise SpecError(f"{where}workload.levels is for workload.mode = 'capacity' or workload.load_fraction")
     if workload["mode"] == "sessions":
         if server["kind"] != "sojourn":
             raise SpecError(f"{where}workload.mode = 'sessions' requests /stage/ URLs, which only server.kind = "
@@ -349,8 +360,9 @@ def _check_combinations(config: dict, where: str) -> None:
         if workload["profile"] or workload["rho"]:
             raise SpecError(f"{where}workload.trace replays a trace as it is; remove workload.profile/rho "
                             "(shape it with `sojourn trace shape` first)")
-    elif not workload["profile"] and not workload["rho"]:
-        raise SpecError(f"{where}workload needs a load: workload.profile (W1..W10) or workload.rho > 0")
+    elif not workload["profile"] and not workload["rho"] and not workload["load_fraction"]:
+        raise SpecError(f"{where}workload needs a load: workload.profile (W1..W10), workload.rho > 0 or "
+                        "workload.load_fraction > 0")
     if workload["profile"] and workload["rho"]:
         raise SpecError(f"{where}workload.profile and workload.rho are exclusive: the profile sets rho per period")
     if workload["retries"] and not workload["abort_after_s"]:
