@@ -51,9 +51,9 @@ def test_a_base_is_merged_and_the_merged_spec_is_what_is_stored(tmp_path):
         'base = "base.toml"\nname = "c"\n[workload]\nrho = 0.9\n[variants.srpt]\nserver.policy = "srpt"\n'
         '[quick]\nrepetitions = 1\nworkload.clients = 3\n')
     child = load_spec(tmp_path / "child.toml")
-    # Tables merge key by key (clients from the base, rho from the child), variants add up,
-    # and the base's sweep is not inherited.
-    assert [r.name for r in child.runs] == ["fair", "srpt"]
+    # Tables merge key by key (clients from the base, rho from the child), the child's
+    # variants replace the base's, and the base's sweep is not inherited.
+    assert [r.name for r in child.runs] == ["srpt"]
     assert child.runs[0].config["workload"]["clients"] == 7 and child.runs[0].config["workload"]["rho"] == 0.9
     assert child.repetitions == 3
     stored = tomllib.loads(child.text)

@@ -190,7 +190,8 @@ SCHEMA: dict[str, Any] = {
     },
     "variants": _k(dict, {}, "[variants.<name>] tables overriding any keys above (not name/variants/sweep)"),
     "base": _k(str, "", "another spec (path relative to this one) whose keys this one starts from and overrides "
-                        "(tables merged key by key, arrays replaced; the base's sweep is not inherited)"),
+                        "(tables merged key by key, arrays replaced; the base's sweep is not inherited, nor its "
+                        "variants when this spec has its own)"),
     "quick": _k(dict, {}, "[quick] overrides applied by `sojourn run --quick` (and `sojourn reproduce --quick`): "
                           "repetitions, sweep.values and any key of server/network/workload/collect, so a "
                           "paper-scale spec also has a scale that runs in minutes"),
@@ -566,8 +567,11 @@ def load_spec(path: str | Path, quick: bool = False) -> Experiment:
         base_raw = _read_toml(base_path)
         if "base" in base_raw:
             raise SpecError(f"{path}: base {base!r} has a base of its own; one level is supported")
-        # The base's sweep belongs to the base: a spec inherits its settings, not its points.
+        # The base's sweep belongs to the base: a spec inherits its settings, not its points;
+        # and a spec with variants of its own compares those, not the base's.
         base_raw.pop("sweep", None)
+        if "variants" in raw:
+            base_raw.pop("variants", None)
         raw = _merge(base_raw, raw)
         text = f"# {path.name} over its base {base}, merged\n" + tomli_w.dumps(raw)
     else:

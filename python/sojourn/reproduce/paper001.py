@@ -1,0 +1,99 @@
+"""001: Ruan & Pai, "The Origins of Network Server Latency & the Myth of Connection Scheduling".
+
+Experiments: the latency profile and service inversion against load as a fraction of each
+server's own capacity (Figs. 1-7, eq. 3), ready events per dispatch (Figs. 13-14, from
+sojourn's /metrics), and the congestion-window clamp (Fig. 18).
+"""
+
+from __future__ import annotations
+
+import math
+
+from sojourn.reproduce import Context, Entry, Paper, Row
+
+EXPERIMENTS = [
+    Entry("latency", "latency profile and service inversion vs load fraction (Figs. 1-7)",
+          spec="experiments/001/latency.toml"),
+    Entry("cwnd", "mean latency vs congestion-window clamp at load 0.9 (Fig. 18)", spec="experiments/001/cwnd.toml"),
+]
+
+
+def _run(variant: str, parameter: str, value) -> str:
+    return f"{variant}-{parameter}={value:g}" if isinstance(value, float) else f"{variant}-{parameter}={value}"
+
+
+def _points(ctx: Context, entry: str, variant: str) -> list:
+    return sorted({rep.sweep_value for rep in ctx.reps(entry) if rep.variant == variant and rep.sweep_value is not None})
+
+
+def claims(ctx: Context) -> list[Row]:
+    rows: list[Row] = []
+    if ctx.has("latency"):
+        for server in ("sojourn", "nginx"):
+            points = _points(ctx, "latency", server)
+            if not points:
+                continue
+            top = max(points)
+            inversion, ci, n = ctx.value("latency", _run(server, "load_fraction", top), "service_inversion")
+            rows.append(Row("latency", f"{server}: service inversion at load {top:g}", 0.5, inversion, n,
+                            ctx.result_path("latency"), bound=">=", reference=None, ci=ci,
+                            paper_text="> 0.5 at high load (Fig. 7: Apache and Flash)"))
+            low = min(points)
+            high_mean, _, n = ctx.value("latency", _run(server, "load_fraction", top), "response_mean")
+            low_mean, _, _ = ctx.value("latency", _run(server, "load_fraction", low), "response_mean")
+            rows.append(Row("latency", f"{server}: mean latency at load {top:g} / at {low:g}", 1.0,
+                            high_mean / low_mean if low_mean else math.nan, n, ctx.result_path("latency"),
+                            bound=">=", reference=None, paper_text="> 1: latency grows with load (Figs. 1-2)"))
+        points = _points(ctx, "latency", "sojourn")
+        if points:
+            events, ci, n = ctx.value("latency", _run("sojourn", "load_fraction", max(points)), "events_per_wait_mean")
+            rows.append(Row("latency", "sojourn: mean ready events per epoll_wait at the highest load", 1.6, events, n,
+                            ctx.result_path("latency"), reference=None, ci=ci,
+                            paper_text="61 (original Flash), 1.6 (fixed Flash)",
+                            note="over the whole run (capacity probe at 1020 users included), from sojourn's "
+                                 "sojourn_epoll_ready_events histogram; nginx exposes no such count"))
+    if ctx.has("cwnd"):
+        for variant in ("persistent", "nonpersistent"):
+            points = _points(ctx, "cwnd", variant)
+            means = {p: ctx.value("cwnd", _run(variant, "cwnd_clamp", p), "response_mean")[0] for p in points}
+            clamped = {p: m for p, m in means.items() if p and not math.isnan(m)}
+            if 0 in means and clamped:
+                best = min(clamped, key=clamped.get)
+                rows.append(Row("cwnd", f"{variant}: mean latency unclamped / best clamp ({best} segments)", 33 / 10,
+                                means[0] / clamped[best], ctx.value("cwnd", _run(variant, "cwnd_clamp", 0),
+                                                                    "response_mean")[2],
+                                ctx.result_path("cwnd"), paper_text="33 ms -> 10 ms = 3.3"))
+    return rows
+
+
+def notes(ctx: Context) -> str:
+    if not ctx.has("latency"):
+        return ""
+    lines = ["### Latency profile per point (`latency`)", "",
+             "| run | capacity (req/s) | offered (req/s) | mean (s) | median (s) | p5 (s) | p95 (s) | inversion |",
+             "|---|---|---|---|---|---|---|---|"]
+    for rep in ctx.reps("latency"):
+        s = rep.summary
+        offered = s.get("offered") or {}
+        cells = [f"{s.get(k):.3g}" if isinstance(s.get(k), (int, float)) else "—"
+                 for k in ("response_mean", "response_median", "response_p5", "response_p95", "service_inversion")]
+        lines.append(f"| {rep.run} (rep {rep.rep}) | {offered.get('capacity_rps', float('nan')):.0f} | "
+                     f"{offered.get('rate_rps', float('nan')):.0f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+PAPER = Paper(
+    tag="001",
+    title='Ruan & Pai, "The Origins of Network Server Latency & the Myth of Connection Scheduling"',
+    experiments=EXPERIMENTS,
+    claims=claims,
+    notes=notes,
+    intro="""
+Load is a fraction of each server's own capacity (001 §3.1): every run first loads the server
+with 1020 users without think time (infinite demand) to measure it, then offers Poisson requests
+at the fraction, from a SPECweb99-like catalogue with 5 requests per persistent connection.
+Latency is measured from each request's scheduled time to its last byte. Service inversion is
+001 eq. 3 over completed requests. The uplink is 1 Gbit/s; server, clients and their links share
+this machine's two cores.
+""",
+)
