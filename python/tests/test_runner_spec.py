@@ -3,6 +3,9 @@ spec is rejected with the offending key named."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -110,3 +113,42 @@ def test_spec_file_errors(tmp_path):
     trace.write_text('name = "t"\n[workload]\ntrace = "nope.csv"\n')
     with pytest.raises(SpecError, match="workload.trace 'nope.csv' not found"):
         load_spec(trace)
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_nan_and_infinity_are_rejected_naming_the_key(value):
+    with pytest.raises(SpecError, match=r"workload\.rho = .*: expected a finite number"):
+        validate(spec(workload={"rho": float(value)}))
+    with pytest.raises(SpecError, match=r"workload\.duration_s = .*: expected a finite number"):
+        validate(spec(workload={"rho": 0.5, "duration_s": float(value)}))
+    with pytest.raises(SpecError, match=r"sweep\.values\.1 = .*: expected a finite number"):
+        validate(spec(sweep={"parameter": "workload.rho", "values": [0.5, float(value)]}))
+
+
+def test_check_names_a_missing_server_program(tmp_path):
+    from sojourn.runner.spec import missing_programs
+
+    experiment = validate(spec(server={"kind": "command", "command": ["/nonexistent/httpd", "{port}"]}))
+    assert any("'/nonexistent/httpd', which is not installed" in p for p in missing_programs(experiment))
+    path = tmp_path / "s.toml"
+    path.write_text('name = "s"\n[server]\nkind = "command"\ncommand = ["/nonexistent/httpd"]\n[workload]\nrho = 0.5\n')
+    done = subprocess.run([sys.executable, "-m", "sojourn.cli", "run", str(path), "--check"], capture_output=True, text=True)
+    assert done.returncode == 2 and "/nonexistent/httpd" in done.stdout + done.stderr
+
+
+def test_a_run_that_failed_before_finishing_anything_neither_pins_its_spec_nor_leaves_inputs(tmp_path):
+    """A failed run leaves no half-made inputs entry and a status saying why; the corrected
+    spec then runs into the same directory without --fresh."""
+    from sojourn.runner.experiment import run_experiment
+
+    (tmp_path / "empty.csv").write_text("arrival_s,client,path,size\n")
+    results = tmp_path / "results"
+    for attempt in ("first", "second"):  # two different spec texts, both failing at the inputs
+        path = tmp_path / "t.toml"
+        path.write_text(f'# {attempt}\nname = "t"\n[workload]\ntrace = "empty.csv"\n')
+        with pytest.raises(ValueError, match="empty trace"):
+            run_experiment(load_spec(path), results)
+        assert (results / "t" / "spec.toml").read_text() == path.read_text()
+        assert not [p for p in (results / "t" / "inputs").iterdir()], "a half-made inputs entry was left"
+        status = json.loads((results / "t" / "run" / "0" / "status.json").read_text())
+        assert status["state"] == "partial" and "inputs failed" in status["reason"]

@@ -130,9 +130,17 @@ def main(args: argparse.Namespace) -> int:
     except SpecError as err:
         console.print(f"sojourn run: {err}", style="red", markup=False, highlight=False)
         return 2
+    from sojourn.runner.spec import missing_programs
+
+    missing = missing_programs(experiment)
     if args.check:
         for run in experiment.runs:
             console.print(f"{run.name}: {experiment.repetitions} repetition(s)")
+    if missing:
+        for problem in missing:
+            console.print(f"sojourn run: {problem}", style="red", markup=False, highlight=False)
+        return 2
+    if args.check:
         return 0
     if os.geteuid() != 0:
         console.print("[red]sojourn run needs root (or CAP_NET_ADMIN and CAP_SYS_ADMIN) to create network "

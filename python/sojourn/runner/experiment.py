@@ -46,10 +46,13 @@ def run_experiment(experiment: Experiment, results: Path, prefix: str = "sjrun",
     if fresh and directory.exists():
         shutil.rmtree(directory)
     if saved.is_file() and saved.read_text() != spec_text:
-        raise ResultsConflict(f"{directory} holds results of a different version of the spec; "
-                              "use --fresh to replace them or another results directory")
+        # Only finished results pin the spec: after a run that completed nothing (a bad
+        # value, a missing program) the corrected spec simply takes its place.
+        if any(layout.is_complete(path.parent) for path in directory.glob("*/*/status.json")):
+            raise ResultsConflict(f"{directory} holds results of a different version of the spec; "
+                                  "use --fresh to replace them or another results directory")
     directory.mkdir(parents=True, exist_ok=True)
-    saved.write_text(spec_text)
+    layout.write_text(saved, spec_text)
     outcome = Outcome(directory)
     total = len(experiment.runs) * experiment.repetitions
     index = 0
@@ -69,10 +72,14 @@ def run_experiment(experiment: Experiment, results: Path, prefix: str = "sjrun",
             on_event("repetition", {"run": run.name, "rep": rep, "index": index, "total": total, "skipped": False})
             on_event("progress", Progress(phase="inputs"))
             started = time.monotonic()
-            if run.config["workload"]["mode"] == "sessions":
-                inputs = session_inputs(run.config["workload"], directory / "inputs")
-            else:
-                inputs = prepare_inputs(run.config["workload"], link_bps, directory / "inputs")
+            try:
+                if run.config["workload"]["mode"] == "sessions":
+                    inputs = session_inputs(run.config["workload"], directory / "inputs")
+                else:
+                    inputs = prepare_inputs(run.config["workload"], link_bps, directory / "inputs")
+            except BaseException as err:
+                layout.mark(rep_directory, "partial", f"inputs failed: {type(err).__name__}: {err}")
+                raise
             try:
                 state = run_repetition(run, rep, rep_directory, inputs, prefix,
                                        on_progress=lambda p: on_event("progress", p), index=run_index)

@@ -111,22 +111,30 @@ def prepare_inputs(workload: dict, link_bps: float, inputs_root: Path) -> Inputs
     if done.is_file():
         meta = json.loads(done.read_text())
         return Inputs(directory / "trace.csv", directory / "docroot", meta["periods"], meta["duration_s"], meta["requests"])
-    if directory.exists():
-        shutil.rmtree(directory)
-    directory.mkdir(parents=True)
-    trace, periods = _make_trace(workload, link_bps)
-    if trace.empty:
-        raise ValueError(f"the workload {workload} produced an empty trace")
-    trace_io.write_trace(trace, directory / "trace.csv")
-    # Closed and capacity modes draw from the trace's paths, each as often as it is requested.
-    (directory / "paths.txt").write_text("\n".join(trace["path"]) + "\n")
-    docroots.materialize(trace, directory / "docroot", seed=workload["seed"])
-    # Servers whose workers drop root (apache2) must be able to read the docroot.
-    for path in [directory, directory / "docroot", *[p for p in (directory / "docroot").rglob("*") if p.is_dir()]]:
-        os.chmod(path, 0o755)
-    meta = {"periods": periods, "duration_s": float(trace["arrival_s"].max()), "requests": int(len(trace)),
-            "workload": workload, "link_bps": link_bps}
-    write_json(done, meta)
+    # Made in a temporary directory renamed into place when whole: a failure leaves no entry.
+    staging = directory.with_name(f".{directory.name}.tmp")
+    for leftover in (directory, staging):
+        if leftover.exists():
+            shutil.rmtree(leftover)
+    staging.mkdir(parents=True)
+    try:
+        trace, periods = _make_trace(workload, link_bps)
+        if trace.empty:
+            raise ValueError(f"the workload {workload} produced an empty trace")
+        trace_io.write_trace(trace, staging / "trace.csv")
+        # Closed and capacity modes draw from the trace's paths, each as often as it is requested.
+        (staging / "paths.txt").write_text("\n".join(trace["path"]) + "\n")
+        docroots.materialize(trace, staging / "docroot", seed=workload["seed"])
+        # Servers whose workers drop root (apache2) must be able to read the docroot.
+        for path in [staging, staging / "docroot", *[p for p in (staging / "docroot").rglob("*") if p.is_dir()]]:
+            os.chmod(path, 0o755)
+        meta = {"periods": periods, "duration_s": float(trace["arrival_s"].max()), "requests": int(len(trace)),
+                "workload": workload, "link_bps": link_bps}
+        write_json(staging / "done.json", meta)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    os.replace(staging, directory)
     return Inputs(directory / "trace.csv", directory / "docroot", periods, meta["duration_s"], meta["requests"])
 
 

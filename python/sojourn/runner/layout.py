@@ -42,9 +42,14 @@ def rep_dir(results: Path, experiment: str, run: str, rep: int) -> Path:
 
 def write_json(path: Path, data) -> None:
     """Writes atomically (temp file + rename), so a reader never sees half a file."""
+    write_text(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def write_text(path: Path, text: str) -> None:
+    """Writes ``text`` atomically (temp file + rename)."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+    tmp.write_text(text)
     os.replace(tmp, path)
 
 

@@ -16,7 +16,9 @@ A spec has base sections (``server``, ``network``, ``workload``, ``collect``);
 from __future__ import annotations
 
 import copy
+import math
 import re
+import shutil
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -242,6 +244,8 @@ def _check_leaf(path: str, key: Key, value: Any) -> Any:
         raise SpecError(f"{path} must be {_type_name(key.types)}, got {value!r}")
     if not isinstance(value, key.types):
         raise SpecError(f"{path} must be {_type_name(key.types)}, got {type(value).__name__} {value!r}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise SpecError(f"{path} = {value!r}: expected a finite number")
     if key.choices is not None and value not in key.choices:
         accepted = ", ".join(repr(c) for c in key.choices)
         raise SpecError(f"{path} = {value!r} is not accepted; accepted: {accepted}")
@@ -544,6 +548,30 @@ def validate(raw: dict, quick: bool = False) -> Experiment:
         raise SpecError(f"baseline = {baseline!r} is not a run; runs: {', '.join(r.name for r in runs)}")
     return Experiment(name=filled["name"], description=filled["description"], repetitions=filled["repetitions"],
                       baseline=baseline, runs=runs, source=raw, sweep_parameter=sweep["parameter"])
+
+
+# The program each server kind runs (kind = command: its command's first word).
+SERVER_PROGRAMS = {"nginx": "nginx", "apache2": "apache2", "lighttpd": "lighttpd", "h2o": "h2o"}
+
+
+def missing_programs(experiment: Experiment) -> list[str]:
+    """What a run of ``experiment`` would need and this machine lacks, each named with
+    the run that needs it: the server's program, a kind = command's binary and
+    sojourn-engine (built by `make build`). Empty when everything is there."""
+    from sojourn.engine import engine_path
+
+    problems = []
+    try:
+        engine_path(build=False)
+    except FileNotFoundError as err:
+        problems.append(f"sojourn-engine: {err}")
+    for run in experiment.runs:
+        server = run.config["server"]
+        program = server["command"][0] if server["kind"] == "command" else SERVER_PROGRAMS.get(server["kind"])
+        if program and not (shutil.which(program) or Path(program).is_file() or Path(f"/usr/sbin/{program}").is_file()):
+            problems.append(f"run {run.name}: server.kind = {server['kind']!r} needs {program!r}, which is not "
+                            "installed (scripts/setup-system.sh installs the peers)")
+    return list(dict.fromkeys(problems))
 
 
 def _read_toml(path: Path) -> dict:
