@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Callable
 
 from sojourn.engine import engine_path
+from sojourn.testbed.sysnet import die_with_parent
 
 KINDS = ("sojourn", "nginx", "apache2", "lighttpd", "h2o", "command")
 POLICIES = ("fair", "srpt", "las")
@@ -400,7 +401,7 @@ class Peer:
             self._stdio = open(self.workdir / "stdio.log", "wb")
             self.process = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self._stdio,
                                             stderr=subprocess.STDOUT, start_new_session=True,
-                                            preexec_fn=self.config.preexec_fn)
+                                            preexec_fn=die_with_parent(self.config.preexec_fn))
             self._wait_ready()
         except BaseException:
             self.stop()

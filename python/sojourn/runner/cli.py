@@ -105,6 +105,9 @@ def run_with_progress(console: Console, experiment, results: Path, prefix: str, 
                     live.console.print(f"{header['text']}: complete, kept", markup=False)
             elif kind == "progress":
                 live.update(_progress_line(header["text"], data, started))
+            elif kind == "stale":
+                live.console.print(f"{data['run']} rep {data['rep']}: left 'running' by a run that died (pid "
+                                   f"{data['pid']}, started {data['started']}); running it again", markup=False)
             elif kind == "done":
                 live.console.print(f"{header['text']}: {data['state']} in {data['wall_s']:.0f} s", markup=False)
         try:

@@ -12,9 +12,11 @@ signal into KeyboardInterrupt); the repetition directory ends with ``status.json
 from __future__ import annotations
 
 import json
+import os
 import platform
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -162,7 +164,7 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
     from sojourn.testbed import Testbed
 
     directory.mkdir(parents=True, exist_ok=True)
-    layout.mark(directory, "running")
+    layout.mark(directory, "running", pid=os.getpid())
     trace = str(inputs.trace) if run.config["workload"]["mode"] == "open" else ""  # sessions replay no trace
     layout.write_json(directory / "run.json", {"run": run.name, "index": index, "variant": run.variant, "repetition": rep,
                                                 "sweep_value": run.sweep_value, "config": run.config,
@@ -185,6 +187,10 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
         on_progress(progress)
         with Testbed(testbed_config(run, prefix), workdir=directory / "testbed") as tb:
             meta["testbed"] = tb.describe()
+            if tb.leftovers:
+                meta["leftovers_removed"] = tb.leftovers
+                print(f"sojourn run: removed what a run that died (pid {tb.leftovers['owner'].get('pid')}) left with "
+                      f"prefix {prefix}: {', '.join(tb.leftovers['removed'])}", file=sys.stderr)
             layout.write_json(directory / "versions.json", meta)
             addrs = [a for group in tb.client_addrs.values() for a in group]
             stage_args = []

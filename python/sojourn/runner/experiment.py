@@ -66,6 +66,11 @@ def run_experiment(experiment: Experiment, results: Path, prefix: str = "sjrun",
                 on_event("repetition", {"run": run.name, "rep": rep, "index": index, "total": total, "skipped": True})
                 continue
             if rep_directory.exists():
+                status = layout.read_status(rep_directory)
+                if status.get("state") == "running":
+                    # A run that died (SIGKILL, power) left it: say so, then run it again.
+                    on_event("stale", {"run": run.name, "rep": rep, "pid": status.get("pid"),
+                                       "started": status.get("started")})
                 shutil.rmtree(rep_directory)
             rep_directory.mkdir(parents=True)
             (rep_directory / "spec.toml").write_text(spec_text)  # each result carries its spec

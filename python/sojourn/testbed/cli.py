@@ -129,6 +129,10 @@ def cmd_status(args: argparse.Namespace) -> int:
     if not names:
         print(f"no testbed with prefix {args.prefix}")
         return 1
+    owner = sysnet.dead_owner(args.prefix)
+    if owner:
+        print(f"leftovers of a run that died: pid {owner.get('pid')} ({owner.get('argv') or 'unknown command'}) is "
+              f"gone; `sojourn testbed down --prefix {args.prefix}` or the next run with this prefix removes them")
     for ns in names:
         print(f"== {ns} (pids {' '.join(map(str, sysnet.ns_pids(ns))) or '-'})")
         print(sysnet.ip(ns, "-br", "addr", "show").rstrip())

@@ -96,6 +96,80 @@ def kill_pids(pids: list[int], grace_s: float = 3.0) -> None:
         _signal(pid, signal.SIGKILL)
 
 
+PR_SET_PDEATHSIG = 1
+OWNERS = "/run/sojourn"
+
+
+def die_with_parent(*then):
+    """A ``preexec_fn``: the child gets SIGKILL when the process that started it dies
+    (prctl PR_SET_PDEATHSIG, kept across exec), so a SIGKILLed `sojourn run` takes its
+    server, load generator, emulator and namespace holder with it; then runs ``then``
+    (e.g. joining a cgroup). The check of the parent's pid closes the race of a parent
+    that died before the prctl."""
+    import ctypes
+
+    parent = os.getpid()
+
+    def prepare() -> None:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+        for step in then:
+            if step is not None:
+                step()
+    return prepare
+
+
+def _owner_path(prefix: str) -> str:
+    return os.path.join(OWNERS, f"{prefix}.json")
+
+
+def claim(prefix: str) -> None:
+    """Records this process as the owner of testbed ``prefix`` (see :func:`dead_owner`)."""
+    import json
+
+    os.makedirs(OWNERS, exist_ok=True)
+    with open(_owner_path(prefix), "w") as out:
+        json.dump({"pid": os.getpid(), "start": _start_time(os.getpid()), "argv": _cmdline(os.getpid())}, out)
+
+
+def release(prefix: str) -> None:
+    try:
+        os.unlink(_owner_path(prefix))
+    except FileNotFoundError:
+        pass
+
+
+def dead_owner(prefix: str) -> dict | None:
+    """The owner record of testbed ``prefix`` if that process is gone (a run killed before
+    it could tear down), else None."""
+    import json
+
+    try:
+        with open(_owner_path(prefix)) as record:
+            owner = json.load(record)
+    except (OSError, ValueError):
+        return None
+    alive = _alive(owner.get("pid", 0)) and _start_time(owner["pid"]) == owner.get("start")
+    return None if alive else owner
+
+
+def _start_time(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            return cmdline.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
 def _signal(pid: int, sig: int) -> None:
     try:
         os.kill(pid, sig)
@@ -126,6 +200,7 @@ def remove_prefix(prefix: str) -> list[str]:
         removed.append(f"link {dev}")
     from sojourn.testbed import rto  # the initial-RTO cgroups of the same prefix
     removed += rto.remove_prefix(prefix)
+    release(prefix)
     return removed
 
 

@@ -68,6 +68,8 @@ class Testbed:
         self._is_up = False
         # Per side (server, client namespace): the cgroup whose sockets get the initial RTO.
         self._initial_rto: dict[str, InitialRto] = {}
+        # What `up` removed of a run that died with this prefix (its owner record and the list).
+        self.leftovers: dict | None = None
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -94,7 +96,12 @@ class Testbed:
         sysnet.require_root()
         cfg = self.config
         sysnet.check_congestion_allowed([cfg.tcp.congestion, (cfg.client_tcp or cfg.tcp).congestion])
-        sysnet.remove_prefix(cfg.prefix)
+        owner = sysnet.dead_owner(cfg.prefix)
+        removed = sysnet.remove_prefix(cfg.prefix)
+        if owner and removed:
+            # A killed run left these behind: say so rather than clean up silently.
+            self.leftovers = {"owner": owner, "removed": removed}
+        sysnet.claim(cfg.prefix)
         self._is_up = True
         for role in ROLES:
             ns = cfg.ns(role)
@@ -207,7 +214,7 @@ class Testbed:
 
     def _spawn(self, ns: str, argv: list[str], **kwargs) -> subprocess.Popen:
         kwargs.setdefault("stdin", subprocess.DEVNULL)
-        kwargs.setdefault("preexec_fn", self.preexec(ns))
+        kwargs["preexec_fn"] = sysnet.die_with_parent(kwargs.get("preexec_fn", self.preexec(ns)))
         return subprocess.Popen(sysnet.in_ns(ns, [str(a) for a in argv]), start_new_session=True, **kwargs)
 
     def popen(self, ns: str, argv: list[str], **kwargs) -> subprocess.Popen:

@@ -1,0 +1,83 @@
+"""SIGKILL of `sojourn run` mid-run: its server, load generator and namespace holder die
+with it (parent-death signal), `sojourn testbed status` names the leftovers as a dead run's,
+and the next run says what it found, removes it, and leaves nothing behind when it is done."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sojourn.testbed import sysnet
+
+pytestmark = [pytest.mark.netns, pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")]
+
+PREFIX = "sjhk"
+SPEC = """name = "killed"
+[network]
+link_mbps = 10
+[workload]
+rho = 0.5
+duration_s = 8
+clients = 10
+seed = 1
+[collect]
+drain_s = 5
+"""
+
+
+def sojourn(*args: str, **kwargs) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "sojourn.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True, **kwargs)
+
+
+def pids_in_testbed() -> set[int]:
+    return {pid for ns in sysnet.namespaces_with_prefix(PREFIX) for pid in sysnet.ns_pids(ns)}
+
+
+def test_sigkill_of_sojourn_run_leaves_no_process_and_the_next_run_cleans_up(tmp_path):
+    spec = tmp_path / "killed.toml"
+    spec.write_text(SPEC)
+    results = tmp_path / "results"
+    rep = results / "killed" / "run" / "0"
+    run = sojourn("run", str(spec), "--results", str(results), "--prefix", PREFIX, "--no-report")
+    try:
+        deadline = time.monotonic() + 90
+        while not (rep / "load.argv").is_file():  # server up, load generator started
+            assert run.poll() is None, run.stdout.read()
+            assert time.monotonic() < deadline, "the load generator never started"
+            time.sleep(0.2)
+        time.sleep(1.0)
+        children = pids_in_testbed()
+        assert len(children) >= 3, children  # namespace holder, server, load generator (at least)
+        os.kill(run.pid, signal.SIGKILL)
+        run.wait(timeout=10)
+        deadline = time.monotonic() + 5
+        while pids_in_testbed() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not pids_in_testbed(), f"processes outlived `sojourn run`: {pids_in_testbed()}"
+        assert json.loads((rep / "status.json").read_text())["state"] == "running"
+        status = subprocess.run([sys.executable, "-m", "sojourn.cli", "testbed", "status", "--prefix", PREFIX],
+                                capture_output=True, text=True)
+        assert "leftovers of a run that died" in status.stdout and str(run.pid) in status.stdout
+        # The next run says what it found, redoes the repetition and removes everything at its end.
+        again = sojourn("run", str(spec), "--results", str(results), "--prefix", PREFIX, "--no-report")
+        output, _ = again.communicate(timeout=180)
+        assert again.returncode == 0, output
+        assert "left 'running' by a run that died" in output
+        assert f"removed what a run that died (pid {run.pid}) left" in output
+        assert json.loads((rep / "status.json").read_text())["state"] == "complete"
+    finally:
+        for proc in (run,):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+        sysnet.remove_prefix(PREFIX)
+    assert not sysnet.namespaces_with_prefix(PREFIX)
+    assert not sysnet.host_links_with_prefix(PREFIX)
+    assert not Path(sysnet.OWNERS, f"{PREFIX}.json").exists()
