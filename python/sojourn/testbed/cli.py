@@ -100,7 +100,7 @@ def cmd_up(args: argparse.Namespace) -> int:
                             queue_packets=args.queue_packets, bands=args.bands,
                             groups=tuple(args.group or [WanGroup(name="g0")]), tcp=tcp,
                             emulator={"auto": None, "on": True, "off": False}[args.emulator], seed=args.seed)
-        tb = Testbed(cfg, workdir=args.workdir)
+        tb = Testbed(cfg, workdir=args.workdir, outlive_owner=True)
         tb.up()
     except (ConfigError, PermissionError, sysnet.NetError, FileNotFoundError) as err:
         print(f"sojourn testbed up: {err}", file=sys.stderr)

@@ -49,8 +49,12 @@ class Testbed:
 
     __test__ = False  # not a pytest test class despite the name
 
-    def __init__(self, config: TestbedConfig, workdir: str | os.PathLike | None = None):
+    def __init__(self, config: TestbedConfig, workdir: str | os.PathLike | None = None, outlive_owner: bool = False):
+        """``outlive_owner``: the testbed's processes keep running when the process that
+        brought it up exits (`sojourn testbed up`); by default they die with it, so a
+        killed run leaves no process behind."""
         self.config = config
+        self.outlive_owner = outlive_owner
         self.workdir = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix=f"sojourn-{config.prefix}-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.server_ns = config.ns("srv")
@@ -101,7 +105,8 @@ class Testbed:
         if owner and removed:
             # A killed run left these behind: say so rather than clean up silently.
             self.leftovers = {"owner": owner, "removed": removed}
-        sysnet.claim(cfg.prefix)
+        if not self.outlive_owner:
+            sysnet.claim(cfg.prefix)
         self._is_up = True
         for role in ROLES:
             ns = cfg.ns(role)
@@ -214,7 +219,8 @@ class Testbed:
 
     def _spawn(self, ns: str, argv: list[str], **kwargs) -> subprocess.Popen:
         kwargs.setdefault("stdin", subprocess.DEVNULL)
-        kwargs["preexec_fn"] = sysnet.die_with_parent(kwargs.get("preexec_fn", self.preexec(ns)))
+        step = kwargs.get("preexec_fn", self.preexec(ns))
+        kwargs["preexec_fn"] = step if self.outlive_owner else sysnet.die_with_parent(step)
         return subprocess.Popen(sysnet.in_ns(ns, [str(a) for a in argv]), start_new_session=True, **kwargs)
 
     def popen(self, ns: str, argv: list[str], **kwargs) -> subprocess.Popen:
