@@ -413,3 +413,26 @@ fn lingering_close_keeps_the_socket_until_the_client_closes() {
     assert_eq!(metric(&admin, "sojourn_connections_lingering"), 0.0);
     assert_eq!(metric(&admin, "sojourn_linger_timeouts_total"), 1.0);
 }
+
+#[test]
+fn max_connections_is_fitted_to_the_open_file_limit_so_503_still_works() {
+    let dir = TempDir::new("http-nofile");
+    let root = docroot(&dir);
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let stderr_path = dir.0.join("serve.stderr");
+    // 256 descriptors: 32 + 4 per worker + 256/16 are reserved, 204 are left for connections.
+    let server = Server::start_with(
+        &["prlimit", "--nofile=256:256"],
+        addr,
+        &["--root", root.to_str().unwrap(), "--threads", "1", "--max-connections", "10000"],
+        &stderr_path,
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(server.stderr().contains("--max-connections 10000 needs more descriptors than the open-file limit 256 allows; using 204"), "{}", server.stderr());
+    let held: Vec<_> = (0..204).map(|_| server.connect()).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let r = exchange(&server, b"GET /small.txt HTTP/1.1\r\nHost: t\r\n\r\n");
+    assert_eq!((r.status, r.header("Connection")), (503, Some("close")));
+    assert!(!server.stderr().contains("accept failed"), "{}", server.stderr());
+    drop(held);
+}

@@ -266,17 +266,7 @@ impl Common {
 /// Raise the soft RLIMIT_NOFILE to the hard limit; returns the limit and, if `needed`
 /// exceeds it, a warning naming the shortfall.
 fn raise_fd_limit(needed: Option<u64>) -> (u64, Option<String>) {
-    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-    // SAFETY: getrlimit/setrlimit write/read a valid rlimit struct.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max {
-            let raised = libc::rlimit { rlim_cur: limit.rlim_max, rlim_max: limit.rlim_max };
-            if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
-                limit = raised;
-            }
-        }
-    }
-    let available = limit.rlim_cur;
+    let available = sojourn_sys::raise_nofile_limit().unwrap_or(0);
     let warning = needed.filter(|&n| n + 32 > available).map(|n| {
         format!("file descriptor limit {available} is below the {n} connections this run may open (+32 spare): expect connect_error EMFILE")
     });

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use anyhow::Context;
+use anyhow::{bail, Context};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::access_log::{spawn_writer, Sink, WhenFull};
@@ -44,12 +44,44 @@ const LOG_CHANNEL_BUFFERS: usize = 64;
 /// Threads opening files for cache misses, shared by all workers (see [`crate::opener`]).
 const OPENER_THREADS: usize = 2;
 
+/// Descriptors kept free of connections: standard streams, each worker's listener, epoll
+/// and waker, the admin listener, the access log and files being opened, plus a share
+/// for the large files being sent (one descriptor per distinct file, shared by responses).
+fn reserved_fds(threads: usize, fd_limit: u64) -> u64 {
+    32 + 4 * threads as u64 + fd_limit / 16
+}
+
+/// Raises RLIMIT_NOFILE to its hard limit and lowers --max-connections (and
+/// --accept-limit) to what it leaves for connections, saying so: beyond the descriptor
+/// limit accept() fails and the promised 503 could never be sent.
+fn fit_connections_to_fd_limit(settings: &mut Settings) -> anyhow::Result<()> {
+    let fd_limit = sojourn_sys::raise_nofile_limit().context("cannot read the open-file limit (RLIMIT_NOFILE)")?;
+    let usable = fd_limit.saturating_sub(reserved_fds(settings.threads, fd_limit)) as usize;
+    if usable == 0 {
+        bail!("the open-file limit {fd_limit} leaves no descriptor for connections; raise it (ulimit -n)");
+    }
+    if settings.max_connections > usable {
+        eprintln!(
+            "sojourn-engine serve: --max-connections {} needs more descriptors than the open-file limit {fd_limit} allows; \
+             using {usable} (raise the hard limit, e.g. ulimit -Hn, for more)",
+            settings.max_connections
+        );
+        settings.max_connections = usable;
+    }
+    if let Some(limit) = settings.accept_limit.filter(|&l| l > usable) {
+        eprintln!("sojourn-engine serve: --accept-limit {limit} lowered to {usable} by the open-file limit {fd_limit}");
+        settings.accept_limit = Some(usable);
+    }
+    Ok(())
+}
+
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let file_options = match &args.config {
         Some(path) => ServeOptions::from_file(path)?,
         None => ServeOptions::default(),
     };
-    let settings = Settings::from_options(args.options.over(file_options))?;
+    let mut settings = Settings::from_options(args.options.over(file_options))?;
+    fit_connections_to_fd_limit(&mut settings)?;
     if let Some(bands) = &settings.kernel_bands {
         // Fail now rather than on the first response: priorities above 6 need CAP_NET_ADMIN.
         let probe = Socket::new(Domain::IPV4, Type::STREAM, None)?;

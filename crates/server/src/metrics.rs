@@ -62,6 +62,8 @@ pub struct Shard {
     pub connections_rejected: AtomicU64,
     /// Times accepting stopped because --accept-limit connections were open.
     pub accept_pauses: AtomicU64,
+    /// accept() calls that failed (EMFILE, ENFILE, ENOBUFS...).
+    pub accept_errors: AtomicU64,
     /// Connections in a lingering close; lingering closes ended by a timeout.
     pub lingering: AtomicI64,
     pub linger_timeouts: AtomicU64,
@@ -86,6 +88,7 @@ impl Shard {
             connections_accepted: AtomicU64::new(0),
             connections_rejected: AtomicU64::new(0),
             accept_pauses: AtomicU64::new(0),
+            accept_errors: AtomicU64::new(0),
             lingering: AtomicI64::new(0),
             linger_timeouts: AtomicU64::new(0),
             quanta: AtomicU64::new(0),
@@ -138,7 +141,7 @@ impl Metrics {
         for (i, status) in STATUSES.iter().enumerate() {
             let _ = writeln!(out, "sojourn_requests_total{{status=\"{status}\"}} {}", self.sum(|s| s.requests[i].load(Relaxed)));
         }
-        let counters: [(&str, &str, u64); 8] = [
+        let counters: [(&str, &str, u64); 9] = [
             ("sojourn_bytes_sent_total", "Response bytes (heads and bodies) handed to the kernel.", self.sum(|s| s.bytes_sent.load(Relaxed))),
             ("sojourn_connections_accepted_total", "Connections accepted.", self.sum(|s| s.connections_accepted.load(Relaxed))),
             (
@@ -150,6 +153,11 @@ impl Metrics {
                 "sojourn_accept_pauses_total",
                 "Times the server stopped accepting because --accept-limit connections were open (they wait in the kernel).",
                 self.sum(|s| s.accept_pauses.load(Relaxed)),
+            ),
+            (
+                "sojourn_accept_errors_total",
+                "accept() calls that failed (e.g. EMFILE); the connection stays in the kernel's queue.",
+                self.sum(|s| s.accept_errors.load(Relaxed)),
             ),
             (
                 "sojourn_linger_timeouts_total",

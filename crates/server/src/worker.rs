@@ -160,6 +160,8 @@ pub struct Worker {
     stages: Option<StageRoute>,
     /// Accepting stopped at --accept-limit; resumed when connections close.
     accept_paused: bool,
+    /// When an accept error was last logged (they are rate-limited).
+    accept_error_logged: Option<Instant>,
 }
 
 fn is_transient(error: &io::Error) -> bool {
@@ -195,6 +197,7 @@ impl Worker {
             shutdown_deadline: None,
             stages,
             accept_paused: false,
+            accept_error_logged: None,
         })
     }
 
@@ -296,7 +299,12 @@ impl Worker {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) => {
                     // EMFILE and the like: the connection stays in the backlog; try again next event.
-                    eprintln!("sojourn-engine serve: accept failed: {e}");
+                    // Counted always, logged at most once a second (a storm must not flood stderr).
+                    self.shared.metrics.shard(self.index).accept_errors.fetch_add(1, Relaxed);
+                    if self.accept_error_logged.is_none_or(|at| now.duration_since(at) >= Duration::from_secs(1)) {
+                        self.accept_error_logged = Some(now);
+                        eprintln!("sojourn-engine serve: accept failed: {e} (counted in sojourn_accept_errors_total)");
+                    }
                     return;
                 }
             };

@@ -1,0 +1,37 @@
+//! OS calls that more than one of sojourn's programs make, written once (as mio keeps
+//! its platform code under `src/sys`): today the open-file limit, which both the load
+//! generator and the server raise before opening thousands of sockets.
+
+use std::io;
+
+/// Raises the soft RLIMIT_NOFILE to the hard limit and returns the soft limit in force
+/// afterwards (unchanged if raising failed; the caller says what that means for it).
+pub fn raise_nofile_limit() -> io::Result<u64> {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes a valid rlimit struct we own.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if limit.rlim_cur < limit.rlim_max {
+        let raised = libc::rlimit { rlim_cur: limit.rlim_max, rlim_max: limit.rlim_max };
+        // SAFETY: setrlimit reads a valid rlimit struct.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            limit = raised;
+        }
+    }
+    Ok(limit.rlim_cur)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_soft_limit_ends_at_the_hard_limit() {
+        let raised = raise_nofile_limit().unwrap();
+        let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: as above.
+        assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) }, 0);
+        assert_eq!((raised, limit.rlim_cur), (limit.rlim_max, limit.rlim_max));
+    }
+}
