@@ -81,3 +81,37 @@ def test_sigkill_of_sojourn_run_leaves_no_process_and_the_next_run_cleans_up(tmp
     assert not sysnet.namespaces_with_prefix(PREFIX)
     assert not sysnet.host_links_with_prefix(PREFIX)
     assert not Path(sysnet.OWNERS, f"{PREFIX}.json").exists()
+
+
+def test_a_dead_server_is_recorded_promptly_not_drained_late(tmp_path):
+    """Issue 17: the server dies mid-run. The load generator keeps its schedule: refused
+    connects are recorded at their scheduled time (within two round trips) and the run
+    ends at its scheduled end, not seconds later."""
+    import csv
+
+    from sojourn.engine import engine_path
+    from sojourn.testbed import Testbed, TestbedConfig, WanGroup
+
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.bin").write_bytes(bytes(1000))
+    engine = str(engine_path())
+    with Testbed(TestbedConfig(prefix="sjdt", groups=[WanGroup("g0", clients=10, rtt_ms=20)])) as tb:
+        server = tb.popen(tb.server_ns, [engine, "serve", "--root", str(root), "--listen", f"{tb.server_addr}:8080",
+                                         "--threads", "1"], stderr=subprocess.DEVNULL)
+        time.sleep(0.5)
+        addrs = ",".join(a for group in tb.client_addrs.values() for a in group)
+        started = time.monotonic()
+        load = tb.popen(tb.client_ns, [engine, "load", "open", "--target", f"{tb.server_addr}:8080", "--rate", "500",
+                                       "--duration", "6", "--path", "/a.bin", "--clients", "200", "--source-addrs", addrs,
+                                       "-o", str(tmp_path / "out"), "--quiet"])
+        time.sleep(2)
+        server.kill()
+        assert load.wait(timeout=60) == 0
+        wall = time.monotonic() - started
+    assert wall < 7.0, f"a 6 s run took {wall:.1f} s after the server died"
+    rows = list(csv.DictReader((tmp_path / "out" / "records.csv").open()))
+    refused = [r for r in rows if r["outcome"] == "connect_error"]
+    assert len(refused) > 1000 and all("refused" in r["error"] for r in refused)
+    late = sorted(float(r["last_byte_s"]) - float(r["scheduled_s"]) for r in refused)
+    assert late[int(0.99 * len(late))] < 0.1, late[-10:]  # two 20 ms round trips and then some
