@@ -28,6 +28,9 @@ enum Command {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Bands(_) | Command::Sim(_) | Command::Stages(_)) {
+        sojourn_sys::exit_quietly_on_closed_stdout();
+    }
     let result = match cli.command {
         Command::Serve(args) => sojourn_server::cli::run(args),
         Command::Bands(args) => sojourn_server::bands::run(args),

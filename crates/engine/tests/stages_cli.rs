@@ -45,3 +45,25 @@ fn bad_input_names_what_is_accepted() {
     let out = engine().args(["stages", "--weights", "1,2,3"]).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("multiple of the number of stages (4)"));
 }
+
+#[test]
+fn a_closed_stdout_ends_printing_commands_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+
+    // `sojourn-engine stages --json | head -1`: the reader leaves after one line.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sojourn-engine"))
+        .args(["stages", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut first).unwrap();
+    assert!(first.starts_with('{'), "{first}");
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(output.status.signal(), Some(13), "{stderr}"); // SIGPIPE
+}

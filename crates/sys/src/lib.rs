@@ -1,6 +1,7 @@
 //! OS calls that more than one of sojourn's programs make, written once (as mio keeps
-//! its platform code under `src/sys`): today the open-file limit, which both the load
-//! generator and the server raise before opening thousands of sockets.
+//! its platform code under `src/sys`): the open-file limit, which both the load generator
+//! and the server raise before opening thousands of sockets, and the SIGPIPE disposition
+//! of the commands that print.
 
 use std::io;
 
@@ -20,6 +21,17 @@ pub fn raise_nofile_limit() -> io::Result<u64> {
         }
     }
     Ok(limit.rlim_cur)
+}
+
+/// Lets SIGPIPE end the process quietly, as it does Unix filters: for commands whose output
+/// goes to stdout (`sojourn-engine stages --json | head -1`). Rust ignores SIGPIPE by
+/// default, which turns a closed pipe into a panic in `println!`. Not for programs that
+/// write to sockets: sendfile(2) has no MSG_NOSIGNAL, so a peer's reset would kill them.
+pub fn exit_quietly_on_closed_stdout() {
+    // SAFETY: restoring the default disposition of a signal has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
 }
 
 #[cfg(test)]
