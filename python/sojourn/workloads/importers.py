@@ -99,6 +99,13 @@ CLF = (
 REQUEST = r"^(?P<method>[A-Z]+) (?:[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s]*)?(?P<path>/[^\s?#]*)[^\s]*(?: HTTP/\d\.\d)?$"
 
 
+def _percent_encode_escapes(paths: pa.Array) -> pa.Array:
+    """CLF-escaped and CSV-structural characters of logged paths, percent-encoded."""
+    for raw, encoded in (('\\"', "%22"), ("\\\\", "%5C"), ('"', "%22"), (",", "%2C")):
+        paths = pc.replace_substring(paths, raw, encoded)
+    return paths
+
+
 def _spread(seconds: np.ndarray, seed: int) -> np.ndarray:
     """Place each 1-second timestamp uniformly within its second, by seed."""
     rng = np.random.default_rng(seed)
@@ -168,7 +175,9 @@ def import_clf(paths: list[str | os.PathLike] | str | os.PathLike, seed: int = 0
         {
             "arrival_s": _spread(epoch - (epoch.min() if len(epoch) else 0.0), seed),
             "client": pc.dictionary_encode(pc.struct_field(fields, "host")).indices.to_numpy(),
-            "path": pc.replace_substring(pc.struct_field(request, "path"), ",", "%2C").to_numpy(zero_copy_only=False),
+            # Apache writes a quote inside the request line as \" (and a backslash as \\):
+            # percent-encoded here, as a URL path carries them (RFC 3986 §2.1).
+            "path": _percent_encode_escapes(pc.struct_field(request, "path")).to_numpy(zero_copy_only=False),
             "status": pc.cast(pc.struct_field(fields, "status"), pa.uint16()).to_numpy(),
             "logged_size": pc.cast(pc.if_else(pc.equal(logged, "-"), "0", logged), pa.uint64()).to_numpy(),
         }

@@ -110,7 +110,12 @@ def write_trace(df: pd.DataFrame, path: str | os.PathLike) -> Path:
     with pa.OSFile(str(tmp), "wb") as sink:
         # The header is written here, unquoted (pyarrow only learnt to leave it unquoted in 23).
         sink.write((",".join(table.column_names) + "\n").encode())
-        pacsv.write_csv(table, sink, write_options=pacsv.WriteOptions(include_header=False, quoting_style="none"))
+        # RFC 4180: a field with a quote (a path may hold one; commas and whitespace are
+        # refused above) is quoted, its quotes doubled. pyarrow's "needed" quotes every
+        # string, so the plain style is kept for the usual trace that has no quote.
+        quoted = pc.any(pc.match_substring(table["path"], '"')).as_py()
+        options = pacsv.WriteOptions(include_header=False, quoting_style="needed" if quoted else "none")
+        pacsv.write_csv(table, sink, write_options=options)
     os.replace(tmp, path)
     return path
 
