@@ -9,7 +9,8 @@ counts; ``accept_queue`` connections waiting in listen queues; cumulative
 ``listen_overflows``, ``listen_drops`` (the papers' SYN drops), ``retrans_segs``,
 ``syn_retrans``; ``uplink_tx_bytes`` and ``uplink_util`` (fraction of the link
 rate over the last interval); ``server_cpu`` (CPU seconds per second of every
-process in the server namespace over the last interval); per queue of the
+process in the server namespace over the last interval) and ``server_rss_bytes`` (their
+resident memory); per queue of the
 uplink (each band, or the FIFO) ``q<class>_sent_bytes``, ``q<class>_dropped``,
 ``q<class>_backlog_bytes`` with ``<class>`` the HTB class, e.g. ``q1_10``.
 """
@@ -81,9 +82,13 @@ def _read(path: str) -> str:
         return ""
 
 
-def ns_cpu_ticks(ns_inode: str) -> dict[int, int]:
-    """utime + stime (clock ticks) of every process whose network namespace is ``ns_inode``."""
-    ticks = {}
+PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
+
+
+def ns_cpu_ticks(ns_inode: str) -> tuple[dict[int, int], int]:
+    """utime + stime (clock ticks) of every process whose network namespace is
+    ``ns_inode``, and the sum of their resident set sizes in bytes."""
+    ticks, rss = {}, 0
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -96,7 +101,8 @@ def ns_cpu_ticks(ns_inode: str) -> dict[int, int]:
         if stat:
             fields = stat.rsplit(")", 1)[1].split()
             ticks[int(entry)] = int(fields[11]) + int(fields[12])
-    return ticks
+            rss += int(fields[21]) * PAGE_BYTES  # rss in pages (proc(5) field 24)
+    return ticks, rss
 
 
 class CounterSampler:
@@ -163,12 +169,13 @@ class CounterSampler:
             while True:
                 now = time.monotonic()
                 row = self.sample()
-                ticks = ns_cpu_ticks(self.ns_inode)
+                ticks, rss = ns_cpu_ticks(self.ns_inode)
                 elapsed = max(now - previous_t, 1e-9)
                 sent = row["uplink_tx_bytes"] - previous_bytes if previous_bytes is not None else 0
                 row["uplink_util"] = round(sent * 8 / elapsed / self.link_bps, 4)
                 cpu = sum(t - previous_ticks[pid] for pid, t in ticks.items() if pid in previous_ticks)
                 row["server_cpu"] = round(cpu / CLOCK_TICKS / elapsed, 4)
+                row["server_rss_bytes"] = rss
                 previous_bytes, previous_ticks, previous_t = row["uplink_tx_bytes"], ticks, now
                 row = {"t_s": round(now - start, 6)} | row
                 if writer is None:
