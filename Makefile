@@ -4,7 +4,7 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: all setup system build test rust-test py-test demo bench fuzz clean
+.PHONY: all setup system build test rust-test py-test demo bench fuzz soak clean
 
 all: build
 
@@ -43,6 +43,12 @@ bench: build
 FUZZ_SECONDS ?= 60
 fuzz: setup
 	FUZZ_SECONDS=$(FUZZ_SECONDS) REQUEST_SECONDS=$(or $(REQUEST_SECONDS),$(FUZZ_SECONDS)) bench/fuzz/run.sh
+
+# Soak and fault runs of docs/reliability.md (minutes each; needs root): persistent overload,
+# body integrity under loss, slow clients, kill -9 of each process. SOAK_PART=overload etc.
+SOAK_PART ?= all
+soak: build
+	$(PY) bench/soak/run.py $(SOAK_PART)
 
 clean:
 	cargo clean
