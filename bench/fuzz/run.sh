@@ -14,7 +14,7 @@ RUST_TARGETS=${RUST_TARGETS:-"request response trace"}
 PY_TARGETS=${PY_TARGETS:-"spec clf wc98 trace"}
 PY=.venv/bin/python
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz
-$PY -c "import atheris" 2>/dev/null || .venv/bin/pip install -q atheris
+$PY -c "import atheris" 2>/dev/null || .venv/bin/pip install -q -e 'python[fuzz]'
 mkdir -p fuzz/corpus fuzz/artifacts bench/out/fuzz
 
 report() {  # target, log, wall seconds, cpu seconds
