@@ -21,6 +21,7 @@ EXPERIMENTS = [
     Entry("baseline", "(A) baseline, W1 (Fig. 8)", spec=_spec("baseline")),
     Entry("mechanisms", "the paper's set-up against today's defaults, one setting at a time", spec=_spec("mechanisms")),
     Entry("app-order", "kernel-level SRPT vs application-level ordering (004 §3)", spec=_spec("app-order")),
+    Entry("compression", "W1 uncompressed vs the quick scale's 5x compression", spec=_spec("compression")),
     Entry("rtt", "(B) WAN delay 0-150 ms (Fig. 9 B)", spec=_spec("rtt")),
     Entry("rtt-groups", "(B) clients at four RTTs in one run, per group", spec=_spec("rtt-groups")),
     Entry("loss", "(C) loss 0-15% (Fig. 9 C)", spec=_spec("loss")),
@@ -89,6 +90,15 @@ def claims(ctx: Context) -> list[Row]:
             _value_row(ctx, "baseline", "fair", "FAIR squared coefficient of variation", 6.39, "response_c2", unit=""),
             _value_row(ctx, "baseline", "srpt", "SRPT squared coefficient of variation", 1.08, "response_c2", unit=""),
             _value_row(ctx, "baseline", "srpt", "SRPT SYN drops", 0, "syn_drops", unit=""),
+        ]
+    if ctx.has("compression"):
+        rows += [
+            _value_row(ctx, "compression", _run("fair", "time_compression", 1), "FAIR mean, W1 uncompressed", 1.1,
+                       paper_text="1.1 s (30-minute run)"),
+            _value_row(ctx, "compression", _run("srpt", "time_compression", 1), "SRPT mean, W1 uncompressed", 0.138,
+                       paper_text="138 ms"),
+            _ratio_row(ctx, "compression", "FAIR / SRPT, W1 uncompressed", 1.1 / 0.138, _run("fair", "time_compression", 1),
+                       _run("srpt", "time_compression", 1), paper_text="7.97"),
         ]
     if ctx.has("rtt"):
         rows += [
