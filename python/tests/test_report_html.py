@@ -183,3 +183,18 @@ def test_report_compares_each_run_with_its_ideal(policy_results):
     assert sorted(ratio) == [("fair", "PS"), ("fair", "SRPT"), ("srpt", "PS"), ("srpt", "SRPT")]
     assert all(value > 1 for value in ratio.values()), ratio
     assert ratio["fair", "SRPT"] > ratio["srpt", "SRPT"], ratio
+
+
+def test_a_sweep_over_named_points_is_drawn_in_the_specs_order():
+    """workload.profile W1..W10 (000 Fig. 12) is a sweep of names, not numbers."""
+    import pandas as pd
+
+    from sojourn.report import figures
+
+    table = pd.DataFrame({"variant": ["fair", "fair", "srpt", "srpt"], "sweep_value": ["W2", "W10", "W2", "W10"],
+                          "response_mean": [1.0, 2.0, 0.1, 0.2], "response_mean_lo": [0.9, 1.9, 0.1, 0.2],
+                          "response_mean_hi": [1.1, 2.1, 0.1, 0.2]})
+    figure = figures.range_figure(table, "workload.profile", "response_mean", "mean (s)")
+    axis = figure.axes[0]
+    assert [tick.get_text() for tick in axis.get_xticklabels()] == ["W2", "W10"]
+    assert list(axis.lines[0].get_xdata()) == [0, 1]

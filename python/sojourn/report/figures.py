@@ -131,11 +131,20 @@ def range_figure(table: pd.DataFrame, parameter: str, metric: str, label: str):
     """000 Figs. 9-10 (right column): a metric vs the swept parameter, one line per
     variant, with 90% confidence intervals over repetitions."""
     figure, axis = plt.subplots(figsize=(6, 3.6))
+    numeric = pd.to_numeric(table["sweep_value"], errors="coerce").notna().all()
+    # Named points (e.g. workload.profile W1..W10) keep the spec's order on a categorical axis.
+    order = list(dict.fromkeys(table["sweep_value"]))
     for variant, rows in table.groupby("variant", sort=False):
-        rows = rows.sort_values("sweep_value")
-        x = rows["sweep_value"].astype(float)
+        if numeric:
+            rows = rows.sort_values("sweep_value")
+            x = rows["sweep_value"].astype(float)
+        else:
+            rows = rows.assign(position=rows["sweep_value"].map(order.index)).sort_values("position")
+            x = rows["position"]
         axis.errorbar(x, rows[metric], yerr=[rows[metric] - rows[f"{metric}_lo"], rows[f"{metric}_hi"] - rows[metric]],
                       marker="o", capsize=3, label=variant or "run")
+    if not numeric:
+        axis.set_xticks(range(len(order)), [str(value) for value in order])
     axis.set_xlabel(parameter)
     axis.set_ylabel(label)
     axis.grid(alpha=0.3)

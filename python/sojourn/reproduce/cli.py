@@ -68,7 +68,13 @@ def main(args: argparse.Namespace) -> int:
             if directory is None:
                 status = status or code
                 continue
-            publish(paper, entry, directory, ctx.directory(entry.name), args.quick, time.monotonic() - began)
+            try:
+                publish(paper, entry, directory, ctx.directory(entry.name), args.quick, time.monotonic() - began)
+            except Exception as err:  # noqa: BLE001 - one entry's report must not stop the others
+                console.print(f"[red]{entry.name}: publishing failed ({type(err).__name__}: {err}); its results stay "
+                              f"in {directory}[/]")
+                status = status or 1
+                continue
             if code:
                 console.print(f"[yellow]{entry.name}: some repetitions are partial; published as they are[/]")
                 status = status or code
