@@ -44,7 +44,7 @@ def test_sweep_over_session_rate_names_runs():
     ({**session_spec(), "server": {"stages": {"class": [{"name": "vip", "timeout_ms": 50}]}}},
      "class 'vip' has no networks"),
     (session_spec(sessions={"rate": 0}), "workload.sessions.rate = 0 is below its minimum"),
-    (session_spec(mode="closed"), "workload.mode = 'closed' is not accepted"),
+    (session_spec(mode="bursty"), "workload.mode = 'bursty' is not accepted"),
 ])
 def test_bad_session_specs_are_rejected_naming_the_key(raw, message):
     with pytest.raises(SpecError, match=message.replace("(", r"\(").replace(".", r"\.")):
