@@ -10,8 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 REQUEST_SECONDS=${REQUEST_SECONDS:-$FUZZ_SECONDS}
-RUST_TARGETS=${RUST_TARGETS:-"request response trace"}
-PY_TARGETS=${PY_TARGETS:-"spec clf wc98 trace"}
+RUST_TARGETS=${RUST_TARGETS-"request response trace"}
+PY_TARGETS=${PY_TARGETS-"spec clf wc98 trace"}
 PY=.venv/bin/python
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz
 $PY -c "import atheris" 2>/dev/null || .venv/bin/pip install -q -e 'python[fuzz]'
