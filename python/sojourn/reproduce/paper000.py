@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from sojourn.reproduce import Context, Entry, Paper, Row
+from sojourn.runner.spec import run_name
 
 
 def _spec(name: str) -> str:
@@ -71,9 +72,6 @@ def _extreme_row(ctx: Context, entry: str, claim: str, paper_value: float, pick,
                reference=None if (bound or index) else 1.0, paper_text=paper_text, note=note)
 
 
-def _run(variant: str, parameter: str, value) -> str:
-    return f"{variant}-{parameter}={value:g}" if isinstance(value, float) else f"{variant}-{parameter}={value}"
-
 
 def claims(ctx: Context) -> list[Row]:
     rows: list[Row] = []
@@ -93,18 +91,18 @@ def claims(ctx: Context) -> list[Row]:
         ]
     if ctx.has("compression"):
         rows += [
-            _value_row(ctx, "compression", _run("fair", "time_compression", 1), "FAIR mean, W1 uncompressed", 1.1,
+            _value_row(ctx, "compression", run_name("fair", "time_compression", 1), "FAIR mean, W1 uncompressed", 1.1,
                        paper_text="1.1 s (30-minute run)"),
-            _value_row(ctx, "compression", _run("srpt", "time_compression", 1), "SRPT mean, W1 uncompressed", 0.138,
+            _value_row(ctx, "compression", run_name("srpt", "time_compression", 1), "SRPT mean, W1 uncompressed", 0.138,
                        paper_text="138 ms"),
-            _ratio_row(ctx, "compression", "FAIR / SRPT, W1 uncompressed", 1.1 / 0.138, _run("fair", "time_compression", 1),
-                       _run("srpt", "time_compression", 1), paper_text="7.97"),
+            _ratio_row(ctx, "compression", "FAIR / SRPT, W1 uncompressed", 1.1 / 0.138, run_name("fair", "time_compression", 1),
+                       run_name("srpt", "time_compression", 1), paper_text="7.97"),
         ]
     if ctx.has("rtt"):
         rows += [
             _extreme_row(ctx, "rtt", "min over RTT 0-150 ms of FAIR / SRPT", 2.5, min, bound=">="),
             _ratio_row(ctx, "rtt", "SRPT at 100 ms / SRPT at 0 ms (\"more than doubles\")", 2.0,
-                       _run("srpt", "rtt_ms", 100), _run("srpt", "rtt_ms", 0), bound=">="),
+                       run_name("srpt", "rtt_ms", 100), run_name("srpt", "rtt_ms", 0), bound=">="),
         ]
     if ctx.has("rtt-groups"):
         for group in ("rtt0", "rtt50", "rtt100", "rtt150"):
@@ -114,10 +112,10 @@ def claims(ctx: Context) -> list[Row]:
                                    paper_text=">= 2.5 (for every RTT, Fig. 9 B)"))
     if ctx.has("loss"):
         rows += [
-            _value_row(ctx, "loss", _run("fair", "loss", 0.05), "FAIR mean at 5% loss", 1.9),
-            _value_row(ctx, "loss", _run("srpt", "loss", 0.05), "SRPT mean at 5% loss", 0.93),
-            _ratio_row(ctx, "loss", "FAIR at 5% / FAIR at 0%", 1.9 / 1.1, _run("fair", "loss", 0.05),
-                       _run("fair", "loss", 0), paper_text="1.9 / 1.1 = 1.73"),
+            _value_row(ctx, "loss", run_name("fair", "loss", 0.05), "FAIR mean at 5% loss", 1.9),
+            _value_row(ctx, "loss", run_name("srpt", "loss", 0.05), "SRPT mean at 5% loss", 0.93),
+            _ratio_row(ctx, "loss", "FAIR at 5% / FAIR at 0%", 1.9 / 1.1, run_name("fair", "loss", 0.05),
+                       run_name("fair", "loss", 0), paper_text="1.9 / 1.1 = 1.73"),
             _extreme_row(ctx, "loss", "min over loss 0-15% of FAIR / SRPT", 1.5, min, bound=">="),
         ]
     if ctx.has("rtt-loss"):
@@ -129,16 +127,16 @@ def claims(ctx: Context) -> list[Row]:
     if ctx.has("persistent"):
         rows += [
             _ratio_row(ctx, "persistent", "FAIR with 1 / FAIR with 5 requests per connection", 2.0,
-                       _run("fair", "persistent", 1), _run("fair", "persistent", 5)),
+                       run_name("fair", "persistent", 1), run_name("fair", "persistent", 5)),
             _ratio_row(ctx, "persistent", "FAIR / SRPT at 5 requests per connection", 3.0,
-                       _run("fair", "persistent", 5), _run("srpt", "persistent", 5), bound=">="),
+                       run_name("fair", "persistent", 5), run_name("srpt", "persistent", 5), bound=">="),
             _ratio_row(ctx, "persistent", "FAIR / SRPT at 10 requests per connection", 3.0,
-                       _run("fair", "persistent", 10), _run("srpt", "persistent", 10), bound=">="),
+                       run_name("fair", "persistent", 10), run_name("srpt", "persistent", 10), bound=">="),
         ]
     if ctx.has("rto"):
         rows += [
             _ratio_row(ctx, "rto", "FAIR at 1 s / FAIR at 3 s initial RTO", 0.65 / 1.1,
-                       _run("fair", "initial_rto_ms", 1000), _run("fair", "initial_rto_ms", 3000),
+                       run_name("fair", "initial_rto_ms", 1000), run_name("fair", "initial_rto_ms", 3000),
                        paper_text="0.65 / 1.1 = 0.59"),
             _extreme_row(ctx, "rto", "min over initial RTO 0.5-3 s of FAIR / SRPT", 4.0, min, bound=">="),
         ]
@@ -159,10 +157,10 @@ def claims(ctx: Context) -> list[Row]:
                         bound=">=", reference=None, paper_text=">= 1 (up to 7)"))
     if ctx.has("mtu"):
         rows += [
-            _value_row(ctx, "mtu", _run("fair", "mtu", 536), "FAIR mean at 536 bytes", 1.6),
-            _value_row(ctx, "mtu", _run("srpt", "mtu", 536), "SRPT mean at 536 bytes", 0.26),
+            _value_row(ctx, "mtu", run_name("fair", "mtu", 536), "FAIR mean at 536 bytes", 1.6),
+            _value_row(ctx, "mtu", run_name("srpt", "mtu", 536), "SRPT mean at 536 bytes", 0.26),
             _ratio_row(ctx, "mtu", "SRPT at 536 / SRPT at 1500 bytes (\"doubles\")", 2.0,
-                       _run("srpt", "mtu", 536), _run("srpt", "mtu", 1500)),
+                       run_name("srpt", "mtu", 536), run_name("srpt", "mtu", 1500)),
             _extreme_row(ctx, "mtu", "min over packet length of FAIR / SRPT", 6.0, min, bound=">="),
         ]
     if ctx.has("realistic"):
@@ -189,12 +187,12 @@ def claims(ctx: Context) -> list[Row]:
         ]
     if ctx.has("overload"):
         rows += [
-            _value_row(ctx, "overload", _run("fair", "rho", 1.2), "FAIR: time to the first SYN drop at rho 1.2", 70,
+            _value_row(ctx, "overload", run_name("fair", "rho", 1.2), "FAIR: time to the first SYN drop at rho 1.2", 70,
                        "first_syn_drop_s", paper_text="~70 s"),
-            _value_row(ctx, "overload", _run("srpt", "rho", 1.2), "SRPT: SYN drops in the run at rho 1.2", 0,
+            _value_row(ctx, "overload", run_name("srpt", "rho", 1.2), "SRPT: SYN drops in the run at rho 1.2", 0,
                        "syn_drops", unit="", paper_text="0 (first drop near 30 min)"),
             _ratio_row(ctx, "overload", "FAIR / SRPT peak connections at rho 1.2", 350 / 50,
-                       _run("fair", "rho", 1.2), _run("srpt", "rho", 1.2), metric="peak_connections",
+                       run_name("fair", "rho", 1.2), run_name("srpt", "rho", 1.2), metric="peak_connections",
                        paper_text="350 / 50 at 200 s = 7"),
         ]
     if ctx.has("nasa"):
@@ -222,8 +220,8 @@ def differences(ctx: Context) -> str:
     is read from the published results."""
     items = []
     if ctx.has("compression"):
-        fair1, fair5 = (_mean(ctx, "compression", _run("fair", "time_compression", c)) for c in (1, 5))
-        srpt1, srpt5 = (_mean(ctx, "compression", _run("srpt", "time_compression", c)) for c in (1, 5))
+        fair1, fair5 = (_mean(ctx, "compression", run_name("fair", "time_compression", c)) for c in (1, 5))
+        srpt1, srpt5 = (_mean(ctx, "compression", run_name("srpt", "time_compression", c)) for c in (1, 5))
         items.append(
             f"**Absolute times at the quick scale.** The quick scale compresses W1 5x (5 s periods): a 5 s overload "
             f"at rho 1.2 leaves a fifth of the backlog a 25 s one does. `compression` runs the same set-up at 1x and "

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from sojourn.reproduce import Context, Entry, Paper, Row
+from sojourn.runner.spec import run_name
 
 EXPERIMENTS = [
     Entry("latency", "latency profile and service inversion vs load fraction (Figs. 1-7)",
@@ -17,9 +18,6 @@ EXPERIMENTS = [
     Entry("cwnd", "mean latency vs congestion-window clamp at load 0.9 (Fig. 18)", spec="experiments/001/cwnd.toml"),
 ]
 
-
-def _run(variant: str, parameter: str, value) -> str:
-    return f"{variant}-{parameter}={value:g}" if isinstance(value, float) else f"{variant}-{parameter}={value}"
 
 
 def _points(ctx: Context, entry: str, variant: str) -> list:
@@ -34,19 +32,19 @@ def claims(ctx: Context) -> list[Row]:
             if not points:
                 continue
             top = max(points)
-            inversion, ci, n = ctx.value("latency", _run(server, "load_fraction", top), "service_inversion")
+            inversion, ci, n = ctx.value("latency", run_name(server, "load_fraction", top), "service_inversion")
             rows.append(Row("latency", f"{server}: service inversion at load {top:g}", 0.5, inversion, n,
                             ctx.result_path("latency"), bound=">=", reference=None, ci=ci,
                             paper_text="> 0.5 at high load (Fig. 7: Apache and Flash)"))
             low = min(points)
-            high_mean, _, n = ctx.value("latency", _run(server, "load_fraction", top), "response_mean")
-            low_mean, _, _ = ctx.value("latency", _run(server, "load_fraction", low), "response_mean")
+            high_mean, _, n = ctx.value("latency", run_name(server, "load_fraction", top), "response_mean")
+            low_mean, _, _ = ctx.value("latency", run_name(server, "load_fraction", low), "response_mean")
             rows.append(Row("latency", f"{server}: mean latency at load {top:g} / at {low:g}", 1.0,
                             high_mean / low_mean if low_mean else math.nan, n, ctx.result_path("latency"),
                             bound=">=", reference=None, paper_text="> 1: latency grows with load (Figs. 1-2)"))
         points = _points(ctx, "latency", "sojourn")
         if points:
-            events, ci, n = ctx.value("latency", _run("sojourn", "load_fraction", max(points)), "events_per_wait_mean")
+            events, ci, n = ctx.value("latency", run_name("sojourn", "load_fraction", max(points)), "events_per_wait_mean")
             rows.append(Row("latency", "sojourn: mean ready events per epoll_wait at the highest load", 1.6, events, n,
                             ctx.result_path("latency"), reference=None, ci=ci,
                             paper_text="61 (original Flash), 1.6 (fixed Flash)",
@@ -55,12 +53,12 @@ def claims(ctx: Context) -> list[Row]:
     if ctx.has("cwnd"):
         for variant in ("persistent", "nonpersistent"):
             points = _points(ctx, "cwnd", variant)
-            means = {p: ctx.value("cwnd", _run(variant, "cwnd_clamp", p), "response_mean")[0] for p in points}
+            means = {p: ctx.value("cwnd", run_name(variant, "cwnd_clamp", p), "response_mean")[0] for p in points}
             clamped = {p: m for p, m in means.items() if p and not math.isnan(m)}
             if 0 in means and clamped:
                 best = min(clamped, key=clamped.get)
                 rows.append(Row("cwnd", f"{variant}: mean latency unclamped / best clamp ({best} segments)", 33 / 10,
-                                means[0] / clamped[best], ctx.value("cwnd", _run(variant, "cwnd_clamp", 0),
+                                means[0] / clamped[best], ctx.value("cwnd", run_name(variant, "cwnd_clamp", 0),
                                                                     "response_mean")[2],
                                 ctx.result_path("cwnd"), paper_text="33 ms -> 10 ms = 3.3"))
     return rows

@@ -9,6 +9,7 @@ and without SACK at 6% loss (Figs. 15-16).
 from __future__ import annotations
 
 from sojourn.reproduce import Context, Entry, Paper, Row
+from sojourn.runner.spec import run_name
 
 SERVERS = ("sojourn", "nginx")
 
@@ -20,14 +21,11 @@ EXPERIMENTS = [
 ]
 
 
-def _run(variant: str, parameter: str, value) -> str:
-    return f"{variant}-{parameter}={value:g}" if isinstance(value, float) else f"{variant}-{parameter}={value}"
-
 
 def _capacity_ratio(ctx: Context, entry: str, server: str, parameter: str, high, low, claim: str, paper: float,
                     text: str) -> Row:
-    top, _, n = ctx.value(entry, _run(server, parameter, high), "capacity_rps")
-    base, _, m = ctx.value(entry, _run(server, parameter, low), "capacity_rps")
+    top, _, n = ctx.value(entry, run_name(server, parameter, high), "capacity_rps")
+    base, _, m = ctx.value(entry, run_name(server, parameter, low), "capacity_rps")
     return Row(entry, claim, paper, top / base if base else float("nan"), min(n, m), ctx.result_path(entry),
                paper_text=text)
 

@@ -487,6 +487,14 @@ def apply_quick(raw: dict) -> dict:
     return merged
 
 
+def run_name(variant: str, parameter: str, value: Any) -> str:
+    """The name of a sweep point's run: ``<variant>-<last key>=<value>`` (e.g.
+    ``srpt-rtt_ms=75``; numbers as %g), without the variant when there is none."""
+    key = parameter.rsplit(".", 1)[-1]
+    label = f"{key}={value:g}" if isinstance(value, float) else f"{key}={value}"
+    return f"{variant}-{label}" if variant else label
+
+
 def validate(raw: dict, quick: bool = False) -> Experiment:
     """Validates a parsed spec and expands it into runs; with ``quick``, at the scale
     of its ``[quick]`` table (both scales are checked, so --check covers each)."""
@@ -537,10 +545,9 @@ def validate(raw: dict, quick: bool = False) -> Experiment:
             run_config = copy.deepcopy(config)
             name = variant
             if sweep["parameter"]:
-                _set_path(run_config, sweep["parameter"], _check_leaf("sweep.values", _leaf_rule(sweep["parameter"]), value))
-                label = f"{sweep['parameter'].rsplit('.', 1)[-1]}={value:g}" if isinstance(value, float) else \
-                    f"{sweep['parameter'].rsplit('.', 1)[-1]}={value}"
-                name = f"{variant}-{label}" if variant else label
+                value = _check_leaf("sweep.values", _leaf_rule(sweep["parameter"]), value)
+                _set_path(run_config, sweep["parameter"], value)
+                name = run_name(variant, sweep["parameter"], value)
             _check_combinations(run_config, where)
             runs.append(Run(name=name or "run", config=run_config, sweep_value=value, variant=variant))
     baseline = filled["baseline"] or runs[0].name
