@@ -65,6 +65,9 @@ def main(args: argparse.Namespace) -> int:
             console.rule(f"{paper.tag} [{number}/{len(chosen)}] {entry.name}: {entry.title}")
             began = time.monotonic()
             directory, code = run_entry(console, paper, entry, args.results, args.quick, args.prefix)
+            if code == 130:  # Ctrl-C: the repetition is kept as partial; stop here, as `sojourn run` does
+                console.print(f"[yellow]{paper.tag}: interrupted at {entry.name}; rerun to resume[/]")
+                return 130
             if directory is None:
                 status = status or code
                 continue
