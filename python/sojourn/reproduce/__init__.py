@@ -118,8 +118,11 @@ class Row:
             parts.append("bound met" if self.meets_bound else "bound missed")
         if self.same_direction is not None:
             parts.append("same direction" if self.same_direction else "opposite direction")
-        parts.append("within 2x" if self.within_2x else "beyond 2x")
-        return ", ".join(parts)
+        if self.within_2x is not None:
+            parts.append("within 2x" if self.within_2x else "beyond 2x")
+        elif self.ours == self.paper_value:
+            parts.append("equal")
+        return ", ".join(parts) or "—"
 
 
 def _dotted(summary: dict, metric: str):
