@@ -167,10 +167,18 @@ def import_clf(paths: list[str | os.PathLike] | str | os.PathLike, seed: int = 0
     bad_time = when.is_null().to_numpy(zero_copy_only=False)
     report.skip(bad_time, "bad timestamp (expected dd/Mon/yyyy:HH:MM:SS +zzzz)", "line", numbers)
     keep = pa.array(~bad_time)
-    fields, request, when = fields.filter(keep), request.filter(keep), when.filter(keep)
+    fields, request, when, numbers = fields.filter(keep), request.filter(keep), when.filter(keep), numbers[~bad_time]
+
+    # A size no response has (beyond 2^53 bytes, where a double stops counting bytes, or
+    # beyond uint64) is a corrupt line, not an error of the import.
+    logged = pc.struct_field(fields, "bytes")
+    sizes = pc.cast(pc.if_else(pc.equal(logged, "-"), "0", logged), pa.float64())
+    bad_size = pc.greater(sizes, float(2**53)).to_numpy(zero_copy_only=False)
+    report.skip(bad_size, "response size out of range", "line", numbers)
+    keep = pa.array(~bad_size)
+    fields, request, when, sizes = fields.filter(keep), request.filter(keep), when.filter(keep), sizes.filter(keep)
 
     epoch = pc.cast(when, pa.int64()).to_numpy().astype(np.float64)
-    logged = pc.struct_field(fields, "bytes")
     frame = pd.DataFrame(
         {
             "arrival_s": _spread(epoch - (epoch.min() if len(epoch) else 0.0), seed),
@@ -179,7 +187,7 @@ def import_clf(paths: list[str | os.PathLike] | str | os.PathLike, seed: int = 0
             # percent-encoded here, as a URL path carries them (RFC 3986 §2.1).
             "path": _percent_encode_escapes(pc.struct_field(request, "path")).to_numpy(zero_copy_only=False),
             "status": pc.cast(pc.struct_field(fields, "status"), pa.uint16()).to_numpy(),
-            "logged_size": pc.cast(pc.if_else(pc.equal(logged, "-"), "0", logged), pa.uint64()).to_numpy(),
+            "logged_size": sizes.to_numpy(zero_copy_only=False).astype(np.uint64),
         }
     )
     return _finish(frame, report, report.source), report
