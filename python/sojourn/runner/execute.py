@@ -11,6 +11,7 @@ signal into KeyboardInterrupt); the repetition directory ends with ``status.json
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import platform
@@ -117,8 +118,9 @@ def _interval_progress(path: Path, progress: Progress) -> None:
         return
     if len(lines) < 2:
         return
-    header = lines[0].split(",")
-    rows = [dict(zip(header, line.split(","))) for line in lines[1:] if line.count(",") == len(header) - 1]
+    header = next(csv.reader(lines[:1]))
+    # The file is being written: a last line cut mid-row has fewer fields and is left out.
+    rows = [dict(zip(header, fields)) for fields in csv.reader(lines[1:]) if len(fields) == len(header)]
     if not rows:
         return
     number = lambda row, key: float(row.get(key) or 0)  # noqa: E731

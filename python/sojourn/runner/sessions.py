@@ -13,38 +13,11 @@ class's delay bound. Nothing here starts a process.
 from __future__ import annotations
 
 import ipaddress
-import json
-import re
 from pathlib import Path
 
+import tomli_w
+
 from sojourn.runner.spec import stage_classes
-
-BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
-
-
-def _toml_value(value) -> str:
-    """A TOML value: JSON's strings, numbers and arrays are TOML's; tables are inline."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dict):
-        return "{ " + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    return json.dumps(value)
-
-
-def _toml_key(key: str) -> str:
-    return key if BARE_KEY.match(key) else json.dumps(key)
-
-
-def _toml_document(scalars: dict, arrays: dict[str, list[dict]]) -> str:
-    lines = [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in scalars.items()]
-    for name, rows in arrays.items():
-        for row in rows:
-            lines.append(f"[[{name}]]")
-            lines += [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in row.items()]
-    return "\n".join(lines) + "\n"
-
 
 def effective_classes(stages: dict, client_addrs: dict[str, list[str]]) -> list[dict]:
     """The classes with ``networks`` filled from the group of the same name."""
@@ -65,7 +38,7 @@ def stages_file(stages: dict, client_addrs: dict[str, list[str]], series_csv: Pa
     arrays = {"class": effective_classes(stages, client_addrs)}
     if stages.get("stage"):
         arrays["stage"] = stages["stage"]
-    path.write_text(_toml_document(scalars, arrays))
+    path.write_text(tomli_w.dumps({**scalars, **arrays}))
     return path
 
 
@@ -90,17 +63,16 @@ def session_model(stages: dict, sessions: dict, path: Path) -> Path:
     exit_probability = sessions["exit"]
     think = ({"distribution": "exponential", "mean_s": sessions["think_s"]} if sessions["think_s"] > 0
              else {"distribution": "none"})
-    lines = [f"arrival_rate = {_toml_value(sessions['rate'])}", f"delay_bound_s = {_toml_value(sessions['delay_bound_s'])}",
-             f"start = {_toml_value({names[0]: 1.0})}", f"think_time = {_toml_value(think)}"]
+    model = {"arrival_rate": sessions["rate"], "delay_bound_s": sessions["delay_bound_s"], "start": {names[0]: 1.0},
+             "think_time": think, "states": {}}
     for name, row in zip(names, rows):
         total = sum(row)
         if total <= 0:
             raise ValueError(f"server.stages.transitions row of {name} sums to {total}; expected a positive sum")
         following = {to: p / total * (1 - exit_probability) for to, p in zip(names, row)}
         following["exit"] = exit_probability
-        lines += [f"[states.{_toml_key(name)}]", f"paths = {_toml_value([f'/stage/{name}/0', f'/stage/{name}/1'])}",
-                  f"next = {_toml_value(following)}"]
-    path.write_text("\n".join(lines) + "\n")
+        model["states"][name] = {"paths": [f"/stage/{name}/0", f"/stage/{name}/1"], "next": following}
+    path.write_text(tomli_w.dumps(model))
     return path
 
 
