@@ -162,3 +162,28 @@ def test_wc98_truncated_and_gzip(tmp_path):
 def _write_bytes(path, data):
     path.write_bytes(data)
     return path
+
+
+REAL_SERVER_LINES = [
+    # Apache escapes a quote in the request line as \" (the line that once stopped imports).
+    '127.0.0.1 - - [10/Oct/2000:13:55:36 -0700] "GET /a\\"quoted\\".html HTTP/1.1" 200 2326',
+    '2001:db8::1 - frank [10/Oct/2000:22:55:37 +0200] "POST /form HTTP/1.1" 200 - "http://r/" "agent \\"x\\""',
+    '::1 - - [10/Oct/2000:20:55:38 +0000] "HEAD /b HTTP/1.0" 304 -',
+    '10.0.0.1 - - [10/Oct/2000:20:55:39 +0000] "GET /c HTT',
+    '10.0.0.1 - - [10/Oct/2000:20:55:40 +0530] "-" 408 -',
+]
+
+
+def test_real_server_lines_import_or_are_counted(tmp_path):
+    trace, report = importers.import_clf(write(tmp_path, "real.log", REAL_SERVER_LINES))
+    assert (report.entries, report.imported, report.skipped) == (5, 3, 2)
+    assert report.reasons == {"not Common/Combined Log Format": 1, "request line without METHOD /path": 1}
+    assert report.methods == {"GET": 1, "POST": 1, "HEAD": 1}
+    assert "POST 1" in report.summary() and "replayed as GET" in report.summary()
+    # Zones are honoured: in UTC the lines are 1 s apart in file order (whatever their
+    # offsets), each placed within its second.
+    assert list(trace["path"]) == ["/a%22quoted%22.html", "/form", "/b"]
+    assert 1 < trace["arrival_s"].iloc[-1] < 3
+    assert trace.loc[trace["path"] == "/form", "logged_size"].item() == 0
+    back = io.read_trace(io.write_trace(trace, tmp_path / "real.csv"))
+    assert list(back["path"]) == list(trace["path"])

@@ -61,3 +61,18 @@ def test_shape_invariants(trace, low_s, high_s, low_rho, high_rho, link, poisson
     target = np.cumsum(periods["target_rho"] * link / 8 * (periods["end_s"] - periods["start_s"]))
     achieved = np.cumsum(periods["bytes"])
     assert np.all(np.abs(achieved - target) <= trace["size"].max())
+
+
+# Any path a trace accepts (docs/formats.md: starts with '/', no ',' or whitespace), quotes
+# included, is written (quoted where CSV must) and read back identically.
+TRACE_PATHS = st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc", "Zs", "Zl", "Zp"), blacklist_characters=","),
+                      max_size=20).map(lambda tail: "/" + tail)
+
+
+@settings(max_examples=60, deadline=None)
+@given(paths=st.lists(TRACE_PATHS, min_size=1, max_size=5))
+def test_trace_paths_round_trip(tmp_path_factory, paths):
+    trace = pd.DataFrame({"arrival_s": np.arange(len(paths), dtype=float), "client": np.zeros(len(paths), np.uint32),
+                          "path": paths, "size": np.ones(len(paths), np.uint64)})
+    back = io.read_trace(io.write_trace(trace, tmp_path_factory.mktemp("rt") / "t.csv"))
+    assert list(back["path"]) == paths

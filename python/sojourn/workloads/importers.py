@@ -47,6 +47,10 @@ class ImportReport:
     reasons: dict[str, int] = field(default_factory=dict)
     examples: list[str] = field(default_factory=list)
     truncated: bool = False
+    # Imported requests by logged method. A trace has no method column: replay requests
+    # every entry with GET (a server answers HEAD/POST/... of a static object with its
+    # body anyway, or not at all), so a log rich in other methods replays as more bytes.
+    methods: dict[str, int] = field(default_factory=dict)
 
     def skip(self, mask: np.ndarray, reason: str, label: str, numbers: np.ndarray) -> None:
         count = int(mask.sum())
@@ -61,6 +65,8 @@ class ImportReport:
         text = f"{self.source}: {self.imported} of {self.entries} entries imported, {self.skipped} skipped"
         if self.reasons:
             text += " (" + ", ".join(f"{n} {r}" for r, n in self.reasons.items()) + ")"
+        if self.methods and set(self.methods) != {"GET"}:
+            text += "; methods " + ", ".join(f"{m} {n}" for m, n in sorted(self.methods.items())) + " (all replayed as GET)"
         if self.truncated:
             text += "; input truncated"
         return text
@@ -178,6 +184,8 @@ def import_clf(paths: list[str | os.PathLike] | str | os.PathLike, seed: int = 0
     keep = pa.array(~bad_size)
     fields, request, when, sizes = fields.filter(keep), request.filter(keep), when.filter(keep), sizes.filter(keep)
 
+    counts = pc.value_counts(pc.struct_field(request, "method")).to_pylist()
+    report.methods = {item["values"]: int(item["counts"]) for item in counts}
     epoch = pc.cast(when, pa.int64()).to_numpy().astype(np.float64)
     frame = pd.DataFrame(
         {
