@@ -40,6 +40,11 @@ OUTCOMES = ("ok", "http_error", "aborted", "gave_up", "connect_error", "reset", 
 ERROR_OUTCOMES = ("http_error", "connect_error", "reset", "timeout", "invalid")
 
 
+# intervals.csv (docs/formats.md "Interval series"): one row per second, all counts.
+INTERVAL_DTYPES = {"t_s": "int64", "issued": "int64", "completed": "int64", "bytes": "int64", "in_flight": "int64",
+                   "errors": "int64", "connections_open": "int64"}
+
+
 class RecordsError(ValueError):
     """A records file that does not follow docs/formats.md."""
 
@@ -53,6 +58,13 @@ def read_records(path: str | Path) -> pd.DataFrame:
         frame = pd.read_csv(path, dtype={"path": "string", "outcome": "string", "error": "string"},
                             keep_default_na=False, na_values={c: [""] for c in DTYPES if c not in ("path", "outcome", "error")})
     return normalize(frame, source=str(path))
+
+
+def read_intervals(path: str | Path) -> pd.DataFrame:
+    """``intervals.csv`` (or ``.parquet``) with the documented integer columns."""
+    path = Path(path)
+    frame = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    return frame.astype({c: t for c, t in INTERVAL_DTYPES.items() if c in frame.columns})
 
 
 def normalize(frame: pd.DataFrame, source: str = "records") -> pd.DataFrame:

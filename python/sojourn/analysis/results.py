@@ -1,7 +1,18 @@
 """Reading an experiment's result directory (layout in sojourn.runner.layout) into
-tables: one row per run × repetition, and one per run with 90% confidence intervals.
+tables: one row per run × repetition, and one per run with 90% confidence intervals;
+:class:`Experiment` (``sojourn.results.open``) gives them, and every repetition's
+records and interval series, as pandas DataFrames (docs/analysis.md "Notebooks").
 
-Pure reading: nothing here writes or runs anything, so notebooks and the report share it.
+Result format versions (``format.json`` in each repetition directory, ``{"version": N}``):
+
+- 1 (no ``format.json``): CSV only (records.csv, intervals.csv) and summary.json.
+- 2: as 1, plus ``records.parquet`` and ``intervals.parquet`` (zstd, the column types of
+  docs/formats.md) and ``ideal.parquet`` (ideal fluid PS and SRPT of the repetition's
+  requests, sojourn.theory.bounds.ideal), written when the repetition finishes by
+  :func:`write_derived`.
+
+Readers take Parquet where present and CSV otherwise, so version-1 results read as before.
+Apart from :func:`write_derived` (called by the runner) nothing here writes or runs anything.
 """
 
 from __future__ import annotations
@@ -15,7 +26,7 @@ import pandas as pd
 
 from sojourn.analysis.inversion import service_inversion_index
 from sojourn.analysis.metrics import by_group, counter_metrics, summarize
-from sojourn.analysis.records import read_records, requests
+from sojourn.analysis.records import read_intervals, read_records, requests
 from sojourn.analysis.sweeps import over_repetitions
 
 # Summary keys the report's table shows (and the demo prints), with their labels.
@@ -30,6 +41,53 @@ TABLE_METRICS = {
     "link_utilization": "link util.",
     "service_inversion": "inversion (001 eq. 3)",
 }
+
+
+FORMAT_VERSION = 2
+FORMAT_FILE = "format.json"
+PARQUET_COMPRESSION = "zstd"
+
+
+def format_version(directory: str | Path) -> int:
+    """The repetition directory's result format (1 when it has no format.json)."""
+    return int(_read_json(Path(directory) / FORMAT_FILE).get("version", 1))
+
+
+def _preferred(directory: Path, stem: str) -> Path | None:
+    """``<stem>.parquet`` if written, else a non-empty ``<stem>.csv``, else None."""
+    for path in (directory / f"{stem}.parquet", directory / f"{stem}.csv"):
+        if path.is_file() and path.stat().st_size > 0:
+            return path
+    return None
+
+
+def write_derived(directory: str | Path, link_bps: float) -> list[str]:
+    """At the end of a repetition: records and intervals as Parquet beside their CSV,
+    the ideal PS/SRPT schedules of its requests (``ideal.parquet``, so the report only
+    reads), and ``format.json``. Returns notes on what could not be written (e.g. no
+    engine for the ideal schedules); the CSVs stay the primary copy."""
+    directory = Path(directory)
+    notes = []
+    records_csv = directory / "records.csv"
+    if records_csv.is_file() and records_csv.stat().st_size > 0:
+        records = read_records(records_csv)
+        records.to_parquet(directory / "records.parquet", compression=PARQUET_COMPRESSION, index=False)
+        reqs = requests(records)
+        if reqs["completed"].any():
+            try:
+                from sojourn.theory import bounds
+
+                frame = bounds.ideal(reqs[["request_id", "scheduled_s", "expected_size", "bytes"]],
+                                     link_bps=bounds.body_rate_bps(link_bps), policies=("ps", "srpt"))
+                frame.to_parquet(directory / "ideal.parquet", compression=PARQUET_COMPRESSION, index=False)
+            except Exception as err:  # noqa: BLE001 - the ideal is a reference; its absence is noted, not fatal
+                notes.append(f"ideal schedules not stored: {err}")
+    intervals_csv = directory / "intervals.csv"
+    if intervals_csv.is_file() and intervals_csv.stat().st_size > 0:
+        read_intervals(intervals_csv).to_parquet(directory / "intervals.parquet", compression=PARQUET_COMPRESSION,
+                                                 index=False)
+    (directory / FORMAT_FILE).write_text(json.dumps({"version": FORMAT_VERSION}) + "\n")
+    return notes
 
 
 @dataclass
@@ -48,8 +106,25 @@ class Repetition:
     def complete(self) -> bool:
         return self.status.get("state") == "complete"
 
+    @property
+    def format_version(self) -> int:
+        return format_version(self.directory)
+
     def requests(self) -> pd.DataFrame:
-        return requests(read_records(self.directory / "records.csv"))
+        """One row per request (sojourn.analysis.records.requests), from records.parquet
+        (format 2) or records.csv."""
+        path = _preferred(self.directory, "records") or self.directory / "records.csv"
+        return requests(read_records(path))
+
+    def intervals(self) -> pd.DataFrame | None:
+        """The load generator's per-second series (intervals.parquet or .csv), or None."""
+        path = _preferred(self.directory, "intervals")
+        return None if path is None else read_intervals(path)
+
+    def ideal(self) -> pd.DataFrame | None:
+        """The stored ideal PS/SRPT schedules (format 2), or None for older results."""
+        path = self.directory / "ideal.parquet"
+        return pd.read_parquet(path) if path.is_file() else None
 
     def table(self, name: str) -> pd.DataFrame | None:
         path = self.directory / name
@@ -189,3 +264,61 @@ def run_table(reps: list[Repetition], baseline: str | None = None, order: list[s
     table["largest_1pct_ratio"] = table["response_largest_1pct_mean"] / base_row["response_largest_1pct_mean"]
     table.attrs["baseline"] = base
     return table
+
+
+class Experiment:
+    """A results/<experiment> directory for notebooks (docs/analysis.md "Notebooks").
+
+    ``records()``, ``intervals()`` and ``ideal()`` concatenate every repetition's table
+    with ``run``, ``variant``, ``sweep_value`` and ``rep`` columns in front;
+    ``summaries()`` and ``table()`` are :func:`summaries` and :func:`run_table`;
+    ``repetitions`` are the :class:`Repetition` objects (spec order).
+    """
+
+    def __init__(self, directory: str | Path, recompute: bool = False):
+        self.directory = Path(directory)
+        self.repetitions = load_experiment(self.directory, recompute=recompute)
+
+    def __repr__(self) -> str:
+        runs = list(dict.fromkeys(r.run for r in self.repetitions))
+        return f"Experiment({str(self.directory)!r}: {len(runs)} runs, {len(self.repetitions)} repetitions)"
+
+    @property
+    def runs(self) -> list[str]:
+        return list(dict.fromkeys(r.run for r in self.repetitions))
+
+    def summaries(self) -> pd.DataFrame:
+        return summaries(self.repetitions)
+
+    def table(self, baseline: str | None = None) -> pd.DataFrame:
+        return run_table(self.repetitions, baseline=baseline, order=self.runs)
+
+    def _concat(self, per_rep) -> pd.DataFrame:
+        frames = []
+        for rep in self.repetitions:
+            frame = per_rep(rep)
+            if frame is None:
+                continue
+            frame = frame.copy()
+            for position, (column, value) in enumerate((("run", rep.run), ("variant", rep.variant),
+                                                        ("sweep_value", rep.sweep_value), ("rep", rep.rep))):
+                frame.insert(position, column, value)
+            frames.append(frame)
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+    def records(self) -> pd.DataFrame:
+        """One row per request of every repetition (final attempts, derived times)."""
+        return self._concat(Repetition.requests)
+
+    def intervals(self) -> pd.DataFrame:
+        """Every repetition's per-second series."""
+        return self._concat(Repetition.intervals)
+
+    def ideal(self) -> pd.DataFrame:
+        """Every repetition's stored ideal PS/SRPT schedules (empty for format-1 results)."""
+        return self._concat(Repetition.ideal)
+
+
+def open_experiment(directory: str | Path, recompute: bool = False) -> Experiment:
+    """The :class:`Experiment` in ``directory`` (results/<experiment>)."""
+    return Experiment(directory, recompute=recompute)

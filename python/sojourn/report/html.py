@@ -92,7 +92,11 @@ def _figure(uri: str, caption: str) -> str:
 def _ideal(rep: Repetition, reqs: pd.DataFrame) -> tuple[pd.DataFrame | None, str]:
     """Ideal fluid PS and SRPT per request on the run's own arrivals and sizes at the
     link's body rate (sojourn.theory.bounds.ideal, issue 7), and a note; (None, why) when
-    unavailable."""
+    unavailable. Read from the repetition's ideal.parquet (written when it finished);
+    only results older than that file are simulated here, and the note says so."""
+    stored = rep.ideal()
+    if stored is not None:
+        return stored, ""
     try:
         bounds = importlib.import_module("sojourn.theory.bounds")
         engine_path(build=False)  # the report never starts a cargo build
@@ -104,7 +108,7 @@ def _ideal(rep: Repetition, reqs: pd.DataFrame) -> tuple[pd.DataFrame | None, st
                              policies=("ps", "srpt"))
     except (subprocess.CalledProcessError, OSError, ValueError) as err:
         return None, f"ideal references failed: {err}"
-    return frame, ""
+    return frame, f"ideal references simulated while rendering: {rep.directory} predates ideal.parquet (result format 1)"
 
 
 def _ideal_by_size(ideal: pd.DataFrame) -> pd.DataFrame:
@@ -227,7 +231,7 @@ def build_report(directory: str | Path, baseline: str | None = None, export_dir:
                      + groups.to_html(index=False, float_format=lambda v: f"{v:.4g}", border=0))
 
     per_second, responses, by_size, counters, deciles = {}, {}, {}, {}, {}
-    ideal_lines, ideal_note, ideal_rows = None, "", []
+    ideal_lines, ideal_note, ideal_rows, ideal_failed = None, "", [], False
     periods: list[dict] = []
     for run in runs:
         rep = _representative(reps, run)
@@ -248,8 +252,10 @@ def build_report(directory: str | Path, baseline: str | None = None, export_dir:
         if not periods:
             run_json = json.loads((rep.directory / "run.json").read_text())
             periods = run_json.get("inputs", {}).get("periods", [])
-        if len(done) and not ideal_note:
-            ideal, ideal_note = _ideal(rep, reqs)
+        if len(done) and not ideal_failed:
+            ideal, note = _ideal(rep, reqs)
+            ideal_failed = ideal is None
+            ideal_note = ideal_note or note
             if ideal is not None:
                 ideal_lines = _ideal_by_size(ideal) if ideal_lines is None else ideal_lines
                 ideal_rows += _ideal_ratio_rows(label, reqs, ideal)
@@ -264,7 +270,7 @@ def build_report(directory: str | Path, baseline: str | None = None, export_dir:
         parts.append(_figure(figures.png_data_uri(figures.by_size_figure(by_size, ideal_lines)),
                              "Mean response time vs request size in logarithmic bins (000 Fig. 8d; 004 Figs. 2, 4)"
                              + ("; dashed: ideal fluid PS and SRPT on the first run's arrivals and sizes (sojourn.theory)"
-                                if ideal_lines is not None else f" ({ideal_note})" if ideal_note else "")))
+                                if ideal_lines is not None else "") + (f" ({ideal_note})" if ideal_note else "")))
     if ideal_rows:
         parts.append("<h2>Measured against ideal</h2><p>Each run's mean response time over its completed requests "
                      "against ideal fluid processor sharing and SRPT of the same requests (same arrivals and sizes) "

@@ -26,7 +26,7 @@ from typing import Callable
 import pandas as pd
 
 from sojourn import analysis, peers
-from sojourn.analysis.results import summarize_repetition
+from sojourn.analysis.results import summarize_repetition, write_derived
 from sojourn.engine import engine_path
 from sojourn.analysis import sessions as session_analysis
 from sojourn.runner import layout
@@ -257,6 +257,9 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
             if (directory / "classes.json").is_file():
                 summary["sessions"] = session_analysis.summarize_directory(directory)
             layout.write_json(directory / "summary.json", summary)
+            notes = write_derived(directory, link_bps)
+            if notes:
+                (directory / "derived.log").write_text("\n".join(notes) + "\n")
         except Exception as err:  # noqa: BLE001 - a broken records file must not hide the run's own error
             state, reason = "partial", f"{reason}; summary failed: {err}".lstrip("; ")
         layout.mark(directory, state, reason)
