@@ -102,9 +102,13 @@ def test_cli_parsing():
         parse_group("nme=x")
     with pytest.raises(argparse.ArgumentTypeError, match="mtu=100"):
         parse_group("mtu=100")
-    assert parse_rate("10M") == 10_000_000 and parse_rate("1.5G") == 1_500_000_000 and parse_rate("800") == 800
-    with pytest.raises(argparse.ArgumentTypeError, match="expected bits/s"):
-        parse_rate("fast")
+    # The cases of crates/sched/src/rate.rs's tests: one grammar in Rust and Python.
+    for text, bps in [("10mbit", 10**7), ("10Mbit", 10**7), ("1.5gbit", 15 * 10**8), ("10M", 10**7), ("800kbit/s", 8 * 10**5),
+                      ("1Gbit/s", 10**9), ("2000000", 2 * 10**6), ("2e3", 2000), ("8bit", 8), (" 10mbit ", 10**7)]:
+        assert parse_rate(text) == bps, text
+    for bad in ["", "fast", "-1mbit", "0", "10mbps", "10 m bit", "mbit", "inf", "nan", "1e400", "10x", "1_000"]:
+        with pytest.raises(argparse.ArgumentTypeError, match="expected bits per second as NUMBER"):
+            parse_rate(bad)
 
 
 def test_testbed_help(capsys):

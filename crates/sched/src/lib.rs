@@ -16,6 +16,7 @@ pub mod dispatch;
 pub mod dwfs;
 pub mod policy;
 pub mod queue;
+pub mod rate;
 
 pub use bands::Bands;
 pub use policy::{Fair, Las, Policy, PolicyKind, Progress, Srpt};

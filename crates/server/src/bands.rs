@@ -66,19 +66,13 @@ pub fn so_priority(band: usize) -> u32 {
     (u32::from(class.major) << 16) | u32::from(class.minor)
 }
 
-/// Parses a link rate in bits per second: a number with an optional tc-style unit
-/// `bit`, `kbit`, `mbit`, `gbit` (powers of 1000, case-insensitive), e.g. `10mbit`.
+/// Parses a link rate in whole bits per second ([`sojourn_sched::rate`]'s grammar: `10mbit`, `10M`, ...).
 pub fn parse_rate(s: &str) -> anyhow::Result<u64> {
-    const UNITS: [(&str, f64); 4] = [("gbit", 1e9), ("mbit", 1e6), ("kbit", 1e3), ("bit", 1.0)];
-    let lower = s.trim().to_ascii_lowercase();
-    let (number, scale) = UNITS
-        .iter()
-        .find_map(|&(unit, scale)| lower.strip_suffix(unit).map(|n| (n, scale)))
-        .unwrap_or((lower.as_str(), 1.0));
-    match number.trim().parse::<f64>() {
-        Ok(n) if n.is_finite() && n * scale >= 1.0 => Ok((n * scale).round() as u64),
-        _ => bail!("bad rate {s:?}: expected bits per second such as 10mbit, 500kbit, 1gbit or 2000000"),
+    let bps = sojourn_sched::rate::parse_rate(s)?;
+    if bps < 1.0 {
+        bail!("bad rate {s:?}: below 1 bit/s; expected bits per second such as 10mbit or 2000000");
     }
+    Ok(bps.round() as u64)
 }
 
 /// Each band's queue limit. HTB's own default leaf queue holds the device's txqueuelen
@@ -220,7 +214,7 @@ enum BandsAction {
         /// Network device whose egress carries the responses (e.g. the server side of a veth pair).
         #[arg(long)]
         dev: String,
-        /// Link rate in bit/s with a tc-style unit: 10mbit, 500kbit, 1gbit.
+        /// Link rate in bit/s: NUMBER[k|m|g][bit], e.g. 10mbit, 10M, 500kbit, 1gbit (docs/formats.md "Rates").
         #[arg(long)]
         rate: String,
         /// Size cutoffs between bands (bytes, K/M suffixes); n cutoffs make n+1 bands (000 §3.2).

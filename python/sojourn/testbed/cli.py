@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import re
 import sys
 from dataclasses import fields
 
@@ -47,14 +49,21 @@ def parse_group(text: str) -> WanGroup:
         raise argparse.ArgumentTypeError(str(err)) from None
 
 
+RATE = re.compile(r"(?P<number>\+?(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?)(?P<prefix>[kmg])?(?:bit/s|bit)?", re.IGNORECASE)
+RATE_PREFIX = {None: 1.0, "k": 1e3, "m": 1e6, "g": 1e9}
+
+
 def parse_rate(text: str) -> int:
-    """``10M``, ``1.5G``, ``800k`` or plain bits per second."""
-    units = {"k": 1e3, "m": 1e6, "g": 1e9}
-    scale = units.get(text[-1:].lower(), 1)
-    try:
-        return int(float(text[:-1] if scale != 1 else text) * scale)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"rate {text!r}: expected bits/s like 10M, 1G, 800k or 10000000") from None
+    """Whole bits per second from ``NUMBER[k|m|g][bit|bit/s]`` (case-insensitive; k, m,
+    g powers of 1000): ``10mbit``, ``10M``, ``1.5gbit``, ``2000000``. The grammar of
+    sojourn_sched::rate::parse_rate (docs/formats.md "Rates"); ``bps`` is refused as
+    ambiguous (tc reads it as bytes/s)."""
+    match = RATE.fullmatch(text.strip())
+    bps = float(match["number"]) * RATE_PREFIX[(match["prefix"] or "").lower() or None] if match else math.nan
+    if not (math.isfinite(bps) and bps >= 1):
+        raise argparse.ArgumentTypeError(f"rate {text!r}: expected bits per second as NUMBER[k|m|g][bit], "
+                                         "e.g. 10mbit, 10M, 1.5gbit, 800kbit or 2000000")
+    return round(bps)
 
 
 def register(parser: argparse.ArgumentParser) -> None:
