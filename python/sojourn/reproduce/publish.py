@@ -55,6 +55,25 @@ def publish(paper: Paper, entry: Entry, source: Path, destination: Path, quick: 
     staging = destination.with_name(f".{destination.name}.tmp")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
+    try:
+        _stage(entry, source, staging)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)  # a failed publish leaves nothing half-made
+        raise
+    meta = {"paper": paper.tag, "experiment": entry.name, "title": entry.title, "scale": "quick" if quick else "full",
+            "spec": entry.spec, "command": list(entry.command), "source": str(source),
+            "published": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "wall_s": round(wall_s, 1)}
+    (staging / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
+    old = destination.with_name(f".{destination.name}.old")
+    shutil.rmtree(old, ignore_errors=True)
+    if destination.exists():
+        os.replace(destination, old)
+    os.replace(staging, destination)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _stage(entry: Entry, source: Path, staging: Path) -> None:
+    """Copies what ``entry`` publishes from ``source`` into ``staging``."""
     if entry.spec:
         if (source / "spec.toml").is_file():
             shutil.copy2(source / "spec.toml", staging / "spec.toml")
@@ -74,13 +93,3 @@ def publish(paper: Paper, entry: Entry, source: Path, destination: Path, quick: 
                     shutil.copy2(path, staging / path.name)
         figures = [{"file": path.name, "caption": f"{entry.title} ({path.name})"} for path in sorted(staging.glob("*.png"))]
         (staging / "figures.json").write_text(json.dumps(figures, indent=2) + "\n")
-    meta = {"paper": paper.tag, "experiment": entry.name, "title": entry.title, "scale": "quick" if quick else "full",
-            "spec": entry.spec, "command": list(entry.command), "source": str(source),
-            "published": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "wall_s": round(wall_s, 1)}
-    (staging / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
-    old = destination.with_name(f".{destination.name}.old")
-    shutil.rmtree(old, ignore_errors=True)
-    if destination.exists():
-        os.replace(destination, old)
-    os.replace(staging, destination)
-    shutil.rmtree(old, ignore_errors=True)
