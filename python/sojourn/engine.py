@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -12,7 +13,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 def engine_path(build: bool = True) -> Path:
     """The ``sojourn-engine`` to run: ``$SOJOURN_ENGINE`` if set, else the
-    workspace's release build, built with cargo first when missing and ``build``."""
+    workspace's release build, built with cargo first when missing and ``build``;
+    outside a checkout, the one ``pip install`` put beside the interpreter."""
     override = os.environ.get("SOJOURN_ENGINE")
     if override:
         path = Path(override)
@@ -20,6 +22,10 @@ def engine_path(build: bool = True) -> Path:
             raise FileNotFoundError(f"SOJOURN_ENGINE={override} is not a file")
         return path
     path = REPO / "target" / "release" / "sojourn-engine"
+    # Installed by `pip install` (the wheel ships it beside the interpreter) and not in a checkout.
+    installed = Path(sys.executable).parent / "sojourn-engine"
+    if not path.is_file() and not (REPO / "Cargo.toml").is_file() and installed.is_file():
+        return installed
     if not path.is_file():
         if not build:
             raise FileNotFoundError(f"{path} is missing: run `make build`")

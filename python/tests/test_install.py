@@ -1,0 +1,33 @@
+"""`pip install .` of the Python package in a fresh venv gives both commands: the wheel
+(maturin, bindings = "bin") ships the sojourn-engine binary. The release build reuses the
+checkout's target/ directory, so after `make build` it is incremental (seconds)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import venv
+
+import pytest
+
+from sojourn.engine import REPO
+
+
+@pytest.mark.slow
+def test_pip_install_ships_the_engine(tmp_path):
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True)
+    pip = env_dir / "bin" / "pip"
+    env = {**os.environ, "CARGO_TARGET_DIR": str(REPO / "target")}
+    # --no-deps: the runtime dependencies are the checkout's venv's business; this is about the wheel.
+    build = subprocess.run([str(pip), "install", "-q", "--no-deps", str(REPO / "python")], env=env,
+                           capture_output=True, text=True, timeout=900)
+    assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
+    engine = subprocess.run([str(env_dir / "bin" / "sojourn-engine"), "--help"], capture_output=True, text=True, timeout=60)
+    assert engine.returncode == 0 and "Usage: sojourn-engine" in engine.stdout, engine.stderr
+    script = (env_dir / "bin" / "sojourn").read_text()
+    assert script.startswith(f"#!{env_dir}/bin/python") and "sojourn.cli" in script
+    # The installed package finds its own engine (not a cargo build) when run outside a checkout.
+    site = subprocess.run([str(env_dir / "bin" / "python"), "-c", "import sojourn, pathlib; print(pathlib.Path(sojourn.__file__).parent)"],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert site.stdout.strip().startswith(str(env_dir)), site.stdout + site.stderr
