@@ -17,8 +17,9 @@ from pathlib import Path
 
 from sojourn.reproduce import REPO, Entry, Paper
 
-# Per repetition: the files summary numbers come from (no per-request records).
-REP_FILES = ("run.json", "status.json", "summary.json", "bands.json", "load_summary.json")
+# Per repetition: the files summary numbers come from (no per-request records; the kernel
+# counters' time series is small and holds the measured reasons, e.g. SYN_RECV build-up).
+REP_FILES = ("run.json", "status.json", "summary.json", "bands.json", "load_summary.json", "counters.csv")
 
 
 def results_root(results: Path, paper: Paper, quick: bool) -> Path:
