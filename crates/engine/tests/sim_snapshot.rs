@@ -108,7 +108,7 @@ fn bad_input_is_named() {
     let unsorted = scratch.0.join("unsorted.csv");
     std::fs::write(&unsorted, "arrival_s,client,path,size\n2,0,/a,1\n1,0,/b,1\n").unwrap();
     let cases: [(Vec<&str>, &str); 8] = [
-        (vec!["--sizes", "exp", "--mean", "100", "--rho", "0.5", "--jobs", "10", "--link", "fast"], "10Mbit"),
+        (vec!["--sizes", "exp", "--mean", "100", "--rho", "0.5", "--jobs", "10", "--link", "fast"], "bad rate \"fast\""),
         (vec!["--trace", "/nonexistent/trace.csv", "--link", "1Mbit"], "/nonexistent/trace.csv"),
         (vec!["--trace", unsorted.to_str().unwrap(), "--link", "1Mbit"], "line 3"),
         (vec!["--sizes", "exp", "--rho", "0.5", "--jobs", "10", "--link", "1Mbit"], "--mean"),
