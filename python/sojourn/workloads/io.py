@@ -163,6 +163,8 @@ def read_trace(path: str | os.PathLike) -> pd.DataFrame:
     except UnicodeDecodeError as error:  # a column name that is not UTF-8 (found by fuzzing)
         raise TraceFormatError(f"{path}: not a trace CSV (column names must be UTF-8: {error.reason} at byte "
                                f"{error.start})") from None
+    except pa.ArrowInvalid as error:  # a value that is not UTF-8 (found by fuzzing)
+        raise TraceFormatError(f"{path}: not a trace CSV (text must be UTF-8: {error})") from None
     for column, fill in (("session", -1), ("class", 0)):
         if column in df.columns and df[column].isna().any():
             df[column] = df[column].fillna(fill).astype(types[column].to_pandas_dtype())
