@@ -1,7 +1,7 @@
 """Soak and fault runs (docs/reliability.md): `make soak`, or one part:
 
     .venv/bin/python bench/soak/run.py overload [--seconds 600]   # rho 2, sojourn fair and srpt
-    .venv/bin/python bench/soak/run.py integrity [--seconds 300]  # 15% loss, bodies verified
+    .venv/bin/python bench/soak/run.py integrity [--seconds 500]  # 15% loss, bodies verified
     .venv/bin/python bench/soak/run.py slow [--seconds 60]        # 5,000 slow clients + normal traffic
     .venv/bin/python bench/soak/run.py kill                        # kill -9 server / emulator / sojourn run
 
@@ -39,6 +39,11 @@ def run_spec(raw: dict, results: Path, prefix: str):
     return run_experiment(experiment, results, prefix=prefix, fresh=True)
 
 
+def states(outcome) -> dict:
+    """Each repetition's end state, keyed "run/repetition" (JSON keys are strings)."""
+    return {f"{run}/{rep}": state for (run, rep), state in outcome.states.items()}
+
+
 def rss_curve(counters: pd.DataFrame) -> dict:
     rss = counters["server_rss_bytes"].to_numpy(dtype=float) / 2**20
     minute = max(1, int(60 / max(counters["t_s"].diff().median(), 1e-3)))
@@ -68,7 +73,7 @@ def overload(seconds: float) -> dict:
         reqs = analysis.requests(analysis.read_records(rep / "records.csv"))  # raises unless one final each
         log = (rep / "server-stdio.log").read_text(errors="replace") if (rep / "server-stdio.log").is_file() else ""
         figures[policy] = {
-            "state": outcome.states, "wall_s": round(time.monotonic() - started),
+            "state": states(outcome), "wall_s": round(time.monotonic() - started),
             "link_use_during_overload": round(sent * 8 / span / 10e6, 4),
             "requests_scheduled": trace_requests, "requests_recorded": int(len(reqs)),
             "outcomes": reqs["outcome"].value_counts().to_dict(),
@@ -92,7 +97,7 @@ def integrity(seconds: float) -> dict:
         rep = outcome.directory / "run" / "0"
         records = analysis.read_records(rep / "records.csv")
         outcomes = records["outcome"].value_counts().to_dict()
-        figures[model] = {"state": outcome.states, "responses_verified": int(outcomes.get("ok", 0)),
+        figures[model] = {"state": states(outcome), "responses_verified": int(outcomes.get("ok", 0)),
                           "invalid": int(outcomes.get("invalid", 0)), "attempt_outcomes": outcomes}
         print(model, json.dumps(figures[model]), flush=True)
     return figures
@@ -217,12 +222,21 @@ def kill() -> dict:
         summary = json.loads((rep / "summary.json").read_text()) if (rep / "summary.json").is_file() else {}
         time.sleep(1)
         left = _leaks(prefix, str(results))
-        # Recovery: what the next command with the prefix does first (sojourn testbed down).
-        sysnet.remove_prefix(prefix)
+        # Recovery as a user meets it: `testbed status` names what is left, and the next
+        # `sojourn run` of the spec (no --fresh) cleans up and redoes what did not finish.
+        told = subprocess.run([sys.executable, "-m", "sojourn.cli", "testbed", "status", "--prefix", prefix],
+                              capture_output=True, text=True).stdout.strip().splitlines()
+        rerun = subprocess.run([sys.executable, "-m", "sojourn.cli", "run", str(spec), "--results", str(results),
+                                "--prefix", prefix, "--no-report"], capture_output=True, text=True, timeout=300)
+        rerun_status = json.loads((rep / "status.json").read_text()) if (rep / "status.json").is_file() else {}
         after = _leaks(prefix, str(results))
         figures[victim] = {"run_exit": run.returncode, "repetition": status.get("state"), "reason": status.get("reason", ""),
-                           "outcomes": summary.get("outcomes"), "left_behind": left, "after_recovery": after,
-                           "last_output": output.strip().splitlines()[-2:]}
+                           "outcomes": summary.get("outcomes"), "left_behind": left, "testbed_status_said": told[:3],
+                           "rerun_exit": rerun.returncode, "rerun_repetition": rerun_status.get("state"),
+                           "rerun_said": [line for line in rerun.stderr.splitlines() if "leftover" in line.lower()
+                                          or "removed" in line.lower() or "redo" in line.lower()][:3],
+                           "after_recovery": after,
+                           "last_output": output.strip().splitlines()[-3:-2]}
         print(victim, json.dumps(figures[victim], default=str), flush=True)
     return figures
 
@@ -233,11 +247,11 @@ PARTS = {"overload": overload, "integrity": integrity, "slow": slow, "kill": kil
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("part", choices=["overload", "integrity", "slow", "kill", "all"])
-    parser.add_argument("--seconds", type=float, help="length of the part's load (defaults: 600, 300, 60)")
+    parser.add_argument("--seconds", type=float, help="length of the part's load (defaults: 600, 500, 60)")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     parts = ["overload", "integrity", "slow", "kill"] if args.part == "all" else [args.part]
-    defaults = {"overload": 600.0, "integrity": 300.0, "slow": 60.0}
+    defaults = {"overload": 600.0, "integrity": 500.0, "slow": 60.0}
     results = {}
     for part in parts:
         results[part] = PARTS[part](args.seconds or defaults[part]) if part in defaults else PARTS[part]()

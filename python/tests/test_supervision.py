@@ -115,3 +115,32 @@ def test_a_dead_server_is_recorded_promptly_not_drained_late(tmp_path):
     assert len(refused) > 1000 and all("refused" in r["error"] for r in refused)
     late = sorted(float(r["last_byte_s"]) - float(r["scheduled_s"]) for r in refused)
     assert late[int(0.99 * len(late))] < 0.1, late[-10:]  # two 20 ms round trips and then some
+
+
+def test_a_server_killed_mid_run_makes_the_repetition_partial_naming_it(tmp_path):
+    """The records of a run whose server died are whole but measure a dead process: the
+    repetition is partial, its reason names the server and the signal, so a resume redoes it."""
+    spec = tmp_path / "killed.toml"
+    spec.write_text(SPEC.replace('name = "killed"', 'name = "server-killed"'))
+    results = tmp_path / "results"
+    rep = results / "server-killed" / "run" / "0"
+    run = sojourn("run", str(spec), "--results", str(results), "--prefix", PREFIX, "--no-report")
+    try:
+        deadline = time.monotonic() + 90
+        while not (rep / "load.argv").is_file():
+            assert run.poll() is None, run.stdout.read()
+            assert time.monotonic() < deadline, "the load generator never started"
+            time.sleep(0.2)
+        servers = [pid for pid in sysnet.ns_pids(f"{PREFIX}-srv")
+                   if b"serve" in Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")]
+        assert len(servers) == 1, servers
+        os.kill(servers[0], signal.SIGKILL)
+        output, _ = run.communicate(timeout=120)
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+        sysnet.remove_prefix(PREFIX)
+    status = json.loads((rep / "status.json").read_text())
+    assert status["state"] == "partial", (status, output)
+    assert "server under test (sojourn) ended during the run (killed by SIGKILL)" in status["reason"]
+    assert run.returncode != 0

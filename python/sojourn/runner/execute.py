@@ -160,6 +160,24 @@ def _follow_load(load_proc: subprocess.Popen, directory: Path, progress: Progres
     return "partial", f"load generator exited with status {load_proc.returncode} (see load.log)"
 
 
+def _exit_words(returncode: int) -> str:
+    if returncode < 0:
+        return f"killed by {signal.Signals(-returncode).name}"
+    return f"exit status {returncode}"
+
+
+def _died_during_load(peer, tb) -> str:
+    """Names the server or emulator that ended before the load did: such a repetition's
+    records are whole but measure a dead process, so it is not complete."""
+    dead = []
+    if peer.process is not None and peer.process.poll() is not None:
+        dead.append(f"the server under test ({peer.config.kind}) ended during the run "
+                    f"({_exit_words(peer.process.returncode)})")
+    if tb.emulator and tb.emulator.proc and tb.emulator.proc.poll() is not None:
+        dead.append(f"the WAN emulator ended during the run ({_exit_words(tb.emulator.proc.returncode)})")
+    return "; ".join(dead)
+
+
 def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: str,
                    on_progress: Callable[[Progress], None] = lambda p: None, index: int = 0) -> str:
     """Runs one repetition into ``directory``; returns its final state."""
@@ -235,6 +253,9 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                     argv = load_command(engine, inputs, target, directory, workload, addrs)
                     state, reason = _run_load(tb, argv, directory, progress, on_progress, limit_s)
                 tb.stop_counters()
+                died = _died_during_load(peer, tb)
+                if died and state == "complete":
+                    state, reason = "partial", died
                 _save_server_metrics(tb, peer, directory / "server_metrics.txt")
                 # The uplink's qdisc and class statistics after the run (bytes per band).
                 end = tb.describe()
