@@ -1,6 +1,7 @@
 """End to end: a tiny session workload through `sojourn run` on the real testbed,
 `sojourn-engine serve --stages` and `load sessions`: FIFO and DWFS, three classes by
-client address, 3 s of session arrivals each; then the report's sessions section."""
+client address, 3 s of session arrivals each (DWFS with closed-loop users whose requests
+carry their class's bound, 003 §5); then the report's sessions section."""
 
 from __future__ import annotations
 
@@ -45,6 +46,8 @@ interval_s = 0.5
 [variants.fifo]
 server.stages.policy = "fifo"
 [variants.dwfs]
+workload.sessions.users = 8
+workload.sessions.class_bounds = true
 """
 
 
@@ -80,6 +83,18 @@ def test_sessions_spec_runs_and_reports(results_root):
         assert "load\tsessions" in "\t".join((rep / "load.argv").read_text().split())
         records = pd.read_csv(rep / "records.csv")
         assert records["path"].str.startswith("/stage/").all()
+        # The generator records each request's class: that of its client's source address.
+        expected = [classes["address_classes"][c % 4] for c in records["client"]]
+        assert records["class"].tolist() == expected
+        workload = json.loads((rep / "load_summary.json").read_text())["workload"]
+        assert workload["class_names"] == ["gold", "silver", "bronze"]
+        if run == "dwfs":  # 8 closed-loop users: clients 0-7, no Poisson arrivals
+            assert workload["arrivals"] == "users" and set(records["client"]) <= set(range(8))
+            gave_up = records[records["outcome"] == "gave_up"]
+            bounds = [classes["delay_bounds_s"][c] for c in gave_up["class"]]
+            assert ((gave_up["last_byte_s"] - gave_up["scheduled_s"]) < [b + 0.05 for b in bounds]).all()
+        else:
+            assert workload["arrivals"] == "poisson"
         assert (records["status"] == 200).any()
         series = pd.read_csv(rep / "series.csv")
         assert set(series["stage"]) == {"MM", "CO", "SR", "BR"}

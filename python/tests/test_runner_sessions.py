@@ -45,6 +45,9 @@ def test_sweep_over_session_rate_names_runs():
      "class 'vip' has no networks"),
     (session_spec(sessions={"rate": 0}), "workload.sessions.rate = 0 is below its minimum"),
     (session_spec(mode="bursty"), "workload.mode = 'bursty' is not accepted"),
+    (session_spec(timeout_s=0.15, sessions={"class_bounds": True, "delay_bound_s": 0.1}),
+     "server.stages class 'silver' timeout_ms = 0.15 s must be below workload.timeout_s = 0.15"),
+    (session_spec(sessions={"delay_bound_s": 70.0}), "workload.sessions.delay_bound_s = 70.0 s must be below"),
 ])
 def test_bad_session_specs_are_rejected_naming_the_key(raw, message):
     with pytest.raises(SpecError, match=message.replace("(", r"\(").replace(".", r"\.")):
@@ -109,3 +112,21 @@ def test_session_model_file_is_resolved_against_the_spec(tmp_path):
     (tmp_path / "model.toml").unlink()
     with pytest.raises(SpecError, match="workload.sessions.model_file 'model.toml' not found"):
         load_spec(spec)
+
+
+def test_closed_loop_users_and_class_bounds_in_the_generated_model(tmp_path):
+    """003 §5: closed-loop users instead of Poisson sessions; with class_bounds each class's
+    clients give up at their class's timeout, and every class lists its source addresses."""
+    classes = sessions.class_map(sessions.effective_classes({}, {"gold": ["10.1.0.1"], "silver": ["10.1.0.2"],
+                                                                 "bronze": ["10.1.0.3", "10.1.0.4"]}),
+                                 ["10.1.0.1", "10.1.0.2", "10.1.0.3", "10.1.0.4"])
+    settings = {"rate": 5.0, "users": 40, "exit": 0.1, "think_s": 0, "delay_bound_s": 1.0, "class_bounds": True}
+    model = tomllib.loads(sessions.session_model({}, settings, tmp_path / "m.toml", classes).read_text())
+    assert model["users"] == 40 and "arrival_rate" not in model
+    assert model["classes"] == [{"name": "gold", "delay_bound_s": 0.1, "sources": ["10.1.0.1"]},
+                                {"name": "silver", "delay_bound_s": 0.15, "sources": ["10.1.0.2"]},
+                                {"name": "bronze", "delay_bound_s": 0.2, "sources": ["10.1.0.3", "10.1.0.4"]}]
+    uniform = tomllib.loads(sessions.session_model({}, {**settings, "users": 0, "class_bounds": False},
+                                                   tmp_path / "u.toml", classes).read_text())
+    assert uniform["arrival_rate"] == 5.0 and "users" not in uniform
+    assert {c["delay_bound_s"] for c in uniform["classes"]} == {1.0}

@@ -390,13 +390,14 @@ fn run_sessions(args: SessionsArgs) -> anyhow::Result<()> {
     }
     let duration = positive("--duration", args.duration)?;
     let mut config = args.common.engine_config(None)?;
-    let bound = positive("delay_bound_s", model.delay_bound_s)?;
-    if bound >= config.timeout {
-        bail!("delay_bound_s {} must be below --timeout {}", model.delay_bound_s, args.common.timeout);
+    let longest = positive("delay_bound_s", model.longest_bound_s())?;
+    if longest >= config.timeout {
+        bail!("delay bound {} s (the longest of the model's) must be below --timeout {}", model.longest_bound_s(), args.common.timeout);
     }
-    config.abort_after = Some(bound);
+    // Each request carries its class's bound; this one covers requests without a class.
+    config.abort_after = Some(positive("delay_bound_s", model.delay_bound_s)?);
     let (fd_limit, fd_warning) = raise_fd_limit(None);
-    let mut workload = Sessions::new(model, duration, args.common.rng());
+    let mut workload = Sessions::new(model, duration, &args.common.source_addrs, args.common.rng());
     run_one("sessions", &args.common, config, &mut workload, &args.common.out, fd_limit, fd_warning).map(|_| ())
 }
 

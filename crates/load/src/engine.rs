@@ -393,7 +393,7 @@ impl<'a> Engine<'a> {
             self.recorder.issued(request.scheduled, now);
         }
         let base = if attempt == 0 { request.scheduled } else { now };
-        let limit = match self.config.abort_after {
+        let limit = match request.delay_bound.or(self.config.abort_after) {
             Some(abort) => abort.min(self.config.timeout),
             None => self.config.timeout,
         };
@@ -697,7 +697,8 @@ impl<'a> Engine<'a> {
             }
             self.deadlines.pop();
             let Some(live) = self.live.get(&request).filter(|live| live.attempt.attempt == attempt) else { continue };
-            let aborting = self.config.abort_after.is_some_and(|abort| abort <= self.config.timeout);
+            let bound = live.request.delay_bound.or(self.config.abort_after);
+            let aborting = bound.is_some_and(|abort| abort <= self.config.timeout);
             let (outcome, error) = if aborting {
                 (Outcome::Aborted, "user abort")
             } else {

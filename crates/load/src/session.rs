@@ -1,7 +1,9 @@
 //! The session model file (003 §2): a Markov chain over URL groups ("stages", e.g. main
 //! menu MM, checkout CO, search SR, browse BR, 003 Fig. 5), an exit state, think time,
-//! session arrival rate and a per-request delay bound. Format in docs/formats.md
-//! ("Session model"). [`SessionModel::load`] validates everything before a run starts.
+//! how sessions arrive (a Poisson rate, or closed-loop users as 003 §5.1's WebStone
+//! clients) and a per-request delay bound, one per priority class (003 §5.2: gold,
+//! silver, bronze 10/15/20 s). Format in docs/formats.md ("Session model").
+//! [`SessionModel::load`] validates everything before a run starts.
 
 use crate::think::ThinkTime;
 use anyhow::{bail, Context};
@@ -9,6 +11,7 @@ use rand::Rng;
 use rand_distr::{Distribution, WeightedIndex};
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 use std::path::Path;
 
 /// The reserved target name that ends a session.
@@ -17,8 +20,13 @@ pub const EXIT: &str = "exit";
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ModelFile {
-    arrival_rate: f64,
+    #[serde(default)]
+    arrival_rate: Option<f64>,
+    #[serde(default)]
+    users: Option<u32>,
     delay_bound_s: f64,
+    #[serde(default)]
+    classes: Vec<ClassFile>,
     #[serde(default)]
     max_requests: Option<u32>,
     #[serde(default = "no_think")]
@@ -33,16 +41,46 @@ fn no_think() -> ThinkTime {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
+struct ClassFile {
+    name: String,
+    delay_bound_s: f64,
+    /// Source addresses of this class's clients (the server classifies by address too).
+    #[serde(default)]
+    sources: Vec<IpAddr>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct StateFile {
     paths: Vec<String>,
     next: BTreeMap<String, f64>,
 }
 
+/// How sessions arrive.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Arrivals {
+    /// Open loop: Poisson session arrivals, sessions per second.
+    Poisson(f64),
+    /// Closed loop: this many users, each running one session at a time; the next
+    /// session starts a think time after the last one completed or was aborted.
+    Users(u32),
+}
+
+/// A priority class: its name, its delay bound and the source addresses of its clients.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Class {
+    pub name: String,
+    pub delay_bound_s: f64,
+    pub sources: Vec<IpAddr>,
+}
+
 /// A validated session model. States are numbered in name order; `None` as a next state is exit.
 #[derive(Debug)]
 pub struct SessionModel {
-    pub arrival_rate: f64,
+    pub arrivals: Arrivals,
+    /// The bound of requests of clients no class lists (and of every request without classes).
     pub delay_bound_s: f64,
+    pub classes: Vec<Class>,
     pub max_requests: Option<u32>,
     pub think_time: ThinkTime,
     pub state_names: Vec<String>,
@@ -66,11 +104,27 @@ impl SessionModel {
 
     pub fn parse(text: &str) -> anyhow::Result<Self> {
         let file: ModelFile = toml::from_str(text)?;
-        if !(file.arrival_rate.is_finite() && file.arrival_rate > 0.0) {
-            bail!("arrival_rate = {} must be a positive number of sessions per second", file.arrival_rate);
-        }
+        let arrivals = match (file.arrival_rate, file.users) {
+            (Some(rate), None) if rate.is_finite() && rate > 0.0 => Arrivals::Poisson(rate),
+            (Some(rate), None) => bail!("arrival_rate = {rate} must be a positive number of sessions per second"),
+            (None, Some(0)) => bail!("users = 0: closed-loop sessions need at least one user"),
+            (None, Some(users)) => Arrivals::Users(users),
+            (None, None) => bail!("give arrival_rate (open loop, sessions per second) or users (closed loop)"),
+            (Some(_), Some(_)) => bail!("arrival_rate and users contradict: give one (open or closed loop)"),
+        };
         if !(file.delay_bound_s.is_finite() && file.delay_bound_s > 0.0) {
             bail!("delay_bound_s = {} must be positive seconds", file.delay_bound_s);
+        }
+        for (index, class) in file.classes.iter().enumerate() {
+            if !(class.delay_bound_s.is_finite() && class.delay_bound_s > 0.0) {
+                bail!("classes[{index}] ({}): delay_bound_s = {} must be positive seconds", class.name, class.delay_bound_s);
+            }
+            if file.classes[..index].iter().any(|c| c.name == class.name) {
+                bail!("classes[{index}]: class name {:?} given twice", class.name);
+            }
+        }
+        if file.classes.len() > usize::from(u8::MAX) + 1 {
+            bail!("{} classes; at most 256 are recorded", file.classes.len());
         }
         if file.max_requests == Some(0) {
             bail!("max_requests = 0: a session needs at least one request (omit it for no limit)");
@@ -117,9 +171,15 @@ impl SessionModel {
             next.push(row(&format!("states.{name}.next"), &state.next, true)?);
             paths.push(state.paths.clone());
         }
+        let classes = file
+            .classes
+            .into_iter()
+            .map(|c| Class { name: c.name, delay_bound_s: c.delay_bound_s, sources: c.sources })
+            .collect();
         Ok(SessionModel {
-            arrival_rate: file.arrival_rate,
+            arrivals,
             delay_bound_s: file.delay_bound_s,
+            classes,
             max_requests: file.max_requests,
             think_time: file.think_time,
             state_names,
@@ -127,6 +187,24 @@ impl SessionModel {
             start,
             next,
         })
+    }
+
+    /// The class index and delay bound (s) of a client bound to `source`: the first class
+    /// listing the address, else the last class, as the server's stage pool classifies
+    /// (`sojourn_stages`); class 0 with `delay_bound_s` when the model has no classes.
+    pub fn class_of(&self, source: Option<IpAddr>) -> (u8, f64) {
+        if self.classes.is_empty() {
+            return (0, self.delay_bound_s);
+        }
+        let index = source
+            .and_then(|addr| self.classes.iter().position(|c| c.sources.contains(&addr)))
+            .unwrap_or(self.classes.len() - 1);
+        (index as u8, self.classes[index].delay_bound_s)
+    }
+
+    /// The longest delay bound of any class (every bound must stay below the hard timeout).
+    pub fn longest_bound_s(&self) -> f64 {
+        self.classes.iter().map(|c| c.delay_bound_s).fold(self.delay_bound_s, f64::max)
     }
 
     pub fn first_state(&self, rng: &mut impl Rng) -> usize {
@@ -193,11 +271,29 @@ next = { exit = 1.0 }
             (EXAMPLE.replace("next = { MM = 1.0 }", "next = { XX = 1.0 }"), "unknown target \"XX\""),
             (EXAMPLE.replace("start = { MM = 1.0 }", "start = { exit = 1.0 }"), "start: unknown target \"exit\""),
             (EXAMPLE.replace("arrival_rate = 4.0", "arrival_rate = 0"), "arrival_rate = 0"),
+            (EXAMPLE.replace("arrival_rate = 4.0", "users = 0"), "users = 0"),
+            (EXAMPLE.replace("arrival_rate = 4.0", "users = 3\narrival_rate = 1.0"), "contradict"),
+            (EXAMPLE.replace("arrival_rate = 4.0\n", ""), "give arrival_rate"),
+            (format!("{EXAMPLE}[[classes]]\nname = \"g\"\ndelay_bound_s = -1\n"), "classes[0] (g): delay_bound_s = -1"),
             (EXAMPLE.replace("\"/stage/SR/0\"", "\"stage\""), "states.SR.paths"),
         ];
         for (text, expected) in cases {
             let err = format!("{:#}", SessionModel::parse(&text).unwrap_err());
             assert!(err.contains(expected), "{err:?} should contain {expected:?}");
         }
+    }
+
+    #[test]
+    fn classes_are_chosen_by_source_address_else_the_last() {
+        let text = EXAMPLE.replace("arrival_rate = 4.0", "users = 6")
+            + "[[classes]]\nname = \"gold\"\ndelay_bound_s = 0.1\nsources = [\"10.0.0.1\"]\n"
+            + "[[classes]]\nname = \"bronze\"\ndelay_bound_s = 0.2\n";
+        let model = SessionModel::parse(&text).unwrap();
+        assert_eq!(model.arrivals, Arrivals::Users(6));
+        assert_eq!(model.class_of(Some("10.0.0.1".parse().unwrap())), (0, 0.1));
+        assert_eq!(model.class_of(Some("10.0.0.2".parse().unwrap())), (1, 0.2));
+        assert_eq!(model.class_of(None), (1, 0.2));
+        assert_eq!(model.longest_bound_s(), 2.0);
+        assert_eq!(SessionModel::parse(EXAMPLE).unwrap().class_of(None), (0, 2.0));
     }
 }

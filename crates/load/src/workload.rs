@@ -6,10 +6,11 @@
 //! - [`PoissonOpen`]: open loop, Poisson arrivals at a fixed rate over a path list.
 //! - [`ClosedUsers`]: N user equivalents, request -> response -> think -> request (002 §3.3,
 //!   004 §4.2); with think time 0 and one connection each, the capacity probe of 001 §2.1.
-//! - [`Sessions`]: Poisson session arrivals, each a Markov chain over URL groups (003 §2);
-//!   a failed request (incl. a missed delay bound) aborts its session.
+//! - [`Sessions`]: Poisson session arrivals or closed-loop users (003 §5.1), each session
+//!   a Markov chain over URL groups (003 §2); a failed request (incl. a missed delay bound
+//!   of its class, 003 §5.2) aborts its session.
 
-use crate::session::SessionModel;
+use crate::session::{Arrivals, SessionModel};
 use crate::think::ThinkTime;
 use anyhow::{bail, Context};
 use rand::rngs::SmallRng;
@@ -32,6 +33,8 @@ pub struct Request {
     pub path: String,
     pub expected_size: Option<u64>,
     pub scheduled: Nanos,
+    /// This request's own delay bound (session classes); `None`: the run's `abort_after`.
+    pub delay_bound: Option<Nanos>,
 }
 
 pub trait Workload {
@@ -120,6 +123,7 @@ impl<R: std::io::Read> TraceReplay<R> {
             path: row.path,
             expected_size: Some(row.size),
             scheduled,
+            delay_bound: None,
         });
         self.row_number += 1;
         Ok(())
@@ -178,6 +182,7 @@ impl Workload for PoissonOpen {
                 path,
                 expected_size: None,
                 scheduled: at,
+                delay_bound: None,
             });
             self.next_id += 1;
             self.next_at += self.gaps.sample(&mut self.rng);
@@ -260,6 +265,7 @@ impl Workload for ClosedUsers {
                 path: self.paths[self.rng.gen_range(0..self.paths.len())].clone(),
                 expected_size: None,
                 scheduled: at,
+                delay_bound: None,
             });
             self.next_id += 1;
             self.outstanding += 1;
@@ -288,65 +294,115 @@ impl Workload for ClosedUsers {
 struct ActiveSession {
     state: usize,
     requests: u32,
+    /// The client (connections, source address, class) the session runs on.
+    client: u32,
 }
 
-/// Session mode (003 §2): sessions arrive as a Poisson process until `end`; session `s` is
-/// client `s` (its own connections); its first state comes from the model's `start` row, each
-/// later one from the transition matrix; the session completes on `exit` (or after
-/// `max_requests`) and is aborted when a request fails or misses the delay bound.
+/// Session mode (003 §2). Open loop: sessions arrive as a Poisson process until `end`,
+/// session `s` is client `s` (its own connections). Closed loop (003 §5.1's WebStone
+/// clients): user `u` is client `u` and runs one session after another, the next starting
+/// a think time after the last completed or was aborted; no request starts after `end`.
+/// A session's first state comes from the model's `start` row, each later one from the
+/// transition matrix; it completes on `exit` (or after `max_requests`) and is aborted
+/// when a request fails or misses its class's delay bound (the class of the client's
+/// source address, [`SessionModel::class_of`]).
 pub struct Sessions {
     model: SessionModel,
-    gaps: Exp<f64>,
+    gaps: Option<Exp<f64>>,
     next_arrival: f64,
     end: Nanos,
     ready: Timers<u64>,
     active: IdMap<u64, ActiveSession>,
+    /// Class and delay bound of client `c` are `classes[c mod len]` (the source
+    /// addresses' order; one entry when no source addresses are given).
+    classes: Vec<(u8, Nanos)>,
     next_session: u64,
     next_id: u64,
     completed: u64,
     aborted: u64,
+    cut_at_end: u64,
     requests_ok: u64,
     rng: SmallRng,
 }
 
 impl Sessions {
-    pub fn new(model: SessionModel, end: Nanos, mut rng: SmallRng) -> Self {
-        let gaps = Exp::new(model.arrival_rate * 1e-9).expect("validated positive");
-        let next_arrival = gaps.sample(&mut rng);
-        Sessions {
+    /// `sources`: the load generator's source addresses, client `c` binding to
+    /// `sources[c mod len]` as the engine does.
+    pub fn new(model: SessionModel, end: Nanos, sources: &[std::net::IpAddr], mut rng: SmallRng) -> Self {
+        let classes: Vec<(u8, Nanos)> = if sources.is_empty() { vec![model.class_of(None)] } else {
+            sources.iter().map(|&addr| model.class_of(Some(addr))).collect()
+        }
+        .into_iter()
+        .map(|(class, bound_s)| (class, seconds_to_ns(bound_s)))
+        .collect();
+        let (gaps, users) = match model.arrivals {
+            Arrivals::Poisson(rate) => (Some(Exp::new(rate * 1e-9).expect("validated positive")), 0),
+            Arrivals::Users(users) => (None, users),
+        };
+        let next_arrival = gaps.map_or(f64::INFINITY, |gaps| gaps.sample(&mut rng));
+        let mut sessions = Sessions {
             model,
             gaps,
             next_arrival,
             end,
             ready: Timers::new(),
             active: IdMap::default(),
+            classes,
             next_session: 0,
             next_id: 0,
             completed: 0,
             aborted: 0,
+            cut_at_end: 0,
             requests_ok: 0,
             rng,
+        };
+        for user in 0..users {
+            let session = sessions.start_session(user);
+            sessions.ready.push(0, session);
         }
+        sessions
     }
 
     fn arrival_due(&self) -> Option<Nanos> {
         let at = self.next_arrival.round() as Nanos;
-        (at < self.end).then_some(at)
+        (self.gaps.is_some() && at < self.end).then_some(at)
+    }
+
+    /// A new session of `client`; returns its id.
+    fn start_session(&mut self, client: u32) -> u64 {
+        let session = self.next_session;
+        self.next_session += 1;
+        let state = self.model.first_state(&mut self.rng);
+        self.active.insert(session, ActiveSession { state, requests: 1, client });
+        session
     }
 
     fn request_for(&mut self, session: u64, at: Nanos) -> Request {
-        let state = self.active[&session].state;
+        let ActiveSession { state, client, .. } = self.active[&session];
+        let (class, bound) = self.classes[client as usize % self.classes.len()];
         let request = Request {
             id: self.next_id,
-            client: session as u32,
+            client,
             session: session as i64,
-            class: 0,
+            class,
             path: self.model.pick_path(state, &mut self.rng).to_owned(),
             expected_size: None,
             scheduled: at,
+            delay_bound: Some(bound),
         };
         self.next_id += 1;
         request
+    }
+
+    /// After a session of `client` ended at `now`: a closed-loop user starts its next one.
+    fn session_ended(&mut self, client: u32, now: Nanos) {
+        if self.gaps.is_none() {
+            let at = now + self.model.think_time.sample_ns(&mut self.rng);
+            if at < self.end {
+                let session = self.start_session(client);
+                self.ready.push(at, session);
+            }
+        }
     }
 }
 
@@ -362,12 +418,10 @@ impl Workload for Sessions {
             };
             match (arrival, think_over) {
                 (Some(arrival), _) if new_session_first => {
-                    let session = self.next_session;
-                    self.next_session += 1;
-                    let state = self.model.first_state(&mut self.rng);
-                    self.active.insert(session, ActiveSession { state, requests: 1 });
+                    let client = self.next_session as u32;
+                    let session = self.start_session(client);
                     due.push(self.request_for(session, arrival));
-                    self.next_arrival += self.gaps.sample(&mut self.rng);
+                    self.next_arrival += self.gaps.expect("open loop").sample(&mut self.rng);
                 }
                 (_, Some(_)) => {
                     let (at, session) = self.ready.pop_due(now).expect("peeked");
@@ -390,19 +444,27 @@ impl Workload for Sessions {
         let Some(mut active) = self.active.remove(&session) else { return };
         if !ok {
             self.aborted += 1;
+            self.session_ended(active.client, now);
             return;
         }
         self.requests_ok += 1;
         let limit_reached = self.model.max_requests.is_some_and(|max| active.requests >= max);
         match self.model.next_state(active.state, &mut self.rng) {
             Some(state) if !limit_reached => {
+                let at = now + self.model.think_time.sample_ns(&mut self.rng);
+                if self.gaps.is_none() && at >= self.end {
+                    self.cut_at_end += 1; // a closed loop issues nothing after the end
+                    return;
+                }
                 active.state = state;
                 active.requests += 1;
                 self.active.insert(session, active);
-                let at = now + self.model.think_time.sample_ns(&mut self.rng);
                 self.ready.push(at, session);
             }
-            _ => self.completed += 1,
+            _ => {
+                self.completed += 1;
+                self.session_ended(active.client, now);
+            }
         }
     }
 
@@ -415,9 +477,11 @@ impl Workload for Sessions {
             "sessions_started": self.next_session,
             "sessions_completed": self.completed,
             "sessions_aborted": self.aborted,
-            "sessions_unfinished": self.active.len(),
+            "sessions_unfinished": self.active.len() as u64 + self.cut_at_end,
             "session_abort_rate": if self.completed + self.aborted > 0 { self.aborted as f64 / (self.completed + self.aborted) as f64 } else { 0.0 },
             "state_names": self.model.state_names,
+            "class_names": self.model.classes.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
+            "arrivals": match self.model.arrivals { Arrivals::Poisson(_) => "poisson", Arrivals::Users(_) => "users" },
         })
     }
 }
@@ -507,7 +571,7 @@ mod tests {
             "arrival_rate = 1000.0\ndelay_bound_s = 1.0\nstart = { A = 1.0 }\n[states.A]\npaths = [\"/a\"]\nnext = { exit = 1.0 }\n",
         )
         .unwrap();
-        let mut sessions = Sessions::new(model, 10_000_000, SmallRng::seed_from_u64(2));
+        let mut sessions = Sessions::new(model, 10_000_000, &[], SmallRng::seed_from_u64(2));
         let due = drain(&mut sessions, 10_000_000);
         assert!(due.len() > 2);
         sessions.finished(&due[0], false, 10_000_000);
@@ -518,5 +582,33 @@ mod tests {
         let summary = sessions.summary();
         assert_eq!(summary["sessions_aborted"], 1);
         assert_eq!(summary["sessions_completed"], due.len() as u64 - 1);
+    }
+
+    #[test]
+    fn closed_loop_users_restart_sessions_and_carry_their_class_bound() {
+        let model = SessionModel::parse(concat!(
+            "users = 2\ndelay_bound_s = 9.0\nthink_time = { distribution = \"constant\", s = 1.0 }\n",
+            "start = { A = 1.0 }\n[states.A]\npaths = [\"/a\"]\nnext = { A = 1.0 }\n",
+            "[[classes]]\nname = \"gold\"\ndelay_bound_s = 0.1\nsources = [\"10.0.0.1\"]\n",
+            "[[classes]]\nname = \"bronze\"\ndelay_bound_s = 0.2\n",
+        ))
+        .unwrap();
+        let sources = ["10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap()];
+        let mut sessions = Sessions::new(model, 5_000_000_000, &sources, SmallRng::seed_from_u64(4));
+        let first = drain(&mut sessions, 0);
+        assert_eq!(first.iter().map(|r| (r.client, r.class, r.delay_bound)).collect::<Vec<_>>(),
+                   [(0, 0, Some(100_000_000)), (1, 1, Some(200_000_000))]);
+        // User 0's request fails: its session is aborted and a new one starts a think time later.
+        sessions.finished(&first[0], false, 50_000_000);
+        sessions.finished(&first[1], true, 60_000_000);
+        let next = drain(&mut sessions, 1_060_000_000);
+        assert_eq!(next.iter().map(|r| (r.client, r.session)).collect::<Vec<_>>(), [(0, 2), (1, 1)]);
+        // Nothing is issued after the end: the sessions are cut, counted as unfinished.
+        sessions.finished(&next[0], true, 4_500_000_000);
+        sessions.finished(&next[1], true, 4_500_000_000);
+        assert!(drain(&mut sessions, u64::MAX).is_empty() && sessions.exhausted());
+        let summary = sessions.summary();
+        assert_eq!((summary["sessions_aborted"].as_u64(), summary["sessions_unfinished"].as_u64()), (Some(1), Some(2)));
+        assert_eq!(summary["arrivals"], "users");
     }
 }

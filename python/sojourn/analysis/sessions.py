@@ -29,6 +29,7 @@ All functions are pure (frames in, frames out).
 from __future__ import annotations
 
 import json
+import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -170,8 +171,12 @@ def summarize_directory(directory: str | Path, bin_s: float = 1.0) -> dict:
                  "productivity": [], "anatomy": [], "queue_lengths": {}}
     records = directory / "records.csv"
     if records.is_file() and records.stat().st_size > 0:
+        # A generated model with classes makes the load generator record each request's
+        # class; older results (and hand-written models) are classified by address.
+        model = directory / "model.toml"
+        recorded = model.is_file() and bool(tomllib.loads(model.read_text()).get("classes"))
         judged = judge(requests(read_records(records)), delay_bounds=dict(enumerate(info["delay_bounds_s"])),
-                       address_classes=info["address_classes"])
+                       address_classes=None if recorded else info["address_classes"])
         table = per_class(judged)
         table.insert(1, "name", [names[int(c)] for c in table["class"]])
         out["classes"] = table.to_dict("records")

@@ -219,8 +219,8 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                 stages_path = sessions.stages_file(stages, tb.client_addrs, directory / "series.csv",
                                                    directory / "stages.toml")
                 stage_args = ["--stages", str(stages_path)]
-                layout.write_json(directory / "classes.json",
-                                  sessions.class_map(sessions.effective_classes(stages, tb.client_addrs), addrs))
+                class_map = sessions.class_map(sessions.effective_classes(stages, tb.client_addrs), addrs)
+                layout.write_json(directory / "classes.json", class_map)
             peer_cfg = peers.PeerConfig(
                 kind=server_cfg["kind"], root=inputs.docroot, addr=tb.server_addr, port=server_cfg["port"],
                 workers=server_cfg["workers"], netns=tb.server_ns, policy=server_cfg["policy"],
@@ -243,7 +243,8 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                                                      on_progress)
                 elif workload["mode"] == "sessions":
                     model = Path(workload["sessions"]["model_file"]) if workload["sessions"]["model_file"] else \
-                        sessions.session_model(server_cfg["stages"] or {}, workload["sessions"], directory / "model.toml")
+                        sessions.session_model(server_cfg["stages"] or {}, workload["sessions"], directory / "model.toml",
+                                               class_map)
                     argv = sessions.load_command(engine, model, target, directory, workload, addrs)
                     state, reason = _run_load(tb, argv, directory, progress, on_progress, limit_s)
                 elif workload["load_fraction"]:

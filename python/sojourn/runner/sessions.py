@@ -48,11 +48,15 @@ def stage_names(stages: dict) -> list[str]:
     return [s["name"] for s in stages.get("stage", [])] or list(STAGES)
 
 
-def session_model(stages: dict, sessions: dict, path: Path) -> Path:
+def session_model(stages: dict, sessions: dict, path: Path, classes: dict | None = None) -> Path:
     """The generated session model (docs/formats.md "Session model"): sessions start at
     the first stage; after each request the next stage follows the stage pool's
     transition matrix (003 Fig. 5 for the default stages, uniform otherwise, as the
-    pool's default) scaled by 1 − exit; two paths per stage."""
+    pool's default) scaled by 1 − exit; two paths per stage. Sessions arrive at
+    ``rate`` (Poisson) or come from ``users`` closed-loop users. ``classes`` (a
+    :func:`class_map`) writes one class per stage-pool class with its source addresses,
+    so records carry the class; its delay bound is the class's timeout with
+    ``class_bounds``, else ``delay_bound_s``."""
     from sojourn.plan.measure import FIG5, STAGES
 
     names = stage_names(stages)
@@ -63,8 +67,14 @@ def session_model(stages: dict, sessions: dict, path: Path) -> Path:
     exit_probability = sessions["exit"]
     think = ({"distribution": "exponential", "mean_s": sessions["think_s"]} if sessions["think_s"] > 0
              else {"distribution": "none"})
-    model = {"arrival_rate": sessions["rate"], "delay_bound_s": sessions["delay_bound_s"], "start": {names[0]: 1.0},
+    arrivals = {"users": sessions["users"]} if sessions.get("users") else {"arrival_rate": sessions["rate"]}
+    model = {**arrivals, "delay_bound_s": sessions["delay_bound_s"], "start": {names[0]: 1.0},
              "think_time": think, "states": {}}
+    if classes:
+        model["classes"] = [
+            {"name": name, "delay_bound_s": bound if sessions.get("class_bounds") else sessions["delay_bound_s"],
+             "sources": [a for a, c in zip(classes["source_addrs"], classes["address_classes"]) if c == index]}
+            for index, (name, bound) in enumerate(zip(classes["class_names"], classes["delay_bounds_s"]))]
     for name, row in zip(names, rows):
         total = sum(row)
         if total <= 0:

@@ -173,6 +173,11 @@ SCHEMA: dict[str, Any] = {
             "model_file": _k(str, "", "session model TOML (docs/formats.md, path relative to the spec); empty = "
                                       "generated from the stages: start at the first, 003 Fig. 5 rows x (1 - exit)"),
             "rate": _k(NUMBER, 5.0, "sessions per second (Poisson) of the generated model", minimum=0.001),
+            "users": _k(int, 0, "closed loop instead of Poisson arrivals: this many users, each running one session "
+                                "after another (003 §5.1's WebStone clients, 40-60); 0 = open loop at rate",
+                        minimum=0, maximum=100_000),
+            "class_bounds": _k(bool, False, "each class's clients give up on a request at their class's "
+                                            "timeout_ms (003 §5.2) instead of delay_bound_s"),
             "exit": _k(NUMBER, 0.1, "probability a session ends after a request (generated model)",
                        minimum=0.001, maximum=1),
             "think_s": _k(NUMBER, 0.0, "mean exponential think time between a session's requests, 0 = none",
@@ -360,6 +365,14 @@ def _check_combinations(config: dict, where: str) -> None:
                             "workload.sessions.delay_bound_s aborts late requests")
         if not server["stages"]:
             check_class_networks({}, network["groups"], where)
+        bounds = [("workload.sessions.delay_bound_s", workload["sessions"]["delay_bound_s"])]
+        if workload["sessions"]["class_bounds"]:
+            bounds += [(f"server.stages class {c['name']!r} timeout_ms", c["timeout_ms"] / 1000)
+                       for c in stage_classes(server["stages"] or {})]
+        for key, bound in bounds:
+            if bound >= workload["timeout_s"]:
+                raise SpecError(f"{where}{key} = {bound} s must be below workload.timeout_s = {workload['timeout_s']} "
+                                "(the hard limit of every attempt)")
         return
     if workload["trace"]:
         if workload["profile"] or workload["rho"]:
