@@ -421,8 +421,9 @@ fn max_connections_is_fitted_to_the_open_file_limit_so_503_still_works() {
     let addr: std::net::SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let stderr_path = dir.0.join("serve.stderr");
     // 256 descriptors: 32 + 4 per worker + 256/16 are reserved, 204 are left for connections.
+    // Without CAP_SYS_RESOURCE, as an unprivileged user: root would raise the hard limit.
     let server = Server::start_with(
-        &["prlimit", "--nofile=256:256"],
+        &["setpriv", "--inh-caps=-sys_resource", "--bounding-set=-sys_resource", "prlimit", "--nofile=256:256"],
         addr,
         &["--root", root.to_str().unwrap(), "--threads", "1", "--max-connections", "10000"],
         &stderr_path,

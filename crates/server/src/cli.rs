@@ -45,10 +45,16 @@ const LOG_CHANNEL_BUFFERS: usize = 64;
 const OPENER_THREADS: usize = 2;
 
 /// Descriptors kept free of connections: standard streams, each worker's listener, epoll
-/// and waker, the admin listener, the access log and files being opened, plus a share
-/// for the large files being sent (one descriptor per distinct file, shared by responses).
-fn reserved_fds(threads: usize, fd_limit: u64) -> u64 {
-    32 + 4 * threads as u64 + fd_limit / 16
+/// and waker, the admin listener, the access log and files being opened.
+fn fixed_fds(threads: usize) -> u64 {
+    32 + 4 * threads as u64
+}
+
+/// Descriptors for the workers' file caches (one per distinct file a worker holds open,
+/// shared by its responses): a sixteenth of the limit, split among the workers, whose
+/// caches are bounded to it so files and connections never compete for the last one.
+fn file_fds(fd_limit: u64) -> u64 {
+    fd_limit / 16
 }
 
 /// Raises RLIMIT_NOFILE to its hard limit and lowers --max-connections (and
@@ -56,7 +62,8 @@ fn reserved_fds(threads: usize, fd_limit: u64) -> u64 {
 /// limit accept() fails and the promised 503 could never be sent.
 fn fit_connections_to_fd_limit(settings: &mut Settings) -> anyhow::Result<()> {
     let fd_limit = sojourn_sys::raise_nofile_limit().context("cannot read the open-file limit (RLIMIT_NOFILE)")?;
-    let usable = fd_limit.saturating_sub(reserved_fds(settings.threads, fd_limit)) as usize;
+    settings.file_cache_entries = settings.file_cache_entries.min((file_fds(fd_limit) / settings.threads as u64) as usize).max(1);
+    let usable = fd_limit.saturating_sub(fixed_fds(settings.threads) + file_fds(fd_limit)) as usize;
     if usable == 0 {
         bail!("the open-file limit {fd_limit} leaves no descriptor for connections; raise it (ulimit -n)");
     }

@@ -155,6 +155,8 @@ pub struct Settings {
     pub limits: Limits,
     pub cache_file_max: u64,
     pub cache_ttl: Duration,
+    /// Open files each worker's cache may hold (set from the descriptor limit at start).
+    pub file_cache_entries: usize,
     pub access_log: Option<PathBuf>,
     pub log_request_time: bool,
     pub access_log_block: bool,
@@ -235,6 +237,7 @@ impl Settings {
             limits,
             cache_file_max: bytes("cache-file-max", o.cache_file_max.as_deref(), 64 * 1024)?,
             cache_ttl: seconds("cache-ttl", o.cache_ttl, 1.0)?,
+            file_cache_entries: 50_000,
             access_log: o.access_log,
             log_request_time: o.log_request_time.unwrap_or(false),
             access_log_block: o.access_log_block.unwrap_or(false),

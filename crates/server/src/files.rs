@@ -62,15 +62,15 @@ pub type Key = (PathBuf, bool);
 
 pub struct FileCache {
     ttl: Duration,
+    /// Entries kept before the cache is emptied: each holds an open descriptor, so the
+    /// bound is the worker's share of the descriptors set aside for files.
+    max_entries: usize,
     entries: HashMap<Key, (Instant, Lookup)>,
 }
 
-/// Entries kept before the cache is emptied (a crude bound on memory).
-const MAX_ENTRIES: usize = 50_000;
-
 impl FileCache {
-    pub fn new(ttl: Duration) -> Self {
-        FileCache { ttl, entries: HashMap::new() }
+    pub fn new(ttl: Duration, max_entries: usize) -> Self {
+        FileCache { ttl, max_entries: max_entries.max(1), entries: HashMap::new() }
     }
 
     /// What `key` names under the root, if it was [`load`]ed at most `ttl` ago.
@@ -81,7 +81,7 @@ impl FileCache {
 
     /// Remembers what [`load`] found for `key` at `checked`.
     pub fn store(&mut self, key: Key, checked: Instant, result: Lookup) {
-        if self.entries.len() >= MAX_ENTRIES {
+        if self.entries.len() >= self.max_entries {
             self.entries.clear();
         }
         self.entries.insert(key, (checked, result));
@@ -163,7 +163,7 @@ mod tests {
 
     #[test]
     fn entries_expire_after_the_ttl() {
-        let mut cache = FileCache::new(Duration::from_secs(1));
+        let mut cache = FileCache::new(Duration::from_secs(1), 16);
         let key = (PathBuf::from("a"), false);
         let start = Instant::now();
         assert!(cache.fresh(&key, start).is_none());

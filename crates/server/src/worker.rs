@@ -185,7 +185,7 @@ impl Worker {
             next_id: 1,
             queue: ReadyQueue::new(settings.policy.build()),
             slots: WriteSlots::new(settings.write_concurrency),
-            files: FileCache::new(settings.cache_ttl),
+            files: FileCache::new(settings.cache_ttl, settings.file_cache_entries),
             opener,
             bands: settings.kernel_bands.clone().unwrap_or_default(),
             shared,

@@ -5,13 +5,28 @@
 
 use std::io;
 
-/// Raises the soft RLIMIT_NOFILE to the hard limit and returns the soft limit in force
+/// The most descriptors the kernel lets one process have (`fs.nr_open`), where a
+/// privileged process may raise its hard limit to.
+fn kernel_nofile_ceiling() -> Option<u64> {
+    std::fs::read_to_string("/proc/sys/fs/nr_open").ok()?.trim().parse().ok()
+}
+
+/// Raises the soft RLIMIT_NOFILE to the hard limit (first raising the hard limit to
+/// `fs.nr_open` when the process may, i.e. has CAP_SYS_RESOURCE: a testbed run as root
+/// should not stop at a login shell's 20,000) and returns the soft limit in force
 /// afterwards (unchanged if raising failed; the caller says what that means for it).
 pub fn raise_nofile_limit() -> io::Result<u64> {
     let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit writes a valid rlimit struct we own.
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
         return Err(io::Error::last_os_error());
+    }
+    if let Some(ceiling) = kernel_nofile_ceiling().filter(|&c| c > limit.rlim_max) {
+        let raised = libc::rlimit { rlim_cur: ceiling, rlim_max: ceiling };
+        // SAFETY: setrlimit reads a valid rlimit struct; EPERM (unprivileged) leaves it as it was.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            limit = raised;
+        }
     }
     if limit.rlim_cur < limit.rlim_max {
         let raised = libc::rlimit { rlim_cur: limit.rlim_max, rlim_max: limit.rlim_max };
