@@ -125,10 +125,22 @@ class Row:
         return ", ".join(parts) or "—"
 
 
+# Keys naming the rows of a list in a summary (sessions.classes by "name", sessions.anatomy by "stage").
+ROW_KEYS = ("name", "stage")
+
+
 def _dotted(summary: dict, metric: str):
-    """``summary[a][b]`` for metric "a.b" (e.g. by_group.far.response_mean), None if absent."""
+    """``summary[a][b]`` for metric "a.b" (e.g. by_group.far.response_mean), None if absent.
+    In a list of rows, a part picks the row whose name or stage it is
+    (sessions.classes.gold.response_mean_s)."""
     node = summary
     for part in metric.split("."):
+        if isinstance(node, list):
+            node = next((row for row in node if isinstance(row, dict)
+                         and any(str(row.get(key)) == part for key in ROW_KEYS)), None)
+            if node is None:
+                return None
+            continue
         if not isinstance(node, dict) or part not in node:
             return None
         node = node[part]
