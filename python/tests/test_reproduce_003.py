@@ -1,0 +1,55 @@
+"""003 §5 end to end at small scale: the section5 spec (closed-loop session users in three
+classes, DWFS vs FIFO on the stage pool) run through `sojourn run` for a few seconds at
+one sweep point, published as `sojourn reproduce` does, and read back by paper 003's
+claims, so every §5 row the full run would fill is computed from a real result."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+from sojourn.reproduce import REPO, Context, load_paper
+from sojourn.reproduce.publish import publish
+
+pytestmark = [pytest.mark.netns, pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")]
+
+TINY = f"""
+base = "{REPO / 'experiments' / '003' / 'section5.toml'}"
+name = "003-section5-tiny"
+repetitions = 1
+[workload]
+duration_s = 4
+sessions = {{ users = 40, exit = 0.1, think_s = 1.0, delay_bound_s = 2.0 }}
+[sweep]
+parameter = "workload.sessions.users"
+values = [40]
+"""
+
+
+def test_section5_runs_and_its_claims_are_computed(tmp_path):
+    spec = tmp_path / "tiny.toml"
+    spec.write_text(TINY)
+    done = subprocess.run([sys.executable, "-m", "sojourn.cli", "run", str(spec), "--results", str(tmp_path / "results"),
+                           "--prefix", "sjs5", "--no-report"], capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    source = tmp_path / "results" / "003-section5-tiny"
+    for run in ("fifo-users=40", "dwfs-users=40"):
+        summary = json.loads((source / run / "0" / "summary.json").read_text())["sessions"]
+        assert [row["name"] for row in summary["classes"]] == ["gold", "silver", "bronze"]
+        assert sum(row["requests"] for row in summary["classes"]) == summary["overall"]["requests"] > 40
+        assert {row["stage"] for row in summary["anatomy"]} == {"MM", "CO", "SR", "BR"}
+        if run.startswith("fifo"):
+            assert all(row["drop_rate"] == 0 for row in summary["classes"])  # Apache's FIFO drops nothing
+    paper = load_paper("003")
+    docs = tmp_path / "docs"
+    publish(paper, paper.entry("section5"), source, docs / "003" / "section5", quick=True, wall_s=1.0)
+    rows = {row.claim: row for row in paper.claims(Context(paper, docs))}
+    ratio = rows["DWFS gold / FIFO mean response time, 40 clients"]
+    assert ratio.repetitions == 1 and ratio.ours > 0 and not math.isnan(ratio.ours)
+    assert rows["DWFS gold request timeout (drop) rate, 40 clients"].ours >= 0
+    assert math.isnan(rows["FIFO mean response time, 60 / 40 clients"].ours)  # no 60-client run here
