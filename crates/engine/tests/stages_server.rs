@@ -95,3 +95,35 @@ fn a_bad_stages_file_is_named() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--stages") && err.contains("lifo") && err.contains("dwfs"), "{err}");
 }
+
+#[test]
+fn the_admin_page_shows_the_pools_queues_weights_and_productivity() {
+    // 200 ms of CPU per CO request, 500 ms bound: of 6 requests at once some are dropped.
+    let dir = TempDir::new("stages-metrics");
+    let config = stages_config(&dir, "dwfs", 200.0, 500.0);
+    let root = dir.0.join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    let admin = format!("127.0.0.1:{}", free_port());
+    let server = Server::start(&root, &["--threads", "1", "--stages", config.to_str().unwrap(), "--admin", &admin]);
+    let mut streams: Vec<_> = (0..6).map(|_| server.connect()).collect();
+    for (i, stream) in streams.iter_mut().enumerate() {
+        stream.write_all(format!("GET /stage/CO/{i} HTTP/1.1\r\nHost: t\r\n\r\n").as_bytes()).unwrap();
+    }
+    let statuses: Vec<u16> = streams.iter_mut().map(|s| read_response(s, &mut Vec::new(), false).unwrap().status).collect();
+    let ok = statuses.iter().filter(|&&s| s == 200).count() as i64;
+    let page = std::process::Command::new("curl").args(["-s", &format!("http://{admin}/metrics")]).output().unwrap();
+    let page = String::from_utf8(page.stdout).unwrap();
+    let value = |line_start: &str| -> f64 {
+        page.lines().find_map(|l| l.strip_prefix(line_start)).unwrap_or_else(|| panic!("{line_start} in {page}")).trim().parse().unwrap()
+    };
+    assert_eq!(value("sojourn_stage_completed_total{stage=\"CO\"}") as i64, ok, "{page}");
+    assert_eq!(value("sojourn_stage_queue_length{stage=\"CO\"}"), 0.0);
+    // Queues empty: no stage has demand, so DWFS shares the weight equally (docs/dwfs.md).
+    assert_eq!(value("sojourn_stage_weight{stage=\"MM\"}") + value("sojourn_stage_weight{stage=\"CO\"}"), 1.0, "{page}");
+    let dropped = value("sojourn_stage_dropped_waiting_room_total{stage=\"CO\"}") + value("sojourn_stage_dropped_deadline_total{stage=\"CO\"}");
+    let late = value("sojourn_stage_late_total{stage=\"CO\"}");
+    assert!(dropped > 0.0, "{page}");
+    // 003 §4.1: completed in time minus aborted (dropped or late).
+    assert_eq!(value("sojourn_stages_productivity ") as i64, ok - 2 * late as i64 - dropped as i64, "{page}");
+    assert!(page.contains("sojourn_connections_open"), "the server's own counters stay: {page}");
+}

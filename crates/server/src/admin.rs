@@ -1,4 +1,5 @@
-//! The admin listener: Prometheus text on `GET /metrics`, 404 for anything else.
+//! The admin listener: Prometheus text on `GET /metrics` (the server's counters and, with
+//! `--stages`, the stage pool's queues, weights and productivity), 404 for anything else.
 //! It runs on its own thread with blocking sockets, away from the event loops,
 //! one short-lived connection at a time (a scraper, not a client load).
 
@@ -9,10 +10,12 @@ use std::time::Duration;
 
 use sojourn_http::{parse_request, write_head, Head, Limits};
 
+use sojourn_stages::StagePool;
+
 use crate::metrics::Metrics;
 
 /// Serves `/metrics` on `listener` until the process exits.
-pub fn serve(listener: TcpListener, metrics: Arc<Metrics>, bands: usize) {
+pub fn serve(listener: TcpListener, metrics: Arc<Metrics>, bands: usize, stages: Option<Arc<StagePool>>) {
     for stream in listener.incoming() {
         let Ok(mut stream) = stream else { continue };
         let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
@@ -32,7 +35,10 @@ pub fn serve(listener: TcpListener, metrics: Arc<Metrics>, bands: usize) {
         };
         let (status, body) = match request {
             None => continue,
-            Some(Ok(request)) if request.target.split('?').next() == Some("/metrics") => (200, metrics.render(bands)),
+            Some(Ok(request)) if request.target.split('?').next() == Some("/metrics") => {
+                let pool = stages.as_ref().map(|pool| pool.metrics().prometheus()).unwrap_or_default();
+                (200, metrics.render(bands) + &pool)
+            }
             Some(Ok(_)) => (404, "only /metrics is served here\n".to_string()),
             Some(Err(status)) => (status, format!("{status}\n")),
         };

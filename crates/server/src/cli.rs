@@ -113,14 +113,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     let metrics = Arc::new(Metrics::new(settings.policy.name(), settings.threads));
     let band_count = settings.kernel_bands.as_ref().map_or(5, |b| b.count());
+    let stages = settings.stages.clone().map(sojourn_stages::StagePool::start).transpose()?.map(Arc::new);
     if let Some(admin) = settings.admin {
         let listener = std::net::TcpListener::bind(admin).with_context(|| format!("--admin {admin}: cannot listen"))?;
-        let metrics = metrics.clone();
-        std::thread::Builder::new().name("admin".into()).spawn(move || crate::admin::serve(listener, metrics, band_count))?;
+        let (metrics, stages) = (metrics.clone(), stages.clone());
+        std::thread::Builder::new().name("admin".into()).spawn(move || crate::admin::serve(listener, metrics, band_count, stages))?;
     }
     let listen = settings.listen;
     let threads = settings.threads;
-    let stages = settings.stages.clone().map(sojourn_stages::StagePool::start).transpose()?.map(Arc::new);
     let opener = crate::opener::OpenerPool::start(OPENER_THREADS, settings.root.clone(), settings.cache_file_max)?;
     let shared = Arc::new(Shared { settings, metrics, log, shutdown, stages, opener });
     let mut workers = Vec::new();

@@ -89,6 +89,9 @@ pub struct StageMetrics {
     pub dropped_deadline: u64,
     pub queueing_s: f64,
     pub processing_s: f64,
+    /// The dispatcher's current normalized weight of the stage (static for rr and wfs,
+    /// recomputed before every dispatch by dwfs, equal shares otherwise).
+    pub weight: f64,
 }
 
 /// A Prometheus series: name, type, and how to read it off a stage.
@@ -119,7 +122,8 @@ impl Metrics {
     /// Prometheus text exposition of the counters.
     pub fn prometheus(&self) -> String {
         let mut out = String::new();
-        let series: [Series; 7] = [
+        let series: [Series; 8] = [
+            ("sojourn_stage_weight", "gauge", |s| s.weight),
             ("sojourn_stage_queue_length", "gauge", |s| s.queue_length as f64),
             ("sojourn_stage_completed_total", "counter", |s| s.completed as f64),
             ("sojourn_stage_late_total", "counter", |s| s.late as f64),
@@ -134,6 +138,9 @@ impl Metrics {
                 out.push_str(&format!("{name}{{stage=\"{}\"}} {}\n", stage.name, value(stage)));
             }
         }
+        // Not a counter: late and dropped requests make it fall (003 §4.1).
+        out.push_str("# TYPE sojourn_stages_productivity gauge\n");
+        out.push_str(&format!("sojourn_stages_productivity {}\n", self.productivity_since(&Metrics::default())));
         out
     }
 }
@@ -256,7 +263,11 @@ impl StagePool {
 
     pub fn metrics(&self) -> Metrics {
         let state = self.shared.lock();
-        Metrics { at_s: self.shared.now_s(), stages: state.metrics.clone() }
+        let mut stages = state.metrics.clone();
+        for (stage, &weight) in stages.iter_mut().zip(state.dispatcher.weights()) {
+            stage.weight = weight;
+        }
+        Metrics { at_s: self.shared.now_s(), stages }
     }
 }
 
