@@ -238,7 +238,8 @@ impl Worker {
             }
             self.run_scheduler(Instant::now());
             if self.accept_paused && !self.at_accept_limit() {
-                // Edge-triggered: connections waiting in the backlog bring no new event.
+                // Edge-triggered: connections waiting in the backlog (after --accept-limit or a
+                // failed accept) bring no new event.
                 self.accept_paused = false;
                 self.accept_all(Instant::now());
             }
@@ -298,8 +299,11 @@ impl Worker {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) => {
-                    // EMFILE and the like: the connection stays in the backlog; try again next event.
+                    // EMFILE and the like: the connection stays in the backlog. Edge-triggered, a
+                    // full backlog brings no new event, so retry from the loop (as after a pause:
+                    // at the next wake-up, a tick at the latest), never waiting on the listener.
                     // Counted always, logged at most once a second (a storm must not flood stderr).
+                    self.accept_paused = true;
                     self.shared.metrics.shard(self.index).accept_errors.fetch_add(1, Relaxed);
                     if self.accept_error_logged.is_none_or(|at| now.duration_since(at) >= Duration::from_secs(1)) {
                         self.accept_error_logged = Some(now);
