@@ -151,6 +151,8 @@ def anatomy(series: pd.DataFrame) -> pd.DataFrame:
         "queueing_mean_s": last["queueing_s"] / completed,
         "processing_mean_s": last["processing_s"] / completed,
         "dropped": (last["dropped_waiting_room"] + last["dropped_deadline"]).astype(int),
+        "dropped_waiting_room": last["dropped_waiting_room"].astype(int),
+        "dropped_deadline": last["dropped_deadline"].astype(int),
         "late": last["late"].astype(int),
     })
 
@@ -160,7 +162,8 @@ def summarize_directory(directory: str | Path, bin_s: float = 1.0) -> dict:
     ``classes.json`` (class of each source address, delay bounds), ``records.csv`` and
     the pool's ``series.csv``. Keys: ``classes`` (per-class rows of :func:`per_class`
     with ``name``), ``overall``, ``productivity`` (per interval), ``anatomy`` (per
-    stage), ``queue_lengths`` (``t_s`` and one list per stage). Missing files give
+    stage), ``queue_lengths`` (``t_s`` and one list per stage), ``queue_mean`` (each stage's
+    mean sampled queue length). Missing files give
     empty parts; NaN becomes None."""
     from sojourn.analysis.records import read_records, requests
 
@@ -168,7 +171,7 @@ def summarize_directory(directory: str | Path, bin_s: float = 1.0) -> dict:
     info = json.loads((directory / "classes.json").read_text())
     names = info["class_names"]
     out: dict = {"class_names": names, "delay_bounds_s": info["delay_bounds_s"], "classes": [], "overall": {},
-                 "productivity": [], "anatomy": [], "queue_lengths": {}}
+                 "productivity": [], "anatomy": [], "queue_lengths": {}, "queue_mean": {}}
     records = directory / "records.csv"
     if records.is_file() and records.stat().st_size > 0:
         # A generated model with classes makes the load generator record each request's
@@ -188,6 +191,7 @@ def summarize_directory(directory: str | Path, bin_s: float = 1.0) -> dict:
         out["anatomy"] = anatomy(frame).reset_index().to_dict("records")
         lengths = queue_lengths(frame)
         out["queue_lengths"] = {"t_s": lengths.index.tolist(), **{str(c): lengths[c].tolist() for c in lengths}}
+        out["queue_mean"] = {str(c): float(lengths[c].mean()) for c in lengths}  # Figs. 11-12 in one number
     return _json_ready(out)
 
 
