@@ -16,6 +16,7 @@ use std::fmt;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp1, LogNormal};
+use sojourn_papers::papers;
 
 use crate::fluid::Job;
 
@@ -25,18 +26,13 @@ pub enum SizeModel {
     Exponential { mean: f64 },
     /// Bounded Pareto on `[k, p]` with tail index `alpha` (004 §6, 000 §6.3).
     BoundedPareto { k: f64, p: f64, alpha: f64 },
-    /// The SURGE empirical model of 004 Table 1: a lognormal body
-    /// (mu 7.630, sigma 1.001) below 9020 bytes and a bounded Pareto tail
+    /// The SURGE empirical model of 004 Table 1 (`sojourn_papers`): a lognormal
+    /// body (mu 7.630, sigma 1.001) below 9020 bytes and a bounded Pareto tail
     /// (k 631.44, alpha 1.0, p 10^10) above. The tail's share is the bounded
     /// Pareto's mass above 9020 (0.0700); the body has the rest (the lognormal's
     /// own mass below 9020 is 0.9300, so the two agree to four digits).
     Surge,
 }
-
-const SURGE_BODY_MU: f64 = 7.630;
-const SURGE_BODY_SIGMA: f64 = 1.001;
-const SURGE_CUT: f64 = 9020.0;
-const SURGE_TAIL: (f64, f64, f64) = (631.44, 1e10, 1.0);
 
 /// Mass of a bounded Pareto `(k, p, alpha)` above `x` (for `k <= x <= p`).
 fn bounded_pareto_tail(k: f64, p: f64, alpha: f64, x: f64) -> f64 {
@@ -110,13 +106,13 @@ impl SizeModel {
             SizeModel::Exponential { mean } => mean,
             SizeModel::BoundedPareto { k, p, alpha } => bounded_pareto_mean(k, p, alpha),
             SizeModel::Surge => {
-                let (k, p, alpha) = SURGE_TAIL;
-                let tail = bounded_pareto_tail(k, p, alpha, SURGE_CUT);
-                let (mu, s) = (SURGE_BODY_MU, SURGE_BODY_SIGMA);
-                let z = (SURGE_CUT.ln() - mu) / s;
+                let t = &papers().surge;
+                let tail = bounded_pareto_tail(t.tail_k, t.tail_p, t.tail_alpha, t.cut_bytes);
+                let (mu, s) = (t.body_mu, t.body_sigma);
+                let z = (t.cut_bytes.ln() - mu) / s;
                 // E[X | X < cut] of the lognormal: partial first moment over its mass.
                 let body_mean = (mu + s * s / 2.0).exp() * phi(z - s) / phi(z);
-                (1.0 - tail) * body_mean + tail * bounded_pareto_mean(SURGE_CUT, p, alpha)
+                (1.0 - tail) * body_mean + tail * bounded_pareto_mean(t.cut_bytes, t.tail_p, t.tail_alpha)
             }
         }
     }
@@ -126,15 +122,15 @@ impl SizeModel {
             SizeModel::Exponential { mean } => mean * rng.sample::<f64, _>(Exp1),
             SizeModel::BoundedPareto { k, p, alpha } => bounded_pareto_sample(k, p, alpha, rng.gen()),
             SizeModel::Surge => {
-                let (k, p, alpha) = SURGE_TAIL;
-                if rng.gen::<f64>() < bounded_pareto_tail(k, p, alpha, SURGE_CUT) {
+                let t = &papers().surge;
+                if rng.gen::<f64>() < bounded_pareto_tail(t.tail_k, t.tail_p, t.tail_alpha, t.cut_bytes) {
                     // A bounded Pareto conditioned above the cut is one with k = cut.
-                    bounded_pareto_sample(SURGE_CUT, p, alpha, rng.gen())
+                    bounded_pareto_sample(t.cut_bytes, t.tail_p, t.tail_alpha, rng.gen())
                 } else {
-                    let body = LogNormal::new(SURGE_BODY_MU, SURGE_BODY_SIGMA).expect("valid lognormal");
+                    let body = LogNormal::new(t.body_mu, t.body_sigma).expect("valid lognormal");
                     loop {
                         let x = body.sample(rng);
-                        if x < SURGE_CUT {
+                        if x < t.cut_bytes {
                             break x;
                         }
                     }
@@ -151,20 +147,6 @@ pub struct Phase {
     pub rho: f64,
 }
 
-/// The transient workloads of 000 Table 1: (name, low-load seconds, overload
-/// seconds, low rho, overload rho). Each cycle starts with its low-load period.
-pub const TRANSIENT_WORKLOADS: [(&str, f64, f64, f64, f64); 10] = [
-    ("W1", 25.0, 25.0, 0.2, 1.2),
-    ("W2", 10.0, 10.0, 0.2, 1.2),
-    ("W3", 50.0, 50.0, 0.2, 1.6),
-    ("W4", 25.0, 25.0, 0.4, 1.4),
-    ("W5", 10.0, 10.0, 0.4, 1.4),
-    ("W6", 40.0, 40.0, 0.1, 1.7),
-    ("W7", 63.0, 6.0, 0.4, 5.0),
-    ("W8", 63.0, 10.0, 0.45, 3.0),
-    ("W9", 20.0, 3.0, 0.735, 2.0),
-    ("W10", 13.3, 2.0, 0.735, 2.0),
-];
 
 /// The load over time: phases repeated in a cycle.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -178,12 +160,15 @@ impl LoadProfile {
         LoadProfile { name: format!("rho={rho}"), phases: vec![Phase { duration_s: f64::INFINITY, rho }] }
     }
 
-    /// A workload of 000 Table 1 by name (W1..W10), periods scaled by `time_scale`.
+    /// A workload of 000 Table 1 (`sojourn_papers`) by name (W1..W10), periods scaled
+    /// by `time_scale`. Each cycle starts with its low-load period.
     pub fn transient(name: &str, time_scale: f64) -> Result<Self, ModelError> {
-        let &(id, low_s, high_s, low, high) = TRANSIENT_WORKLOADS
+        let w = papers()
+            .transient
             .iter()
-            .find(|w| w.0.eq_ignore_ascii_case(name))
+            .find(|w| w.name.eq_ignore_ascii_case(name))
             .ok_or_else(|| ModelError(format!("unknown profile {name:?}: expected one of W1..W10 (000 Table 1)")))?;
+        let (id, low_s, high_s, low, high) = (&w.name, w.low_s, w.high_s, w.low_rho, w.high_rho);
         if !(time_scale > 0.0 && time_scale.is_finite()) {
             return Err(ModelError(format!("time scale {time_scale} must be positive")));
         }

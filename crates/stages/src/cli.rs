@@ -8,7 +8,7 @@
 use anyhow::Context;
 use sojourn_sched::dispatch::DispatchKind;
 
-use crate::study::{self, StudyConfig, StudyResult, TABLE2_WEIGHTS};
+use crate::study::{self, StudyConfig, StudyResult};
 
 /// Simulate dispatch among CPU-bound stage queues (003 §4.1).
 #[derive(Debug, clap::Args)]
@@ -81,7 +81,7 @@ pub fn run(args: StagesArgs) -> anyhow::Result<()> {
         seed: args.seed,
     };
     let weight_sets: Vec<Vec<f64>> = if args.weights.is_empty() {
-        TABLE2_WEIGHTS.iter().map(|w| w.to_vec()).collect()
+        study::table2_weights().to_vec()
     } else {
         split_weight_sets(&args.weights, args.service_times.len())?
     };

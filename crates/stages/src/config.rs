@@ -14,7 +14,8 @@ use std::time::Duration;
 use serde::Deserialize;
 use sojourn_sched::dispatch::DispatchKind;
 
-use crate::study::{fig5_transitions, normalize_row, STAGE_NAMES};
+use crate::study::{fig5_transitions, normalize_row, stage_names, study_service_times};
+use sojourn_papers::papers;
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -62,14 +63,19 @@ impl Default for StagesConfig {
         StagesConfig {
             policy: "dwfs".into(),
             workers: 1,
-            stage: STAGE_NAMES
+            // 003 §4.1's processing times as tens of milliseconds of CPU.
+            stage: stage_names()
                 .iter()
-                .zip([5.0, 10.0, 15.0, 20.0])
-                .map(|(name, ms)| StageConfig { name: (*name).into(), processing_ms: ms })
+                .zip(study_service_times())
+                .map(|(name, t)| StageConfig { name: name.clone(), processing_ms: t * 10.0 })
                 .collect(),
-            class: [("gold", 100.0), ("silver", 150.0), ("bronze", 200.0)]
-                .into_iter()
-                .map(|(name, ms)| ClassConfig { name: name.into(), timeout_ms: ms, networks: vec![] })
+            // 003 §5.2's class timeouts scaled by 1/100 (10 s -> 100 ms).
+            class: papers()
+                .sessions
+                .class_names
+                .iter()
+                .zip(&papers().sessions.class_timeouts_s)
+                .map(|(name, s)| ClassConfig { name: name.clone(), timeout_ms: s * 10.0, networks: vec![] })
                 .collect(),
             transitions: None,
             weights: vec![],
@@ -224,7 +230,7 @@ impl StagesConfig {
                 }
                 normalized
             }
-            None if stage_names.iter().map(String::as_str).eq(STAGE_NAMES) => fig5_transitions(),
+            None if stage_names == self::stage_names() => fig5_transitions(),
             None => vec![vec![1.0 / n as f64; n]; n],
         };
         Ok(PoolSpec {

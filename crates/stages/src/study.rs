@@ -29,33 +29,28 @@ use std::collections::BinaryHeap;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
+use sojourn_papers::papers;
 use sojourn_sched::dispatch::{Admission, DispatchConfig, DispatchKind, Dispatcher, StageRequest};
 
-/// 003 Fig. 5: transition probabilities (percent) among MM, CO, SR, BR.
-pub const FIG5_PERCENT: [[f64; 4]; 4] =
-    [[74.8, 0.6, 19.5, 5.1], [13.5, 44.9, 40.2, 1.4], [18.1, 3.4, 74.3, 4.3], [13.7, 1.0, 14.6, 70.7]];
-
-/// The stage names of 003 §2, in the order of Fig. 5.
-pub const STAGE_NAMES: [&str; 4] = ["MM", "CO", "SR", "BR"];
+/// The stage names of 003 §2, in the order of Fig. 5 (MM, CO, SR, BR; `sojourn_papers`).
+pub fn stage_names() -> &'static [String] {
+    &papers().sessions.stages
+}
 
 /// 003 §4.1: processing times of MM, CO, SR, BR.
-pub const STUDY_SERVICE_TIMES: [f64; 4] = [0.5, 1.0, 1.5, 2.0];
+pub fn study_service_times() -> &'static [f64] {
+    &papers().sessions.study_service_times
+}
 
 /// 003 Table 2: the seven weight assignments.
-pub const TABLE2_WEIGHTS: [[f64; 4]; 7] = [
-    [1.0, 1.0, 1.0, 1.0],
-    [5.0, 1.0, 1.0, 1.0],
-    [1.0, 5.0, 1.0, 1.0],
-    [1.0, 1.0, 5.0, 1.0],
-    [1.0, 1.0, 1.0, 5.0],
-    [5.0, 1.0, 5.0, 1.0],
-    [1.0, 5.0, 1.0, 5.0],
-];
+pub fn table2_weights() -> &'static [Vec<f64>] {
+    &papers().sessions.table2_weights
+}
 
 /// 003 Fig. 5 as probabilities, each row normalized to sum to one (the
 /// printed SR row sums to 100.1%).
 pub fn fig5_transitions() -> Vec<Vec<f64>> {
-    FIG5_PERCENT.iter().map(|row| normalize_row(row)).collect()
+    papers().sessions.fig5_percent.iter().map(|row| normalize_row(row)).collect()
 }
 
 pub fn normalize_row(row: &[f64]) -> Vec<f64> {
@@ -94,7 +89,7 @@ impl StudyConfig {
         StudyConfig {
             policy,
             weights: weights.to_vec(),
-            service_times: STUDY_SERVICE_TIMES.to_vec(),
+            service_times: study_service_times().to_vec(),
             transitions: fig5_transitions(),
             timeout: 20.0,
             duration: 10_000.0,
@@ -336,7 +331,7 @@ mod tests {
         // second, equal weights beat favouring SR alone (the paper's ranks 1, 2,
         // 3 and 1,1,1,1 > 1,1,5,1). The paper also ranks 1,1,5,1 above the CO
         // and BR assignments; here it comes last (docs/dwfs.md).
-        let p: Vec<i64> = TABLE2_WEIGHTS.iter().map(|w| run(DispatchKind::RoundRobin, w).productivity).collect();
+        let p: Vec<i64> = table2_weights().iter().map(|w| run(DispatchKind::RoundRobin, w).productivity).collect();
         let [equal, mm, _co, sr, _br, mm_sr, _co_br] = p[..] else { unreachable!() };
         assert!(mm > mm_sr && mm_sr > equal && equal > sr, "{p:?}");
         for (i, other) in p.iter().enumerate().skip(2).filter(|(i, _)| *i != 5) {

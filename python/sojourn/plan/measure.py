@@ -27,14 +27,17 @@ from pathlib import Path
 import pandas as pd
 
 from sojourn.analysis import sessions
+from sojourn import papers
 from sojourn.analysis.records import read_records, requests
 from sojourn.engine import engine_path
 
-# 003 Fig. 5 (percent), MM, CO, SR, BR.
-FIG5 = [[74.8, 0.6, 19.5, 5.1], [13.5, 44.9, 40.2, 1.4], [18.1, 3.4, 74.3, 4.3], [13.7, 1.0, 14.6, 70.7]]
-STAGES = ["MM", "CO", "SR", "BR"]
-PROCESSING_MS = [5.0, 10.0, 15.0, 20.0]  # 003 §4.1's 0.5, 1, 1.5, 2 x 10 ms
-CLASSES = [("gold", 100.0, "127.0.0.1"), ("silver", 150.0, "127.0.0.2"), ("bronze", 200.0, "127.0.0.3")]
+# 003 Fig. 5 (percent) over the stages MM, CO, SR, BR (sojourn/papers.toml).
+FIG5 = papers.sessions()["fig5_percent"]
+STAGES = papers.sessions()["stages"]
+PROCESSING_MS = [t * 10 for t in papers.sessions()["study_service_times"]]  # 003 §4.1's 0.5, 1, 1.5, 2 x 10 ms
+# 003 §5.2's timeouts 10, 15, 20 s x 1/100, one loopback address per class.
+CLASSES = [(name, timeout * 10, f"127.0.0.{i + 1}")
+           for i, (name, timeout) in enumerate(zip(papers.sessions()["class_names"], papers.sessions()["class_timeouts_s"]))]
 
 
 def stages_toml(policy: str, series: Path, workers: int) -> str:

@@ -26,10 +26,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from sojourn import papers
 from sojourn.engine import engine_path
 
-STAGES = ("MM", "CO", "SR", "BR")
-TABLE2 = ("1,1,1,1", "5,1,1,1", "1,5,1,1", "1,1,5,1", "1,1,1,5", "5,1,5,1", "1,5,1,5")
+STAGES = tuple(papers.sessions()["stages"])
+TABLE2 = tuple(",".join(str(w) for w in weights) for weights in papers.sessions()["table2_weights"])
 # Around the best of Table 2, (5,1,1,1): more and less weight on MM, and on each other stage.
 SWEEP = tuple(f"{a},1,1,1" for a in (1, 2, 3, 5, 8, 10, 20, 40)) + \
     tuple(f"5,1,{b},1" for b in (2, 3)) + ("5,2,1,1", "5,1,1,2", "8,1,3,1", "8,1,2,1")

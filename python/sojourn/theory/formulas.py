@@ -24,6 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import integrate, optimize, special, stats
 
+from sojourn import papers
+
+_SURGE = papers.surge()
+
 
 class Distribution:
     """A job size distribution with closed-form CDF, partial moments and quantiles."""
@@ -131,12 +135,12 @@ class Surge(Distribution):
     Pareto tail (k 631.44, alpha 1, p 1e10) above; the tail's weight is that bounded
     Pareto's mass above 9020, the body has the rest (as in crates/sim)."""
 
-    mu: float = 7.630
-    sigma: float = 1.001
-    cut: float = 9020.0
-    tail_k: float = 631.44
-    tail_alpha: float = 1.0
-    p: float = 1e10
+    mu: float = _SURGE["body_mu"]
+    sigma: float = _SURGE["body_sigma"]
+    cut: float = _SURGE["cut_bytes"]
+    tail_k: float = _SURGE["tail_k"]
+    tail_alpha: float = _SURGE["tail_alpha"]
+    p: float = _SURGE["tail_p"]
 
     @property
     def upper(self):

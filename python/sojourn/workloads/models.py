@@ -35,6 +35,8 @@ import numpy as np
 import pandas as pd
 from scipy.special import ndtr, ndtri
 
+from sojourn import papers
+
 from .io import validate_trace
 
 
@@ -234,7 +236,9 @@ def surge(max_size: float = 1e10) -> LognormalParetoHybrid:
     of the table are used as written on their ranges; they carry 0.9300 and 0.0700 of
     the probability (sum 1.0000, renormalized). Mean 11108 B as 004 §4.1 states.
     ``max_size`` caps the tail lower than p (004 §4.2's file set peaked at 121 MB)."""
-    mu, sigma, cutoff, k, alpha, p = 7.630, 1.001, 9020.0, 631.44, 1.0, 1e10
+    table = papers.surge()
+    mu, sigma, cutoff = table["body_mu"], table["body_sigma"], table["cut_bytes"]
+    k, alpha, p = table["tail_k"], table["tail_alpha"], table["tail_p"]
     body_mass = float(ndtr((math.log(cutoff) - mu) / sigma))
     tail_mass = ((k / cutoff) ** alpha - (k / p) ** alpha) / (1 - (k / p) ** alpha)
     return LognormalParetoHybrid("surge", mu, sigma, 0.0, cutoff, alpha, tail_mass / (body_mass + tail_mass), min(p, max_size))

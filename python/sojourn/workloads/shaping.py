@@ -30,6 +30,8 @@ from typing import Iterator
 import numpy as np
 import pandas as pd
 
+from sojourn import papers
+
 from .io import validate_trace
 
 
@@ -71,18 +73,10 @@ def intermittent(low_s: float, high_s: float, low_rho: float, high_rho: float, n
     return TransientProfile(name, "intermittent", low_s, high_s, low_rho, high_rho)
 
 
-# 000 Table 1: (type, low-load seconds, overload seconds, low rho, overload rho).
+# 000 Table 1 (sojourn/papers.toml): alternating and intermittent transient overload.
 PROFILES: dict[str, TransientProfile] = {
-    "W1": alternating(25, 25, 0.2, 1.2, "W1"),
-    "W2": alternating(10, 10, 0.2, 1.2, "W2"),
-    "W3": alternating(50, 50, 0.2, 1.6, "W3"),
-    "W4": alternating(25, 25, 0.4, 1.4, "W4"),
-    "W5": alternating(10, 10, 0.4, 1.4, "W5"),
-    "W6": alternating(40, 40, 0.1, 1.7, "W6"),
-    "W7": intermittent(63, 6, 0.4, 5.0, "W7"),
-    "W8": intermittent(63, 10, 0.45, 3.0, "W8"),
-    "W9": intermittent(20, 3, 0.735, 2.0, "W9"),
-    "W10": intermittent(13.3, 2, 0.735, 2.0, "W10"),
+    w["name"]: TransientProfile(w["name"], w["kind"], w["low_s"], w["high_s"], w["low_rho"], w["high_rho"])
+    for w in papers.transient()
 }
 
 
