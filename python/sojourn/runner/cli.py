@@ -35,6 +35,10 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true",
                         help="run at the spec's [quick] scale (results/<name>-quick/); a spec without [quick] runs as is")
     parser.add_argument("--no-report", action="store_true", help="do not build report.html at the end")
+    parser.add_argument("--ray", nargs="?", const="auto", metavar="ADDRESS",
+                        help="run the repetitions as tasks on a Ray cluster, one testbed per node (nodes need the "
+                             "resource sojourn_testbed = 1): ADDRESS host:port, 'auto' (default: the running "
+                             "cluster) or 'local' (start a one-node cluster here); results land as for a local run")
     parser.set_defaults(func=main)
 
 
@@ -87,7 +91,8 @@ def print_sessions(console: Console, directory: Path, order: list[str]) -> None:
     console.print(out)
 
 
-def run_with_progress(console: Console, experiment, results: Path, prefix: str, fresh: bool = False):
+def run_with_progress(console: Console, experiment, results: Path, prefix: str, fresh: bool = False,
+                      ray_address: str | None = None):
     """Runs what is missing of ``experiment`` under ``results`` with a live progress
     line; returns ``(outcome, 0)``, or ``(None, exit status)`` after printing why it
     stopped. Shared by ``sojourn run`` and ``sojourn reproduce``."""
@@ -109,9 +114,13 @@ def run_with_progress(console: Console, experiment, results: Path, prefix: str, 
                 live.console.print(f"{data['run']} rep {data['rep']}: left 'running' by a run that died (pid "
                                    f"{data['pid']}, started {data['started']}); running it again", markup=False)
             elif kind == "done":
-                live.console.print(f"{header['text']}: {data['state']} in {data['wall_s']:.0f} s", markup=False)
+                # Ray points finish in any order: name them, and the node they ran on.
+                label = f"{data['run']} rep {data['rep']}" if ray_address else header["text"]
+                where = f" on {data['node']}" if data.get("node") else ""
+                live.console.print(f"{label}: {data['state']} in {data['wall_s']:.0f} s{where}", markup=False)
         try:
-            return run_experiment(experiment, results, prefix=prefix, fresh=fresh, on_event=on_event), 0
+            return run_experiment(experiment, results, prefix=prefix, fresh=fresh, on_event=on_event,
+                                  ray_address=ray_address), 0
         except ResultsConflict as err:
             console.print(f"sojourn run: {err}", style="red", markup=False, highlight=False)
             return None, 2
@@ -149,7 +158,7 @@ def main(args: argparse.Namespace) -> int:
         console.print("[red]sojourn run needs root (or CAP_NET_ADMIN and CAP_SYS_ADMIN) to create network "
                       "namespaces; run it with sudo[/]")
         return 1
-    outcome, status = run_with_progress(console, experiment, args.results, args.prefix, args.fresh)
+    outcome, status = run_with_progress(console, experiment, args.results, args.prefix, args.fresh, args.ray)
     if outcome is None:
         return status
     directory = outcome.directory

@@ -34,12 +34,34 @@ class Outcome:
         return all(state == "complete" for state in self.states.values())
 
 
+def point_inputs(run, directory: Path):
+    """The inputs (trace, docroot) of one run, made under ``directory/inputs`` (shared by
+    runs with the same workload; deterministic from the spec's seed)."""
+    if run.config["workload"]["mode"] == "sessions":
+        return session_inputs(run.config["workload"], directory / "inputs")
+    return prepare_inputs(run.config["workload"], run.config["network"]["link_mbps"] * 1e6, directory / "inputs")
+
+
+@dataclass(frozen=True)
+class Point:
+    """One repetition of one run still to be done."""
+
+    index: int  # 1-based position among all the experiment's repetitions
+    run_index: int
+    run: object  # sojourn.runner.spec.Run
+    rep: int
+    directory: Path
+
+
 def run_experiment(experiment: Experiment, results: Path, prefix: str = "sjrun", fresh: bool = False,
-                   on_event: Callable[[str, dict], None] = lambda kind, data: None) -> Outcome:
+                   on_event: Callable[[str, dict], None] = lambda kind, data: None,
+                   ray_address: str | None = None) -> Outcome:
     """Runs what is missing of ``experiment`` into ``results/<name>/``.
 
     ``on_event(kind, data)`` is told ``repetition`` (run, rep, index, total, skipped) and
-    ``progress`` (a :class:`Progress`) so a display can follow."""
+    ``progress`` (a :class:`Progress`) so a display can follow. With ``ray_address``
+    ("auto", "local" or host:port) the missing repetitions run as tasks on a Ray cluster
+    (sojourn.runner.ray_sweep) and their results land here exactly as a local run's."""
     directory = layout.experiment_dir(results, experiment.name)
     spec_text = experiment.text or (experiment.path.read_text() if experiment.path else "")
     saved = directory / "spec.toml"
@@ -55,9 +77,9 @@ def run_experiment(experiment: Experiment, results: Path, prefix: str = "sjrun",
     layout.write_text(saved, spec_text)
     outcome = Outcome(directory)
     total = len(experiment.runs) * experiment.repetitions
+    todo: list[Point] = []
     index = 0
     for run_index, run in enumerate(experiment.runs):
-        link_bps = run.config["network"]["link_mbps"] * 1e6
         for rep in range(experiment.repetitions):
             index += 1
             rep_directory = layout.rep_dir(results, experiment.name, run.name, rep)
@@ -65,32 +87,42 @@ def run_experiment(experiment: Experiment, results: Path, prefix: str = "sjrun",
                 outcome.states[(run.name, rep)] = "complete"
                 on_event("repetition", {"run": run.name, "rep": rep, "index": index, "total": total, "skipped": True})
                 continue
-            if rep_directory.exists():
-                status = layout.read_status(rep_directory)
-                if status.get("state") == "running":
-                    # A run that died (SIGKILL, power) left it: say so, then run it again.
-                    on_event("stale", {"run": run.name, "rep": rep, "pid": status.get("pid"),
-                                       "started": status.get("started")})
-                shutil.rmtree(rep_directory)
-            rep_directory.mkdir(parents=True)
-            (rep_directory / "spec.toml").write_text(spec_text)  # each result carries its spec
-            on_event("repetition", {"run": run.name, "rep": rep, "index": index, "total": total, "skipped": False})
-            on_event("progress", Progress(phase="inputs"))
-            started = time.monotonic()
-            try:
-                if run.config["workload"]["mode"] == "sessions":
-                    inputs = session_inputs(run.config["workload"], directory / "inputs")
-                else:
-                    inputs = prepare_inputs(run.config["workload"], link_bps, directory / "inputs")
-            except BaseException as err:
-                layout.mark(rep_directory, "partial", f"inputs failed: {type(err).__name__}: {err}")
-                raise
-            try:
-                state = run_repetition(run, rep, rep_directory, inputs, prefix,
-                                       on_progress=lambda p: on_event("progress", p), index=run_index)
-            except KeyboardInterrupt:
-                outcome.states[(run.name, rep)] = "partial"
-                raise
-            outcome.states[(run.name, rep)] = state
-            on_event("done", {"run": run.name, "rep": rep, "state": state, "wall_s": time.monotonic() - started})
+            todo.append(Point(index, run_index, run, rep, rep_directory))
+    if ray_address is not None:
+        from sojourn.runner.ray_sweep import run_points
+        run_points(todo, experiment, directory, spec_text, prefix, ray_address, outcome, on_event)
+        return outcome
+    for point in todo:
+        run, rep, rep_directory = point.run, point.rep, point.directory
+        start_point(point, spec_text, on_event)
+        on_event("repetition", {"run": run.name, "rep": rep, "index": point.index, "total": total, "skipped": False})
+        on_event("progress", Progress(phase="inputs"))
+        started = time.monotonic()
+        try:
+            inputs = point_inputs(run, directory)
+        except BaseException as err:
+            layout.mark(rep_directory, "partial", f"inputs failed: {type(err).__name__}: {err}")
+            raise
+        try:
+            state = run_repetition(run, rep, rep_directory, inputs, prefix,
+                                   on_progress=lambda p: on_event("progress", p), index=point.run_index)
+        except KeyboardInterrupt:
+            outcome.states[(run.name, rep)] = "partial"
+            raise
+        outcome.states[(run.name, rep)] = state
+        on_event("done", {"run": run.name, "rep": rep, "state": state, "wall_s": time.monotonic() - started})
     return outcome
+
+
+def start_point(point: Point, spec_text: str, on_event: Callable[[str, dict], None]) -> None:
+    """Clears what an earlier attempt left of the point's directory (saying so when a run
+    that died left it "running") and writes its spec."""
+    if point.directory.exists():
+        status = layout.read_status(point.directory)
+        if status.get("state") == "running":
+            # A run that died (SIGKILL, power) left it: say so, then run it again.
+            on_event("stale", {"run": point.run.name, "rep": point.rep, "pid": status.get("pid"),
+                               "started": status.get("started")})
+        shutil.rmtree(point.directory)
+    point.directory.mkdir(parents=True)
+    (point.directory / "spec.toml").write_text(spec_text)  # each result carries its spec
