@@ -97,8 +97,13 @@ def integrity(seconds: float) -> dict:
         rep = outcome.directory / "run" / "0"
         records = analysis.read_records(rep / "records.csv")
         outcomes = records["outcome"].value_counts().to_dict()
+        errors = records["error"].fillna("")
         figures[model] = {"state": states(outcome), "responses_verified": int(outcomes.get("ok", 0)),
-                          "invalid": int(outcomes.get("invalid", 0)), "attempt_outcomes": outcomes}
+                          # Wrong bytes, in a whole body or in what came of a cut one.
+                          "corrupted": int(errors.str.startswith("body differs").sum()),
+                          # Closed mid-body with the bytes received right (the server's send timeout).
+                          "truncated": int((errors.str.startswith("body ended after")).sum()),
+                          "attempt_outcomes": outcomes}
         print(model, json.dumps(figures[model]), flush=True)
     return figures
 

@@ -211,3 +211,36 @@ def test_sessions_follow_the_transition_matrix(server, tmp_path):
         for target, p in row.items():
             assert abs(counts.get((origin, target), 0) / total - p) < 0.06, (origin, target, counts)
     assert sum(1 for (a, b) in counts if b not in expected[a]) == 0, "no transition outside the matrix"
+
+
+def test_a_truncated_body_is_still_checked_so_corruption_is_told_from_truncation(tmp_path):
+    """A server that closes mid-body (e.g. its send timeout under heavy loss): the bytes that
+    came are verified, so the record says whether they were also wrong."""
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve() -> None:
+        for _ in range(2):
+            conn, _ = listener.accept()
+            request = conn.recv(4096).decode()
+            path = request.split()[1]
+            right = content(path, size=1000)[:300]
+            body = right if path == "/cut.bin" else bytes(300)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + body)
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    trace = tmp_path / "trace.csv"
+    trace.write_text("arrival_s,client,path,size\n0.0,0,/cut.bin,1000\n0.1,1,/wrong.bin,1000\n")
+    out = tmp_path / "out"
+    load("open", "--target", f"127.0.0.1:{port}", "--out", str(out), "--trace", str(trace), "--verify-content")
+    thread.join(timeout=10)
+    listener.close()
+    frame = records(out).set_index("path")
+    assert frame.loc["/cut.bin", "outcome"] == "invalid"
+    assert frame.loc["/cut.bin", "error"] == "body ended after 300 of 1000 bytes"
+    assert frame.loc["/wrong.bin", "error"].startswith("body differs from the content rule at byte 0; body ended after")

@@ -573,7 +573,13 @@ impl<'a> Engine<'a> {
                     Ok(()) => self.complete(conn, request, now, false, workload),
                     Err(err) => {
                         let outcome = if state.reader.head().is_none() { Outcome::Reset } else { Outcome::Invalid };
-                        self.fail_on_conn(conn, request, outcome, &err.to_string(), now, workload)
+                        // A body cut short is still checked: the bytes that came must be right,
+                        // so a truncation and a corruption are told apart.
+                        let error = match state.check.as_ref().and_then(|check| check.first_mismatch()) {
+                            Some(at) => format!("body differs from the content rule at byte {at}; {err}"),
+                            None => err.to_string(),
+                        };
+                        self.fail_on_conn(conn, request, outcome, &error, now, workload)
                     }
                 };
             }
