@@ -17,7 +17,9 @@ pub mod dwfs;
 pub mod policy;
 pub mod queue;
 pub mod rate;
+pub mod scheduler;
 
 pub use bands::Bands;
 pub use policy::{Fair, Las, Policy, PolicyKind, Progress, Srpt};
 pub use queue::{JobId, ReadyQueue, WriteSlots};
+pub use scheduler::{Grant, Scheduler};

@@ -3,11 +3,11 @@
 //!
 //! Each loop iteration (1) waits for events, (2) reads requests and turns each into
 //! a response (one at a time per connection, so pipelined responses go out in
-//! order), (3) lets the scheduler hand out write quanta: every response with bytes
-//! to send waits in a [`ReadyQueue`] ordered by the policy, and the popped one
-//! writes at most one quantum (004 §3.1) before being queued again. A socket that
-//! would block leaves the queue until epoll reports it writable; while blocked it
-//! holds one of the [`WriteSlots`] (004 §3.3). With `--kernel-bands` the socket's
+//! order), (3) drives the [`Scheduler`] (crates/sched, the round the simulator
+//! drives too): every response with bytes to send is ready, the granted one writes
+//! at most one quantum (004 §3.1) before being ready again. A socket that would
+//! block keeps its write slot (004 §3.3) until epoll reports it writable. With
+//! `--kernel-bands` the socket's
 //! SO_PRIORITY follows the band of its remaining bytes (000 §3), changed only when
 //! the band changes.
 //!
@@ -26,7 +26,7 @@ use std::time::{Duration, Instant, SystemTime};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 use sojourn_http::{parse_request, resolve_target, select, write_head, Head, HttpError, Method, Request, Selection};
-use sojourn_sched::{Bands, JobId, Progress, ReadyQueue, WriteSlots};
+use sojourn_sched::{Bands, JobId, Progress, Scheduler};
 
 use crate::access_log::{clf_time, format_line, Entry, LogSender};
 use crate::bands::so_priority;
@@ -144,8 +144,8 @@ pub struct Worker {
     listener: Option<TcpListener>,
     conns: HashMap<JobId, Conn>,
     next_id: JobId,
-    queue: ReadyQueue,
-    slots: WriteSlots,
+    /// The scheduling round (ready queue, write slots, quantum), shared with the simulator.
+    sched: Scheduler,
     files: FileCache,
     opener: WorkerOpener<AwaitingFile>,
     shared: Arc<Shared>,
@@ -183,8 +183,7 @@ impl Worker {
             listener: Some(listener),
             conns: HashMap::new(),
             next_id: 1,
-            queue: ReadyQueue::new(settings.policy.build()),
-            slots: WriteSlots::new(settings.write_concurrency),
+            sched: Scheduler::new(settings.policy, settings.quantum, settings.write_concurrency),
             files: FileCache::new(settings.cache_ttl, settings.file_cache_entries),
             opener,
             bands: settings.kernel_bands.clone().unwrap_or_default(),
@@ -206,7 +205,7 @@ impl Worker {
         let mut events = Events::with_capacity(EVENTS_CAPACITY);
         let mut next_tick = Instant::now();
         loop {
-            let can_write = !self.queue.is_empty() && self.slots.limit().is_none_or(|l| self.slots.held() < l);
+            let can_write = self.sched.can_grant();
             let timeout = if can_write { Duration::ZERO } else { next_tick.saturating_duration_since(Instant::now()) };
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != io::ErrorKind::Interrupted {
@@ -364,9 +363,9 @@ impl Worker {
         if conn.blocked {
             // The kernel took our data (below TCP_NOTSENT_LOWAT if set): the slot is free again.
             conn.blocked = false;
-            self.slots.release(id);
-            if let Some(response) = &conn.response {
-                self.queue.push(id, response.progress);
+            match &conn.response {
+                Some(response) => self.sched.writable(id, response.progress),
+                None => self.sched.closed(id),
             }
         }
     }
@@ -477,38 +476,43 @@ impl Worker {
         let metrics = self.shared.metrics.shard(self.index);
         metrics.waiting_by_band[response.band].fetch_add(1, Relaxed);
         if !conn.blocked {
-            self.queue.push(id, response.progress);
+            self.sched.ready(id, response.progress);
         }
         conn.response = Some(response);
     }
 
     fn run_scheduler(&mut self, now: Instant) {
-        let quantum = self.shared.settings.quantum;
         for _ in 0..QUANTA_PER_ROUND {
-            if self.slots.limit().is_some_and(|limit| self.slots.held() >= limit) {
-                break; // every slot is held by a blocked response (004 §3.3)
-            }
-            let Some(id) = self.queue.pop() else { break };
-            let Some(conn) = self.conns.get_mut(&id) else { continue };
-            self.slots.acquire(id);
+            let Some(grant) = self.sched.grant() else { break };
+            let id = grant.job;
+            let Some(conn) = self.conns.get_mut(&id) else {
+                self.sched.closed(id);
+                continue;
+            };
             self.shared.metrics.shard(self.index).quanta.fetch_add(1, Relaxed);
             let kernel_bands = self.shared.settings.kernel_bands.as_ref();
-            match write_quantum(conn, quantum, kernel_bands, &self.bands, self.shared.metrics.shard(self.index)) {
+            match write_quantum(conn, grant.bytes, kernel_bands, &self.bands, self.shared.metrics.shard(self.index)) {
                 Err(_) => self.close(id),
                 Ok(Quantum::Blocked) => {
+                    self.sched.blocked(id);
                     conn.blocked = true;
                     conn.blocked_since = now;
                 }
                 Ok(Quantum::Written) => {
-                    self.slots.release(id);
-                    match &conn.response {
-                        Some(response) if response.progress.remaining > 0 => self.queue.push(id, response.progress),
-                        _ => self.finish(id, now),
+                    let more = match conn.response.as_ref() {
+                        Some(response) => self.sched.wrote(id, response.progress),
+                        None => {
+                            self.sched.closed(id);
+                            false
+                        }
+                    };
+                    if !more {
+                        self.finish(id, now);
                     }
                 }
             }
         }
-        self.shared.metrics.shard(self.index).ready_queue_length.store(self.queue.len() as i64, Relaxed);
+        self.shared.metrics.shard(self.index).ready_queue_length.store(self.sched.queued() as i64, Relaxed);
     }
 
     /// The response's last byte went to the kernel: account, log, then close or go on.
@@ -563,8 +567,7 @@ impl Worker {
         if let Some(route) = self.stages.as_mut() {
             route.forget(id);
         }
-        self.queue.remove(id);
-        self.slots.release(id);
+        self.sched.closed(id);
         let metrics = self.shared.metrics.shard(self.index);
         if conn.lingering.is_some() {
             metrics.lingering.fetch_sub(1, Relaxed);
@@ -686,8 +689,8 @@ fn peer_ip(addr: SocketAddr) -> IpAddr {
     }
 }
 
-/// Writes at most `quantum` bytes of the connection's response.
-fn write_quantum(conn: &mut Conn, quantum: u64, kernel_bands: Option<&Bands>, bands: &Bands, metrics: &Shard) -> io::Result<Quantum> {
+/// Writes at most `budget` bytes of the connection's response (the scheduler's grant).
+fn write_quantum(conn: &mut Conn, budget: u64, kernel_bands: Option<&Bands>, bands: &Bands, metrics: &Shard) -> io::Result<Quantum> {
     let fd = conn.stream.as_raw_fd();
     let Some(response) = conn.response.as_mut() else { return Ok(Quantum::Written) };
     if let Some(kernel_bands) = kernel_bands {
@@ -699,7 +702,7 @@ fn write_quantum(conn: &mut Conn, quantum: u64, kernel_bands: Option<&Bands>, ba
             metrics.band_changes.fetch_add(1, Relaxed);
         }
     }
-    let mut budget = quantum.min(response.progress.remaining) as usize;
+    let mut budget = budget.min(response.progress.remaining) as usize;
     while budget > 0 {
         let head_left = &response.head[response.head_sent..];
         let result = match (&mut response.body, head_left.is_empty()) {

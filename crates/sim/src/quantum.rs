@@ -1,13 +1,12 @@
 //! Quantum-based scheduling: the server's own policy code in virtual time.
 //!
-//! The server (crates/server/src/worker.rs) keeps every response with bytes to
-//! send in a `sojourn_sched::ReadyQueue`. Its scheduler pops the head while a
-//! `WriteSlots` slot is free (limited write concurrency, 004 §3.3), takes a slot
-//! and writes one quantum (004 §3.1) to the socket. A write the kernel accepts
+//! The scheduling round is `sojourn_sched::Scheduler`, the type the server's
+//! worker drives too: it grants the next response a slot (limited write
+//! concurrency, 004 §3.3) and a quantum (004 §3.1); a write the kernel accepts
 //! frees the slot at once and re-queues the response with its new `Progress`; a
-//! write that would block keeps the slot until the socket is writable again,
-//! then frees it and re-queues the response. This module makes exactly those
-//! calls, in the same order, so the simulator cannot drift from the server.
+//! write that would block keeps the slot until the socket is writable again.
+//! This module only plays the kernel's part in virtual time, so the simulator
+//! cannot drift from the server.
 //!
 //! The kernel: each socket holds the bytes written but not yet on the link, and
 //! the link is shared equally among the sockets holding any (TCP flows sharing
@@ -25,7 +24,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use sojourn_sched::{JobId, PolicyKind, Progress, ReadyQueue, WriteSlots};
+use sojourn_sched::{JobId, PolicyKind, Progress, Scheduler};
 
 use crate::fluid::Discipline;
 use crate::ps::{Amount, JobIndex};
@@ -63,10 +62,8 @@ struct Socket {
 /// The server's scheduler over per-socket kernel buffers sharing the link.
 #[derive(Debug)]
 pub struct Quantum {
-    quantum: u64,
     kernel_buffer: Option<f64>,
-    ready: ReadyQueue,
-    slots: WriteSlots,
+    scheduler: Scheduler,
     sockets: Vec<Socket>,
     /// Service each socket holding bytes has received since the kernel last emptied.
     virtual_time: f64,
@@ -80,10 +77,8 @@ pub struct Quantum {
 impl Quantum {
     pub fn new(config: QuantumConfig) -> Self {
         Quantum {
-            quantum: config.quantum.max(1),
             kernel_buffer: config.kernel_buffer.map(|b| b as f64),
-            ready: ReadyQueue::new(config.policy.build()),
-            slots: WriteSlots::new(config.write_concurrency),
+            scheduler: Scheduler::new(config.policy, config.quantum, config.write_concurrency),
             sockets: Vec::new(),
             virtual_time: 0.0,
             holding: 0,
@@ -132,24 +127,19 @@ impl Quantum {
         }
     }
 
-    /// The server's scheduler round (worker.rs `run_scheduler`): pop, take a slot, write.
+    /// The scheduler's round, the kernel's part played here: grant, then write or block.
     fn dispatch(&mut self, serving: &mut Vec<JobIndex>) {
-        loop {
-            if self.slots.limit().is_some_and(|limit| self.slots.held() >= limit) {
-                break; // every slot is held by a blocked response (004 §3.3)
-            }
-            let Some(id) = self.ready.pop() else { break };
-            let job = id as JobIndex;
-            self.slots.acquire(id);
+        while let Some(grant) = self.scheduler.grant() {
+            let job = grant.job as JobIndex;
             self.quanta += 1;
             if !self.accepts(job) {
                 // Blocked: the slot stays taken until the Writable event.
+                self.scheduler.blocked(grant.job);
                 self.schedule(job, Event::Writable);
                 continue;
             }
             let s = &mut self.sockets[job as usize];
-            let bytes = self.quantum.min(s.progress.remaining);
-            s.progress = s.progress.after(bytes);
+            s.progress = s.progress.after(grant.bytes);
             if !s.holding {
                 if self.holding == 0 {
                     self.virtual_time = 0.0;
@@ -158,16 +148,12 @@ impl Quantum {
                 s.drained_at = self.virtual_time;
                 self.holding += 1;
             }
-            s.drained_at += bytes as f64;
+            s.drained_at += grant.bytes as f64;
             s.generation += 1;
-            let more = s.progress.remaining > 0;
             let progress = s.progress;
             self.schedule(job, Event::Drained);
             serving.push(job);
-            self.slots.release(id);
-            if more {
-                self.ready.push(id, progress);
-            }
+            self.scheduler.wrote(grant.job, progress);
         }
         self.skip_stale();
     }
@@ -186,7 +172,7 @@ impl Discipline for Quantum {
             self.empty.push(job);
             return;
         }
-        self.ready.push(job as JobId, self.sockets[index].progress);
+        self.scheduler.ready(job as JobId, self.sockets[index].progress);
         self.dispatch(serving);
     }
 
@@ -221,8 +207,7 @@ impl Discipline for Quantum {
             Event::Writable => {
                 // The kernel took the data below the mark: the slot is free again (worker.rs `on_writable`).
                 let progress = s.progress;
-                self.slots.release(job as JobId);
-                self.ready.push(job as JobId, progress);
+                self.scheduler.writable(job as JobId, progress);
                 None
             }
         };
