@@ -1,5 +1,8 @@
 //! One worker: an epoll event loop (mio, edge-triggered) over its own SO_REUSEPORT
-//! listener and the connections it accepted.
+//! listener and the connections it accepted. This file owns the loop, the connection
+//! state, the scheduling round, finishing and closing, and the timeout sweep; its
+//! submodules own accepting (`accept`), reading and routing requests (`requests`) and
+//! building and writing responses (`response`).
 //!
 //! Each loop iteration (1) waits for events, (2) reads requests and turns each into
 //! a response (one at a time per connection, so pipelined responses go out in
@@ -7,9 +10,8 @@
 //! drives too): every response with bytes to send is ready, the granted one writes
 //! at most one quantum (004 §3.1) before being ready again. A socket that would
 //! block keeps its write slot (004 §3.3) until epoll reports it writable. With
-//! `--kernel-bands` the socket's
-//! SO_PRIORITY follows the band of its remaining bytes (000 §3), changed only when
-//! the band changes.
+//! `--kernel-bands` the socket's SO_PRIORITY follows the band of its remaining bytes
+//! (000 §3), changed only when the band changes.
 //!
 //! Bounded memory per connection: the read buffer holds at most twice the head
 //! limit (reading pauses beyond it), and one response (a head plus a reference
@@ -36,6 +38,12 @@ use crate::metrics::{Metrics, Shard};
 use crate::opener::{OpenerPool, WorkerOpener};
 use crate::stage_route::{Pending, StageRoute};
 use crate::sys;
+
+mod accept;
+mod requests;
+mod response;
+
+use response::{error_response, first_line, new_response, respond, without_keep_alive, write_quantum};
 
 /// What every worker shares.
 pub struct Shared {
@@ -277,87 +285,6 @@ impl Worker {
         }
     }
 
-    fn at_accept_limit(&self) -> bool {
-        self.shared.settings.accept_limit.is_some_and(|limit| self.shared.metrics.connections_open() >= limit as i64)
-    }
-
-    fn accept_all(&mut self, now: Instant) {
-        loop {
-            if self.at_accept_limit() {
-                // 000 §2: with every Apache process busy, connections wait in the accept
-                // queue (and SYNs are dropped once it is full); so do they here.
-                if !self.accept_paused {
-                    self.accept_paused = true;
-                    self.shared.metrics.shard(self.index).accept_pauses.fetch_add(1, Relaxed);
-                }
-                return;
-            }
-            let Some(listener) = &self.listener else { return };
-            let (mut stream, addr) = match listener.accept() {
-                Ok(accepted) => accepted,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                Err(e) => {
-                    // EMFILE and the like: the connection stays in the backlog. Edge-triggered, a
-                    // full backlog brings no new event, so retry from the loop (as after a pause:
-                    // at the next wake-up, a tick at the latest), never waiting on the listener.
-                    // Counted always, logged at most once a second (a storm must not flood stderr).
-                    self.accept_paused = true;
-                    self.shared.metrics.shard(self.index).accept_errors.fetch_add(1, Relaxed);
-                    if self.accept_error_logged.is_none_or(|at| now.duration_since(at) >= Duration::from_secs(1)) {
-                        self.accept_error_logged = Some(now);
-                        eprintln!("sojourn-engine serve: accept failed: {e} (counted in sojourn_accept_errors_total)");
-                    }
-                    return;
-                }
-            };
-            let metrics = self.shared.metrics.shard(self.index);
-            let settings = &self.shared.settings;
-            if self.shared.metrics.connections_open() >= settings.max_connections as i64 {
-                // Over the limit: a best-effort 503 and close, without registering the socket.
-                metrics.connections_rejected.fetch_add(1, Relaxed);
-                metrics.count_status(503);
-                let mut head = Vec::new();
-                write_head(&Head { status: 503, minor_version: 1, keep_alive: false, ..Default::default() }, &self.http_date, &mut head);
-                let _ = stream.write(&head);
-                continue;
-            }
-            metrics.connections_accepted.fetch_add(1, Relaxed);
-            metrics.connections_open.fetch_add(1, Relaxed);
-            let _ = stream.set_nodelay(true);
-            if let Some(lowat) = settings.notsent_lowat {
-                if let Err(e) = sys::set_notsent_lowat(stream.as_raw_fd(), lowat) {
-                    eprintln!("sojourn-engine serve: TCP_NOTSENT_LOWAT: {e}");
-                }
-            }
-            let id = self.next_id;
-            self.next_id += 1;
-            if let Err(e) = self.poll.registry().register(&mut stream, Token(id as usize), Interest::READABLE | Interest::WRITABLE) {
-                eprintln!("sojourn-engine serve: cannot register connection: {e}");
-                metrics.connections_open.fetch_sub(1, Relaxed);
-                continue;
-            }
-            self.conns.insert(
-                id,
-                Conn {
-                    stream,
-                    peer: peer_ip(addr),
-                    read_buf: Vec::new(),
-                    read_paused: false,
-                    response: None,
-                    idle_since: now,
-                    head_started: None,
-                    blocked: false,
-                    blocked_since: now,
-                    peer_closed: false,
-                    lingering: None,
-                    priority: None,
-                    awaiting_file: false,
-                },
-            );
-        }
-    }
-
     fn on_writable(&mut self, id: JobId) {
         let Some(conn) = self.conns.get_mut(&id) else { return };
         if conn.blocked {
@@ -367,107 +294,6 @@ impl Worker {
                 Some(response) => self.sched.writable(id, response.progress),
                 None => self.sched.closed(id),
             }
-        }
-    }
-
-    /// Reads what the socket holds; `to_end` when the peer closed, so the EOF is seen too.
-    fn on_readable(&mut self, id: JobId, now: Instant, to_end: bool) {
-        let cap = 2 * self.shared.settings.limits.max_head_bytes;
-        let Some(conn) = self.conns.get_mut(&id) else { return };
-        if let Some((started, _)) = conn.lingering {
-            // Lingering close: discard what the client still sends, close on its FIN.
-            loop {
-                match conn.stream.read(&mut self.scratch) {
-                    Ok(0) => break,
-                    Ok(_) => conn.lingering = Some((started, now)),
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                    Err(_) => break,
-                }
-            }
-            self.close(id);
-            return;
-        }
-        conn.read_paused = false;
-        while !conn.peer_closed {
-            if conn.read_buf.len() >= cap {
-                conn.read_paused = true;
-                break;
-            }
-            match conn.stream.read(&mut self.scratch) {
-                Ok(0) => conn.peer_closed = true,
-                Ok(n) => {
-                    conn.head_started.get_or_insert(now);
-                    conn.read_buf.extend_from_slice(&self.scratch[..n]);
-                    if n < self.scratch.len() && !to_end {
-                        // A short read emptied the socket; more data brings a new edge.
-                        break;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(_) => {
-                    self.close(id);
-                    return;
-                }
-            }
-        }
-        self.next_request(id, now);
-    }
-
-    /// If the connection has no response in flight, parses its next request (if
-    /// complete) and starts the response.
-    fn next_request(&mut self, id: JobId, now: Instant) {
-        let Some(conn) = self.conns.get_mut(&id) else { return };
-        if conn.response.is_some() || conn.awaiting_file || self.stages.as_ref().is_some_and(|s| s.is_waiting(id)) {
-            return;
-        }
-        let settings = &self.shared.settings;
-        let response = match parse_request(&conn.read_buf, &settings.limits) {
-            Ok(Some((request, used))) => {
-                conn.read_buf.drain(..used);
-                if let Some((route, stage)) = self.stages.as_mut().and_then(|r| r.stage_of(&request.target).map(|s| (r, s))) {
-                    let pending = Pending {
-                        arrived: now,
-                        keep_alive: request.keep_alive && self.shutdown_deadline.is_none(),
-                        minor_version: request.minor_version,
-                        head_only: request.method == Method::Head,
-                        request_line: request.request_line(),
-                        referer: request.referer.clone(),
-                        user_agent: request.user_agent.clone(),
-                    };
-                    route.submit(id, stage, conn.peer, pending);
-                    return;
-                }
-                let lookup = match resolve_target(&request.target) {
-                    Err(error) => Err(error.status()),
-                    Ok(resolved) => {
-                        let key = key_of(&resolved);
-                        match self.files.fresh(&key, now) {
-                            Some(lookup) => lookup.map_err(Refusal::status),
-                            None => {
-                                // A blocking open/stat: done by the opener threads, answered in `on_files_opened`.
-                                conn.awaiting_file = true;
-                                self.opener.request(key, AwaitingFile { conn: id, request, arrived: now });
-                                return;
-                            }
-                        }
-                    }
-                };
-                let response = respond(lookup, &self.bands, &self.http_date, &request, now);
-                Some(if self.shutdown_deadline.is_some() { without_keep_alive(response) } else { response })
-            }
-            Ok(None) if conn.peer_closed => None,
-            Ok(None) => return,
-            Err(error) => {
-                let line = first_line(&conn.read_buf);
-                conn.read_buf = Vec::new();
-                Some(error_response(&self.bands, &self.http_date, error.status(), &error, line, now))
-            }
-        };
-        match response {
-            Some(response) => self.start(id, response),
-            None => self.close(id),
         }
     }
 
@@ -632,45 +458,6 @@ impl Worker {
         self.flush_log();
     }
 
-    /// Stage replies arrived (see [`crate::stage_route`]): write their responses.
-    fn on_stage_replies(&mut self) {
-        let Some(route) = self.stages.as_mut() else { return };
-        for reply in route.replies() {
-            let p = reply.pending;
-            let head = Head {
-                status: reply.status,
-                minor_version: p.minor_version,
-                keep_alive: p.keep_alive,
-                content_length: reply.body.len() as u64,
-                content_type: Some("text/plain; charset=utf-8"),
-                ..Default::default()
-            };
-            let mut out = Vec::new();
-            write_head(&head, &self.http_date, &mut out);
-            let body_len = reply.body.len();
-            let body = if p.head_only { Body::Empty } else { Body::Memory { bytes: Arc::from(reply.body.into_bytes()), offset: 0, end: body_len } };
-            let log = LogInfo { request_line: p.request_line, referer: p.referer, user_agent: p.user_agent };
-            // `started` is the request's arrival, so logged service time includes the stage queue.
-            let response = new_response(&self.bands, out, body, reply.status, p.keep_alive, log, p.arrived);
-            self.start(reply.conn, response);
-        }
-    }
-
-    /// Files the opener threads opened: cache them and answer the requests that waited.
-    fn on_files_opened(&mut self, now: Instant) {
-        for (key, lookup, waiters) in self.opener.arrived() {
-            self.files.store(key, now, lookup.clone());
-            for waiting in waiters {
-                let Some(conn) = self.conns.get_mut(&waiting.conn) else { continue }; // closed meanwhile
-                conn.awaiting_file = false;
-                let lookup = lookup.clone().map_err(Refusal::status);
-                let response = respond(lookup, &self.bands, &self.http_date, &waiting.request, waiting.arrived);
-                let response = if self.shutdown_deadline.is_some() { without_keep_alive(response) } else { response };
-                self.start(waiting.conn, response);
-            }
-        }
-    }
-
     /// Hands the buffered lines to the access-log writer thread (no write here).
     fn flush_log(&mut self) {
         if let (Some(log), false) = (&self.shared.log, self.log_buf.is_empty()) {
@@ -686,254 +473,5 @@ fn peer_ip(addr: SocketAddr) -> IpAddr {
     match addr.ip() {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
         v4 => v4,
-    }
-}
-
-/// Writes at most `budget` bytes of the connection's response (the scheduler's grant).
-fn write_quantum(conn: &mut Conn, budget: u64, kernel_bands: Option<&Bands>, bands: &Bands, metrics: &Shard) -> io::Result<Quantum> {
-    let fd = conn.stream.as_raw_fd();
-    let Some(response) = conn.response.as_mut() else { return Ok(Quantum::Written) };
-    if let Some(kernel_bands) = kernel_bands {
-        // 000 §3: the socket's band follows its remaining bytes; a call only when it changes.
-        let priority = so_priority(kernel_bands.band(response.progress.remaining));
-        if conn.priority != Some(priority) {
-            sys::set_priority(fd, priority)?;
-            conn.priority = Some(priority);
-            metrics.band_changes.fetch_add(1, Relaxed);
-        }
-    }
-    let mut budget = budget.min(response.progress.remaining) as usize;
-    while budget > 0 {
-        let head_left = &response.head[response.head_sent..];
-        let result = match (&mut response.body, head_left.is_empty()) {
-            (Body::Memory { bytes, offset, end }, false) => {
-                let body = &bytes[*offset..(*end).min(*offset + budget.saturating_sub(head_left.len()))];
-                let head = &head_left[..head_left.len().min(budget)];
-                conn.stream.write_vectored(&[IoSlice::new(head), IoSlice::new(body)])
-            }
-            (_, false) => conn.stream.write(&head_left[..head_left.len().min(budget)]),
-            (Body::Memory { bytes, offset, end }, true) => conn.stream.write(&bytes[*offset..(*end).min(*offset + budget)]),
-            (Body::File { file, offset, end }, true) => {
-                let count = ((*end - *offset) as usize).min(budget);
-                let mut position = *offset;
-                let sent = sys::sendfile(fd, file.file.as_raw_fd(), &mut position, count);
-                if let Ok(0) = sent {
-                    return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "file shrank while being sent"));
-                }
-                sent
-            }
-            (Body::Empty, true) => Ok(0),
-        };
-        let written = match result {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) if is_transient(&e) => return Ok(Quantum::Blocked),
-            Err(e) => return Err(e),
-        };
-        budget -= written;
-        metrics.bytes_sent.fetch_add(written as u64, Relaxed);
-        let from_head = written.min(response.head.len() - response.head_sent);
-        response.head_sent += from_head;
-        let from_body = written - from_head;
-        match &mut response.body {
-            Body::Memory { offset, .. } => *offset += from_body,
-            Body::File { offset, .. } => *offset += from_body as u64,
-            Body::Empty => {}
-        }
-        response.progress = response.progress.after(written as u64);
-        let band = bands.band(response.progress.remaining);
-        if band != response.band {
-            metrics.waiting_by_band[response.band].fetch_sub(1, Relaxed);
-            metrics.waiting_by_band[band].fetch_add(1, Relaxed);
-            response.band = band;
-        }
-    }
-    Ok(Quantum::Written)
-}
-
-fn new_response(bands: &Bands, head: Vec<u8>, body: Body, status: u16, keep_alive: bool, log: LogInfo, now: Instant) -> Box<Response> {
-    let body_len = body.remaining();
-    let progress = Progress::new(head.len() as u64 + body_len);
-    Box::new(Response { band: bands.band(progress.remaining), head, head_sent: 0, body, body_len, progress, status, keep_alive, log, started: now })
-}
-
-fn without_keep_alive(mut response: Box<Response>) -> Box<Response> {
-    if response.keep_alive {
-        // Rewrite the head's end to announce the close (RFC 9112 §9.6).
-        let end = response.head.len() - 2;
-        let keep_alive_field: &[u8] = b"Connection: keep-alive\r\n";
-        if response.head[..end].ends_with(keep_alive_field) {
-            response.head.truncate(end - keep_alive_field.len());
-        } else {
-            response.head.truncate(end);
-        }
-        response.head.extend_from_slice(b"Connection: close\r\n\r\n");
-        response.progress = Progress::new(response.head.len() as u64 + response.body_len);
-        response.keep_alive = false;
-    }
-    response
-}
-
-/// The start of a rejected request as the access log shows it: its first line, at
-/// most 200 bytes, `-` if empty.
-fn first_line(buf: &[u8]) -> String {
-    let line = buf.split(|&b| b == b'\n').next().unwrap_or_default();
-    let line = String::from_utf8_lossy(&line[..line.len().min(200)]).trim_end_matches('\r').to_string();
-    if line.is_empty() { "-".into() } else { line }
-}
-
-/// A response to a request the parser or a timeout rejected: always closes.
-fn error_response(bands: &Bands, date: &str, status: u16, error: &HttpError, request_line: String, now: Instant) -> Box<Response> {
-    let body = format!("{status} {}\n", sojourn_http::response::reason(status));
-    let mut head = Vec::new();
-    let allow = matches!(error, HttpError::MethodNotAllowed);
-    write_head(
-        &Head { status, minor_version: 1, keep_alive: false, content_length: body.len() as u64, content_type: Some("text/plain; charset=utf-8"), allow, ..Default::default() },
-        date,
-        &mut head,
-    );
-    let body_len = body.len();
-    let body = Body::Memory { bytes: Arc::from(body.into_bytes()), offset: 0, end: body_len };
-    new_response(bands, head, body, status, false, LogInfo { request_line, referer: None, user_agent: None }, now)
-}
-
-/// The response to a well-formed request whose target was looked up (or refused with a status).
-fn respond(lookup: Result<Arc<CachedFile>, u16>, bands: &Bands, date: &str, request: &Request, now: Instant) -> Box<Response> {
-    let log = LogInfo { request_line: request.request_line(), referer: request.referer.clone(), user_agent: request.user_agent.clone() };
-    let mut head = Head { minor_version: request.minor_version, keep_alive: request.keep_alive, ..Default::default() };
-    let mut out = Vec::with_capacity(256);
-    let file = match lookup {
-        Ok(file) => file,
-        Err(status) => {
-            let text = format!("{status} {}\n", sojourn_http::response::reason(status));
-            head.status = status;
-            head.content_length = text.len() as u64;
-            head.content_type = Some("text/plain; charset=utf-8");
-            write_head(&head, date, &mut out);
-            let body = if request.method == Method::Head {
-                Body::Empty
-            } else {
-                Body::Memory { bytes: Arc::from(text.into_bytes()), offset: 0, end: head.content_length as usize }
-            };
-            return new_response(bands, out, body, status, request.keep_alive, log, now);
-        }
-    };
-    let size = file.representation.size;
-    let (status, range) = match select(request, &file.representation) {
-        Selection::Full => (200, (0, size)),
-        Selection::NotModified => (304, (0, 0)),
-        Selection::Range { start, end } => (206, (start, end + 1)),
-        Selection::Unsatisfiable => (416, (0, 0)),
-    };
-    head.status = status;
-    head.content_length = range.1 - range.0;
-    head.content_type = (status != 304).then_some(file.content_type);
-    head.representation = Some(&file.representation);
-    head.range = (status == 206).then(|| (range.0, range.1 - 1));
-    write_head(&head, date, &mut out);
-    let body = match (&file.bytes, request.method) {
-        _ if range.0 == range.1 => Body::Empty,
-        (_, Method::Head) => Body::Empty,
-        (Some(bytes), Method::Get) => Body::Memory { bytes: bytes.clone(), offset: range.0 as usize, end: range.1 as usize },
-        (None, Method::Get) => Body::File { file: file.clone(), offset: range.0, end: range.1 },
-    };
-    new_response(bands, out, body, status, request.keep_alive, log, now)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::metrics::Metrics;
-
-    fn log() -> LogInfo {
-        LogInfo { request_line: "GET / HTTP/1.1".into(), referer: None, user_agent: None }
-    }
-
-    /// A connected pair: the server side as the worker holds it, the client side to read from.
-    fn connection(response: Box<Response>) -> (Conn, std::net::TcpStream) {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        let (server, peer) = listener.accept().unwrap();
-        server.set_nonblocking(true).unwrap();
-        let conn = Conn {
-            stream: TcpStream::from_std(server),
-            peer: peer.ip(),
-            read_buf: Vec::new(),
-            read_paused: false,
-            response: Some(response),
-            idle_since: Instant::now(),
-            head_started: None,
-            blocked: false,
-            blocked_since: Instant::now(),
-            peer_closed: false,
-            lingering: None,
-            priority: None,
-            awaiting_file: false,
-        };
-        (conn, client)
-    }
-
-    #[test]
-    fn quanta_carry_head_then_body_and_track_progress() {
-        let bands = Bands::default();
-        let metrics = Metrics::new("fair", 1);
-        let shard = metrics.shard(0);
-        let body: Vec<u8> = (0..60_000u32).map(|i| i as u8).collect();
-        let response = new_response(&bands, b"HEAD\r\n\r\n".to_vec(), Body::Memory { bytes: Arc::from(body.clone()), offset: 0, end: 60_000 }, 200, true, log(), Instant::now());
-        assert_eq!((response.progress.remaining, response.band), (60_008, 4));
-        shard.waiting_by_band[4].fetch_add(1, Relaxed); // as `start` does
-        let (mut conn, mut client) = connection(response);
-        assert!(matches!(write_quantum(&mut conn, 32 * 1024, None, &bands, shard).unwrap(), Quantum::Written));
-        let r = conn.response.as_ref().unwrap();
-        assert_eq!((r.head_sent, r.progress.attained, r.progress.remaining, r.band), (8, 32_768, 27_240, 3));
-        assert_eq!((shard.waiting_by_band[4].load(Relaxed), shard.waiting_by_band[3].load(Relaxed)), (0, 1));
-        assert!(matches!(write_quantum(&mut conn, 32 * 1024, None, &bands, shard).unwrap(), Quantum::Written));
-        assert_eq!(conn.response.as_ref().unwrap().progress.remaining, 0);
-        assert_eq!(shard.bytes_sent.load(Relaxed), 60_008);
-        let mut received = vec![0u8; 60_008];
-        client.read_exact(&mut received).unwrap();
-        assert_eq!(&received[..8], b"HEAD\r\n\r\n");
-        assert!(received[8..] == body[..]);
-    }
-
-    #[test]
-    fn a_full_socket_blocks_the_quantum() {
-        let bands = Bands::default();
-        let metrics = Metrics::new("fair", 1);
-        let size = 64 << 20; // more than any socket buffer holds
-        let response = new_response(&bands, Vec::new(), Body::Memory { bytes: Arc::from(vec![0u8; size]), offset: 0, end: size }, 200, true, log(), Instant::now());
-        let (mut conn, _client) = connection(response);
-        let mut outcome = Quantum::Written;
-        for _ in 0..10_000 {
-            outcome = write_quantum(&mut conn, 1 << 20, None, &bands, metrics.shard(0)).unwrap();
-            if matches!(outcome, Quantum::Blocked) {
-                break;
-            }
-        }
-        assert!(matches!(outcome, Quantum::Blocked), "the unread socket never filled");
-        assert!(conn.response.as_ref().unwrap().progress.remaining > 0);
-    }
-
-    #[test]
-    fn rejected_requests_are_logged_by_their_first_line() {
-        assert_eq!(first_line(b"BREW /pot HTTP/1.1\r\nHost: t\r\n"), "BREW /pot HTTP/1.1");
-        assert_eq!(first_line(b""), "-");
-        assert_eq!(first_line(&[b'a'; 500]).len(), 200);
-    }
-
-    #[test]
-    fn shutdown_turns_keep_alive_into_close() {
-        let bands = Bands::default();
-        for minor_version in [0, 1] {
-            let mut head = Vec::new();
-            write_head(&Head { status: 200, minor_version, keep_alive: true, content_length: 2, ..Default::default() }, "D", &mut head);
-            let response = new_response(&bands, head, Body::Memory { bytes: Arc::from(&b"ok"[..]), offset: 0, end: 2 }, 200, true, log(), Instant::now());
-            let closed = without_keep_alive(response);
-            let text = String::from_utf8(closed.head.clone()).unwrap();
-            assert!(text.ends_with("Content-Length: 2\r\nConnection: close\r\n\r\n"), "{text:?}");
-            assert!(!closed.keep_alive);
-            assert_eq!(closed.progress.remaining, closed.head.len() as u64 + 2);
-        }
     }
 }
