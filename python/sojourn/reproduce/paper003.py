@@ -199,12 +199,24 @@ def _timeouts_note(ctx: Context) -> str:
     lines = ["### Table 7 per stage (latency = queueing + processing, s)", "",
              "| stage | paper 10 s | paper 20 s | ours timeout-10 | ours timeout-20 | mean queue length 10 / 20 |",
              "|---|---|---|---|---|---|"]
+    shown = lambda value: "—" if math.isnan(value) else f"{value:.3f}"  # noqa: E731
+    unserved = []
     for stage, (ten, twenty) in TABLE7.items():
         short, _ = _latency(ctx, "timeout-10", stage)
         long, _ = _latency(ctx, "timeout-20", stage)
         queues = " / ".join(f"{ctx.value('timeouts', run, f'sessions.queue_mean.{stage}')[0]:.2f}"
                             for run in ("timeout-10", "timeout-20"))
-        lines.append(f"| {stage} | {ten} | {twenty} | {short:.3f} | {long:.3f} | {queues} |")
+        lines.append(f"| {stage} | {ten} | {twenty} | {shown(short)} | {shown(long)} | {queues} |")
+        for run, value in (("timeout-10", short), ("timeout-20", long)):
+            if math.isnan(value):
+                deadline = ctx.value("timeouts", run, f"sessions.anatomy.{stage}.dropped_deadline")[0]
+                refused = ctx.value("timeouts", run, f"sessions.anatomy.{stage}.dropped_waiting_room")[0]
+                unserved.append(f"{stage} at {run} ({deadline:.0f} deadline drops and {refused:.0f} waiting-room "
+                                "refusals per repetition)")
+    lines += ["", "Longer timeouts lengthen the queues and each stage's latency, as Table 7 and Figs. 11-12 "
+                  "show. A stage with no latency (—) completed nothing: with the §5.1 costs on one CPU its "
+                  "processing time is not below the timeout, so DWFS drops every request of it before it "
+                  "runs (`now + T_j > deadline`), or its waiting room floor(timeout / T_j) is empty: " + "; ".join(unserved) + "." if unserved else ""]
     figures = [f"- [{caption}]({path})" for path, caption in ctx.figures("timeouts") if "queue" in caption.lower()]
     return "\n".join(lines + ([""] + figures if figures else []))
 
