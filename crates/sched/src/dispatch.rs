@@ -537,14 +537,9 @@ mod tests {
         // 003 §4.1 service times, timeout 20, Fig. 5 transitions, ten requests
         // per stage: Algorithm 1 makes MM and SR productive (see dwfs tests).
         let cfg = DispatchConfig {
-            service_times: vec![0.5, 1.0, 1.5, 2.0],
+            service_times: sojourn_papers::papers().sessions.study_service_times.clone(),
             class_timeouts: vec![20.0],
-            transitions: vec![
-                vec![0.748, 0.006, 0.195, 0.051],
-                vec![0.135, 0.449, 0.402, 0.014],
-                vec![0.181, 0.034, 0.743, 0.043],
-                vec![0.137, 0.010, 0.146, 0.707],
-            ],
+            transitions: crate::dwfs::tests::fig5(),
             weights: vec![],
         };
         let mut d = Dispatcher::new(DispatchKind::Dwfs, &cfg).unwrap();
