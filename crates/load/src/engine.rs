@@ -270,6 +270,24 @@ pub struct Engine<'a> {
     connections_opened: u64,
 }
 
+/// IP_BIND_ADDRESS_NO_PORT (linux/in.h, Linux 4.2): bind an address now, its port at connect.
+const IP_BIND_ADDRESS_NO_PORT: libc::c_int = 24;
+
+fn bind_address_no_port(socket: &socket2::Socket) {
+    let on: libc::c_int = 1;
+    // SAFETY: a valid socket descriptor and a c_int option value of the right size. A
+    // kernel without the option refuses it and bind() chooses the port as before.
+    unsafe {
+        libc::setsockopt(
+            std::os::fd::AsRawFd::as_raw_fd(socket),
+            libc::IPPROTO_IP,
+            IP_BIND_ADDRESS_NO_PORT,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        );
+    }
+}
+
 impl<'a> Engine<'a> {
     pub fn new(config: EngineConfig, recorder: &'a mut Recorder) -> anyhow::Result<Self> {
         let poll = Poll::new().context("creating the epoll instance")?;
@@ -466,6 +484,10 @@ impl<'a> Engine<'a> {
         socket.set_nodelay(true)?;
         if !self.config.source_addrs.is_empty() {
             let source = self.config.source_addrs[client as usize % self.config.source_addrs.len()];
+            // The port is chosen at connect(), against the 4-tuple, not by bind()'s search of
+            // the whole port range: with thousands of connections per address that search
+            // (inet_bind2_bucket_find, seen in perf) stalled the loop for seconds.
+            bind_address_no_port(&socket);
             socket.bind(&SocketAddr::new(source, 0).into())?;
         }
         match socket.connect(&target.into()) {

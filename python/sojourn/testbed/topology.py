@@ -132,6 +132,9 @@ class Testbed:
             "net.ipv4.conf.default.rp_filter": "0",
         })
         client_tcp = cfg.client_tcp or cfg.tcp
+        # Every port for the clients' connections (the default 32768-60999 holds 28,232 per
+        # address, fewer than a persistent overload keeps open).
+        sysnet.set_sysctls(cli, {"net.ipv4.ip_local_port_range": "1024 65535"})
         for ns, gateway, dev, knobs in ((srv, ROUTER_SERVER_SIDE, s, cfg.tcp), (cli, ROUTER_CLIENT_SIDE, c, client_tcp)):
             sysnet.set_sysctls(ns, knobs.sysctls())
             sysnet.ip(ns, "route", "replace", "default", "via", gateway, "dev", dev, *knobs.route_metrics())
