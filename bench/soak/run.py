@@ -57,7 +57,7 @@ def overload(seconds: float) -> dict:
     link used, every request accounted for."""
     figures = {}
     for policy, extra in (("fair", {}), ("srpt", {"kernel_bands": True})):
-        raw = {"name": f"soak-overload-{policy}", "server": {"kind": "sojourn", "policy": "fair", **extra},
+        raw = {"name": f"soak-overload-{policy}", "server": {"kind": "sojourn", "policy": policy, **extra},
                "network": {"link_mbps": 10, "bands": "1K,2K,5K,50K" if extra else ""},
                "workload": {"model": "wc98", "rho": 2.0, "duration_s": seconds, "clients": 200, "seed": 9,
                             "timeout_s": 60.0},
