@@ -169,6 +169,41 @@ def test_capacity_sweep(server, tmp_path):
         assert set(frame["outcome"]) <= {"ok", "interrupted"}
 
 
+def test_threads_split_clients_and_merge_records_in_completion_order(server, tmp_path):
+    """`--threads N`: each loop owns the clients c with c mod N = its index; the merged
+    records hold the same requests as a one-loop run, ordered by completion."""
+    trace = tmp_path / "trace.csv"
+    paths = ["/1k.bin", "/8k.bin", "/64k.bin"]
+    trace.write_text("arrival_s,client,path,size\n" + "".join(
+        f"{i * 0.004:.6f},{i % 7},{paths[i % 3]},{FILES[paths[i % 3]]}\n" for i in range(300)))
+    runs = {}
+    for threads in (1, 3):
+        out = tmp_path / f"t{threads}"
+        load("open", "--target", f"127.0.0.1:{server.config.port}", "--out", str(out), "--trace", str(trace),
+             "--threads", str(threads), "--requests-per-conn", "4", "--verify-content")
+        frame, info = records(out), summary(out)
+        assert_exact_accounting(frame, info)
+        assert info["threads"] == threads and len(info["loop_busy_fraction_per_thread"]) == threads
+        assert frame["last_byte_s"].is_monotonic_increasing, "merged in order of completion"
+        assert frame.groupby("conn_id")["client"].nunique().max() == 1, "a connection serves one client"
+        assert frame["conn_id"].nunique() == info["connections_opened"]
+        intervals = pd.read_csv(out / "intervals.csv")
+        assert intervals["issued"].sum() == 300 and intervals["completed"].sum() == 300
+        assert not list(out.glob(".loop-*")), "the loops' part directories are merged and removed"
+        runs[threads] = frame
+    same = ["request_id", "client", "path", "expected_size", "bytes", "scheduled_s", "outcome"]
+    one, three = (runs[t][same].sort_values("request_id").reset_index(drop=True) for t in (1, 3))
+    assert (one["outcome"] == "ok").all()
+    pd.testing.assert_frame_equal(one, three)
+
+    out = tmp_path / "capacity"
+    load("capacity", "--target", f"127.0.0.1:{server.config.port}", "--out", str(out), "--connections", "5",
+         "--duration", "0.5", "--path", "/1k.bin", "--requests-per-conn", "0", "--threads", "2")
+    frame = records(out / "c5")
+    assert_exact_accounting(frame, summary(out / "c5"))
+    assert sorted(frame["client"].unique()) == [0, 1, 2, 3, 4] and frame["conn_id"].nunique() == 5
+
+
 MODEL = """
 arrival_rate = 300.0
 delay_bound_s = 5.0

@@ -4,17 +4,19 @@
 //! `open` (trace replay or Poisson), `closed` (user equivalents with think time),
 //! `capacity` (C back-to-back connections, swept), `sessions` (003 §2 session model).
 
-use crate::engine::{catch_sigint, Engine, EngineConfig};
-use crate::record::{write_summary, Recorder};
+use crate::engine::{catch_sigint, monotonic_ns, Engine, EngineConfig, LoopTimes, Progress, RunEnd};
+use crate::record::{merge_parts, write_summary, Recorder, Tally};
 use crate::session::SessionModel;
 use crate::think::ThinkTime;
-use crate::workload::{ClosedUsers, PoissonOpen, Sessions, TraceReplay, Workload};
+use crate::workload::{ClosedUsers, OpenPart, Part, PoissonOpen, Sessions, TraceReplay, Workload};
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use std::net::{IpAddr, ToSocketAddrs};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 
 /// Drive an HTTP/1.1 server from a trace or a load model and record every request.
 ///
@@ -73,6 +75,10 @@ struct Common {
     /// No progress line on stderr.
     #[arg(long)]
     quiet: bool,
+    /// Event-loop threads (as wrk's -t): clients are split by client mod N, each thread owns
+    /// its clients' connections; records are merged in order of completion. Not for sessions.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    threads: u32,
     /// Seed for arrivals, path choice and think times.
     #[arg(long, default_value_t = 1)]
     seed: u64,
@@ -254,12 +260,18 @@ impl Common {
             timeout,
             verify_content: self.verify_content,
             stop_at,
-            progress: !self.quiet,
+            part: Part::WHOLE,
         })
     }
 
     fn rng(&self) -> SmallRng {
         SmallRng::seed_from_u64(self.seed)
+    }
+
+    /// The random source of one loop's own draws (closed-loop paths and think times); loop 0
+    /// draws what a one-loop run draws.
+    fn rng_of(&self, part: Part) -> SmallRng {
+        SmallRng::seed_from_u64(self.seed.wrapping_add(u64::from(part.index)))
     }
 }
 
@@ -289,8 +301,9 @@ pub fn run(args: LoadArgs) -> anyhow::Result<()> {
 fn run_open(args: OpenArgs) -> anyhow::Result<()> {
     let config = args.common.engine_config(None)?;
     let duration = args.duration.map(|d| positive("--duration", d)).transpose()?;
-    let mut trace_clients = None;
-    let mut workload: Box<dyn Workload> = match (&args.trace, args.rate) {
+    let clients;
+    // Each loop draws the whole sequence and keeps its clients' requests (workload::OpenPart).
+    let workload: Box<dyn Fn(Part) -> anyhow::Result<Box<dyn Workload>> + Sync> = match (&args.trace, args.rate) {
         (Some(_), Some(_)) => bail!("--trace and --rate contradict: replay a trace or generate Poisson arrivals, not both"),
         (None, None) => bail!("open mode needs --trace FILE or --rate R (with --duration and --path)"),
         (Some(trace), None) => {
@@ -301,15 +314,18 @@ fn run_open(args: OpenArgs) -> anyhow::Result<()> {
             if !(scale.is_finite() && scale > 0.0) {
                 bail!("--time-scale {scale}: must be a positive factor");
             }
-            let open = || -> anyhow::Result<std::io::BufReader<std::fs::File>> {
+            let open = move || -> anyhow::Result<std::io::BufReader<std::fs::File>> {
                 Ok(std::io::BufReader::new(std::fs::File::open(trace).with_context(|| format!("--trace {}", trace.display()))?))
             };
-            let (requests, clients) = TraceReplay::check(open()?, scale, duration).with_context(|| format!("--trace {}", trace.display()))?;
+            let (requests, trace_clients) = TraceReplay::check(open()?, scale, duration).with_context(|| format!("--trace {}", trace.display()))?;
             if requests == 0 {
                 bail!("--trace {}: no requests to replay{}", trace.display(), if duration.is_some() { " within --duration" } else { "" });
             }
-            trace_clients = Some(clients as u64);
-            Box::new(TraceReplay::new(open()?, scale, duration).with_context(|| format!("--trace {}", trace.display()))?)
+            clients = trace_clients as u64;
+            Box::new(move |part| {
+                let replay = TraceReplay::new(open()?, scale, duration).with_context(|| format!("--trace {}", trace.display()))?;
+                Ok(if part == Part::WHOLE { Box::new(replay) } else { Box::new(OpenPart::new(replay, part)?) })
+            })
         }
         (None, Some(rate)) => {
             if args.time_scale.is_some() {
@@ -326,13 +342,17 @@ fn run_open(args: OpenArgs) -> anyhow::Result<()> {
             if args.clients == 0 {
                 bail!("--clients 0: Poisson arrivals need at least one client");
             }
-            Box::new(PoissonOpen::new(rate, duration, args.paths.clone(), args.clients, args.common.rng()))
+            clients = u64::from(args.clients);
+            let (paths, client_count, seed) = (&args.paths, args.clients, args.common.seed);
+            Box::new(move |part| {
+                let poisson = PoissonOpen::new(rate, duration, paths.clone(), client_count, SmallRng::seed_from_u64(seed));
+                Ok(if part == Part::WHOLE { Box::new(poisson) } else { Box::new(OpenPart::new(poisson, part)?) })
+            })
         }
     };
-    let clients = trace_clients.unwrap_or(u64::from(args.clients));
     let needed = Some(clients * u64::from(config.max_conns_per_client));
     let (fd_limit, fd_warning) = raise_fd_limit(needed);
-    run_one("open", &args.common, config, workload.as_mut(), &args.common.out, fd_limit, fd_warning).map(|_| ())
+    run_one("open", &args.common, config, &*workload, &args.common.out, fd_limit, fd_warning).map(|_| ())
 }
 
 fn run_closed(args: ClosedArgs) -> anyhow::Result<()> {
@@ -343,8 +363,10 @@ fn run_closed(args: ClosedArgs) -> anyhow::Result<()> {
     }
     let paths = args.paths.load()?;
     let (fd_limit, fd_warning) = raise_fd_limit(Some(u64::from(args.users)));
-    let mut workload = ClosedUsers::new(args.users, args.think_time, duration, paths, args.common.rng());
-    run_one("closed", &args.common, config, &mut workload, &args.common.out, fd_limit, fd_warning).map(|_| ())
+    let workload = |part| -> anyhow::Result<Box<dyn Workload>> {
+        Ok(Box::new(ClosedUsers::new(args.users, args.think_time, duration, paths.clone(), args.common.rng_of(part), part)))
+    };
+    run_one("closed", &args.common, config, &workload, &args.common.out, fd_limit, fd_warning).map(|_| ())
 }
 
 fn run_capacity(args: CapacityArgs) -> anyhow::Result<()> {
@@ -356,8 +378,10 @@ fn run_capacity(args: CapacityArgs) -> anyhow::Result<()> {
     let mut levels = Vec::new();
     for &connections in &args.connections.0 {
         let dir = args.common.out.join(format!("c{connections}"));
-        let mut workload = ClosedUsers::new(connections, ThinkTime::None, duration, paths.clone(), args.common.rng());
-        let summary = run_one("capacity", &args.common, config.clone(), &mut workload, &dir, fd_limit, fd_warning.clone())?;
+        let workload = |part| -> anyhow::Result<Box<dyn Workload>> {
+            Ok(Box::new(ClosedUsers::new(connections, ThinkTime::None, duration, paths.clone(), args.common.rng_of(part), part)))
+        };
+        let summary = run_one("capacity", &args.common, config.clone(), &workload, &dir, fd_limit, fd_warning.clone())?;
         levels.push(serde_json::json!({
             "connections": connections,
             "throughput_rps": summary["throughput_rps"],
@@ -396,28 +420,126 @@ fn run_sessions(args: SessionsArgs) -> anyhow::Result<()> {
     }
     // Each request carries its class's bound; this one covers requests without a class.
     config.abort_after = Some(positive("delay_bound_s", model.delay_bound_s)?);
+    if args.common.threads > 1 {
+        bail!("--threads {}: session mode runs on one thread (its users share one session counter and summary)", args.common.threads);
+    }
     let (fd_limit, fd_warning) = raise_fd_limit(None);
-    let mut workload = Sessions::new(model, duration, &args.common.source_addrs, args.common.rng());
-    run_one("sessions", &args.common, config, &mut workload, &args.common.out, fd_limit, fd_warning).map(|_| ())
+    let (model, sources) = (std::sync::Mutex::new(Some(model)), &args.common.source_addrs);
+    let workload = |_part| -> anyhow::Result<Box<dyn Workload>> {
+        let model = model.lock().expect("not poisoned").take().expect("one loop");
+        Ok(Box::new(Sessions::new(model, duration, sources, args.common.rng())))
+    };
+    run_one("sessions", &args.common, config, &workload, &args.common.out, fd_limit, fd_warning).map(|_| ())
 }
 
-/// One run into `dir`: records, intervals, summary. Returns the summary.
+/// Makes the workload of one loop's part of the run.
+type WorkloadOf<'a> = dyn Fn(Part) -> anyhow::Result<Box<dyn Workload>> + Sync + 'a;
+
+/// One loop of a run: its own recorder (into `dir`), engine and workload, times from `start`.
+fn run_loop(config: EngineConfig, workload: &WorkloadOf, dir: &Path, start: u64, progress: &Progress) -> anyhow::Result<(Tally, RunEnd, serde_json::Value)> {
+    let mut workload = workload(config.part)?;
+    let mut recorder = Recorder::create(dir)?;
+    let end = Engine::new(config, &mut recorder, progress)?.run(workload.as_mut(), start)?;
+    Ok((recorder.finish(end.now, 0, 0)?, end, workload.summary()))
+}
+
+/// Prints the progress line once a second, summed over the loops, until `done`.
+fn print_progress(progress: &[Progress], done: &std::sync::mpsc::Receiver<()>) {
+    let tty = std::io::stderr().is_terminal();
+    let mut second = 0;
+    while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = done.recv_timeout(std::time::Duration::from_secs(1)) {
+        second += 1;
+        let sum = |field: fn(&Progress) -> &std::sync::atomic::AtomicU64| -> u64 { progress.iter().map(|p| field(p).load(Ordering::Relaxed)).sum() };
+        eprint!(
+            "{}load: {:>5}s issued {} done {} errors {} in flight {} connections {}{}",
+            if tty { "\r" } else { "" },
+            second,
+            sum(|p| &p.issued),
+            sum(|p| &p.done),
+            sum(|p| &p.errors),
+            sum(|p| &p.in_flight),
+            sum(|p| &p.connections),
+            if tty { "   " } else { "\n" }
+        );
+    }
+}
+
+/// The loops' times as one: the busiest loop's share and longest pass, waits summed.
+fn combine_loop_times(ends: &[RunEnd]) -> LoopTimes {
+    let total = |f: fn(&LoopTimes) -> Option<f64>| ends.iter().map(|e| f(&e.loop_times)).sum::<Option<f64>>();
+    LoopTimes {
+        busy_fraction: ends.iter().map(|e| e.loop_times.busy_fraction).fold(0.0, f64::max),
+        longest_pass_s: ends.iter().map(|e| e.loop_times.longest_pass_s).fold(0.0, f64::max),
+        runqueue_wait_s: total(|t| t.runqueue_wait_s),
+        worst_second_runqueue_wait_s: ends.iter().map(|e| e.loop_times.worst_second_runqueue_wait_s).try_fold(0.0, |a: f64, w| w.map(|w| a.max(w))),
+        involuntary_switches: ends.iter().map(|e| e.loop_times.involuntary_switches).sum(),
+    }
+}
+
+/// One run into `dir`: records, intervals, summary, with `--threads` event loops (each
+/// writes its files into a part directory, merged when all have ended). Returns the summary.
 fn run_one(
     mode: &str,
     common: &Common,
     config: EngineConfig,
-    workload: &mut dyn Workload,
+    workload: &WorkloadOf,
     dir: &Path,
     fd_limit: u64,
     fd_warning: Option<String>,
 ) -> anyhow::Result<serde_json::Value> {
-    let mut recorder = Recorder::create(dir)?;
-    let end = {
-        let mut engine = Engine::new(config.clone(), &mut recorder)?;
-        engine.run(workload)?
+    let count = common.threads;
+    let parts: Vec<Part> = (0..count).map(|index| Part { index, count }).collect();
+    let part_dir = |part: Part| if count == 1 { dir.to_path_buf() } else { dir.join(format!(".loop-{}", part.index)) };
+    let progress: Vec<Progress> = parts.iter().map(|_| Progress::default()).collect();
+    let start = monotonic_ns();
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let results = std::thread::scope(|scope| {
+        let loops: Vec<_> = parts
+            .iter()
+            .zip(&progress)
+            .map(|(&part, progress)| {
+                let config = EngineConfig { part, ..config.clone() };
+                let dir = part_dir(part);
+                std::thread::Builder::new()
+                    .name(format!("load-loop-{}", part.index))
+                    .spawn_scoped(scope, move || run_loop(config, workload, &dir, start, progress))
+            })
+            .collect();
+        if !common.quiet {
+            let progress = &progress;
+            scope.spawn(move || print_progress(progress, &done_rx));
+        }
+        let results: Vec<anyhow::Result<_>> = loops
+            .into_iter()
+            .map(|spawned| match spawned {
+                Ok(handle) => handle.join().unwrap_or_else(|_| Err(anyhow::anyhow!("an event loop thread panicked"))),
+                Err(err) => Err(anyhow::Error::from(err).context("starting an event loop thread")),
+            })
+            .collect();
+        drop(done_tx);
+        results
+    });
+    let mut tally = Tally::default();
+    let mut ends = Vec::new();
+    let mut workload_summary = serde_json::Value::Null;
+    for result in results {
+        let (part_tally, end, summary) = result?;
+        tally.merge(&part_tally);
+        ends.push(end);
+        workload_summary = summary;
+    }
+    if count > 1 {
+        merge_parts(dir, &parts.iter().map(|&part| part_dir(part)).collect::<Vec<_>>())?;
+    }
+    let times = combine_loop_times(&ends);
+    let end = RunEnd {
+        interrupted_by_signal: ends.iter().any(|e| e.interrupted_by_signal),
+        connections_opened: ends.iter().map(|e| e.connections_opened).sum(),
+        now: ends.iter().map(|e| e.now).max().unwrap_or(0),
+        loop_times: times,
     };
     let mut warnings: Vec<String> = fd_warning.into_iter().collect();
-    let lag_p99 = recorder.lag_p99_s();
+    let lag_p99 = tally.lag_p99_s();
     if lag_p99 > 1e-3 {
         warnings.push(format!("generator lag p99 {:.3} ms exceeds 1 ms: requests left later than scheduled", lag_p99 * 1e3));
     }
@@ -431,12 +553,14 @@ fn run_one(
             wait * 1e3
         ));
     }
-    let mut summary = recorder.finish(end.now, 0, 0)?;
+    let mut summary = tally.summary();
     let fields = summary.as_object_mut().expect("summary is an object");
     fields.insert("mode".into(), mode.into());
     fields.insert("target".into(), config.target.to_string().into());
     fields.insert("connections_opened".into(), end.connections_opened.into());
+    fields.insert("threads".into(), count.into());
     fields.insert("loop_busy_fraction".into(), times.busy_fraction.into());
+    fields.insert("loop_busy_fraction_per_thread".into(), ends.iter().map(|e| e.loop_times.busy_fraction).collect::<Vec<_>>().into());
     fields.insert("loop_longest_pass_s".into(), times.longest_pass_s.into());
     fields.insert("loop_runqueue_wait_s".into(), times.runqueue_wait_s.into());
     fields.insert("loop_worst_second_runqueue_wait_s".into(), times.worst_second_runqueue_wait_s.into());
@@ -444,7 +568,7 @@ fn run_one(
     fields.insert("fd_limit".into(), fd_limit.into());
     fields.insert("interrupted_by_signal".into(), end.interrupted_by_signal.into());
     fields.insert("warnings".into(), warnings.clone().into());
-    fields.insert("workload".into(), workload.summary());
+    fields.insert("workload".into(), workload_summary);
     fields.insert(
         "config".into(),
         serde_json::json!({

@@ -1,4 +1,5 @@
-//! The thin I/O shell: one mio event loop thread driving the pure cores.
+//! The thin I/O shell: a mio event loop thread driving the pure cores. A run has one loop
+//! per `--threads`, each owning a [`Part`] of the clients (cli.rs merges their records).
 //!
 //! Pacing (docs/load.md): each wake-up is an absolute CLOCK_MONOTONIC deadline armed on a
 //! timerfd (timer slack set to 1 µs) [`SPIN`] early, then the loop busy-polls to the
@@ -12,7 +13,7 @@ use crate::content::ContentCheck;
 use crate::dispatch::{Action, ConnId, Dispatcher};
 use crate::record::{Attempt, Outcome, Recorder};
 use crate::response::ResponseReader;
-use crate::workload::{Nanos, Request, Workload};
+use crate::workload::{Nanos, Part, Request, Workload};
 use anyhow::Context;
 use mio::net::TcpStream;
 use mio::unix::SourceFd;
@@ -20,10 +21,10 @@ use mio::{Events, Interest, Poll, Token};
 use std::cmp::Reverse;
 use crate::ids::IdMap;
 use std::collections::{BinaryHeap, VecDeque};
-use std::io::{ErrorKind, IsTerminal, Read, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// How long before a deadline the loop stops sleeping and busy-polls.
 const SPIN: Nanos = 30_000;
@@ -46,8 +47,8 @@ pub fn catch_sigint() {
     }
 }
 
-/// Nanoseconds on CLOCK_MONOTONIC (the clock the timerfd uses).
-fn monotonic_ns() -> u64 {
+/// Nanoseconds on CLOCK_MONOTONIC (the clock the timerfd uses; a run's loops share its origin).
+pub fn monotonic_ns() -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: ts is a valid timespec to write into; CLOCK_MONOTONIC always exists on Linux.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
@@ -217,7 +218,19 @@ pub struct EngineConfig {
     pub verify_content: bool,
     /// Stop at this time; whatever is outstanding then is `interrupted`.
     pub stop_at: Option<Nanos>,
-    pub progress: bool,
+    /// The clients this loop owns (all of them with one thread).
+    pub part: Part,
+}
+
+/// A loop's running totals, published once per second for the progress line, which the
+/// run's main thread prints summed over its loops.
+#[derive(Default)]
+pub struct Progress {
+    pub issued: AtomicU64,
+    pub done: AtomicU64,
+    pub errors: AtomicU64,
+    pub in_flight: AtomicU64,
+    pub connections: AtomicU64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -266,6 +279,7 @@ pub struct Engine<'a> {
     deadlines: BinaryHeap<Reverse<(Nanos, u64, u32)>>,
     actions: VecDeque<Action>,
     recorder: &'a mut Recorder,
+    progress: &'a Progress,
     read_buffer: Vec<u8>,
     connections_opened: u64,
 }
@@ -289,7 +303,7 @@ fn bind_address_no_port(socket: &socket2::Socket) {
 }
 
 impl<'a> Engine<'a> {
-    pub fn new(config: EngineConfig, recorder: &'a mut Recorder) -> anyhow::Result<Self> {
+    pub fn new(config: EngineConfig, recorder: &'a mut Recorder, progress: &'a Progress) -> anyhow::Result<Self> {
         let poll = Poll::new().context("creating the epoll instance")?;
         let timer = Timer::new().context("creating the pacing timerfd")?;
         poll.registry().register(&mut SourceFd(&timer.fd.as_raw_fd()), TIMER, Interest::READABLE)?;
@@ -305,6 +319,7 @@ impl<'a> Engine<'a> {
             deadlines: BinaryHeap::new(),
             actions: VecDeque::new(),
             recorder,
+            progress,
             read_buffer: vec![0; 256 * 1024],
             connections_opened: 0,
         })
@@ -314,19 +329,19 @@ impl<'a> Engine<'a> {
         monotonic_ns() - self.start
     }
 
-    /// Run the workload to its end (or `stop_at`, or Ctrl-C).
-    pub fn run(&mut self, workload: &mut dyn Workload) -> anyhow::Result<RunEnd> {
+    /// Run the workload to its end (or `stop_at`, or Ctrl-C), times counted from `start`
+    /// ([`monotonic_ns`]; the same for every loop of a run).
+    pub fn run(&mut self, workload: &mut dyn Workload, start: u64) -> anyhow::Result<RunEnd> {
         let mut events = Events::with_capacity(1024);
         let mut due = Vec::new();
-        let mut next_progress = 1_000_000_000;
         let mut next_second = 1_000_000_000;
-        let progress_tty = std::io::stderr().is_terminal();
         let mut interrupted_by_signal = false;
-        self.start = monotonic_ns();
+        self.start = start;
         let mut clock = LoopClock::start();
         loop {
             let now = self.now();
-            if INTERRUPTED.swap(false, Ordering::SeqCst) {
+            // Every loop of the run sees the flag (it is never reset; the run ends).
+            if INTERRUPTED.load(Ordering::SeqCst) {
                 interrupted_by_signal = true;
                 break;
             }
@@ -345,11 +360,8 @@ impl<'a> Engine<'a> {
             self.recorder.tick(now, self.live.len() as u64, self.conns.len() as u64)?;
             if now >= next_second {
                 clock.second();
+                self.publish_progress();
                 next_second = (now / 1_000_000_000 + 1) * 1_000_000_000;
-            }
-            if self.config.progress && now >= next_progress {
-                self.print_progress(now, progress_tty);
-                next_progress = (now / 1_000_000_000 + 1) * 1_000_000_000;
             }
             let wake = [workload.next_due(), self.deadlines.peek().map(|Reverse((at, _, _))| *at), self.config.stop_at, Some((now / 1_000_000_000 + 1) * 1_000_000_000)]
                 .into_iter()
@@ -381,6 +393,7 @@ impl<'a> Engine<'a> {
         }
         let now = self.now();
         self.interrupt_all(now)?;
+        self.publish_progress();
         Ok(RunEnd {
             interrupted_by_signal,
             loop_times: clock.end(now),
@@ -389,20 +402,15 @@ impl<'a> Engine<'a> {
         })
     }
 
-    fn print_progress(&self, now: Nanos, tty: bool) {
-        let done: u64 = self.recorder.final_outcomes.values().sum();
-        let errors = done - self.recorder.ok_requests();
-        eprint!(
-            "{}load: {:>5}s issued {} done {} errors {} in flight {} connections {}{}",
-            if tty { "\r" } else { "" },
-            now / 1_000_000_000,
-            self.recorder.requests,
-            done,
-            errors,
-            self.live.len(),
-            self.conns.len(),
-            if tty { "   " } else { "\n" }
-        );
+    fn publish_progress(&self) {
+        let tally = &self.recorder.tally;
+        let done: u64 = tally.final_outcomes.values().sum();
+        let p = self.progress;
+        p.issued.store(tally.requests, Ordering::Relaxed);
+        p.done.store(done, Ordering::Relaxed);
+        p.errors.store(done - tally.ok_requests(), Ordering::Relaxed);
+        p.in_flight.store(self.live.len() as u64, Ordering::Relaxed);
+        p.connections.store(self.conns.len() as u64, Ordering::Relaxed);
     }
 
     /// Start attempt `attempt` of `request` (a retry when `attempt` > 0).
@@ -447,7 +455,7 @@ impl<'a> Engine<'a> {
                     let live = self.live.get_mut(&request).expect("dispatched requests are live");
                     live.place = Place::OnConn(conn);
                     live.attempt.dispatch = Some(now);
-                    live.attempt.conn_id = Some(conn);
+                    live.attempt.conn_id = Some(self.config.part.global(conn));
                     live.attempt.reuse_index = Some(reuse_index);
                     self.start_request(conn, request, now, workload)?;
                 }
@@ -456,7 +464,7 @@ impl<'a> Engine<'a> {
                     live.place = Place::OnConn(conn);
                     live.attempt.dispatch = Some(now);
                     live.attempt.connect_start = Some(now);
-                    live.attempt.conn_id = Some(conn);
+                    live.attempt.conn_id = Some(self.config.part.global(conn));
                     live.attempt.reuse_index = Some(0);
                     match self.connect(client) {
                         Ok(stream) => {

@@ -319,13 +319,9 @@ fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000 * 72, 3).expect("valid bounds")
 }
 
-/// Streams records and intervals; accumulates what summary.json needs.
-pub struct Recorder {
-    records: BackgroundFile,
-    record_row: RecordRow,
-    intervals: csv::Writer<BackgroundFile>,
-    current_second: u64,
-    current: Interval,
+/// What summary.json is computed from: counters and histograms, mergeable across the
+/// event-loop threads of one run (`load --threads`).
+pub struct Tally {
     pub requests: u64,
     pub attempts: u64,
     pub final_outcomes: BTreeMap<Outcome, u64>,
@@ -337,9 +333,100 @@ pub struct Recorder {
     ttfb: Histogram<u64>,
     service_time: Histogram<u64>,
     lag: Histogram<u64>,
+    /// Times an event loop waited for the disk because a file's queue was full.
+    writer_waits: u64,
 }
 
-#[derive(Serialize)]
+impl Default for Tally {
+    fn default() -> Self {
+        Tally {
+            requests: 0,
+            attempts: 0,
+            final_outcomes: BTreeMap::new(),
+            attempt_outcomes: BTreeMap::new(),
+            bytes: 0,
+            first_scheduled: None,
+            last_outcome: 0,
+            response_time: new_histogram(),
+            ttfb: new_histogram(),
+            service_time: new_histogram(),
+            lag: new_histogram(),
+            writer_waits: 0,
+        }
+    }
+}
+
+impl Tally {
+    pub fn ok_requests(&self) -> u64 {
+        self.final_outcomes.get(&Outcome::Ok).copied().unwrap_or(0)
+    }
+
+    pub fn duration_s(&self) -> f64 {
+        seconds(self.last_outcome.saturating_sub(self.first_scheduled.unwrap_or(0)))
+    }
+
+    pub fn lag_p99_s(&self) -> f64 {
+        if self.lag.is_empty() { 0.0 } else { self.lag.value_at_quantile(0.99) as f64 / 1e6 }
+    }
+
+    /// Add another loop's tally: the counts sum, the histograms merge, the run spans both.
+    pub fn merge(&mut self, other: &Tally) {
+        self.requests += other.requests;
+        self.attempts += other.attempts;
+        for (mine, theirs) in [(&mut self.final_outcomes, &other.final_outcomes), (&mut self.attempt_outcomes, &other.attempt_outcomes)] {
+            for (outcome, count) in theirs {
+                *mine.entry(*outcome).or_default() += count;
+            }
+        }
+        self.bytes += other.bytes;
+        self.first_scheduled = match (self.first_scheduled, other.first_scheduled) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.last_outcome = self.last_outcome.max(other.last_outcome);
+        for (mine, theirs) in [
+            (&mut self.response_time, &other.response_time),
+            (&mut self.ttfb, &other.ttfb),
+            (&mut self.service_time, &other.service_time),
+            (&mut self.lag, &other.lag),
+        ] {
+            mine.add(theirs).expect("histograms of the same bounds");
+        }
+        self.writer_waits += other.writer_waits;
+    }
+
+    /// The common part of summary.json.
+    pub fn summary(&self) -> serde_json::Value {
+        let names = |map: &BTreeMap<Outcome, u64>| -> BTreeMap<&'static str, u64> { map.iter().map(|(k, v)| (k.name(), *v)).collect() };
+        let duration = self.duration_s();
+        serde_json::json!({
+            "duration_s": duration,
+            "requests": self.requests,
+            "attempts": self.attempts,
+            "outcomes": names(&self.final_outcomes),
+            "attempt_outcomes": names(&self.attempt_outcomes),
+            "bytes": self.bytes,
+            "throughput_rps": if duration > 0.0 { self.ok_requests() as f64 / duration } else { 0.0 },
+            "response_time_s": describe(&self.response_time),
+            "ttfb_s": describe(&self.ttfb),
+            "service_time_s": describe(&self.service_time),
+            "lag_s": describe(&self.lag),
+            "record_writer_waits": self.writer_waits,
+        })
+    }
+}
+
+/// Streams records and intervals; accumulates what summary.json needs.
+pub struct Recorder {
+    records: BackgroundFile,
+    record_row: RecordRow,
+    intervals: csv::Writer<BackgroundFile>,
+    current_second: u64,
+    current: Interval,
+    pub tally: Tally,
+}
+
+#[derive(Serialize, serde::Deserialize)]
 struct IntervalRow {
     t_s: u64,
     issued: u64,
@@ -365,17 +452,7 @@ impl Recorder {
             intervals: open("intervals.csv")?,
             current_second: 0,
             current: Interval::default(),
-            requests: 0,
-            attempts: 0,
-            final_outcomes: BTreeMap::new(),
-            attempt_outcomes: BTreeMap::new(),
-            bytes: 0,
-            first_scheduled: None,
-            last_outcome: 0,
-            response_time: new_histogram(),
-            ttfb: new_histogram(),
-            service_time: new_histogram(),
-            lag: new_histogram(),
+            tally: Tally::default(),
         })
     }
 
@@ -400,32 +477,34 @@ impl Recorder {
 
     /// A logical request was issued (its first attempt); `lag` = issue minus schedule.
     pub fn issued(&mut self, scheduled: Nanos, issued: Nanos) {
-        self.requests += 1;
+        let tally = &mut self.tally;
+        tally.requests += 1;
         self.current.issued += 1;
-        self.first_scheduled = Some(self.first_scheduled.map_or(scheduled, |first| first.min(scheduled)));
-        self.lag.saturating_record((issued.saturating_sub(scheduled) / 1_000).max(1));
+        tally.first_scheduled = Some(tally.first_scheduled.map_or(scheduled, |first| first.min(scheduled)));
+        tally.lag.saturating_record((issued.saturating_sub(scheduled) / 1_000).max(1));
     }
 
     /// An attempt ended at `now` with `outcome`; `is_final` when it carries the request's final outcome.
     pub fn attempt_ended(&mut self, attempt: &Attempt, path: &str, outcome: Outcome, error: &str, is_final: bool, now: Nanos) -> anyhow::Result<()> {
-        self.attempts += 1;
-        *self.attempt_outcomes.entry(outcome).or_default() += 1;
-        self.bytes += attempt.bytes;
+        let tally = &mut self.tally;
+        tally.attempts += 1;
+        *tally.attempt_outcomes.entry(outcome).or_default() += 1;
+        tally.bytes += attempt.bytes;
         self.current.bytes += attempt.bytes;
-        self.last_outcome = self.last_outcome.max(now);
+        tally.last_outcome = tally.last_outcome.max(now);
         if is_final {
-            *self.final_outcomes.entry(outcome).or_default() += 1;
+            *tally.final_outcomes.entry(outcome).or_default() += 1;
             self.current.completed += 1;
             if outcome != Outcome::Ok {
                 self.current.errors += 1;
             } else {
                 let us = |ns: Nanos| (ns / 1_000).max(1);
-                self.response_time.saturating_record(us(now.saturating_sub(attempt.scheduled)));
+                tally.response_time.saturating_record(us(now.saturating_sub(attempt.scheduled)));
                 if let Some(first_byte) = attempt.first_byte {
-                    self.ttfb.saturating_record(us(first_byte.saturating_sub(attempt.scheduled)));
+                    tally.ttfb.saturating_record(us(first_byte.saturating_sub(attempt.scheduled)));
                 }
                 if let Some(sent) = attempt.sent {
-                    self.service_time.saturating_record(us(now.saturating_sub(sent)));
+                    tally.service_time.saturating_record(us(now.saturating_sub(sent)));
                 }
             }
         }
@@ -433,46 +512,83 @@ impl Recorder {
         Ok(())
     }
 
-    pub fn ok_requests(&self) -> u64 {
-        self.final_outcomes.get(&Outcome::Ok).copied().unwrap_or(0)
-    }
-
-    pub fn duration_s(&self) -> f64 {
-        seconds(self.last_outcome.saturating_sub(self.first_scheduled.unwrap_or(0)))
-    }
-
-    pub fn lag_p99_s(&self) -> f64 {
-        if self.lag.is_empty() { 0.0 } else { self.lag.value_at_quantile(0.99) as f64 / 1e6 }
-    }
-
-    /// Flush the files and return the common part of summary.json.
-    pub fn finish(mut self, now: Nanos, in_flight: u64, connections_open: u64) -> anyhow::Result<serde_json::Value> {
+    /// Flush the files and return the tally (summary.json's figures).
+    pub fn finish(mut self, now: Nanos, in_flight: u64, connections_open: u64) -> anyhow::Result<Tally> {
         self.tick(now + 1_000_000_000, in_flight, connections_open)?;
-        let names = |map: &BTreeMap<Outcome, u64>| -> BTreeMap<&'static str, u64> { map.iter().map(|(k, v)| (k.name(), *v)).collect() };
-        let duration = self.duration_s();
-        let summary = serde_json::json!({
-            "duration_s": duration,
-            "requests": self.requests,
-            "attempts": self.attempts,
-            "outcomes": names(&self.final_outcomes),
-            "attempt_outcomes": names(&self.attempt_outcomes),
-            "bytes": self.bytes,
-            "throughput_rps": if duration > 0.0 { self.ok_requests() as f64 / duration } else { 0.0 },
-            "response_time_s": describe(&self.response_time),
-            "ttfb_s": describe(&self.ttfb),
-            "service_time_s": describe(&self.service_time),
-            "lag_s": describe(&self.lag),
-        });
-        let mut summary = summary;
-        let mut waits = 0;
         let intervals = self.intervals.into_inner().map_err(|err| err.into_error()).context("writing intervals.csv")?;
         for (mut file, name) in [(self.records, "records.csv"), (intervals, "intervals.csv")] {
             file.finish().with_context(|| format!("writing {name}"))?;
-            waits += file.waits;
+            self.tally.writer_waits += file.waits;
         }
-        summary["record_writer_waits"] = waits.into();
-        Ok(summary)
+        Ok(self.tally)
     }
+}
+
+/// Column of `records.csv` the merge orders rows by: when the attempt ended.
+const END_COLUMN: usize = 19;
+
+/// A row's `last_byte_s` in µs (six decimals, the point removed).
+fn end_micros(row: &csv::ByteRecord) -> anyhow::Result<u64> {
+    let field = row.get(END_COLUMN).context("a records.csv row without last_byte_s")?;
+    let digits: Vec<u8> = field.iter().copied().filter(|&b| b != b'.').collect();
+    std::str::from_utf8(&digits).ok().and_then(|d| d.parse().ok()).with_context(|| format!("last_byte_s {:?}", String::from_utf8_lossy(field)))
+}
+
+/// Join the event loops' files (`load --threads`) in `dir`: `records.csv` rows merged in
+/// order of their end (each loop writes its rows in that order, so a k-way merge keeps a
+/// one-loop run's order), `intervals.csv` summed second by second. The parts' directories
+/// are removed once both files are complete.
+pub fn merge_parts(dir: &Path, parts: &[std::path::PathBuf]) -> anyhow::Result<()> {
+    use std::cmp::Reverse;
+    use std::collections::BinaryHeap;
+    let mut readers = Vec::new();
+    for part in parts {
+        let path = part.join("records.csv");
+        readers.push(csv::Reader::from_path(&path).with_context(|| format!("reading {}", path.display()))?);
+    }
+    let records_path = dir.join("records.csv");
+    let file = File::create(&records_path).with_context(|| format!("creating {}", records_path.display()))?;
+    let mut out = csv::Writer::from_writer(BufWriter::with_capacity(CHUNK, file));
+    out.write_record(RECORD_COLUMNS)?;
+    let mut heads: Vec<csv::ByteRecord> = vec![csv::ByteRecord::new(); readers.len()];
+    let mut queue = BinaryHeap::new();
+    for (index, reader) in readers.iter_mut().enumerate() {
+        if reader.read_byte_record(&mut heads[index])? {
+            queue.push(Reverse((end_micros(&heads[index])?, index)));
+        }
+    }
+    while let Some(Reverse((_, index))) = queue.pop() {
+        out.write_byte_record(&heads[index])?;
+        if readers[index].read_byte_record(&mut heads[index])? {
+            queue.push(Reverse((end_micros(&heads[index])?, index)));
+        }
+    }
+    out.flush().with_context(|| format!("writing {}", records_path.display()))?;
+
+    let mut seconds: BTreeMap<u64, IntervalRow> = BTreeMap::new();
+    for part in parts {
+        let path = part.join("intervals.csv");
+        for row in csv::Reader::from_path(&path).with_context(|| format!("reading {}", path.display()))?.deserialize() {
+            let row: IntervalRow = row.with_context(|| format!("reading {}", path.display()))?;
+            let sum = seconds.entry(row.t_s).or_insert(IntervalRow { t_s: row.t_s, issued: 0, completed: 0, bytes: 0, in_flight: 0, errors: 0, connections_open: 0 });
+            sum.issued += row.issued;
+            sum.completed += row.completed;
+            sum.bytes += row.bytes;
+            sum.in_flight += row.in_flight;
+            sum.errors += row.errors;
+            sum.connections_open += row.connections_open;
+        }
+    }
+    let intervals_path = dir.join("intervals.csv");
+    let mut intervals = csv::Writer::from_path(&intervals_path).with_context(|| format!("creating {}", intervals_path.display()))?;
+    for row in seconds.values() {
+        intervals.serialize(row)?;
+    }
+    intervals.flush().with_context(|| format!("writing {}", intervals_path.display()))?;
+    for part in parts {
+        std::fs::remove_dir_all(part).with_context(|| format!("removing {}", part.display()))?;
+    }
+    Ok(())
 }
 
 /// Write `summary.json` atomically enough for readers (write then rename).
@@ -603,7 +719,7 @@ mod tests {
         recorder.attempt_ended(&attempt, "/a", Outcome::Aborted, "", false, 1_500_000_000).unwrap();
         attempt.attempt = 1;
         recorder.attempt_ended(&attempt, "/a", Outcome::Ok, "", true, 2_500_000_000).unwrap();
-        let summary = recorder.finish(3_000_000_000, 0, 0).unwrap();
+        let summary = recorder.finish(3_000_000_000, 0, 0).unwrap().summary();
         assert_eq!(summary["requests"], 1);
         assert_eq!(summary["attempts"], 2);
         assert_eq!(summary["outcomes"]["ok"], 1);

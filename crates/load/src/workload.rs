@@ -9,6 +9,7 @@
 //! - [`Sessions`]: Poisson session arrivals or closed-loop users (003 §5.1), each session
 //!   a Markov chain over URL groups (003 §2); a failed request (incl. a missed delay bound
 //!   of its class, 003 §5.2) aborts its session.
+//! - [`OpenPart`]: one event-loop thread's share of an open workload (`load --threads`).
 
 use crate::session::{Arrivals, SessionModel};
 use crate::think::ThinkTime;
@@ -19,9 +20,34 @@ use rand_distr::{Distribution, Exp};
 use serde::Deserialize;
 use std::cmp::Reverse;
 use crate::ids::IdMap;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 
 pub type Nanos = u64;
+
+/// One event-loop thread's share of a run (`load --threads N`): loop `index` of `count`
+/// owns the clients with `client mod count == index`, so each client's connections, its
+/// connection limit and its FIFO of waiting requests live in one loop (000 §2.4's rules
+/// keep their meaning). Ids a loop makes itself (connections, closed-loop requests) are
+/// numbered `local * count + index`, so they stay unique across the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Part {
+    pub index: u32,
+    pub count: u32,
+}
+
+impl Part {
+    /// The whole run on one loop.
+    pub const WHOLE: Part = Part { index: 0, count: 1 };
+
+    pub fn owns(self, client: u32) -> bool {
+        client % self.count == self.index
+    }
+
+    /// A run-wide id for this loop's `local` id.
+    pub fn global(self, local: u64) -> u64 {
+        local * u64::from(self.count) + u64::from(self.index)
+    }
+}
 
 /// One logical request.
 #[derive(Debug, Clone, PartialEq)]
@@ -202,6 +228,58 @@ impl Workload for PoissonOpen {
     }
 }
 
+/// One loop's share of an open workload (trace replay, Poisson): every loop draws the whole
+/// sequence (the same file or seed) and keeps its own clients' requests, so ids, clients and
+/// times are those of a one-loop run. It reads ahead to its next own request, so the loop
+/// wakes only for requests it sends (open workloads take no feedback from completions).
+pub struct OpenPart<W> {
+    whole: W,
+    part: Part,
+    own: VecDeque<Request>,
+    scratch: Vec<Request>,
+}
+
+impl<W: Workload> OpenPart<W> {
+    pub fn new(whole: W, part: Part) -> anyhow::Result<Self> {
+        let mut open = OpenPart { whole, part, own: VecDeque::new(), scratch: Vec::new() };
+        open.read_ahead()?;
+        Ok(open)
+    }
+
+    /// Draw from the whole sequence until one of this part's requests is known (or none is left).
+    fn read_ahead(&mut self) -> anyhow::Result<()> {
+        while self.own.is_empty() {
+            let Some(at) = self.whole.next_due() else { return Ok(()) };
+            self.whole.poll_due(at, &mut self.scratch)?;
+            let part = self.part;
+            self.own.extend(self.scratch.drain(..).filter(|request| part.owns(request.client)));
+        }
+        Ok(())
+    }
+}
+
+impl<W: Workload> Workload for OpenPart<W> {
+    fn poll_due(&mut self, now: Nanos, due: &mut Vec<Request>) -> anyhow::Result<()> {
+        while self.own.front().is_some_and(|next| next.scheduled <= now) {
+            due.push(self.own.pop_front().expect("checked"));
+            self.read_ahead()?;
+        }
+        Ok(())
+    }
+
+    fn next_due(&self) -> Option<Nanos> {
+        self.own.front().map(|next| next.scheduled)
+    }
+
+    fn finished(&mut self, request: &Request, ok: bool, now: Nanos) {
+        self.whole.finished(request, ok, now);
+    }
+
+    fn exhausted(&self) -> bool {
+        self.own.is_empty() && self.whole.exhausted()
+    }
+}
+
 /// Timers ordered by due time, then insertion order (deterministic ties).
 struct Timers<T> {
     heap: BinaryHeap<Reverse<(Nanos, u64)>>,
@@ -240,17 +318,19 @@ pub struct ClosedUsers {
     paths: Vec<String>,
     ready: Timers<u32>,
     outstanding: u64,
-    next_id: u64,
+    issued: u64,
+    part: Part,
     rng: SmallRng,
 }
 
 impl ClosedUsers {
-    pub fn new(users: u32, think: ThinkTime, end: Nanos, paths: Vec<String>, rng: SmallRng) -> Self {
+    /// The users of `part` among `users` (all of them for [`Part::WHOLE`]).
+    pub fn new(users: u32, think: ThinkTime, end: Nanos, paths: Vec<String>, rng: SmallRng, part: Part) -> Self {
         let mut ready = Timers::new();
-        for user in 0..users {
+        for user in (0..users).filter(|&user| part.owns(user)) {
             ready.push(0, user);
         }
-        ClosedUsers { think, end, paths, ready, outstanding: 0, next_id: 0, rng }
+        ClosedUsers { think, end, paths, ready, outstanding: 0, issued: 0, part, rng }
     }
 }
 
@@ -258,7 +338,7 @@ impl Workload for ClosedUsers {
     fn poll_due(&mut self, now: Nanos, due: &mut Vec<Request>) -> anyhow::Result<()> {
         while let Some((at, user)) = self.ready.pop_due(now) {
             due.push(Request {
-                id: self.next_id,
+                id: self.part.global(self.issued),
                 client: user,
                 session: -1,
                 class: 0,
@@ -267,7 +347,7 @@ impl Workload for ClosedUsers {
                 scheduled: at,
                 delay_bound: None,
             });
-            self.next_id += 1;
+            self.issued += 1;
             self.outstanding += 1;
         }
         Ok(())
@@ -554,7 +634,7 @@ mod tests {
     #[test]
     fn closed_users_wait_for_their_response_and_think() {
         let think = ThinkTime::Constant { s: 1.0 };
-        let mut users = ClosedUsers::new(2, think, 10_000_000_000, vec!["/x".into()], SmallRng::seed_from_u64(1));
+        let mut users = ClosedUsers::new(2, think, 10_000_000_000, vec!["/x".into()], SmallRng::seed_from_u64(1), Part::WHOLE);
         let first = drain(&mut users, 0);
         assert_eq!(first.len(), 2);
         assert!(drain(&mut users, 5_000_000_000).is_empty(), "nobody issues before a response");
@@ -610,5 +690,53 @@ mod tests {
         let summary = sessions.summary();
         assert_eq!((summary["sessions_aborted"].as_u64(), summary["sessions_unfinished"].as_u64()), (Some(1), Some(2)));
         assert_eq!(summary["arrivals"], "users");
+    }
+
+    /// Draw a workload to its end in steps of `step` ns, reporting each request finished.
+    fn run_out(workload: &mut dyn Workload, step: Nanos) -> Vec<Request> {
+        let (mut all, mut now) = (Vec::new(), 0);
+        while !workload.exhausted() {
+            let due = drain(workload, now);
+            for request in &due {
+                workload.finished(request, true, now);
+            }
+            all.extend(due);
+            now += step;
+        }
+        all
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn open_parts_split_the_whole_sequence_by_client(count in 1u32..5, clients in 1u32..9, seed: u64) {
+            let whole = |seed| PoissonOpen::new(5_000.0, 200_000_000, vec!["/a".into(), "/b".into()], clients, SmallRng::seed_from_u64(seed));
+            let expected = run_out(&mut whole(seed), 1_000_000);
+            let mut merged = Vec::new();
+            for index in 0..count {
+                let part = Part { index, count };
+                let mine = run_out(&mut OpenPart::new(whole(seed), part).unwrap(), 1_000_000);
+                proptest::prop_assert!(mine.iter().all(|r| part.owns(r.client)));
+                proptest::prop_assert!(mine.windows(2).all(|w| w[0].scheduled <= w[1].scheduled));
+                merged.extend(mine);
+            }
+            merged.sort_by_key(|r| r.id);
+            proptest::prop_assert_eq!(merged, expected);
+        }
+
+        #[test]
+        fn closed_parts_own_disjoint_users_and_ids(count in 1u32..5, users in 1u32..12) {
+            let mut ids = std::collections::HashSet::new();
+            let mut seen_users = std::collections::BTreeSet::new();
+            for index in 0..count {
+                let part = Part { index, count };
+                let mut closed = ClosedUsers::new(users, ThinkTime::None, 5_000_000, vec!["/a".into()], SmallRng::seed_from_u64(1), part);
+                for request in run_out(&mut closed, 1_000_000) {
+                    proptest::prop_assert!(part.owns(request.client) && request.client < users);
+                    proptest::prop_assert!(ids.insert(request.id), "id {} twice", request.id);
+                    seen_users.insert(request.client);
+                }
+            }
+            proptest::prop_assert_eq!(seen_users.len() as u32, users);
+        }
     }
 }
