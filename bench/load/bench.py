@@ -1,17 +1,17 @@
 """`sojourn-engine load` against its peers on loopback (see run.sh for usage).
 
-1. Capacity: `load capacity` (C keep-alive connections, every record written) vs
-   `wrk -t1 -cC`, rounds alternating, against one nginx worker serving 1 KiB; ratio of
-   median requests/s (issue 3 asks for >= 1.0), and CPU time (user + system) per request
-   of each generator, which other load on a shared machine disturbs less.
+1. Capacity: `load capacity --threads T` (C keep-alive connections, every record written)
+   vs `wrk -tT -cC`, for each T of --threads (default 1 and 2), rounds alternating, against
+   one nginx worker serving 1 KiB; paired ratios of requests/s, and CPU time (user +
+   system) per request of each generator, which other load on a shared machine disturbs less.
 2. Open loop at 20,000 requests/s: `load open --rate 20000` (Poisson) — achieved rate vs
    target and generator lag p99 (asks: within 1 %, <= 1 ms) — beside wrk2 -R 20000
    (constant rate), whose achieved rate and corrected latency percentiles are printed.
 
-With root and at least two CPUs, the generators and the nginx worker run SCHED_FIFO
-(chrt -f 20), the generator pinned to CPU 0 and nginx to CPU 1, the same for every generator,
-so that other work on a shared machine does not decide the figures (--no-rt to disable).
-Writes bench/out/load.json.
+By default everything runs as a user runs it: no pinning, no real-time priority (the figure
+that counts). With --tuned (root, at least two CPUs) the generators and the nginx worker run
+SCHED_FIFO (chrt -f 20), the generator pinned to CPU 0 and nginx to CPU 1, the same for every
+generator. Writes bench/out/load.json (load-tuned.json with --tuned).
 """
 
 from __future__ import annotations
@@ -88,15 +88,18 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=5.0, help="duration of each run (default %(default)s)")
     parser.add_argument("--rounds", type=int, default=3, help="paired rounds (load then its peer), capacity and open loop each (default %(default)s)")
     parser.add_argument("--connections", type=int, default=64, help="connections for the capacity runs (default %(default)s)")
-    parser.add_argument("--no-rt", action="store_true", help="do not use SCHED_FIFO even as root")
+    parser.add_argument("--threads", default="1,2", help="generator threads to compare at, comma separated (default %(default)s)")
+    parser.add_argument("--tuned", action="store_true", help="SCHED_FIFO and pinning (root, two CPUs); default: plain")
     args = parser.parse_args()
-    rt = (os.geteuid() == 0 and shutil.which("chrt") is not None and shutil.which("taskset") is not None
-          and (os.cpu_count() or 1) >= 2 and not args.no_rt)
+    thread_counts = [int(t) for t in args.threads.split(",")]
+    rt = args.tuned
+    if rt and not (os.geteuid() == 0 and shutil.which("chrt") and shutil.which("taskset") and (os.cpu_count() or 1) >= 2):
+        raise SystemExit("--tuned needs root, chrt, taskset and two CPUs")
     engine = str(engine_path())
     wrk2 = os.environ.get("WRK2", "/tmp/wrk2/wrk")
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed (apt-get install wrk)")
-    result: dict = {"realtime": rt, "seconds": args.seconds, "connections": args.connections, "path": PATH}
+    result: dict = {"tuned": rt, "seconds": args.seconds, "connections": args.connections, "path": PATH}
     with tempfile.TemporaryDirectory(prefix="sojourn-bench-load-") as scratch:
         work = Path(scratch)
         root = work / "docroot"
@@ -110,38 +113,42 @@ def main() -> int:
                     subprocess.run(["chrt", "-f", "-p", "20", str(pid)], check=True)
                     subprocess.run(["taskset", "-pc", "1", str(pid)], check=True, capture_output=True)
             url = f"http://127.0.0.1:{port}{PATH}"
-            ours, theirs, ours_cpu, theirs_cpu, steal = [], [], [], [], []
-            for round_number in range(args.rounds):
-                out = work / f"cap{round_number}"
-                steal_before = steal_s()
-                cpu_before = children_cpu_s()
-                subprocess.run(realtime([engine, "load", "capacity", "--target", f"127.0.0.1:{port}", "--out", str(out),
-                                         "--connections", str(args.connections), "--duration", str(args.seconds),
-                                         "--path", PATH, "--requests-per-conn", "0", "--quiet"], rt),
-                               check=True, capture_output=True)
-                cpu = children_cpu_s() - cpu_before
-                summary = json.loads((out / f"c{args.connections}" / "summary.json").read_text())
-                rows = sum(1 for _ in open(out / f"c{args.connections}" / "records.csv")) - 1
-                assert rows == summary["attempts"], "every record written"
-                ours.append(summary["throughput_rps"])
-                ours_cpu.append(cpu / rows * 1e6)
-                cpu_before = children_cpu_s()
-                wrk = subprocess.run(realtime(["wrk", "-t1", f"-c{args.connections}", f"-d{args.seconds:g}s", url], rt),
-                                     check=True, capture_output=True, text=True)
-                theirs_cpu.append((children_cpu_s() - cpu_before) / wrk_requests(wrk.stdout) * 1e6)
-                theirs.append(wrk_rps(wrk.stdout))
-                steal.append(steal_s() - steal_before)
-                print(f"capacity round {round_number}: sojourn load {ours[-1]:.0f}/s ({ours_cpu[-1]:.2f} µs CPU per request), "
-                      f"wrk {theirs[-1]:.0f}/s ({theirs_cpu[-1]:.2f} µs CPU per request), steal over the pair {steal[-1]:.2f} s", flush=True)
-            result["capacity"] = {"sojourn_rps": ours, "wrk_rps": theirs,
-                                  "sojourn_cpu_us_per_request": ours_cpu, "wrk_cpu_us_per_request": theirs_cpu,
-                                  "ratio_of_medians": statistics.median(ours) / statistics.median(theirs),
-                                  # Rounds run in pairs (load, then wrk): the ratio within a pair cancels the
-                                  # machine's slow drifts; its median and range are the figure to quote.
-                                  "paired_ratios": [a / b for a, b in zip(ours, theirs)],
-                                  "paired_cpu_ratios": [b / a for a, b in zip(ours_cpu, theirs_cpu)],
-                                  "steal_s_per_pair": steal,
-                                  "cpu_ratio_of_medians": statistics.median(theirs_cpu) / statistics.median(ours_cpu)}
+            result["capacity"] = {}
+            for threads in thread_counts:
+                ours, theirs, ours_cpu, theirs_cpu, steal = [], [], [], [], []
+                for round_number in range(args.rounds):
+                    out = work / f"cap{threads}-{round_number}"
+                    steal_before = steal_s()
+                    cpu_before = children_cpu_s()
+                    subprocess.run(realtime([engine, "load", "capacity", "--target", f"127.0.0.1:{port}", "--out", str(out),
+                                             "--connections", str(args.connections), "--duration", str(args.seconds),
+                                             "--path", PATH, "--requests-per-conn", "0", "--threads", str(threads), "--quiet"], rt),
+                                   check=True, capture_output=True)
+                    cpu = children_cpu_s() - cpu_before
+                    summary = json.loads((out / f"c{args.connections}" / "summary.json").read_text())
+                    rows = sum(1 for _ in open(out / f"c{args.connections}" / "records.csv")) - 1
+                    assert rows == summary["attempts"], "every record written"
+                    ours.append(summary["throughput_rps"])
+                    ours_cpu.append(cpu / rows * 1e6)
+                    cpu_before = children_cpu_s()
+                    wrk = subprocess.run(realtime(["wrk", f"-t{threads}", f"-c{args.connections}", f"-d{args.seconds:g}s", url], rt),
+                                         check=True, capture_output=True, text=True)
+                    theirs_cpu.append((children_cpu_s() - cpu_before) / wrk_requests(wrk.stdout) * 1e6)
+                    theirs.append(wrk_rps(wrk.stdout))
+                    steal.append(steal_s() - steal_before)
+                    print(f"capacity, {threads} thread(s), round {round_number}: sojourn load {ours[-1]:.0f}/s "
+                          f"({ours_cpu[-1]:.2f} µs CPU per request), wrk {theirs[-1]:.0f}/s ({theirs_cpu[-1]:.2f} µs CPU per "
+                          f"request), steal over the pair {steal[-1]:.2f} s", flush=True)
+                result["capacity"][str(threads)] = {
+                    "sojourn_rps": ours, "wrk_rps": theirs,
+                    "sojourn_cpu_us_per_request": ours_cpu, "wrk_cpu_us_per_request": theirs_cpu,
+                    "ratio_of_medians": statistics.median(ours) / statistics.median(theirs),
+                    # Rounds run in pairs (load, then wrk): the ratio within a pair cancels the
+                    # machine's slow drifts; its median and range are the figure to quote.
+                    "paired_ratios": [a / b for a, b in zip(ours, theirs)],
+                    "paired_cpu_ratios": [b / a for a, b in zip(ours_cpu, theirs_cpu)],
+                    "steal_s_per_pair": steal,
+                    "cpu_ratio_of_medians": statistics.median(theirs_cpu) / statistics.median(ours_cpu)}
 
             result["open"], result["wrk2"] = [], []
             for round_number in range(args.rounds):
@@ -191,14 +198,12 @@ def main() -> int:
                       f"nginx served {row['nginx_served']}, corrected latency {({k: round(v, 3) for k, v in row.items() if k.endswith('_ms')})}", flush=True)
     out_dir = REPO / "bench" / "out"
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "load.json").write_text(json.dumps(result, indent=2) + "\n")
-    cap = result["capacity"]
-    paired, paired_cpu = cap["paired_ratios"], cap["paired_cpu_ratios"]
-    print(f"capacity ratio sojourn/wrk (medians): {cap['ratio_of_medians']:.2f}; "
-          f"CPU per request wrk/sojourn (medians): {cap['cpu_ratio_of_medians']:.2f}")
-    print(f"paired rounds: requests/s ratio median {statistics.median(paired):.3f} (range {min(paired):.3f}-{max(paired):.3f}, "
-          f"{sum(r >= 1.0 for r in paired)} of {len(paired)} >= 1.0); CPU per request wrk/sojourn median "
-          f"{statistics.median(paired_cpu):.3f} (range {min(paired_cpu):.3f}-{max(paired_cpu):.3f})")
+    (out_dir / ("load-tuned.json" if rt else "load.json")).write_text(json.dumps(result, indent=2) + "\n")
+    for threads, cap in result["capacity"].items():
+        paired, paired_cpu = cap["paired_ratios"], cap["paired_cpu_ratios"]
+        print(f"{'tuned' if rt else 'plain'}, {threads} thread(s): paired requests/s ratio sojourn/wrk median "
+              f"{statistics.median(paired):.3f} (range {min(paired):.3f}-{max(paired):.3f}); CPU per request wrk/sojourn "
+              f"median {statistics.median(paired_cpu):.3f} (range {min(paired_cpu):.3f}-{max(paired_cpu):.3f})")
     if result["open"]:
         lags = [row["lag_p99_ms"] for row in result["open"]]
         print(f"open 20k/s: lag p99 per round {', '.join(f'{lag:.3f}' for lag in lags)} ms; "

@@ -1,0 +1,45 @@
+"""Measured against ideal SRPT, per run of an experiment (docs/analysis.md):
+
+    .venv/bin/python bench/ideal/against_ideal.py results/srpt-ideal [--policy srpt]
+
+For each run's first repetition: the measured / ideal mean response time per size bin (000 §3
+cutoffs) and where the excess lies (decompose.against_ideal), from the saved records and
+ideal.parquet only. Writes bench/out/<experiment>-against-ideal.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import sojourn.results
+from sojourn.analysis.decompose import against_ideal
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("results", type=Path, help="an experiment's results directory")
+    parser.add_argument("--policy", default="srpt", choices=["srpt", "ps"], help="ideal schedule to compare with")
+    args = parser.parse_args()
+    experiment = sojourn.results.open(args.results)
+    out = {}
+    for rep in experiment.repetitions:
+        if rep.rep != 0:
+            continue
+        table = against_ideal(rep.requests(), rep.ideal(), policy=args.policy)
+        out[rep.run] = table.to_dict(orient="records")
+        print(f"\n{rep.run}: measured / ideal {args.policy}")
+        print(table[["size_bin", "requests", "measured_mean_s", "ideal_mean_s", "ratio", "handshake_excess_share",
+                     "to_first_byte_excess_share", "transfer_excess_share"]].to_string(index=False, float_format="%.4g"))
+    path = REPO / "bench" / "out" / f"{args.results.name}-against-ideal.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=2, default=float) + "\n")
+    print(f"\n-> {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
