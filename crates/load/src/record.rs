@@ -733,4 +733,43 @@ mod tests {
         assert_eq!(intervals.lines().count(), 1 + 4);
         std::fs::remove_dir_all(&dir).unwrap();
     }
+
+    #[test]
+    fn parts_merge_in_order_of_completion_and_intervals_sum() {
+        let dir = std::env::temp_dir().join(format!("sojourn-load-merge-{}", std::process::id()));
+        let parts = [dir.join(".loop-0"), dir.join(".loop-1")];
+        // Loop 0 ends requests at 1 s and 3 s, loop 1 at 2 s (a path CSV must quote) and 4 s.
+        for (part, (ends, path)) in parts.iter().zip([([1u64, 3], "/a"), ([2, 4], "/b,\"c\"\nd")]) {
+            let mut recorder = Recorder::create(part).unwrap();
+            for (i, end) in ends.iter().enumerate() {
+                let attempt = Attempt { request_id: end * 10, client: i as u32, bytes: 5, ..Attempt::default() };
+                recorder.issued(0, 0);
+                recorder.tick(end * 1_000_000_000 - 1, 1, 1).unwrap();
+                recorder.attempt_ended(&attempt, path, Outcome::Ok, "", true, end * 1_000_000_000).unwrap();
+            }
+            recorder.finish(5_000_000_000, 0, 0).unwrap();
+        }
+        let expected_rows: Vec<String> = {
+            let mut rows = Vec::new();
+            for part in &parts {
+                let text = std::fs::read_to_string(part.join("records.csv")).unwrap();
+                let mut reader = csv::Reader::from_reader(text.as_bytes());
+                rows.extend(reader.records().map(|r| r.unwrap().iter().collect::<Vec<_>>().join("|")));
+            }
+            rows.sort_by_key(|row| row.split('|').nth(END_COLUMN).unwrap().replace('.', "").parse::<u64>().unwrap());
+            rows
+        };
+        merge_parts(&dir, &parts).unwrap();
+        let merged = std::fs::read_to_string(dir.join("records.csv")).unwrap();
+        let mut reader = csv::Reader::from_reader(merged.as_bytes());
+        let ids: Vec<String> = reader.records().map(|r| r.unwrap().iter().collect::<Vec<_>>().join("|")).collect();
+        assert_eq!(ids, expected_rows, "rows byte-identical, ordered by last_byte_s");
+        assert_eq!(ids.iter().map(|row| row.split('|').next().unwrap()).collect::<Vec<_>>(), ["10", "20", "30", "40"]);
+        assert!(merged.contains("\"/b,\"\"c\"\"\nd\""), "the quoted path is written as the csv crate quotes it");
+        let intervals = std::fs::read_to_string(dir.join("intervals.csv")).unwrap();
+        let completed: u64 = intervals.lines().skip(1).map(|l| l.split(',').nth(2).unwrap().parse::<u64>().unwrap()).sum();
+        assert_eq!(completed, 4);
+        assert!(parts.iter().all(|part| !part.exists()), "part directories removed");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
