@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Benchmark: sojourn-engine serve (fair, srpt) against Debian's nginx on loopback.
+# Benchmark: sojourn-engine serve (fair, srpt) against Debian's nginx and h2o on loopback.
 #
 #   bench/server/run.sh            (DURATION=5 CONNECTIONS=64 WORKERS=2 IDLE=10000 to change)
 #
-# Both servers: WORKERS worker threads/processes, sendfile on, keep-alive, the same
-# Combined Log Format access log to a file. wrk (keep-alive) fetches 1 KiB, 10 KiB
+# Every server: WORKERS worker threads/processes, keep-alive, an access log to a file
+# (nginx and sojourn: sendfile on; h2o sends files its own way). h2o is the fastest static
+# server in recent public benchmarks; it is skipped with a note when not installed. wrk (keep-alive) fetches 1 KiB, 10 KiB
 # and 100 KiB files; the script prints requests/s and the ratios sojourn/nginx and
 # srpt/fair. The machine may be shared: the three servers take turns (in a rotating
 # order) for ROUNDS rounds and the best round of each server is reported (other jobs
@@ -54,6 +55,23 @@ chmod -R a+rX "$work"
 port_sojourn=18480
 port_srpt=18481
 port_nginx=18490
+port_h2o=18495
+servers=(sojourn-fair sojourn-srpt nginx)
+if command -v h2o >/dev/null; then
+    servers+=(h2o)
+    {
+        [ "$(id -u)" = 0 ] && echo "user: root"
+        printf 'listen:\n  host: 127.0.0.1\n  port: %s\n' "$port_h2o"
+        echo "num-threads: $WORKERS"
+        echo "max-connections: $((IDLE + 1000))"
+        echo "pid-file: $work/h2o.pid"
+        echo "error-log: $work/h2o-error.log"
+        echo "access-log: $work/h2o-access.log"
+        printf 'hosts:\n  default:\n    paths:\n      /:\n        file.dir: %s\n' "$work/root"
+    } > "$work/h2o.conf"
+else
+    echo "bench/server: h2o is not installed: its column is skipped (scripts/setup-system.sh installs it)" >&2
+fi
 cat > "$work/nginx.conf" <<CONF
 worker_processes $WORKERS;
 daemon off;
@@ -85,6 +103,11 @@ CONF
 start_sojourn() { # policy [port]
     "$ENGINE" serve --root "$work/root" --listen "127.0.0.1:${2:-$port_sojourn}" --threads "$WORKERS" --policy "$1" \
         --access-log "$work/sojourn-$1-access.log" --keepalive-timeout 120 --max-connections $((IDLE + 1000)) 2>"$work/sojourn-$1.err" &
+    server_pid=$!
+    pids+=("$server_pid")
+}
+start_h2o() {
+    h2o -c "$work/h2o.conf" >"$work/h2o.err" 2>&1 &
     server_pid=$!
     pids+=("$server_pid")
 }
@@ -143,14 +166,14 @@ measure_idle() { # name port
 bench_one() { # sojourn-fair | sojourn-srpt | nginx
     case $1 in
         nginx) start_nginx; wait_port $port_nginx; run_wrk nginx $port_nginx ;;
+        h2o) start_h2o; wait_port $port_h2o; run_wrk h2o $port_h2o ;;
         *) start_sojourn "${1#sojourn-}"; wait_port $port_sojourn; run_wrk "$1" $port_sojourn ;;
     esac
     stop
 }
-order=(sojourn-fair sojourn-srpt nginx)
 for round in $(seq "$ROUNDS"); do
     # Rotate the order every round so no server always follows the same one.
-    for i in 0 1 2; do bench_one "${order[$(((i + round - 1) % 3))]}"; done
+    for i in "${!servers[@]}"; do bench_one "${servers[$(((i + round - 1) % ${#servers[@]}))]}"; done
 done
 if [ "$IDLE" -gt 0 ]; then
     start_sojourn fair; wait_port $port_sojourn
@@ -191,14 +214,15 @@ kill "$fair_pid" "$srpt_pid"; wait "$fair_pid" "$srpt_pid" 2>/dev/null || true
 
 {
     [ "$ROUNDS" -gt 0 ] && {
-    echo "# sojourn vs nginx $(nginx -v 2>&1 | sed 's/.*\///'), loopback, wrk -t$WORKERS -c$CONNECTIONS -d${DURATION}s, best of $ROUNDS rounds, $WORKERS workers, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
-    printf "%-6s %14s %14s %14s %12s %12s %12s\n" size sojourn-fair sojourn-srpt nginx fair/nginx srpt/nginx srpt/fair
+    echo "# sojourn vs nginx $(nginx -v 2>&1 | sed 's/.*\///') and h2o $(h2o --version 2>/dev/null | head -1 | awk '{print $3}'), plain (no pinning, no real-time priority), loopback, wrk -t$WORKERS -c$CONNECTIONS -d${DURATION}s, best of $ROUNDS rounds, $WORKERS workers, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
+    printf "%-6s %14s %14s %14s %14s %12s %12s %12s %12s\n" size sojourn-fair sojourn-srpt nginx h2o fair/nginx srpt/nginx fair/h2o srpt/fair
     for size in 1 10 100; do
         f=$(best <<<"${rps[sojourn-fair,$size]}") s=$(best <<<"${rps[sojourn-srpt,$size]}") n=$(best <<<"${rps[nginx,$size]}")
-        awk -v z="${size}KiB" -v f="$f" -v s="$s" -v n="$n" 'BEGIN {printf "%-6s %14.0f %14.0f %14.0f %12.2f %12.2f %12.2f\n", z, f, s, n, f/n, s/n, s/f}'
+        h=$(best <<<"${rps[h2o,$size]:-}")
+        awk -v z="${size}KiB" -v f="$f" -v s="$s" -v n="$n" -v h="${h:-0}" 'BEGIN {printf "%-6s %14.0f %14.0f %14.0f %14.0f %12.2f %12.2f %12s %12.2f\n", z, f, s, n, h, f/n, s/n, (h > 0 ? sprintf("%.2f", f/h) : "-"), s/f}'
     done
     for size in 1 10 100; do
-        echo "medians ${size}KiB: sojourn-fair $(median <<<"${rps[sojourn-fair,$size]}") sojourn-srpt $(median <<<"${rps[sojourn-srpt,$size]}") nginx $(median <<<"${rps[nginx,$size]}")"
+        echo "medians ${size}KiB: sojourn-fair $(median <<<"${rps[sojourn-fair,$size]}") sojourn-srpt $(median <<<"${rps[sojourn-srpt,$size]}") nginx $(median <<<"${rps[nginx,$size]}") h2o $(median <<<"${rps[h2o,$size]:-0}")"
     done
     }
     [ "$IDLE" -gt 0 ] && echo "memory per idle keep-alive connection ($IDLE open, user-space RSS growth): sojourn ${per_conn[sojourn-fair]} B, nginx ${per_conn[nginx]} B"
