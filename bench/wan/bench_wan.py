@@ -1,10 +1,14 @@
 """Benchmark of the WAN emulator (`sojourn-engine wan`), run as root:
 ``.venv/bin/python bench/wan/bench_wan.py [--seconds 5] [--out bench/out/wan.json]``.
 
-1. Forwarding rate: iperf3 TCP (1500-byte MTU, server -> client) through the
-   emulator with no delay, loss or rate, against the peer: the same testbed with
-   the kernel forwarding between the namespaces (no emulator). The bottleneck
-   uplink is set to 10 Gbit/s so it does not limit either.
+1. Forwarding rate: iperf3 TCP (1500-byte MTU) through the emulator with no
+   delay, loss or rate, against the peer: the same testbed with the kernel
+   forwarding between the namespaces (no emulator); the emulator also with
+   --no-offload (single packets only). Both directions: down (server -> client,
+   iperf3 -R), where the uplink sends single segments (gso_max_segs 1, so its HTB
+   schedules packets), and up (client -> server), where the clients' TCP hands
+   64 KiB GSO packets to the emulator when offload is on. The bottleneck uplink is
+   set to 10 Gbit/s so it does not limit either.
 2. Delay error at 100 ms RTT with thousands of packets in flight: UDP floods in
    both directions (iperf3 --bidir) through 50 ms each way, while TCP handshakes
    measure the RTT from outside (the kernel's SYN -> SYN-ACK sample); the
@@ -37,31 +41,34 @@ def wait_port(tb: Testbed, ns: str, port: int) -> None:
     raise RuntimeError(f"nothing listening on {port} in {ns}")
 
 
-def iperf3_tcp(tb: Testbed, seconds: float) -> float:
-    """Receiver goodput of an iperf3 -R run (server namespace sends), bit/s."""
-    tb.popen(tb.server_ns, ["iperf3", "-s", "-1", "-B", tb.server_addr, "-p", "5401"], stdout=subprocess.DEVNULL)
-    wait_port(tb, tb.server_ns, 5401)
-    out = tb.run(tb.client_ns, ["iperf3", "-c", tb.server_addr, "-p", "5401", "-R", "-t", str(seconds), "-O", "1",
-                                "-B", tb.client_addrs["g0"][0], "-J"], capture_output=True, text=True, check=True)
+def iperf3_tcp(tb: Testbed, seconds: float, port: int, down: bool) -> float:
+    """Receiver goodput of an iperf3 run, bit/s: `down` (-R) the server namespace sends."""
+    tb.popen(tb.server_ns, ["iperf3", "-s", "-1", "-B", tb.server_addr, "-p", str(port)], stdout=subprocess.DEVNULL)
+    wait_port(tb, tb.server_ns, port)
+    out = tb.run(tb.client_ns, ["iperf3", "-c", tb.server_addr, "-p", str(port), *(["-R"] if down else []),
+                                "-t", str(seconds), "-O", "1", "-B", tb.client_addrs["g0"][0], "-J"],
+                 capture_output=True, text=True, check=True)
     return json.loads(out.stdout)["end"]["sum_received"]["bits_per_second"]
+
+
+FORWARDERS = (("kernel forwarding (peer)", False, True), ("sojourn-engine wan", True, True),
+              ("sojourn-engine wan --no-offload", True, False))
 
 
 def forwarding(seconds: float) -> dict:
     results = {}
-    for name, emulator in (("kernel forwarding (peer)", False), ("sojourn-engine wan", True)):
-        cfg = TestbedConfig(prefix="sjbw", link_bps=FAST_LINK, groups=[WanGroup("g0")], emulator=emulator)
+    for name, emulator, offload in FORWARDERS:
+        cfg = TestbedConfig(prefix="sjbw", link_bps=FAST_LINK, groups=[WanGroup("g0")], emulator=emulator,
+                            emulator_offload=offload)
         with Testbed(cfg) as tb:
-            bps = iperf3_tcp(tb, seconds)
+            down_bps = iperf3_tcp(tb, seconds, 5401, down=True)
+            up_bps = iperf3_tcp(tb, seconds, 5402, down=False)
             summary = None
             if tb.emulator:
                 tb.emulator.stop()
                 summary = json.loads(tb.emulator.summary_path.read_text())
-        down = next(p for p in summary["pipes"] if p["direction"] == "down") if summary else None
-        results[name] = {
-            "goodput_bps": bps,
-            "emulator_packets_down": down["forwarded"] if down else None,
-            "emulator_pps_down": down["forwarded"] / seconds if down else None,
-        }
+        results[name] = {"down_bps": down_bps, "up_bps": up_bps,
+                         "gso_packets": summary["gso"] if summary else None}
     return results
 
 
@@ -114,18 +121,23 @@ def delay_error(seconds: float, pps_each_way: int) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--rounds", type=int, default=3, help="forwarding rounds (each runs every forwarder once)")
     parser.add_argument("--pps", type=int, default=60_000, help="UDP packets per second each way in the delay test")
     parser.add_argument("--out", default="bench/out/wan.json")
     args = parser.parse_args()
-    results = {"forwarding": forwarding(args.seconds), "delay_100ms": delay_error(args.seconds, args.pps)}
-    fwd = results["forwarding"]
-    ratio = fwd["sojourn-engine wan"]["goodput_bps"] / fwd["kernel forwarding (peer)"]["goodput_bps"]
-    results["forwarding_ratio_emulator_to_kernel"] = ratio
+    rounds = [forwarding(args.seconds) for _ in range(args.rounds)]
+    results = {"forwarding_rounds": rounds, "delay_100ms": delay_error(args.seconds, args.pps)}
+    ratio_rounds = [{f"{name} / kernel {way}": r[f"{way}_bps"] / fwd["kernel forwarding (peer)"][f"{way}_bps"]
+                     for name, r in fwd.items() if name != "kernel forwarding (peer)" for way in ("down", "up")}
+                    for fwd in rounds]
+    results["forwarding_ratio_to_kernel_rounds"] = ratio_rounds
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(results, indent=2))
-    for name, r in fwd.items():
-        print(f"forwarding  {name:26s} {r['goodput_bps'] / 1e9:6.3f} Gbit/s TCP goodput")
-    print(f"forwarding  ratio emulator / kernel      {ratio:6.3f}")
+    for i, (fwd, ratios) in enumerate(zip(rounds, ratio_rounds)):
+        for name, r in fwd.items():
+            print(f"round {i}  {name:32s} down {r['down_bps'] / 1e9:6.3f}  up {r['up_bps'] / 1e9:6.3f} Gbit/s TCP goodput")
+        for name, ratio in ratios.items():
+            print(f"round {i}  {name:45s} {ratio:6.3f}")
     d = results["delay_100ms"]
     lat, rtt = d["release_lateness_us"], d["handshake_rtt_error_ms"]
     print(f"delay 100ms in flight peak {d['in_flight_peak_packets']} packets, {d['packets_released']} released")

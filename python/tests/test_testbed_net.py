@@ -351,3 +351,40 @@ def test_queue_in_packets_bounds_every_queue_and_overflows_into_drops(bands):
     block = stats_text.split(f"parent 1:{leaf} limit 10p", 1)[1]
     dropped = int(re.search(r"dropped (\d+)", block).group(1))
     assert dropped > 0, stats_text
+
+
+def test_offload_keeps_every_byte_through_whole_and_cut_gso_packets():
+    """With a delay-only group beside a lossy one the emulator takes GSO packets:
+    the delay-only pipes hold them whole, the lossy pipes cut them into segments
+    (crates/wan/src/offload.rs). 8 MB each way per group arrive byte for byte, the
+    576-byte MTU group's MSS is still clamped, and the summary shows both paths.
+    (Only the clients send GSO packets: the server's uplink sends single segments,
+    gso_max_segs 1, so its HTB schedules packets.)"""
+    groups = [WanGroup("whole", rtt_ms=10, mtu=576), WanGroup("cut", rtt_ms=10, loss=0.02)]
+    size = 8_000_000
+    with Testbed(TestbedConfig(prefix="sjtbo", link_bps=1_000_000_000, groups=groups)) as tb:
+        transfers = []
+        for i, name in enumerate(("whole", "cut")):
+            client = tb.client_addrs[name][0]
+            for port, sink_ns, source_ns, source, target in (
+                    (7050 + 2 * i, tb.client_ns, tb.server_ns, tb.server_addr, client),
+                    (7051 + 2 * i, tb.server_ns, tb.client_ns, client, tb.server_addr)):
+                sink = tb.popen(sink_ns, PROBE + ["sink", "--bind", f"{target}:{port}", "--timeout", "30"],
+                                stdout=subprocess.PIPE, text=True)
+                wait_listening(tb, sink_ns, port)
+                source = tb.popen(source_ns, PROBE + ["source", "--source", source, "--target", f"{target}:{port}",
+                                                      "--bytes", str(size), "--seconds", "60"],
+                                  stdout=subprocess.PIPE, text=True)
+                transfers.append((name, port, source, sink))
+        for name, port, source, sink in transfers:
+            sent, received = probe_json(source, timeout=90), probe_json(sink, timeout=90)
+            assert sent["bytes"] == received["bytes"] == size, (name, port, sent, received)
+            assert sent["sha256"] == received["sha256"], (name, port)
+        tb.emulator.stop()
+        summary = json.loads(tb.emulator.summary_path.read_text())
+    assert summary["vnet_headers"] is True
+    assert summary["gso"]["whole"] > 0 and summary["gso"]["cut"] > 0, summary["gso"]
+    assert summary["write_errors"] == 0
+    assert summary["mss_clamped"] >= 2, "both handshakes of the 576-byte group are clamped"
+    cut = [p for p in summary["pipes"] if p["group"] == "cut"]
+    assert all(p["loss_drops"] > 0 for p in cut), cut

@@ -17,7 +17,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::config::Config;
-use crate::emulator::{Direction, Emulator, PipeReport};
+use crate::emulator::{Direction, Emulator, GsoCounters, Offload, PipeReport};
 use crate::sys::{self, Timer, Tun};
 
 /// Emulate wide-area links on a TUN device: per client group and direction,
@@ -42,6 +42,11 @@ pub struct WanArgs {
     /// busy machine; the loop sleeps in poll, so it only uses the CPU it needs.
     #[arg(long, value_parser = clap::value_parser!(i32).range(1..=99))]
     pub realtime: Option<i32>,
+    /// Read single packets only. By default, when some pipe only delays, the TUN
+    /// device hands over TCP GSO packets (up to 64 KiB) and those pipes hold them
+    /// whole; pipes with loss or a rate always act on each segment.
+    #[arg(long)]
+    pub no_offload: bool,
 }
 
 fn parse_interval(text: &str) -> Result<f64, String> {
@@ -51,16 +56,18 @@ fn parse_interval(text: &str) -> Result<f64, String> {
     }
 }
 
-const MAX_PACKET: usize = 65_536;
+/// The largest IP packet plus a vnet header.
+const MAX_PACKET: usize = 65_536 + crate::offload::VNET_HDR_LEN;
 /// Packets read per turn of the loop before due packets are released again.
 const READ_BATCH: usize = 16;
 
 pub fn run(args: WanArgs) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(&args.config).with_context(|| format!("reading --config {}", args.config.display()))?;
     let config = Config::from_json(&text).with_context(|| format!("--config {}", args.config.display()))?;
-    let mut emulator = Emulator::new(&config)?;
+    let offload = if args.no_offload { Offload::Off } else { Offload::Auto };
+    let mut emulator = Emulator::new(&config, offload)?;
     let mut counters = args.counters.as_ref().map(CounterWriter::create).transpose()?;
-    let tun = Tun::open(&config.tun).with_context(|| format!("attaching to TUN device {} (needs CAP_NET_ADMIN)", config.tun))?;
+    let tun = Tun::open(&config.tun, emulator.vnet_headers()).with_context(|| format!("attaching to TUN device {} (needs CAP_NET_ADMIN)", config.tun))?;
     let mut timer = Timer::new().context("timerfd_create")?;
     sys::install_stop_handlers().context("installing SIGINT/SIGTERM handlers")?;
     // Without this the kernel may fire our timer up to 50 µs late.
@@ -129,6 +136,8 @@ pub fn run(args: WanArgs) -> anyhow::Result<()> {
             pipes: emulator.reports(),
             unclassified: emulator.unclassified(),
             mss_clamped: emulator.mss_clamped(),
+            vnet_headers: emulator.vnet_headers(),
+            gso: emulator.gso(),
             write_errors,
             lateness_us: Lateness::from(&lateness),
         };
@@ -159,6 +168,9 @@ struct Summary {
     pipes: Vec<PipeReport>,
     unclassified: u64,
     mss_clamped: u64,
+    /// Whether the TUN device handed over GSO packets (offload on).
+    vnet_headers: bool,
+    gso: GsoCounters,
     write_errors: u64,
     lateness_us: Lateness,
 }

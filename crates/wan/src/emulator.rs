@@ -8,6 +8,11 @@
 //! counted as `unclassified`. Each pipe draws from its own generator seeded
 //! from the config's seed and the pipe's position, so a run's losses depend
 //! only on the seed and the packets each pipe sees.
+//!
+//! With vnet headers (`offload`), every buffer starts with a `virtio_net_hdr`
+//! and may be a TCP GSO packet: a pipe that only delays holds it whole, a pipe
+//! with loss or a rate gets its segments one by one, so losses and
+//! serialization stay per packet exactly as without offload.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::Ipv4Addr;
@@ -17,8 +22,9 @@ use rand::SeedableRng;
 use serde::Serialize;
 
 use crate::config::Config;
+use crate::offload::{self, Vnet, PLAIN_VNET_HDR, VNET_HDR_LEN};
 use crate::packet::{clamp_mss, inspect, FlowKey};
-use crate::pipe::{Pipe, PipeCounters, Verdict};
+use crate::pipe::{Pipe, PipeCounters, Verdict, Wire};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -46,17 +52,38 @@ pub struct PipeReport {
     pub counters: PipeCounters,
 }
 
+/// Whether the TUN device may hand over GSO packets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offload {
+    /// On when some pipe only delays (so GSO packets can stay whole); a
+    /// configuration where every pipe has loss or a rate reads single packets.
+    Auto,
+    Off,
+}
+
 pub struct Emulator {
     /// Pipes `2g` (down) and `2g + 1` (up) belong to group `g`.
     pipes: Vec<PipeSlot>,
+    /// Buffers start with a `virtio_net_hdr` (the TUN device has IFF_VNET_HDR).
+    vnet: bool,
     group_of: HashMap<Ipv4Addr, usize>,
     passthrough: VecDeque<Vec<u8>>,
     unclassified: u64,
     mss_clamped: u64,
+    gso: GsoCounters,
+}
+
+/// GSO packets taken in (only with vnet headers).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct GsoCounters {
+    /// Held whole by a pipe that only delays.
+    pub whole: u64,
+    /// Cut into segments for a pipe with loss or a rate.
+    pub cut: u64,
 }
 
 impl Emulator {
-    pub fn new(config: &Config) -> anyhow::Result<Emulator> {
+    pub fn new(config: &Config, offload: Offload) -> anyhow::Result<Emulator> {
         config.validate()?;
         let mut pipes = Vec::new();
         let mut group_of = HashMap::new();
@@ -75,12 +102,29 @@ impl Emulator {
                 group_of.insert(*addr, g);
             }
         }
-        Ok(Emulator { pipes, group_of, passthrough: VecDeque::new(), unclassified: 0, mss_clamped: 0 })
+        let vnet = offload == Offload::Auto && pipes.iter().any(|slot| !slot.pipe.per_packet());
+        let gso = GsoCounters::default();
+        Ok(Emulator { pipes, vnet, group_of, passthrough: VecDeque::new(), unclassified: 0, mss_clamped: 0, gso })
     }
 
-    /// Take in a packet read from the TUN device at `now`.
+    /// Whether buffers carry a `virtio_net_hdr`: the TUN device must be opened with
+    /// IFF_VNET_HDR and TCPv4 segmentation offload exactly when this is true.
+    pub fn vnet_headers(&self) -> bool {
+        self.vnet
+    }
+
+    /// Take in a buffer read from the TUN device at `now`. The verdict is the
+    /// packet's, or the last segment's when a GSO packet is cut.
     pub fn ingress(&mut self, now: u64, mut packet: Vec<u8>) -> Option<Verdict> {
-        let Some(info) = inspect(&packet) else {
+        let (ip_at, vnet) = if self.vnet {
+            match Vnet::parse(&packet) {
+                Some(vnet) => (VNET_HDR_LEN, vnet),
+                None => return self.pass(packet),
+            }
+        } else {
+            (0, Vnet { needs_csum: false, gso_size: None })
+        };
+        let Some(info) = inspect(&packet[ip_at..]) else {
             return self.pass(packet);
         };
         let slot = match (self.group_of.get(&info.dst), self.group_of.get(&info.src)) {
@@ -89,10 +133,31 @@ impl Emulator {
             (None, None) => return self.pass(packet),
         };
         let slot = &mut self.pipes[slot];
-        if info.tcp_syn && clamp_mss(&mut packet, slot.max_mss) {
+        if info.tcp_syn && clamp_mss(&mut packet[ip_at..], slot.max_mss, !vnet.needs_csum) {
             self.mss_clamped += 1;
         }
-        Some(slot.pipe.offer(now, info.flow, packet, &mut slot.rng))
+        let Some(gso_size) = vnet.gso_size else {
+            let wire = Wire::single(packet.len() - ip_at);
+            return Some(slot.pipe.offer_wire(now, info.flow, packet, wire, &mut slot.rng));
+        };
+        if !slot.pipe.per_packet() {
+            let Some((packets, bytes)) = offload::wire_size(&packet[ip_at..], gso_size) else {
+                return self.pass(packet);
+            };
+            self.gso.whole += 1;
+            return Some(slot.pipe.offer_wire(now, info.flow, packet, Wire { packets, bytes }, &mut slot.rng));
+        }
+        let Some(segments) = offload::segment(&packet[ip_at..], gso_size) else {
+            return self.pass(packet);
+        };
+        self.gso.cut += 1;
+        let mut verdict = None;
+        for segment in segments {
+            let wire = Wire::single(segment.len());
+            let buffer = [&PLAIN_VNET_HDR[..], &segment].concat();
+            verdict = Some(slot.pipe.offer_wire(now, info.flow, buffer, wire, &mut slot.rng));
+        }
+        verdict
     }
 
     fn pass(&mut self, packet: Vec<u8>) -> Option<Verdict> {
@@ -135,6 +200,10 @@ impl Emulator {
     pub fn mss_clamped(&self) -> u64 {
         self.mss_clamped
     }
+
+    pub fn gso(&self) -> GsoCounters {
+        self.gso
+    }
 }
 
 #[cfg(test)]
@@ -165,7 +234,7 @@ mod tests {
 
     #[test]
     fn packets_take_their_groups_pipe_per_direction() {
-        let mut emu = Emulator::new(&Config::from_json(CONFIG).unwrap()).unwrap();
+        let mut emu = Emulator::new(&Config::from_json(CONFIG).unwrap(), Offload::Off).unwrap();
         let server = [10, 77, 0, 1];
         assert_eq!(emu.ingress(0, tcp(server, [10, 78, 1, 1], false)), Some(Verdict::Accepted { release_at: 10_000_000 }));
         assert_eq!(emu.ingress(0, tcp([10, 78, 1, 1], server, false)), Some(Verdict::Accepted { release_at: 20_000_000 }));
@@ -185,12 +254,42 @@ mod tests {
 
     #[test]
     fn syns_are_clamped_to_the_groups_mtu() {
-        let mut emu = Emulator::new(&Config::from_json(CONFIG).unwrap()).unwrap();
+        let mut emu = Emulator::new(&Config::from_json(CONFIG).unwrap(), Offload::Off).unwrap();
         emu.ingress(0, tcp([10, 78, 1, 1], [10, 77, 0, 1], true));
         emu.ingress(0, tcp([10, 78, 0, 1], [10, 77, 0, 1], true));
         assert_eq!(emu.mss_clamped(), 1, "only the 576-byte group clamps");
         let out = released(&mut emu, u64::MAX);
         let far_syn = &out.iter().find(|(_, p)| p[12..16] == [10, 78, 1, 1]).unwrap().1;
         assert_eq!(&far_syn[42..44], &536u16.to_be_bytes());
+    }
+
+    #[test]
+    fn gso_packets_stay_whole_through_delay_and_are_cut_for_a_rate() {
+        let config = r#"{"tun": "t", "groups": [
+            {"name": "delay", "addrs": ["10.78.0.1"], "down": {"delay_ms": 10}},
+            {"name": "rate", "addrs": ["10.78.1.1"], "down": {"rate_bps": 12000000}}]}"#;
+        let mut emu = Emulator::new(&Config::from_json(config).unwrap(), Offload::Auto).unwrap();
+        assert!(emu.vnet_headers(), "a delay-only pipe turns offload on");
+        let gso = |dst: [u8; 4]| {
+            let mut ip = Vec::new();
+            PacketBuilder::ipv4([10, 77, 0, 1], dst, 64).tcp(80, 40000, 1, 1000).write(&mut ip, &[7; 4000]).unwrap();
+            let mut vnet = vec![1, 1, 52, 0];
+            vnet.extend_from_slice(&1448u16.to_le_bytes());
+            vnet.extend_from_slice(&[34, 0, 16, 0]);
+            [vnet, ip].concat()
+        };
+        emu.ingress(0, gso([10, 78, 0, 1]));
+        emu.ingress(0, gso([10, 78, 1, 1]));
+        let out = released(&mut emu, u64::MAX);
+        assert_eq!(out.len(), 1 + 3, "whole through the delay, three segments through the rate");
+        assert_eq!(emu.gso(), GsoCounters { whole: 1, cut: 1 });
+        assert_eq!(out.iter().filter(|(_, p)| p[1] == 1).count(), 1, "only the whole one keeps its GSO type");
+        assert!(out.iter().filter(|(_, p)| p[1] == 0).all(|(_, p)| p.len() <= VNET_HDR_LEN + 1448 + 40));
+        let reports = emu.reports();
+        assert_eq!((reports[0].counters.forwarded, reports[0].counters.forwarded_bytes), (3, 4000 + 3 * 40));
+        assert_eq!((reports[2].counters.forwarded, reports[2].counters.forwarded_bytes), (3, 4000 + 3 * 40));
+        let only_rate = r#"{"tun": "t", "groups": [{"name": "r", "addrs": ["10.78.1.1"],
+            "down": {"rate_bps": 1000000}, "up": {"rate_bps": 1000000}}]}"#;
+        assert!(!Emulator::new(&Config::from_json(only_rate).unwrap(), Offload::Auto).unwrap().vnet_headers());
     }
 }

@@ -62,8 +62,10 @@ const TCP_OPTION_MSS: u8 = 2;
 /// Lower the MSS option of a TCP SYN to at most `max_mss` (RFC 9293 §3.7.1:
 /// MSS is the largest segment the sender of the SYN can receive), so the
 /// connection uses the pipe's MTU (000 Table 2 (I)). Returns whether the packet
-/// changed. The TCP checksum is updated incrementally (RFC 1624 eq. 3).
-pub fn clamp_mss(packet: &mut [u8], max_mss: u16) -> bool {
+/// changed. A complete TCP checksum is updated incrementally (RFC 1624 eq. 3);
+/// a partial one (`checksum_complete` false: the kernel sums the segment later,
+/// `offload`) is left as it is.
+pub fn clamp_mss(packet: &mut [u8], max_mss: u16, checksum_complete: bool) -> bool {
     let Some((mss_at, checksum_at)) = mss_offsets(packet) else {
         return false;
     };
@@ -72,6 +74,9 @@ pub fn clamp_mss(packet: &mut [u8], max_mss: u16) -> bool {
         return false;
     }
     packet[mss_at..mss_at + 2].copy_from_slice(&max_mss.to_be_bytes());
+    if !checksum_complete {
+        return true;
+    }
     let checksum = u16::from_be_bytes([packet[checksum_at], packet[checksum_at + 1]]);
     // RFC 1624 eq. 3: HC' = ~(~HC + ~m + m')
     let mut sum = (!checksum as u32) + (!old as u32) + max_mss as u32;
@@ -166,7 +171,7 @@ mod tests {
         for (mss, clamp, expect) in [(1460, 496, 496), (1460, 1460, 1460), (536, 1000, 536)] {
             let mut packet = syn(mss);
             assert!(tcp_checksum_ok(&packet));
-            assert_eq!(clamp_mss(&mut packet, clamp), mss > clamp);
+            assert_eq!(clamp_mss(&mut packet, clamp, true), mss > clamp);
             assert_eq!(mss_of(&packet), expect);
             assert!(tcp_checksum_ok(&packet));
         }
@@ -178,7 +183,7 @@ mod tests {
         let mut udp = Vec::new();
         builder.write(&mut udp, &[1, 2, 3]).unwrap();
         let before = udp.clone();
-        assert!(!clamp_mss(&mut udp, 500));
+        assert!(!clamp_mss(&mut udp, 500, true));
         assert_eq!(udp, before);
         assert!(!inspect(&udp).unwrap().tcp_syn);
     }
@@ -187,7 +192,7 @@ mod tests {
         #[test]
         fn arbitrary_bytes_never_panic(mut bytes in proptest::collection::vec(any::<u8>(), 0..120)) {
             let _ = inspect(&bytes);
-            let _ = clamp_mss(&mut bytes, 500);
+            let _ = clamp_mss(&mut bytes, 500, true);
         }
 
         #[test]
@@ -195,7 +200,7 @@ mod tests {
             let mut packet = syn(1460);
             packet.truncate(cut);
             let _ = inspect(&packet);
-            prop_assert!(!clamp_mss(&mut packet, 500));
+            prop_assert!(!clamp_mss(&mut packet, 500, true));
         }
     }
 }

@@ -63,6 +63,20 @@ pub struct PipeCounters {
     pub in_flight_peak: u64,
 }
 
+/// What a held packet is on the wire: one packet, or the segments of a GSO
+/// packet (`offload`) with their headers counted once each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wire {
+    pub packets: u64,
+    pub bytes: u64,
+}
+
+impl Wire {
+    pub fn single(len: usize) -> Wire {
+        Wire { packets: 1, bytes: len as u64 }
+    }
+}
+
 /// What happened to an offered packet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
@@ -77,6 +91,7 @@ struct Held {
     release_at: u64,
     seq: u64,
     packet: Vec<u8>,
+    wire: Wire,
 }
 
 impl PartialEq for Held {
@@ -133,13 +148,27 @@ impl<F: Hash + Eq + Copy> Pipe<F> {
         &self.counters
     }
 
-    /// Offer `packet` of connection `flow` at `now`.
+    /// Whether this pipe acts on each packet (loss draws, serialization at a
+    /// rate), so a GSO packet must be cut into its segments before `offer_wire`;
+    /// a pipe that only delays can hold it whole.
+    pub fn per_packet(&self) -> bool {
+        self.params.loss != LossModel::None || self.params.rate_bps.is_some()
+    }
+
+    /// Offer `packet` (one IP packet, nothing else in the buffer) of connection `flow` at `now`.
     pub fn offer<R: Rng>(&mut self, now: u64, flow: F, packet: Vec<u8>, rng: &mut R) -> Verdict {
+        let wire = Wire::single(packet.len());
+        self.offer_wire(now, flow, packet, wire, rng)
+    }
+
+    /// Offer a buffer that is `wire` on the link (several packets only when
+    /// `!per_packet()`): the rate, queue limits and counters use `wire`.
+    pub fn offer_wire<R: Rng>(&mut self, now: u64, flow: F, packet: Vec<u8>, wire: Wire, rng: &mut R) -> Verdict {
         if self.loss.lose(flow, rng) {
             self.counters.loss_drops += 1;
             return Verdict::Lost;
         }
-        let len = packet.len() as u64;
+        let len = wire.bytes;
         let sent_at = match self.params.rate_bps {
             None => now,
             Some(rate) => {
@@ -169,9 +198,9 @@ impl<F: Hash + Eq + Copy> Pipe<F> {
             release_at = release_at.max(self.last_release_at);
         }
         self.last_release_at = self.last_release_at.max(release_at);
-        self.delay_line.push(Reverse(Held { release_at, seq: self.seq, packet }));
+        self.delay_line.push(Reverse(Held { release_at, seq: self.seq, packet, wire }));
         self.seq += 1;
-        self.counters.in_flight += 1;
+        self.counters.in_flight += wire.packets;
         self.counters.in_flight_peak = self.counters.in_flight_peak.max(self.counters.in_flight);
         Verdict::Accepted { release_at }
     }
@@ -196,10 +225,10 @@ impl<F: Hash + Eq + Copy> Pipe<F> {
         if self.next_release()? > now {
             return None;
         }
-        let Reverse(Held { release_at, packet, .. }) = self.delay_line.pop()?;
-        self.counters.forwarded += 1;
-        self.counters.forwarded_bytes += packet.len() as u64;
-        self.counters.in_flight -= 1;
+        let Reverse(Held { release_at, packet, wire, .. }) = self.delay_line.pop()?;
+        self.counters.forwarded += wire.packets;
+        self.counters.forwarded_bytes += wire.bytes;
+        self.counters.in_flight -= wire.packets;
         Some((release_at, packet))
     }
 }

@@ -38,12 +38,18 @@ pub fn realtime_priority(priority: i32) -> io::Result<()> {
     syscall!(sched_setscheduler(0, libc::SCHED_FIFO, &param)).map(drop)
 }
 
-/// A TUN device (IFF_TUN | IFF_NO_PI: each read or write is one IP packet).
+/// A TUN device (IFF_TUN | IFF_NO_PI: each read or write is one IP packet,
+/// preceded by a `virtio_net_hdr` when opened with vnet headers).
 pub struct Tun {
     fd: OwnedFd,
 }
 
+// include/uapi/linux/if_tun.h
 const TUNSETIFF: libc::c_ulong = 0x4004_54ca;
+const TUNSETOFFLOAD: libc::c_ulong = 0x4004_54d0;
+const IFF_VNET_HDR: libc::c_int = 0x4000;
+const TUN_F_CSUM: libc::c_uint = 0x01;
+const TUN_F_TSO4: libc::c_uint = 0x02;
 
 #[repr(C)]
 struct IfReq {
@@ -53,8 +59,11 @@ struct IfReq {
 }
 
 impl Tun {
-    /// Attach to (or create) the TUN device `name`, non-blocking.
-    pub fn open(name: &str) -> io::Result<Tun> {
+    /// Attach to (or create) the TUN device `name`, non-blocking. With
+    /// `vnet_headers`, each packet carries a `virtio_net_hdr` and the device
+    /// takes partial checksums and TCPv4 GSO packets (TUNSETOFFLOAD), so a
+    /// sender's segments cross it as one buffer of up to 64 KiB.
+    pub fn open(name: &str, vnet_headers: bool) -> io::Result<Tun> {
         if name.is_empty() || name.len() >= libc::IFNAMSIZ {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("TUN name {name:?}: 1-15 bytes")));
         }
@@ -62,12 +71,18 @@ impl Tun {
         let fd = syscall!(open(c"/dev/net/tun".as_ptr(), libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC))?;
         // SAFETY: `fd` was just returned by open and is owned by nothing else.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-        let mut req = IfReq { name: [0; libc::IFNAMSIZ], flags: (libc::IFF_TUN | libc::IFF_NO_PI) as libc::c_short, _pad: [0; 22] };
+        let vnet = if vnet_headers { IFF_VNET_HDR } else { 0 };
+        let flags = (libc::IFF_TUN | libc::IFF_NO_PI | vnet) as libc::c_short;
+        let mut req = IfReq { name: [0; libc::IFNAMSIZ], flags, _pad: [0; 22] };
         for (dst, src) in req.name.iter_mut().zip(name.bytes()) {
             *dst = src as libc::c_char;
         }
         // `req` is a valid struct ifreq layout (name, flags, padding to 40 bytes).
         syscall!(ioctl(fd.as_raw_fd(), TUNSETIFF as _, &mut req as *mut IfReq))?;
+        // The offload flags are passed by value; without vnet headers none are set,
+        // so the kernel segments and checksums before handing packets over.
+        let offload = if vnet_headers { TUN_F_CSUM | TUN_F_TSO4 } else { 0 };
+        syscall!(ioctl(fd.as_raw_fd(), TUNSETOFFLOAD as _, offload as libc::c_ulong))?;
         Ok(Tun { fd })
     }
 

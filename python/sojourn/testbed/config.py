@@ -193,6 +193,8 @@ class TestbedConfig:
     single FIFO. ``tcp`` applies to the server namespace, ``client_tcp`` (default:
     the same) to the client namespace. ``emulator`` None runs the WAN emulator
     when any group asks for WAN conditions, True always, False never.
+    ``emulator_offload`` False makes the emulator read single packets even where
+    a pipe only delays (``sojourn-engine wan --no-offload``; for comparisons).
     """
 
     __test__ = False  # not a pytest test class despite the name
@@ -206,6 +208,7 @@ class TestbedConfig:
     tcp: TcpKnobs = field(default_factory=TcpKnobs)
     client_tcp: TcpKnobs | None = None
     emulator: bool | None = None
+    emulator_offload: bool = True
     seed: int = 1
 
     def __post_init__(self) -> None:

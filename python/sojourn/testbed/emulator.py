@@ -83,7 +83,7 @@ class Emulator:
         sysnet.set_sysctls(self.ns, {f"net.ipv4.conf.{self.tun}.rp_filter": "0"})
         argv = [str(engine_path()), "wan", "--config", str(self.config_path),
                 "--counters", str(self.counters_path), "--summary", str(self.summary_path), "--interval", "1",
-                "--realtime", str(REALTIME_PRIORITY)]
+                "--realtime", str(REALTIME_PRIORITY)] + ([] if self.cfg.emulator_offload else ["--no-offload"])
         with open(self.log_path, "w") as log:
             self.proc = spawn(self.ns, argv, stdout=subprocess.PIPE, stderr=log, text=True)
         ready, _, _ = select.select([self.proc.stdout], [], [], READY_TIMEOUT_S)

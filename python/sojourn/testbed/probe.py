@@ -15,7 +15,9 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import random
 import socket
 import struct
 import sys
@@ -143,26 +145,41 @@ def cmd_sink(args) -> dict:
     conn, _ = server.accept()
     conn.settimeout(args.timeout)
     total = 0
+    digest = hashlib.sha256()
     try:
         while data := conn.recv(1 << 16):
             total += len(data)
+            digest.update(data)
     except TimeoutError:
         pass
-    return {"bytes": total}
+    return {"bytes": total, "sha256": digest.hexdigest()}
 
 
 def cmd_source(args) -> dict:
     sock = socket.socket()
     if args.priority is not None:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY, args.priority)
+    if args.source:
+        sock.bind((args.source, 0))
     sock.connect(args.target)
-    chunk = bytes(1 << 16)
-    sent = 0
+    # Random bytes with each 64 KiB chunk numbered, so a byte that is changed, lost,
+    # repeated or moved anywhere in the stream changes the digest the sink reports.
+    block = random.Random(1).randbytes(1 << 16)
+    digest = hashlib.sha256()
+    sent, number, pending = 0, 0, b""
     end = time.monotonic() + args.seconds
-    while time.monotonic() < end:
-        sent += sock.send(chunk)
+    while time.monotonic() < end and (args.bytes is None or sent < args.bytes):
+        if not pending:
+            pending = number.to_bytes(8, "big") + block[8:]
+            number += 1
+            if args.bytes is not None:
+                pending = pending[:args.bytes - sent]
+        n = sock.send(pending)
+        digest.update(pending[:n])
+        pending = pending[n:]
+        sent += n
     sock.close()
-    return {"bytes": sent}
+    return {"bytes": sent, "sha256": digest.hexdigest()}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -204,6 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("source", help="send bulk data for --seconds")
     p.add_argument("--target", type=parse_endpoint, required=True)
     p.add_argument("--seconds", type=float, default=3.0)
+    p.add_argument("--source", help="local address to send from (a client group's)")
+    p.add_argument("--bytes", type=int, help="stop after this many bytes (or --seconds, whichever comes first)")
     p.add_argument("--priority", type=int, help="SO_PRIORITY (an HTB class id selects that band)")
     p.set_defaults(func=cmd_source)
     args = parser.parse_args(argv)
