@@ -38,9 +38,11 @@ import subprocess
 import tempfile
 import textwrap
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
+
+import tomli_w
 
 from sojourn.engine import engine_path
 from sojourn.testbed.sysnet import die_with_parent
@@ -83,6 +85,8 @@ class PeerConfig:
     linger_close: bool = False
     write_concurrency: int | None = None
     notsent_lowat: str | None = None
+    # sojourn only: the stage pool's TOML (003; `serve --stages`), None = no /stage/ endpoints.
+    stages: Path | None = None
     extra_args: list[str] = field(default_factory=list)
     # kind == "command": the argv to run.
     command: list[str] = field(default_factory=list)
@@ -101,7 +105,8 @@ class PeerConfig:
         if self.kind != "sojourn":
             sojourn_only = {"policy": self.policy != "fair", "kernel_bands": self.kernel_bands,
                             "admin_port": self.admin_port, "linger_close": self.linger_close,
-                            "write_concurrency": self.write_concurrency, "notsent_lowat": self.notsent_lowat}
+                            "write_concurrency": self.write_concurrency, "notsent_lowat": self.notsent_lowat,
+                            "stages": self.stages}
             given = [name for name, value in sojourn_only.items() if value]
             if given:
                 raise PeerError(f"{given[0]} applies to the sojourn server only, not {self.kind}")
@@ -113,6 +118,40 @@ class PeerConfig:
             raise PeerError("kind 'command' needs a non-empty command argv")
         if not Path(self.root).is_dir():
             raise PeerError(f"docroot {self.root} is not a directory")
+
+
+@dataclass(frozen=True)
+class ServeFile:
+    """The ``sojourn-engine serve --config`` file: each field is the serve option of the
+    same name (crates/server/src/config.rs, ``ServeOptions``; unknown keys are refused
+    there), None = the server's default."""
+
+    root: str
+    listen: str
+    policy: str
+    threads: int
+    kernel_bands: bool | None = None
+    cutoffs: str | None = None
+    access_log: str | None = None
+    admin: str | None = None
+    accept_limit: int | None = None
+    linger_close: bool | None = None
+    write_concurrency: int | None = None
+    notsent_lowat: str | None = None
+    stages: str | None = None
+
+    @classmethod
+    def of(cls, c: PeerConfig) -> "ServeFile":
+        def text(value) -> str | None:
+            return None if value is None else str(value)
+        return cls(root=str(c.root), listen=f"{c.addr}:{c.port}", policy=c.policy, threads=c.workers,
+                   kernel_bands=c.kernel_bands or None, cutoffs=c.band_cutoffs if c.kernel_bands else None,
+                   access_log=text(c.access_log), admin=f"{c.addr}:{c.admin_port}" if c.admin_port else None,
+                   accept_limit=c.max_connections, linger_close=c.linger_close or None,
+                   write_concurrency=c.write_concurrency, notsent_lowat=c.notsent_lowat, stages=text(c.stages))
+
+    def toml(self) -> str:
+        return tomli_w.dumps({key.replace("_", "-"): value for key, value in asdict(self).items() if value is not None})
 
 
 def _per_worker(total: int, workers: int) -> int:
@@ -210,26 +249,11 @@ class Peer:
     # -- configuration generators, one per kind -------------------------------------------
 
     def _argv_sojourn(self, work: Path) -> list[str]:
-        c = self.config
-        argv = [str(engine_path()), "serve", "--root", str(c.root), "--listen", f"{c.addr}:{c.port}",
-                "--policy", c.policy, "--threads", str(c.workers)]
-        if c.kernel_bands:
-            argv.append("--kernel-bands")
-            if c.band_cutoffs:
-                argv += ["--cutoffs", c.band_cutoffs]
-        if c.access_log:
-            argv += ["--access-log", str(c.access_log)]
-        if c.admin_port:
-            argv += ["--admin", f"{c.addr}:{c.admin_port}"]
-        if c.max_connections:
-            argv += ["--accept-limit", str(c.max_connections)]
-        if c.linger_close:
-            argv.append("--linger-close")
-        if c.write_concurrency:
-            argv += ["--write-concurrency", str(c.write_concurrency)]
-        if c.notsent_lowat:
-            argv += ["--notsent-lowat", c.notsent_lowat]
-        return argv + c.extra_args
+        # One typed file (kept beside the run's logs as server-serve.toml); extra_args, on
+        # the command line, override it.
+        path = work / "serve.toml"
+        path.write_text(ServeFile.of(self.config).toml())
+        return [str(engine_path()), "serve", "--config", str(path), *self.config.extra_args]
 
     def _argv_nginx(self, work: Path) -> list[str]:
         c = self.config
@@ -468,7 +492,7 @@ class Peer:
         if self.workdir is not None:
             if self.log_dir is not None:
                 self.log_dir.mkdir(parents=True, exist_ok=True)
-                for name in ("stdio.log", "error.log"):
+                for name in ("stdio.log", "error.log", "serve.toml"):
                     if (self.workdir / name).is_file():
                         shutil.copy2(self.workdir / name, self.log_dir / f"server-{name}")
             shutil.rmtree(self.workdir, ignore_errors=True)

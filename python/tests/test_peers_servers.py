@@ -186,3 +186,24 @@ def test_max_connections_makes_further_connections_wait_unanswered(kind, docroot
         assert third.recv(65536).startswith(b"HTTP/1.1 200")
         for sock in held + [third]:
             sock.close()
+
+
+def test_sojourn_gets_every_setting_from_its_typed_config_file(docroot, tmp_path):
+    """The sojourn peer writes one `serve --config` TOML (ServeFile) instead of argv; each
+    setting reaches the server (policy and write slots on /metrics, the access log, the
+    accept limit in its start-up line) and the file is kept beside the logs."""
+    root, _ = docroot
+    admin = free_port()
+    config = PeerConfig(kind="sojourn", root=root, port=free_port(), policy="srpt", admin_port=admin,
+                        access_log=tmp_path / "access.log", max_connections=64, linger_close=True,
+                        write_concurrency=1, notsent_lowat="16K")
+    with Peer(config, log_dir=tmp_path) as peer:
+        assert peer.argv[-2:] == ["--config", str(peer.workdir / "serve.toml")]
+        urllib.request.urlopen(peer.url + "/o/small.bin", timeout=5).read()
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{admin}/metrics", timeout=5).read().decode()
+    kept = (tmp_path / "server-serve.toml").read_text()
+    for line in ('policy = "srpt"', "write-concurrency = 1", 'notsent-lowat = "16K"', "linger-close = true",
+                 "accept-limit = 64", "threads = 1"):
+        assert line in kept, (line, kept)
+    assert 'policy="srpt"' in metrics
+    assert "GET /o/small.bin" in (tmp_path / "access.log").read_text()

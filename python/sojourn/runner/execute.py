@@ -213,12 +213,11 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                       f"prefix {prefix}: {', '.join(tb.leftovers['removed'])}", file=sys.stderr)
             layout.write_json(directory / "versions.json", meta)
             addrs = [a for group in tb.client_addrs.values() for a in group]
-            stage_args = []
+            stages_path = None
             if server_cfg["stages"] or workload["mode"] == "sessions":
                 stages = server_cfg["stages"] or {}
                 stages_path = sessions.stages_file(stages, tb.client_addrs, directory / "series.csv",
                                                    directory / "stages.toml")
-                stage_args = ["--stages", str(stages_path)]
                 class_map = sessions.class_map(sessions.effective_classes(stages, tb.client_addrs), addrs)
                 layout.write_json(directory / "classes.json", class_map)
             peer_cfg = peers.PeerConfig(
@@ -227,7 +226,7 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                 kernel_bands=server_cfg["kernel_bands"], band_cutoffs=run.config["network"]["bands"] or None,
                 admin_port=server_cfg["port"] + 1 if server_cfg["kind"] == "sojourn" else None,
                 access_log=directory / "access.log" if server_cfg["access_log"] else None,
-                extra_args=list(server_cfg["args"]) + stage_args, command=list(server_cfg["command"]),
+                stages=stages_path, extra_args=list(server_cfg["args"]), command=list(server_cfg["command"]),
                 preexec_fn=tb.preexec(tb.server_ns), max_connections=server_cfg["max_connections"] or None,
                 linger_close=server_cfg["linger_close"], write_concurrency=server_cfg["write_concurrency"] or None,
                 notsent_lowat=server_cfg["notsent_lowat"] or None)
