@@ -150,12 +150,12 @@ impl Timer {
     }
 }
 
-/// Wait until one of `fds` is readable (or a signal arrives); returns the
-/// readiness of each fd.
-pub fn poll_readable<const N: usize>(fds: [RawFd; N]) -> io::Result<[bool; N]> {
+/// Wait until one of `fds` is readable (or a signal arrives), or return at once
+/// when `wait` is false; returns the readiness of each fd.
+pub fn poll_readable<const N: usize>(fds: [RawFd; N], wait: bool) -> io::Result<[bool; N]> {
     let mut pollfds = fds.map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
     // `pollfds` is a valid array of N pollfd structs.
-    match syscall!(poll(pollfds.as_mut_ptr(), N as libc::nfds_t, -1)) {
+    match syscall!(poll(pollfds.as_mut_ptr(), N as libc::nfds_t, if wait { -1 } else { 0 })) {
         Ok(_) => Ok(pollfds.map(|p| p.revents & (libc::POLLIN | libc::POLLERR) != 0)),
         Err(err) if err.kind() == io::ErrorKind::Interrupted => Ok([false; N]),
         Err(err) => Err(err),
