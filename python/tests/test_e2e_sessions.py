@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from sojourn.analysis import sessions as analysis_sessions
 from sojourn.engine import engine_path
 
 pytestmark = [pytest.mark.netns, pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")]
@@ -96,6 +97,16 @@ def test_sessions_spec_runs_and_reports(results_root):
         else:
             assert workload["arrivals"] == "poisson"
         assert (records["status"] == 200).any()
+        # FIFO never drops; DWFS answers the requests its pool dropped with 503, except those
+        # whose client gave up at its class bound before the answer came.
+        assert set(records["status"].dropna().astype(int)) <= {200, 503}
+        series_frame = analysis_sessions.read_series(rep / "series.csv")
+        dropped_by_server = int(analysis_sessions.anatomy(series_frame)["dropped"].sum())
+        answered_503 = int((records["status"] == 503).sum())
+        gave_up = int((records["outcome"] == "gave_up").sum())
+        assert answered_503 <= dropped_by_server <= answered_503 + gave_up
+        if policy == "fifo":
+            assert dropped_by_server == 0 and answered_503 == 0
         series = pd.read_csv(rep / "series.csv")
         assert set(series["stage"]) == {"MM", "CO", "SR", "BR"}
         sessions = json.loads((rep / "summary.json").read_text())["sessions"]

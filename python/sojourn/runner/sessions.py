@@ -17,7 +17,16 @@ from pathlib import Path
 
 import tomli_w
 
+from sojourn import papers
 from sojourn.runner.spec import stage_classes
+
+# The stage pool's defaults (docs/dwfs.md), from sojourn/papers.toml: 003 §4.1's stages,
+# Fig. 5's transitions (percent), and §5.2's classes with timeouts 10, 15, 20 s x 1/100.
+STAGES = papers.sessions()["stages"]
+FIG5 = papers.sessions()["fig5_percent"]
+DEFAULT_CLASSES = [{"name": name, "timeout_ms": timeout_s * 10}
+                   for name, timeout_s in zip(papers.sessions()["class_names"], papers.sessions()["class_timeouts_s"])]
+
 
 def effective_classes(stages: dict, client_addrs: dict[str, list[str]]) -> list[dict]:
     """The classes with ``networks`` filled from the group of the same name."""
@@ -43,8 +52,6 @@ def stages_file(stages: dict, client_addrs: dict[str, list[str]], series_csv: Pa
 
 
 def stage_names(stages: dict) -> list[str]:
-    from sojourn.plan.measure import STAGES
-
     return [s["name"] for s in stages.get("stage", [])] or list(STAGES)
 
 
@@ -57,8 +64,6 @@ def session_model(stages: dict, sessions: dict, path: Path, classes: dict | None
     :func:`class_map`) writes one class per stage-pool class with its source addresses,
     so records carry the class; its delay bound is the class's timeout with
     ``class_bounds``, else ``delay_bound_s``."""
-    from sojourn.plan.measure import FIG5, STAGES
-
     names = stage_names(stages)
     rows = stages.get("transitions") or (FIG5 if names == list(STAGES) else [[1.0] * len(names)] * len(names))
     if len(rows) != len(names) or any(len(row) != len(names) for row in rows):

@@ -424,9 +424,9 @@ def check_stages(table: dict, path: str) -> dict:
 def stage_classes(stages: dict) -> list[dict]:
     """The stage pool's classes: the table's, else the defaults (docs/dwfs.md: gold,
     silver, bronze with timeouts 100, 150, 200 ms, 003 §5.2 x 1/100)."""
-    from sojourn.plan.measure import CLASSES
+    from sojourn.runner.sessions import DEFAULT_CLASSES
 
-    return stages.get("class") or [{"name": name, "timeout_ms": ms} for name, ms, _ in CLASSES]
+    return stages.get("class") or [dict(cls) for cls in DEFAULT_CLASSES]
 
 
 def check_class_networks(stages: dict, groups: list[dict], where: str) -> None:
