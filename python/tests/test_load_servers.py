@@ -38,7 +38,7 @@ def load(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
 
 
 def records(out: Path) -> pd.DataFrame:
-    return pd.read_csv(out / "records.csv", keep_default_na=True)
+    return pd.read_csv(out / "records.csv", keep_default_na=True, dtype={"error": "string"})
 
 
 def summary(out: Path) -> dict:
