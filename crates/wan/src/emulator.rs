@@ -122,7 +122,7 @@ impl Emulator {
                 None => return self.pass(packet),
             }
         } else {
-            (0, Vnet { needs_csum: false, gso_size: None })
+            (0, Vnet::PLAIN)
         };
         let Some(info) = inspect(&packet[ip_at..]) else {
             return self.pass(packet);
@@ -147,15 +147,14 @@ impl Emulator {
             self.gso.whole += 1;
             return Some(slot.pipe.offer_wire(now, info.flow, packet, Wire { packets, bytes }, &mut slot.rng));
         }
-        let Some(segments) = offload::segment(&packet[ip_at..], gso_size) else {
+        let Some(segments) = offload::segment(&packet[ip_at..], gso_size, &PLAIN_VNET_HDR) else {
             return self.pass(packet);
         };
         self.gso.cut += 1;
         let mut verdict = None;
         for segment in segments {
-            let wire = Wire::single(segment.len());
-            let buffer = [&PLAIN_VNET_HDR[..], &segment].concat();
-            verdict = Some(slot.pipe.offer_wire(now, info.flow, buffer, wire, &mut slot.rng));
+            let wire = Wire::single(segment.len() - VNET_HDR_LEN);
+            verdict = Some(slot.pipe.offer_wire(now, info.flow, segment, wire, &mut slot.rng));
         }
         verdict
     }

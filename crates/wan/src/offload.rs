@@ -34,6 +34,9 @@ pub struct Vnet {
 }
 
 impl Vnet {
+    /// A single packet with complete checksums (what `PLAIN_VNET_HDR` says).
+    pub const PLAIN: Vnet = Vnet { needs_csum: false, gso_size: None };
+
     /// Read the header in front of a packet; `None` if too short or of a GSO
     /// type the device was not offered (only TCPv4 is).
     pub fn parse(bytes: &[u8]) -> Option<Vnet> {
@@ -44,62 +47,75 @@ impl Vnet {
             GSO_TCPV4 if gso_size > 0 => Some(gso_size),
             _ => return None,
         };
-        Some(Vnet {
-            needs_csum: header[0] & F_NEEDS_CSUM != 0,
-            gso_size,
-        })
+        Some(Vnet { needs_csum: header[0] & F_NEEDS_CSUM != 0, gso_size })
     }
 }
 
 /// A plain packet's vnet header: no GSO, checksums complete.
 pub const PLAIN_VNET_HDR: [u8; VNET_HDR_LEN] = [0; VNET_HDR_LEN];
 
+/// A TCPv4 GSO packet read apart: its headers (repeated in every segment) and
+/// its payload, up to the IPv4 total length.
+struct Tcp4<'a> {
+    ip: Ipv4Header,
+    tcp: TcpHeader,
+    payload: &'a [u8],
+}
+
+impl<'a> Tcp4<'a> {
+    fn split(ip_packet: &'a [u8]) -> Option<Tcp4<'a>> {
+        let (ip, rest) = Ipv4Header::from_slice(ip_packet).ok()?;
+        let (tcp, _) = TcpHeader::from_slice(rest).ok()?;
+        let end = usize::from(ip.total_len).min(ip_packet.len());
+        let payload = ip_packet.get(ip.header_len() + tcp.header_len()..end)?;
+        Some(Tcp4 { ip, tcp, payload })
+    }
+
+    fn headers_len(&self) -> usize {
+        self.ip.header_len() + self.tcp.header_len()
+    }
+
+    /// Segments of at most `gso_size` payload bytes (one, even without payload).
+    fn segments(&self, gso_size: u16) -> usize {
+        self.payload.len().div_ceil(usize::from(gso_size)).max(1)
+    }
+}
+
 /// How a GSO packet appears on the wire: the number of segments and their total
 /// bytes (each repeats the IPv4 and TCP headers). `None` if it is not TCPv4.
 pub fn wire_size(ip_packet: &[u8], gso_size: u16) -> Option<(u64, u64)> {
-    let (ip, rest) = Ipv4Header::from_slice(ip_packet).ok()?;
-    let (tcp, _) = TcpHeader::from_slice(rest).ok()?;
-    let headers = ip.header_len() + tcp.header_len();
-    let payload = usize::from(ip.total_len)
-        .min(ip_packet.len())
-        .checked_sub(headers)?;
-    let segments = payload.div_ceil(usize::from(gso_size)).max(1);
-    Some((segments as u64, (payload + segments * headers) as u64))
+    let packet = Tcp4::split(ip_packet)?;
+    let segments = packet.segments(gso_size);
+    Some((segments as u64, (packet.payload.len() + segments * packet.headers_len()) as u64))
 }
 
 /// Cut a TCPv4 GSO packet (without its vnet header) into packets of at most
-/// `gso_size` payload bytes, each with complete checksums. `None` if it is not
-/// a well-formed TCPv4 packet.
-pub fn segment(ip_packet: &[u8], gso_size: u16) -> Option<Vec<Vec<u8>>> {
-    let (ip, rest) = Ipv4Header::from_slice(ip_packet).ok()?;
-    let (tcp, _) = TcpHeader::from_slice(rest).ok()?;
-    let headers = ip.header_len() + tcp.header_len();
-    let end = usize::from(ip.total_len).min(ip_packet.len());
-    let payload = ip_packet.get(headers..end)?;
-    let chunks: Vec<&[u8]> = if payload.is_empty() {
-        vec![payload]
-    } else {
-        payload.chunks(usize::from(gso_size)).collect()
-    };
-    let last = chunks.len() - 1;
-    let mut offset = 0u32;
-    let mut out = Vec::with_capacity(chunks.len());
-    for (i, chunk) in chunks.into_iter().enumerate() {
+/// `gso_size` payload bytes, each with complete checksums and starting with
+/// `prefix` (the vnet header the TUN device expects back, or nothing). `None`
+/// if it is not a well-formed TCPv4 packet.
+pub fn segment(ip_packet: &[u8], gso_size: u16, prefix: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let packet = Tcp4::split(ip_packet)?;
+    let (headers, count, size) = (packet.headers_len(), packet.segments(gso_size), usize::from(gso_size));
+    let Tcp4 { ip, tcp, payload } = packet;
+    let mut out = Vec::with_capacity(count);
+    for i in 0..count {
+        let chunk = &payload[(i * size).min(payload.len())..((i + 1) * size).min(payload.len())];
         let mut seg_ip = ip.clone();
         seg_ip.total_len = u16::try_from(headers + chunk.len()).ok()?;
         seg_ip.identification = ip.identification.wrapping_add(i as u16);
         let mut seg_tcp = tcp.clone();
-        seg_tcp.sequence_number = tcp.sequence_number.wrapping_add(offset);
-        seg_tcp.fin &= i == last;
-        seg_tcp.psh &= i == last;
+        // The payload fits the 16-bit IPv4 length, so the offset fits a u32.
+        seg_tcp.sequence_number = tcp.sequence_number.wrapping_add((i * size) as u32);
+        seg_tcp.fin &= i == count - 1;
+        seg_tcp.psh &= i == count - 1;
         seg_tcp.cwr &= i == 0;
         seg_tcp.checksum = seg_tcp.calc_checksum_ipv4(&seg_ip, chunk).ok()?;
-        let mut packet = Vec::with_capacity(headers + chunk.len());
-        seg_ip.write(&mut packet).ok()?;
-        seg_tcp.write(&mut packet).ok()?;
-        packet.extend_from_slice(chunk);
-        out.push(packet);
-        offset = offset.wrapping_add(chunk.len() as u32);
+        let mut bytes = Vec::with_capacity(prefix.len() + headers + chunk.len());
+        bytes.extend_from_slice(prefix);
+        seg_ip.write(&mut bytes).ok()?;
+        seg_tcp.write(&mut bytes).ok()?;
+        bytes.extend_from_slice(chunk);
+        out.push(bytes);
     }
     Some(out)
 }
@@ -166,7 +182,7 @@ mod tests {
         let payload: Vec<u8> = (0..4000u32).map(|i| i as u8).collect();
         let packet = gso_packet(&payload, true, true);
         assert_eq!(wire_size(&packet, 1448), Some((3, 4000 + 3 * 40)));
-        let segments = segment(&packet, 1448).unwrap();
+        let segments = segment(&packet, 1448, &[]).unwrap();
         assert_eq!(segments.len(), 3);
         let first_id = Ipv4Slice::from_slice(&packet)
             .unwrap()
@@ -203,7 +219,7 @@ mod tests {
         #[test]
         fn segmentation_keeps_every_payload_byte_in_order(len in 0usize..20_000, gso_size in 1u16..3000) {
             let payload: Vec<u8> = (0..len).map(|i| (i * 7) as u8).collect();
-            let segments = segment(&gso_packet(&payload, false, false), gso_size).unwrap();
+            let segments = segment(&gso_packet(&payload, false, false), gso_size, &[]).unwrap();
             let (count, wire) = wire_size(&gso_packet(&payload, false, false), gso_size).unwrap();
             prop_assert_eq!(segments.len() as u64, count);
             prop_assert_eq!(segments.iter().map(|s| s.len() as u64).sum::<u64>(), wire);
@@ -215,7 +231,7 @@ mod tests {
         fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..200), gso_size in 1u16..2000) {
             let _ = Vnet::parse(&bytes);
             let _ = wire_size(&bytes, gso_size);
-            let _ = segment(&bytes, gso_size);
+            let _ = segment(&bytes, gso_size, &PLAIN_VNET_HDR);
         }
     }
 }

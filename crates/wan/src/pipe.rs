@@ -155,14 +155,9 @@ impl<F: Hash + Eq + Copy> Pipe<F> {
         self.params.loss != LossModel::None || self.params.rate_bps.is_some()
     }
 
-    /// Offer `packet` (one IP packet, nothing else in the buffer) of connection `flow` at `now`.
-    pub fn offer<R: Rng>(&mut self, now: u64, flow: F, packet: Vec<u8>, rng: &mut R) -> Verdict {
-        let wire = Wire::single(packet.len());
-        self.offer_wire(now, flow, packet, wire, rng)
-    }
-
-    /// Offer a buffer that is `wire` on the link (several packets only when
-    /// `!per_packet()`): the rate, queue limits and counters use `wire`.
+    /// Offer a buffer of connection `flow` at `now` that is `wire` on the link
+    /// (several packets only when `!per_packet()`; the buffer may also hold a vnet
+    /// header): the rate, queue limits and counters use `wire`.
     pub fn offer_wire<R: Rng>(&mut self, now: u64, flow: F, packet: Vec<u8>, wire: Wire, rng: &mut R) -> Verdict {
         if self.loss.lose(flow, rng) {
             self.counters.loss_drops += 1;
@@ -230,6 +225,15 @@ impl<F: Hash + Eq + Copy> Pipe<F> {
         self.counters.forwarded_bytes += wire.bytes;
         self.counters.in_flight -= wire.packets;
         Some((release_at, packet))
+    }
+}
+
+#[cfg(test)]
+impl<F: Hash + Eq + Copy> Pipe<F> {
+    /// Offer one IP packet, nothing else in the buffer.
+    fn offer<R: Rng>(&mut self, now: u64, flow: F, packet: Vec<u8>, rng: &mut R) -> Verdict {
+        let wire = Wire::single(packet.len());
+        self.offer_wire(now, flow, packet, wire, rng)
     }
 }
 
