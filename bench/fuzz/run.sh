@@ -57,6 +57,8 @@ for target in $RUST_TARGETS; do
   if [ "$target" = request ]; then
     seconds=$REQUEST_SECONDS
     if [ -n "${REQUEST_CPU_SECONDS:-}" ]; then
+      # The wall-time limit only as a backstop: at nice 19 on a busy machine the budget
+      # may take several times its length in wall time.
       seconds=$((REQUEST_CPU_SECONDS * 4))
       stop_after_cpu "$REQUEST_CPU_SECONDS" request &
       watcher=$!

@@ -51,8 +51,9 @@ def iperf3_tcp(tb: Testbed, seconds: float, port: int, down: bool) -> float:
     return json.loads(out.stdout)["end"]["sum_received"]["bits_per_second"]
 
 
-FORWARDERS = (("kernel forwarding (peer)", False, True), ("sojourn-engine wan", True, True),
-              ("sojourn-engine wan --no-offload", True, False))
+PEER = "kernel forwarding (peer)"
+# name, emulator, offload
+FORWARDERS = ((PEER, False, True), ("sojourn-engine wan", True, True), ("sojourn-engine wan --no-offload", True, False))
 
 
 def forwarding(seconds: float) -> dict:
@@ -127,8 +128,8 @@ def main() -> int:
     args = parser.parse_args()
     rounds = [forwarding(args.seconds) for _ in range(args.rounds)]
     results = {"forwarding_rounds": rounds, "delay_100ms": delay_error(args.seconds, args.pps)}
-    ratio_rounds = [{f"{name} / kernel {way}": r[f"{way}_bps"] / fwd["kernel forwarding (peer)"][f"{way}_bps"]
-                     for name, r in fwd.items() if name != "kernel forwarding (peer)" for way in ("down", "up")}
+    ratio_rounds = [{f"{name} / kernel {way}": r[f"{way}_bps"] / fwd[PEER][f"{way}_bps"]
+                     for name, r in fwd.items() if name != PEER for way in ("down", "up")}
                     for fwd in rounds]
     results["forwarding_ratio_to_kernel_rounds"] = ratio_rounds
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
