@@ -210,7 +210,7 @@ def kill() -> dict:
                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
         rep = results / "soak-kill" / "run" / "0"
         deadline = time.monotonic() + 90
-        while not (rep / "load.argv").is_file() and time.monotonic() < deadline:
+        while not (rep / "load.toml").is_file() and time.monotonic() < deadline:
             time.sleep(0.2)
         time.sleep(5)
         pids = {ns: sysnet.ns_pids(ns) for ns in sysnet.namespaces_with_prefix(prefix)}

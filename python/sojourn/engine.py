@@ -1,4 +1,5 @@
-"""Locating (and if need be building) the ``sojourn-engine`` binary."""
+"""Locating (and if need be building) the ``sojourn-engine`` binary, and writing the
+``--config`` files its subcommands read."""
 
 from __future__ import annotations
 
@@ -6,7 +7,10 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import asdict
 from pathlib import Path
+
+import tomli_w
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -32,3 +36,15 @@ def engine_path(build: bool = True) -> Path:
         cargo = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
         subprocess.run([cargo, "build", "--release", "-p", "sojourn-engine"], cwd=REPO, check=True)
     return path
+
+
+def options_toml(options) -> str:
+    """A dataclass of a ``sojourn-engine`` subcommand's options as the TOML its
+    ``--config`` reads: kebab-case keys, paths as text, None left out."""
+    document = {}
+    for key, value in asdict(options).items():
+        if value is None:
+            continue
+        document[key.replace("_", "-")] = [str(v) for v in value] if isinstance(value, list) else (
+            str(value) if isinstance(value, Path) else value)
+    return tomli_w.dumps(document)

@@ -38,13 +38,11 @@ import subprocess
 import tempfile
 import textwrap
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-import tomli_w
-
-from sojourn.engine import engine_path
+from sojourn.engine import engine_path, options_toml
 from sojourn.testbed.sysnet import die_with_parent
 
 KINDS = ("sojourn", "nginx", "apache2", "lighttpd", "h2o", "command")
@@ -151,7 +149,7 @@ class ServeFile:
                    write_concurrency=c.write_concurrency, notsent_lowat=c.notsent_lowat, stages=text(c.stages))
 
     def toml(self) -> str:
-        return tomli_w.dumps({key.replace("_", "-"): value for key, value in asdict(self).items() if value is not None})
+        return options_toml(self)
 
 
 def _per_worker(total: int, workers: int) -> int:

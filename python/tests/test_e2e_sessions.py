@@ -81,7 +81,8 @@ def test_sessions_spec_runs_and_reports(results_root):
         assert classes["address_classes"] == [0, 1, 1, 2]
         assert [c["networks"] for c in stages["class"]] == [[a] for a in classes["source_addrs"][:1]] + \
             [classes["source_addrs"][1:3], classes["source_addrs"][3:]]
-        assert "load\tsessions" in "\t".join((rep / "load.argv").read_text().split())
+        load_file = tomllib.loads((rep / "load.toml").read_text())
+        assert load_file["mode"] == "sessions" and load_file["source-addrs"] == classes["source_addrs"]
         records = pd.read_csv(rep / "records.csv")
         assert records["path"].str.startswith("/stage/").all()
         # The generator records each request's class: that of its client's source address.

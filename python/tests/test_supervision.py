@@ -49,7 +49,7 @@ def test_sigkill_of_sojourn_run_leaves_no_process_and_the_next_run_cleans_up(tmp
     run = sojourn("run", str(spec), "--results", str(results), "--prefix", PREFIX, "--no-report")
     try:
         deadline = time.monotonic() + 90
-        while not (rep / "load.argv").is_file():  # server up, load generator started
+        while not (rep / "load.toml").is_file():  # server up, load generator started
             assert run.poll() is None, run.stdout.read()
             assert time.monotonic() < deadline, "the load generator never started"
             time.sleep(0.2)
@@ -127,7 +127,7 @@ def test_a_server_killed_mid_run_makes_the_repetition_partial_naming_it(tmp_path
     run = sojourn("run", str(spec), "--results", str(results), "--prefix", PREFIX, "--no-report")
     try:
         deadline = time.monotonic() + 90
-        while not (rep / "load.argv").is_file():
+        while not (rep / "load.toml").is_file():
             assert run.poll() is None, run.stdout.read()
             assert time.monotonic() < deadline, "the load generator never started"
             time.sleep(0.2)

@@ -4,10 +4,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 
 import pytest
+import tomli_w
 
 from sojourn import cli
 from sojourn.engine import engine_path
@@ -74,8 +74,8 @@ def test_emulator_document_and_the_engine_agree_on_keys(tmp_path):
     assert far["down"]["delay_ms"] == 75 and far["up"]["delay_ms"] == 75
     assert far["mtu"] == 576 and far["addrs"] == ["10.78.1.1"]
     # The engine reads the same keys: an out-of-range value is named before any device is touched.
-    bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps(doc | {"groups": [far | {"mtu": 100}]}))
+    bad = tmp_path / "bad.toml"
+    bad.write_text(tomli_w.dumps(doc | {"groups": [far | {"mtu": 100}]}))
     done = subprocess.run([str(engine_path()), "wan", "--config", str(bad)], capture_output=True, text=True)
     assert done.returncode != 0 and "mtu 100" in done.stderr
 

@@ -9,9 +9,9 @@ fn wan(args: &[&str]) -> (bool, String, String) {
     (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
-fn config_file(name: &str, json: &str) -> std::path::PathBuf {
-    let path = std::env::temp_dir().join(format!("sojourn-wan-cli-{}-{name}.json", std::process::id()));
-    std::fs::write(&path, json).unwrap();
+fn config_file(name: &str, text: &str) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("sojourn-wan-cli-{}-{name}.toml", std::process::id()));
+    std::fs::write(&path, text).unwrap();
     path
 }
 
@@ -27,21 +27,24 @@ fn help_lists_the_options() {
 #[test]
 fn config_errors_name_the_input() {
     let cases = [
-        ("syntax", "{\"tun\": ", "emulator config is not valid"),
-        ("loss", r#"{"tun": "x", "groups": [{"name": "g", "addrs": ["10.78.0.1"], "up": {"loss": 2}}]}"#, "group g direction up"),
-        ("field", r#"{"tun": "x", "groups": [{"name": "g", "addrs": ["10.78.0.1"], "down": {"delay": 5}}]}"#, "unknown field `delay`"),
-        ("tun", r#"{"tun": "a-name-much-too-long", "groups": [{"name": "g", "addrs": ["10.78.0.1"]}]}"#, "1-15 characters"),
+        ("syntax", "tun = ", "emulator config is not valid"),
+        ("loss", r#"tun = "x"
+groups = [{ name = "g", addrs = ["10.78.0.1"], up = { loss = 2 } }]"#, "group g direction up"),
+        ("field", r#"tun = "x"
+groups = [{ name = "g", addrs = ["10.78.0.1"], down = { delay = 5 } }]"#, "unknown field `delay`"),
+        ("tun", r#"tun = "a-name-much-too-long"
+groups = [{ name = "g", addrs = ["10.78.0.1"] }]"#, "1-15 characters"),
     ];
-    for (name, json, expect) in cases {
-        let path = config_file(name, json);
+    for (name, text, expect) in cases {
+        let path = config_file(name, text);
         let (ok, stdout, stderr) = wan(&["--config", path.to_str().unwrap()]);
         std::fs::remove_file(&path).unwrap();
         assert!(!ok, "{name}: accepted");
         assert!(stdout.is_empty(), "{name}: printed ready before failing");
         assert!(stderr.contains(expect) && stderr.contains(path.to_str().unwrap()), "{name}: {stderr}");
     }
-    let (ok, _, stderr) = wan(&["--config", "/nonexistent/wan.json"]);
-    assert!(!ok && stderr.contains("/nonexistent/wan.json"), "{stderr}");
-    let (ok, _, stderr) = wan(&["--config", "x.json", "--interval", "0"]);
+    let (ok, _, stderr) = wan(&["--config", "/nonexistent/wan.toml"]);
+    assert!(!ok && stderr.contains("/nonexistent/wan.toml"), "{stderr}");
+    let (ok, _, stderr) = wan(&["--config", "x.toml", "--interval", "0"]);
     assert!(!ok && stderr.contains("between 0.01 and 3600"), "{stderr}");
 }

@@ -23,9 +23,43 @@ use std::sync::atomic::Ordering;
 /// Writes OUT/records.csv (one row per attempt), OUT/intervals.csv (one row per second) and
 /// OUT/summary.json; see docs/formats.md and docs/load.md.
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true, arg_required_else_help = true)]
 pub struct LoadArgs {
+    /// Read the mode and its options from a TOML file instead: `mode = "open"` and every
+    /// option of that mode as a key of the same name (e.g. `requests-per-conn = 5`);
+    /// options after FILE override the file's (docs/load.md "Config file").
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// With --config: options that override the file's keys.
+    #[arg(requires = "config", trailing_var_arg = true, allow_hyphen_values = true, value_name = "OVERRIDES")]
+    overrides: Vec<std::ffi::OsString>,
+    #[command(subcommand)]
+    mode: Option<Mode>,
+}
+
+/// What a `--config` file and its overrides parse into: the mode, as on the command line.
+#[derive(Debug, clap::Parser)]
+struct FromFile {
     #[command(subcommand)]
     mode: Mode,
+}
+
+impl LoadArgs {
+    /// The mode to run: the subcommand given, or the config file's with the overrides
+    /// after it (the last occurrence of an option wins).
+    fn mode(self) -> anyhow::Result<Mode> {
+        use clap::{CommandFactory, FromArgMatches};
+        let Some(path) = self.config else {
+            return self.mode.context("a mode (open, closed, capacity, sessions) or --config FILE is needed");
+        };
+        let args = crate::config_file::file_args(&path)?.into_iter().chain(self.overrides);
+        let command = FromFile::command()
+            .name("load")
+            .bin_name(format!("sojourn-engine load --config {}", path.display()))
+            .mut_subcommands(|mode| mode.args_override_self(true));
+        let matches = command.try_get_matches_from(std::iter::once("load".into()).chain(args)).map_err(|err| anyhow::anyhow!("--config {}: {}", path.display(), err.render().to_string().trim_end()))?;
+        Ok(FromFile::from_arg_matches(&matches)?.mode)
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -289,8 +323,9 @@ fn raise_fd_limit(needed: Option<u64>) -> (u64, Option<String>) {
 }
 
 pub fn run(args: LoadArgs) -> anyhow::Result<()> {
+    let mode = args.mode()?;
     catch_sigint();
-    match args.mode {
+    match mode {
         Mode::Open(open) => run_open(open),
         Mode::Closed(closed) => run_closed(closed),
         Mode::Capacity(capacity) => run_capacity(capacity),

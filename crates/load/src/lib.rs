@@ -6,6 +6,7 @@
 //! users, capacity probes, sessions). The thin mio loop in [`engine`] drives them and
 //! [`record`] streams one record per attempt.
 pub mod cli;
+pub mod config_file;
 pub mod content;
 pub mod dispatch;
 pub mod response;

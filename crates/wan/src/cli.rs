@@ -28,7 +28,7 @@ use crate::sys::{self, Timer, Tun};
 /// the device and routes through it; see docs/testbed.md for the config format.
 #[derive(Debug, clap::Args)]
 pub struct WanArgs {
-    /// JSON config: {"tun": NAME, "seed": N, "groups": [{"name", "addrs", "mtu", "down": {...}, "up": {...}}]}
+    /// TOML config: tun = NAME, seed = N, [[groups]] with name, addrs, mtu, down = {...}, up = {...} (docs/testbed.md).
     #[arg(long)]
     pub config: PathBuf,
     /// Per-pipe counters CSV, one row per pipe per interval and a final one at exit.
@@ -70,7 +70,7 @@ const SPIN_NS: u64 = 50_000;
 
 pub fn run(args: WanArgs) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(&args.config).with_context(|| format!("reading --config {}", args.config.display()))?;
-    let config = Config::from_json(&text).with_context(|| format!("--config {}", args.config.display()))?;
+    let config = Config::from_toml(&text).with_context(|| format!("--config {}", args.config.display()))?;
     let offload = if args.no_offload { Offload::Off } else { Offload::Auto };
     let mut emulator = Emulator::new(&config, offload)?;
     let mut counters = args.counters.as_ref().map(CounterWriter::create).transpose()?;

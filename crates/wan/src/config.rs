@@ -83,8 +83,8 @@ pub enum LossModelName {
 }
 
 impl Config {
-    pub fn from_json(text: &str) -> anyhow::Result<Config> {
-        let config: Config = serde_json::from_str(text).context("emulator config is not valid")?;
+    pub fn from_toml(text: &str) -> anyhow::Result<Config> {
+        let config: Config = toml::from_str(text).context("emulator config is not valid")?;
         config.validate()?;
         Ok(config)
     }
@@ -177,15 +177,24 @@ impl DirectionConfig {
 mod tests {
     use super::*;
 
-    const EXAMPLE: &str = r#"{"tun": "sjtbt", "seed": 3, "groups": [
-        {"name": "near", "addrs": ["10.78.0.1", "10.78.0.2"], "down": {"delay_ms": 0}},
-        {"name": "far", "addrs": ["10.78.1.1"], "mtu": 576,
-         "down": {"delay_ms": 75, "loss": 0.06, "loss_model": "two-state", "rate_bps": 2000000},
-         "up": {"delay_ms": 75, "loss": 0.01}}]}"#;
+    const EXAMPLE: &str = r#"
+tun = "sjtbt"
+seed = 3
+[[groups]]
+name = "near"
+addrs = ["10.78.0.1", "10.78.0.2"]
+down = { delay_ms = 0 }
+[[groups]]
+name = "far"
+addrs = ["10.78.1.1"]
+mtu = 576
+down = { delay_ms = 75, loss = 0.06, loss_model = "two-state", rate_bps = 2000000 }
+up = { delay_ms = 75, loss = 0.01 }
+"#;
 
     #[test]
     fn example_config_builds_the_expected_pipes() {
-        let config = Config::from_json(EXAMPLE).unwrap();
+        let config = Config::from_toml(EXAMPLE).unwrap();
         let far = &config.groups[1];
         assert_eq!(far.max_mss(), 536);
         let down = far.down.params(far.mtu).unwrap();
@@ -198,17 +207,18 @@ mod tests {
 
     #[test]
     fn bad_values_are_named() {
+        let group = "tun = \"t\"\n[[groups]]\nname = \"g\"\naddrs = [\"10.0.0.1\"]\n";
         let cases = [
-            (r#"{"tun": "t", "groups": []}"#, "at least one group"),
-            (r#"{"tun": "t", "groups": [{"name": "g", "addrs": ["10.0.0.1"], "down": {"loss": 1.5}}]}"#, "loss = 1.5"),
-            (r#"{"tun": "t", "groups": [{"name": "g", "addrs": ["10.0.0.1"], "mtu": 100}]}"#, "mtu 100"),
-            (r#"{"tun": "t", "groups": [{"name": "g", "addrs": ["10.0.0.1"], "up": {"delay": 3}}]}"#, "unknown field `delay`"),
-            (r#"{"tun": "t", "groups": [{"name": "g", "addrs": ["10.0.0.1"]}, {"name": "h", "addrs": ["10.0.0.1"]}]}"#, "already belongs"),
-            (r#"{"tun": "t", "groups": [{"name": "g", "addrs": ["10.0.0.1"], "down": {"loss": 0.1, "loss_model": "gilbert"}}]}"#, "gilbert"),
+            ("tun = \"t\"\ngroups = []\n".to_string(), "at least one group"),
+            (format!("{group}down = {{ loss = 1.5 }}\n"), "loss = 1.5"),
+            (format!("{group}mtu = 100\n"), "mtu 100"),
+            (format!("{group}up = {{ delay = 3 }}\n"), "unknown field `delay`"),
+            (format!("{group}[[groups]]\nname = \"h\"\naddrs = [\"10.0.0.1\"]\n"), "already belongs"),
+            (format!("{group}down = {{ loss = 0.1, loss_model = \"gilbert\" }}\n"), "gilbert"),
         ];
-        for (json, expect) in cases {
-            let err = format!("{:#}", Config::from_json(json).unwrap_err());
-            assert!(err.contains(expect), "{json}: {err}");
+        for (text, expect) in cases {
+            let err = format!("{:#}", Config::from_toml(&text).unwrap_err());
+            assert!(err.contains(expect), "{text}: {err}");
         }
     }
 }

@@ -210,10 +210,12 @@ mod tests {
     use super::*;
     use etherparse::PacketBuilder;
 
-    const CONFIG: &str = r#"{"tun": "t", "seed": 5, "groups": [
-        {"name": "near", "addrs": ["10.78.0.1"]},
-        {"name": "far", "addrs": ["10.78.1.1"], "mtu": 576,
-         "down": {"delay_ms": 10}, "up": {"delay_ms": 20}}]}"#;
+    const CONFIG: &str = r#"
+tun = "t"
+seed = 5
+groups = [{ name = "near", addrs = ["10.78.0.1"] },
+          { name = "far", addrs = ["10.78.1.1"], mtu = 576, down = { delay_ms = 10 }, up = { delay_ms = 20 } }]
+"#;
 
     fn tcp(src: [u8; 4], dst: [u8; 4], syn: bool) -> Vec<u8> {
         let mut builder = PacketBuilder::ipv4(src, dst, 64).tcp(1000, 80, 1, 1000);
@@ -233,7 +235,7 @@ mod tests {
 
     #[test]
     fn packets_take_their_groups_pipe_per_direction() {
-        let mut emu = Emulator::new(&Config::from_json(CONFIG).unwrap(), Offload::Off).unwrap();
+        let mut emu = Emulator::new(&Config::from_toml(CONFIG).unwrap(), Offload::Off).unwrap();
         let server = [10, 77, 0, 1];
         assert_eq!(emu.ingress(0, tcp(server, [10, 78, 1, 1], false)), Some(Verdict::Accepted { release_at: 10_000_000 }));
         assert_eq!(emu.ingress(0, tcp([10, 78, 1, 1], server, false)), Some(Verdict::Accepted { release_at: 20_000_000 }));
@@ -253,7 +255,7 @@ mod tests {
 
     #[test]
     fn syns_are_clamped_to_the_groups_mtu() {
-        let mut emu = Emulator::new(&Config::from_json(CONFIG).unwrap(), Offload::Off).unwrap();
+        let mut emu = Emulator::new(&Config::from_toml(CONFIG).unwrap(), Offload::Off).unwrap();
         emu.ingress(0, tcp([10, 78, 1, 1], [10, 77, 0, 1], true));
         emu.ingress(0, tcp([10, 78, 0, 1], [10, 77, 0, 1], true));
         assert_eq!(emu.mss_clamped(), 1, "only the 576-byte group clamps");
@@ -264,10 +266,12 @@ mod tests {
 
     #[test]
     fn gso_packets_stay_whole_through_delay_and_are_cut_for_a_rate() {
-        let config = r#"{"tun": "t", "groups": [
-            {"name": "delay", "addrs": ["10.78.0.1"], "down": {"delay_ms": 10}},
-            {"name": "rate", "addrs": ["10.78.1.1"], "down": {"rate_bps": 12000000}}]}"#;
-        let mut emu = Emulator::new(&Config::from_json(config).unwrap(), Offload::Auto).unwrap();
+        let config = r#"
+tun = "t"
+groups = [{ name = "delay", addrs = ["10.78.0.1"], down = { delay_ms = 10 } },
+          { name = "rate", addrs = ["10.78.1.1"], down = { rate_bps = 12000000 } }]
+"#;
+        let mut emu = Emulator::new(&Config::from_toml(config).unwrap(), Offload::Auto).unwrap();
         assert!(emu.vnet_headers(), "a delay-only pipe turns offload on");
         let gso = |dst: [u8; 4]| {
             let mut ip = Vec::new();
@@ -287,8 +291,10 @@ mod tests {
         let reports = emu.reports();
         assert_eq!((reports[0].counters.forwarded, reports[0].counters.forwarded_bytes), (3, 4000 + 3 * 40));
         assert_eq!((reports[2].counters.forwarded, reports[2].counters.forwarded_bytes), (3, 4000 + 3 * 40));
-        let only_rate = r#"{"tun": "t", "groups": [{"name": "r", "addrs": ["10.78.1.1"],
-            "down": {"rate_bps": 1000000}, "up": {"rate_bps": 1000000}}]}"#;
-        assert!(!Emulator::new(&Config::from_json(only_rate).unwrap(), Offload::Auto).unwrap().vnet_headers());
+        let only_rate = r#"
+tun = "t"
+groups = [{ name = "r", addrs = ["10.78.1.1"], down = { rate_bps = 1000000 }, up = { rate_bps = 1000000 } }]
+"#;
+        assert!(!Emulator::new(&Config::from_toml(only_rate).unwrap(), Offload::Auto).unwrap().vnet_headers());
     }
 }

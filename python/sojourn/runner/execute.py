@@ -32,6 +32,7 @@ from sojourn.analysis import sessions as session_analysis
 from sojourn.runner import layout
 from sojourn.runner import sessions
 from sojourn.runner.inputs import Inputs, poisson_from_catalogue
+from sojourn.runner.loadfile import LoadFile
 from sojourn.runner.spec import Run
 
 
@@ -65,29 +66,25 @@ def testbed_config(run: Run, prefix: str):
                          bands=network["bands"] or None, groups=groups, tcp=knobs, seed=run.config["workload"]["seed"])
 
 
-def load_command(engine: Path, inputs: Inputs, target: str, out: Path, workload: dict, source_addrs: list[str],
-                 users: int | None = None, duration_s: float | None = None) -> list[str]:
-    """The ``sojourn-engine load`` argv (docs/load.md): ``open`` replaying the run's trace,
-    or ``closed`` (closed mode, or any call with ``users``: a capacity level) with ``users``
+def load_file(inputs: Inputs, target: str, out: Path, workload: dict, source_addrs: list[str],
+              users: int | None = None, duration_s: float | None = None) -> LoadFile:
+    """The load generator's run (docs/load.md): ``open`` replaying the run's trace, or
+    ``closed`` (closed mode, or any call with ``users``: a capacity level) with ``users``
     (default workload.users) for ``duration_s`` (default workload.duration_s) drawing paths
     as often as the trace requests them."""
     closed = users is not None or workload["mode"] == "closed"
+    aborts = bool(workload["abort_after_s"])
+    common = dict(target=target, out=out, source_addrs=source_addrs, seed=workload["seed"], timeout=workload["timeout_s"],
+                  requests_per_conn=workload["persistent"],
+                  # A closed user has one request outstanding: its own connection suffices.
+                  conns_per_client=1 if closed else workload["max_connections_per_client"],
+                  verify_content=bool(workload["verify"]),
+                  abort_after=workload["abort_after_s"] if aborts else None, retries=workload["retries"] if aborts else None)
     if not closed:
-        mode = ["open", "--trace", str(inputs.trace)]
-    else:
-        think = f"exp:{workload['think_s']}" if workload["think_s"] else "0"
-        mode = ["closed", "--users", str(users or workload["users"]), "--duration", str(duration_s or workload["duration_s"]),
-                "--paths-file", str(inputs.trace.with_name("paths.txt")), "--think-time", think]
-    argv = [str(engine), "load", *mode, "--target", target, "--out", str(out),
-            "--source-addrs", ",".join(source_addrs), "--requests-per-conn", str(workload["persistent"]),
-            "--seed", str(workload["seed"]), "--timeout", str(workload["timeout_s"]), "--quiet"]
-    if workload["abort_after_s"]:
-        argv += ["--abort-after", str(workload["abort_after_s"]), "--retries", str(workload["retries"])]
-    # A closed user has one request outstanding: its own connection suffices.
-    argv += ["--conns-per-client", str(1 if closed else workload["max_connections_per_client"])]
-    if workload["verify"]:
-        argv.append("--verify-content")
-    return argv
+        return LoadFile(mode="open", trace=inputs.trace, **common)
+    return LoadFile(mode="closed", users=users or workload["users"], duration=duration_s or workload["duration_s"],
+                    paths_file=inputs.trace.with_name("paths.txt"),
+                    think_time=f"exp:{workload['think_s']}" if workload["think_s"] else "0", **common)
 
 
 def versions(run: Run, engine: Path) -> dict:
@@ -244,14 +241,14 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                     model = Path(workload["sessions"]["model_file"]) if workload["sessions"]["model_file"] else \
                         sessions.session_model(server_cfg["stages"] or {}, workload["sessions"], directory / "model.toml",
                                                class_map)
-                    argv = sessions.load_command(engine, model, target, directory, workload, addrs)
-                    state, reason = _run_load(tb, argv, directory, progress, on_progress, limit_s)
+                    run_file = sessions.load_file(model, target, directory, workload, addrs)
+                    state, reason = _run_load(tb, engine, run_file, progress, on_progress, limit_s)
                 elif workload["load_fraction"]:
                     state, reason = _at_load_fraction(tb, engine, inputs, target, directory, workload, addrs, progress,
                                                       on_progress, limit_s)
                 else:
-                    argv = load_command(engine, inputs, target, directory, workload, addrs)
-                    state, reason = _run_load(tb, argv, directory, progress, on_progress, limit_s)
+                    run_file = load_file(inputs, target, directory, workload, addrs)
+                    state, reason = _run_load(tb, engine, run_file, progress, on_progress, limit_s)
                 tb.stop_counters()
                 died = _died_during_load(peer, tb)
                 if died and state == "complete":
@@ -287,9 +284,11 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
     return state
 
 
-def _run_load(tb, argv: list[str], out: Path, progress: Progress, on_progress, limit_s: float) -> tuple[str, str]:
-    """Runs one load generator in the client namespace into ``out`` and follows it."""
-    (out / "load.argv").write_text(" ".join(argv) + "\n")
+def _run_load(tb, engine: Path, run_file: LoadFile, progress: Progress, on_progress, limit_s: float) -> tuple[str, str]:
+    """Runs one load generator in the client namespace into ``run_file.out`` (its
+    options kept there as load.toml) and follows it."""
+    out = run_file.out
+    argv = [str(engine), "load", "--config", str(run_file.write(out / "load.toml"))]
     with open(out / "load.log", "wb") as log:
         load_proc = tb.popen(tb.client_ns, argv, stdout=log, stderr=subprocess.STDOUT)
         try:
@@ -310,8 +309,8 @@ def _capacity_levels(tb, engine: Path, inputs: Inputs, target: str, directory: P
     for users in workload["levels"]:
         out = directory / f"level-{users}"
         out.mkdir(exist_ok=True)
-        argv = load_command(engine, inputs, target, out, workload, addrs, users=users, duration_s=workload["level_s"])
-        state, reason = _run_load(tb, argv, out, progress, on_progress, workload["level_s"] + workload["timeout_s"] + 10)
+        run_file = load_file(inputs, target, out, workload, addrs, users=users, duration_s=workload["level_s"])
+        state, reason = _run_load(tb, engine, run_file, progress, on_progress, workload["level_s"] + workload["timeout_s"] + 10)
         _adopt_load_summary(out)
         if state != "complete":
             return state, f"level {users} users: {reason}"
@@ -341,8 +340,8 @@ def _at_load_fraction(tb, engine: Path, inputs: Inputs, target: str, directory: 
     layout.write_json(directory / "offered.json", {"capacity_rps": capacity, "load_fraction": workload["load_fraction"],
                                                    "rate_rps": rate, "requests": len(trace)})
     runs_trace = Inputs(directory / "trace.csv", inputs.docroot, [], workload["duration_s"], len(trace))
-    argv = load_command(engine, runs_trace, target, directory, workload, addrs)
-    return _run_load(tb, argv, directory, progress, on_progress, limit_s)
+    run_file = load_file(runs_trace, target, directory, workload, addrs)
+    return _run_load(tb, engine, run_file, progress, on_progress, limit_s)
 
 
 def _save_bands(tb, engine: Path, cutoffs: str, path: Path) -> None:

@@ -31,7 +31,7 @@ from sojourn.runner import layout
 
 RESOURCE = "sojourn_testbed"
 # Text files of a repetition that may name its node-local directory.
-TEXT_SUFFIXES = (".json", ".toml", ".argv", ".log", ".txt")
+TEXT_SUFFIXES = (".json", ".toml", ".log", ".txt")
 
 
 def _task_prefix(prefix: str, index: int) -> str:

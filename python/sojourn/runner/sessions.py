@@ -18,6 +18,7 @@ from pathlib import Path
 import tomli_w
 
 from sojourn import papers
+from sojourn.runner.loadfile import LoadFile
 from sojourn.runner.spec import stage_classes
 
 # The stage pool's defaults (docs/dwfs.md), from sojourn/papers.toml: 003 §4.1's stages,
@@ -103,10 +104,9 @@ def class_map(classes: list[dict], source_addrs: list[str]) -> dict:
             "delay_bounds_s": [c["timeout_ms"] / 1000 for c in classes]}
 
 
-def load_command(engine: Path, model: Path, target: str, out: Path, workload: dict, source_addrs: list[str]) -> list[str]:
-    """The ``sojourn-engine load sessions`` argv (docs/load.md)."""
-    return [str(engine), "load", "sessions", "--model", str(model), "--duration", str(workload["duration_s"]),
-            "--target", target, "--out", str(out), "--source-addrs", ",".join(source_addrs),
-            "--requests-per-conn", str(workload["persistent"]),
-            "--conns-per-client", str(workload["max_connections_per_client"]),
-            "--timeout", str(workload["timeout_s"]), "--seed", str(workload["seed"]), "--quiet"]
+def load_file(model: Path, target: str, out: Path, workload: dict, source_addrs: list[str]) -> LoadFile:
+    """The ``sojourn-engine load sessions`` run (docs/load.md)."""
+    return LoadFile(mode="sessions", model=model, duration=workload["duration_s"], target=target, out=out,
+                    source_addrs=source_addrs, requests_per_conn=workload["persistent"],
+                    conns_per_client=workload["max_connections_per_client"], timeout=workload["timeout_s"],
+                    seed=workload["seed"])

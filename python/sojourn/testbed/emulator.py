@@ -7,7 +7,7 @@ writes it back, and packets arriving from the TUN device use the main table, so
 they leave on the right link. If the emulator dies, the TUN device has no reader
 and traffic stops: a broken emulator can never silently become a plain wire.
 
-The JSON written here is the emulator's config contract (crates/wan/src/config.rs).
+The TOML written here is the emulator's config contract (crates/wan/src/config.rs).
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import select
 import subprocess
 from pathlib import Path
 from typing import Callable
+
+import tomli_w
 
 from sojourn.engine import engine_path
 
@@ -35,8 +37,9 @@ REALTIME_PRIORITY = 50
 
 
 def direction(group: WanGroup) -> dict:
-    """One direction's pipeline parameters: half the RTT each way."""
-    return {
+    """One direction's pipeline parameters: half the RTT each way; an unset rate or
+    queue is left out (the emulator's default: no rate limit, a queue from the BDP)."""
+    return {key: value for key, value in {
         "delay_ms": group.rtt_ms / 2,
         "jitter_ms": group.jitter_ms / 2,
         "reorder": group.reorder,
@@ -46,7 +49,7 @@ def direction(group: WanGroup) -> dict:
         "rate_bps": group.rate_bps,
         "queue_bytes": group.queue_bytes,
         "queue_packets": group.queue_packets,
-    }
+    }.items() if value is not None}
 
 
 def emulator_config(cfg: TestbedConfig, addrs: dict[str, list[str]]) -> dict:
@@ -68,7 +71,7 @@ class Emulator:
         self.cfg = cfg
         self.ns = cfg.ns("rtr")
         self.tun = cfg.dev("t")
-        self.config_path = workdir / "wan.json"
+        self.config_path = workdir / "wan.toml"
         self.counters_path = workdir / "wan_counters.csv"
         self.summary_path = workdir / "wan_summary.json"
         self.log_path = workdir / "wan.log"
@@ -77,7 +80,7 @@ class Emulator:
 
     def start(self, spawn: Callable[..., subprocess.Popen]) -> subprocess.Popen:
         """Create the TUN device, start the emulator on it, wait until it is ready."""
-        self.config_path.write_text(json.dumps(self.document, indent=2))
+        self.config_path.write_text(tomli_w.dumps(self.document))
         sysnet.ip(self.ns, "tuntap", "add", "dev", self.tun, "mode", "tun")
         sysnet.ip(self.ns, "link", "set", "dev", self.tun, "txqueuelen", str(TUN_QUEUE_PACKETS), "up")
         sysnet.set_sysctls(self.ns, {f"net.ipv4.conf.{self.tun}.rp_filter": "0"})

@@ -1,0 +1,74 @@
+"""The runner's load generator file (sojourn.runner.loadfile) read by the real engine:
+every key the runner writes is an option `sojourn-engine load --config` accepts, and the
+command line overrides the file."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import tomllib
+
+import pytest
+
+from sojourn.engine import engine_path
+from sojourn.runner.execute import load_file
+from sojourn.runner.inputs import Inputs
+from sojourn.runner.loadfile import LoadFile
+from sojourn.runner.spec import validate
+
+WORKLOAD = validate({"name": "t", "workload": {"rho": 0.5}, "variants": {"a": {}}}).runs[0].config["workload"]
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def inputs(tmp_path):
+    trace = tmp_path / "trace.csv"
+    trace.write_text("arrival_s,client,path,size\n0.0,0,/a,100\n0.01,1,/b,200\n")
+    (tmp_path / "paths.txt").write_text("/a\n/b\n")
+    return Inputs(trace, tmp_path, [], 0.01, 2)
+
+
+def run(run_file: LoadFile, *overrides: str) -> subprocess.CompletedProcess:
+    path = run_file.write(run_file.out / "load.toml")
+    return subprocess.run([str(engine_path()), "load", "--config", str(path), *overrides],
+                          capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("mode", ["open", "closed"])
+def test_every_key_the_runner_writes_is_accepted(tmp_path, inputs, mode):
+    out = tmp_path / "out"
+    out.mkdir()
+    workload = WORKLOAD | {"mode": mode, "users": 2, "duration_s": 0.3, "abort_after_s": 0.5, "retries": 1,
+                           "timeout_s": 2.0, "verify": True, "think_s": 0.05}
+    run_file = load_file(inputs, f"127.0.0.1:{closed_port()}", out, workload, ["127.0.0.1", "127.0.0.1"])
+    written = tomllib.loads((run_file.write(out / "load.toml")).read_text())
+    assert written["mode"] == mode and written["verify-content"] is True and written["abort-after"] == 0.5
+    done = run(run_file)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["requests"] >= (2 if mode == "open" else 1)
+    assert set(summary["outcomes"]) == {"connect_error"}
+
+
+def test_the_command_line_overrides_the_file(tmp_path, inputs):
+    run_file = load_file(inputs, f"127.0.0.1:{closed_port()}", tmp_path, WORKLOAD | {"mode": "open"}, ["127.0.0.1"])
+    assert run(run_file, "--seed", "9").returncode == 0
+    assert json.loads((tmp_path / "summary.json").read_text())["config"]["seed"] == 9
+
+
+def test_a_bad_key_is_named_with_the_file(tmp_path, inputs):
+    run_file = load_file(inputs, "127.0.0.1:1", tmp_path, WORKLOAD | {"mode": "open"}, ["127.0.0.1"])
+    path = run_file.write(tmp_path / "load.toml")
+    path.write_text(path.read_text() + "requests-per-connection = 3\n")
+    done = subprocess.run([str(engine_path()), "load", "--config", str(path)], capture_output=True, text=True)
+    assert done.returncode != 0
+    assert str(path) in done.stderr and "--requests-per-connection" in done.stderr
+    with pytest.raises(ValueError, match="load mode 'burst'"):
+        LoadFile(mode="burst", target="x:1", out=tmp_path, source_addrs=[], seed=1, timeout=1.0,
+                 requests_per_conn=1, conns_per_client=1)
