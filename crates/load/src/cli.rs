@@ -4,7 +4,7 @@
 //! `open` (trace replay or Poisson), `closed` (user equivalents with think time),
 //! `capacity` (C back-to-back connections, swept), `sessions` (003 §2 session model).
 
-use crate::engine::{catch_sigint, monotonic_ns, Engine, EngineConfig, LoopTimes, Progress, RunEnd};
+use crate::event_loop::{catch_sigint, monotonic_ns, EventLoop, LoopConfig, LoopTimes, Progress, RunEnd};
 use crate::record::{merge_parts, write_summary, Recorder, Tally};
 use crate::session::SessionModel;
 use crate::think::ThinkTime;
@@ -262,7 +262,7 @@ fn check_paths(paths: &[String]) -> anyhow::Result<()> {
 
 impl Common {
     /// The engine configuration, or an error naming the contradictory or impossible options.
-    fn engine_config(&self, stop_at: Option<u64>) -> anyhow::Result<EngineConfig> {
+    fn loop_config(&self, stop_at: Option<u64>) -> anyhow::Result<LoopConfig> {
         let target = self
             .target
             .to_socket_addrs()
@@ -283,7 +283,7 @@ impl Common {
         if abort_after.is_some_and(|abort| abort >= timeout) {
             bail!("--abort-after {} must be below --timeout {} (else it never fires)", self.abort_after.unwrap_or(0.0), self.timeout);
         }
-        Ok(EngineConfig {
+        Ok(LoopConfig {
             target,
             host_header: self.host.clone().unwrap_or_else(|| self.target.clone()),
             source_addrs: self.source_addrs.clone(),
@@ -334,7 +334,7 @@ pub fn run(args: LoadArgs) -> anyhow::Result<()> {
 }
 
 fn run_open(args: OpenArgs) -> anyhow::Result<()> {
-    let config = args.common.engine_config(None)?;
+    let config = args.common.loop_config(None)?;
     let duration = args.duration.map(|d| positive("--duration", d)).transpose()?;
     let clients;
     // Each loop draws the whole sequence and keeps its clients' requests (workload::OpenPart).
@@ -392,7 +392,7 @@ fn run_open(args: OpenArgs) -> anyhow::Result<()> {
 
 fn run_closed(args: ClosedArgs) -> anyhow::Result<()> {
     let duration = positive("--duration", args.duration)?;
-    let config = args.common.engine_config(Some(duration))?;
+    let config = args.common.loop_config(Some(duration))?;
     if args.users == 0 {
         bail!("--users 0: closed mode needs at least one user");
     }
@@ -406,7 +406,7 @@ fn run_closed(args: ClosedArgs) -> anyhow::Result<()> {
 
 fn run_capacity(args: CapacityArgs) -> anyhow::Result<()> {
     let duration = positive("--duration", args.duration)?;
-    let config = args.common.engine_config(Some(duration))?;
+    let config = args.common.loop_config(Some(duration))?;
     let paths = args.paths.load()?;
     let most = args.connections.0.iter().copied().max().unwrap_or(1);
     let (fd_limit, fd_warning) = raise_fd_limit(Some(u64::from(most)));
@@ -448,7 +448,7 @@ fn run_sessions(args: SessionsArgs) -> anyhow::Result<()> {
         bail!("--abort-after/--retries contradict session mode: the model's delay_bound_s aborts a request and its session (003 §2)");
     }
     let duration = positive("--duration", args.duration)?;
-    let mut config = args.common.engine_config(None)?;
+    let mut config = args.common.loop_config(None)?;
     let longest = positive("delay_bound_s", model.longest_bound_s())?;
     if longest >= config.timeout {
         bail!("delay bound {} s (the longest of the model's) must be below --timeout {}", model.longest_bound_s(), args.common.timeout);
@@ -471,10 +471,10 @@ fn run_sessions(args: SessionsArgs) -> anyhow::Result<()> {
 type WorkloadOf<'a> = dyn Fn(Part) -> anyhow::Result<Box<dyn Workload>> + Sync + 'a;
 
 /// One loop of a run: its own recorder (into `dir`), engine and workload, times from `start`.
-fn run_loop(config: EngineConfig, workload: &WorkloadOf, dir: &Path, start: u64, progress: &Progress) -> anyhow::Result<(Tally, RunEnd, serde_json::Value)> {
+fn run_loop(config: LoopConfig, workload: &WorkloadOf, dir: &Path, start: u64, progress: &Progress) -> anyhow::Result<(Tally, RunEnd, serde_json::Value)> {
     let mut workload = workload(config.part)?;
     let mut recorder = Recorder::create(dir)?;
-    let end = Engine::new(config, &mut recorder, progress)?.run(workload.as_mut(), start)?;
+    let end = EventLoop::new(config, &mut recorder, progress)?.run(workload.as_mut(), start)?;
     Ok((recorder.finish(end.now, 0, 0)?, end, workload.summary()))
 }
 
@@ -516,7 +516,7 @@ fn combine_loop_times(ends: &[RunEnd]) -> LoopTimes {
 fn run_one(
     mode: &str,
     common: &Common,
-    config: EngineConfig,
+    config: LoopConfig,
     workload: &WorkloadOf,
     dir: &Path,
     fd_limit: u64,
@@ -533,7 +533,7 @@ fn run_one(
             .iter()
             .zip(&progress)
             .map(|(&part, progress)| {
-                let config = EngineConfig { part, ..config.clone() };
+                let config = LoopConfig { part, ..config.clone() };
                 let dir = part_dir(part);
                 std::thread::Builder::new()
                     .name(format!("load-loop-{}", part.index))

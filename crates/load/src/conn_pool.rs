@@ -41,7 +41,7 @@ struct Conn {
 }
 
 #[derive(Debug)]
-pub struct Dispatcher {
+pub struct ConnPool {
     /// Requests per connection, `None` = unlimited.
     max_requests_per_conn: Option<u32>,
     max_conns_per_client: u32,
@@ -50,10 +50,10 @@ pub struct Dispatcher {
     next_conn: ConnId,
 }
 
-impl Dispatcher {
+impl ConnPool {
     pub fn new(max_requests_per_conn: Option<u32>, max_conns_per_client: u32) -> Self {
         assert!(max_conns_per_client > 0 && max_requests_per_conn != Some(0), "validated by the caller");
-        Dispatcher { max_requests_per_conn, max_conns_per_client, clients: IdMap::default(), conns: IdMap::default(), next_conn: 0 }
+        ConnPool { max_requests_per_conn, max_conns_per_client, clients: IdMap::default(), conns: IdMap::default(), next_conn: 0 }
     }
 
     pub fn open_connections(&self) -> usize {
@@ -177,30 +177,30 @@ mod tests {
 
     #[test]
     fn k_requests_then_a_new_connection() {
-        let mut dispatcher = Dispatcher::new(Some(2), 1);
+        let mut pool = ConnPool::new(Some(2), 1);
         let mut actions = Vec::new();
-        dispatcher.submit(7, 0, false, &mut actions);
+        pool.submit(7, 0, false, &mut actions);
         assert_eq!(actions, [Action::Connect { request: 0, conn: 0, client: 7 }]);
         actions.clear();
-        dispatcher.submit(7, 1, false, &mut actions);
+        pool.submit(7, 1, false, &mut actions);
         assert!(actions.is_empty(), "the cap of 1 makes request 1 wait");
-        assert!(!dispatcher.response_done(0, true, &mut actions));
+        assert!(!pool.response_done(0, true, &mut actions));
         assert_eq!(actions, [Action::Reuse { request: 1, conn: 0, reuse_index: 1 }]);
-        assert!(dispatcher.is_last_on(0));
+        assert!(pool.is_last_on(0));
         actions.clear();
-        assert!(dispatcher.response_done(0, true, &mut actions), "k = 2 reached: close");
-        dispatcher.submit(7, 2, false, &mut actions);
+        assert!(pool.response_done(0, true, &mut actions), "k = 2 reached: close");
+        pool.submit(7, 2, false, &mut actions);
         assert_eq!(actions, [Action::Connect { request: 2, conn: 1, client: 7 }]);
     }
 
     #[test]
     fn a_retry_closes_an_idle_connection_at_the_cap() {
-        let mut dispatcher = Dispatcher::new(None, 1);
+        let mut pool = ConnPool::new(None, 1);
         let mut actions = Vec::new();
-        dispatcher.submit(1, 0, false, &mut actions);
-        dispatcher.response_done(0, true, &mut actions);
+        pool.submit(1, 0, false, &mut actions);
+        pool.response_done(0, true, &mut actions);
         actions.clear();
-        dispatcher.submit(1, 5, true, &mut actions);
+        pool.submit(1, 5, true, &mut actions);
         assert_eq!(actions, [Action::Close { conn: 0 }, Action::Connect { request: 5, conn: 1, client: 1 }]);
     }
 
@@ -222,7 +222,7 @@ mod tests {
     proptest! {
         #[test]
         fn caps_and_accounting_hold(k in proptest::option::of(1u32..4), cap in 1u32..4, steps in proptest::collection::vec(step(), 1..200)) {
-            let mut dispatcher = Dispatcher::new(k, cap);
+            let mut pool = ConnPool::new(k, cap);
             let mut busy: Vec<(ConnId, u32)> = Vec::new(); // (conn, client) carrying a request
             let mut open: HashMap<ConnId, u32> = HashMap::new();
             let mut served: HashMap<ConnId, u32> = HashMap::new();
@@ -233,20 +233,20 @@ mod tests {
                 actions.clear();
                 match step {
                     Step::Submit { client, fresh } => {
-                        dispatcher.submit(client, submitted, fresh, &mut actions);
+                        pool.submit(client, submitted, fresh, &mut actions);
                         submitted += 1;
                     }
                     Step::Finish { pick, keep_open } if !busy.is_empty() => {
                         let (conn, _) = busy.swap_remove(pick % busy.len());
                         *served.entry(conn).or_default() += 1;
-                        if dispatcher.response_done(conn, keep_open, &mut actions) {
+                        if pool.response_done(conn, keep_open, &mut actions) {
                             open.remove(&conn);
                         }
                     }
                     Step::Fail { pick } if !busy.is_empty() => {
                         let (conn, _) = busy.swap_remove(pick % busy.len());
                         open.remove(&conn);
-                        dispatcher.closed(conn, &mut actions);
+                        pool.closed(conn, &mut actions);
                     }
                     _ => {}
                 }
@@ -276,9 +276,9 @@ mod tests {
                 if let Some(k) = k {
                     prop_assert!(served.values().all(|&n| n <= k));
                 }
-                prop_assert_eq!(open.len(), dispatcher.open_connections());
+                prop_assert_eq!(open.len(), pool.open_connections());
             }
-            let waiting: usize = dispatcher.clients.values().map(|c| c.waiting.len()).sum();
+            let waiting: usize = pool.clients.values().map(|c| c.waiting.len()).sum();
             prop_assert_eq!(submitted, dispatched + waiting as u64);
         }
     }

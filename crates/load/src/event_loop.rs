@@ -5,12 +5,12 @@
 //! timerfd (timer slack set to 1 µs) [`SPIN`] early, then the loop busy-polls to the
 //! deadline, so requests leave within microseconds of their schedule.
 //! Guarantees: every request taken from the workload ends with exactly one final record
-//! (`interrupted` if the run stops first); connections follow [`Dispatcher`]'s rules; an
+//! (`interrupted` if the run stops first); connections follow [`ConnPool`]'s rules; an
 //! attempt's abort/timeout clock starts at its scheduled time (first attempt) or its
 //! issue (retries), so waiting for a connection counts (000 Table 2 (H)).
 
 use crate::content::ContentCheck;
-use crate::dispatch::{Action, ConnId, Dispatcher};
+use crate::conn_pool::{Action, ConnId, ConnPool};
 use crate::record::{Attempt, Outcome, Recorder};
 use crate::response::ResponseReader;
 use crate::workload::{Nanos, Part, Request, Workload};
@@ -203,7 +203,7 @@ impl Timer {
 
 /// Everything the loop needs besides the workload.
 #[derive(Debug, Clone)]
-pub struct EngineConfig {
+pub struct LoopConfig {
     pub target: SocketAddr,
     pub host_header: String,
     /// Client `c` binds to `source_addrs[c mod len]` (empty: the kernel chooses).
@@ -268,12 +268,12 @@ pub struct RunEnd {
     pub now: Nanos,
 }
 
-pub struct Engine<'a> {
-    config: EngineConfig,
+pub struct EventLoop<'a> {
+    config: LoopConfig,
     poll: Poll,
     timer: Timer,
     start: u64,
-    dispatcher: Dispatcher,
+    pool: ConnPool,
     live: IdMap<u64, Live>,
     conns: IdMap<ConnId, Conn>,
     deadlines: BinaryHeap<Reverse<(Nanos, u64, u32)>>,
@@ -302,18 +302,18 @@ fn bind_address_no_port(socket: &socket2::Socket) {
     }
 }
 
-impl<'a> Engine<'a> {
-    pub fn new(config: EngineConfig, recorder: &'a mut Recorder, progress: &'a Progress) -> anyhow::Result<Self> {
+impl<'a> EventLoop<'a> {
+    pub fn new(config: LoopConfig, recorder: &'a mut Recorder, progress: &'a Progress) -> anyhow::Result<Self> {
         let poll = Poll::new().context("creating the epoll instance")?;
         let timer = Timer::new().context("creating the pacing timerfd")?;
         poll.registry().register(&mut SourceFd(&timer.fd.as_raw_fd()), TIMER, Interest::READABLE)?;
-        let dispatcher = Dispatcher::new(config.max_requests_per_conn, config.max_conns_per_client);
-        Ok(Engine {
+        let pool = ConnPool::new(config.max_requests_per_conn, config.max_conns_per_client);
+        Ok(EventLoop {
             config,
             poll,
             timer,
             start: monotonic_ns(),
-            dispatcher,
+            pool,
             live: IdMap::default(),
             conns: IdMap::default(),
             deadlines: BinaryHeap::new(),
@@ -443,7 +443,7 @@ impl<'a> Engine<'a> {
         };
         let (id, client) = (request.id, request.client);
         self.live.insert(id, Live { request, attempt: record, place: Place::Waiting });
-        self.dispatcher.submit(client, id, attempt > 0, &mut self.actions);
+        self.pool.submit(client, id, attempt > 0, &mut self.actions);
         self.apply_actions(now, workload)
     }
 
@@ -476,7 +476,7 @@ impl<'a> Engine<'a> {
                         Err(err) => {
                             let error = err.to_string();
                             self.end_attempt(request, Outcome::ConnectError, &error, now, None, workload)?;
-                            self.dispatcher.closed(conn, &mut self.actions);
+                            self.pool.closed(conn, &mut self.actions);
                         }
                     }
                 }
@@ -508,7 +508,7 @@ impl<'a> Engine<'a> {
 
     /// Put the request on `conn` and write as much as the socket takes.
     fn start_request(&mut self, conn: ConnId, request: u64, now: Nanos, workload: &mut dyn Workload) -> anyhow::Result<()> {
-        let last = self.dispatcher.is_last_on(conn);
+        let last = self.pool.is_last_on(conn);
         let live = &self.live[&request];
         let state = self.conns.get_mut(&conn).expect("reused connections exist");
         state.request = Some(request);
@@ -665,7 +665,7 @@ impl<'a> Engine<'a> {
         } else {
             (Outcome::Ok, String::new())
         };
-        if self.dispatcher.response_done(conn, keeps_open, &mut self.actions) {
+        if self.pool.response_done(conn, keeps_open, &mut self.actions) {
             self.drop_conn(conn);
         }
         self.end_attempt(request, outcome, &error, now, Some(now), workload)?;
@@ -679,7 +679,7 @@ impl<'a> Engine<'a> {
     /// idempotent). Fresh connections have reuse index 0, so this happens at most once.
     fn fail_on_conn(&mut self, conn: ConnId, request: u64, outcome: Outcome, error: &str, now: Nanos, workload: &mut dyn Workload) -> anyhow::Result<()> {
         self.drop_conn(conn);
-        self.dispatcher.closed(conn, &mut self.actions);
+        self.pool.closed(conn, &mut self.actions);
         let live = self.live.get_mut(&request).expect("failing attempts are live");
         let stale = outcome == Outcome::Reset && live.attempt.first_byte.is_none() && live.attempt.reuse_index.is_some_and(|reuse| reuse > 0);
         if stale {
@@ -687,7 +687,7 @@ impl<'a> Engine<'a> {
             (attempt.dispatch, attempt.conn_id, attempt.reuse_index, attempt.sent) = (None, None, None, None);
             live.place = Place::Waiting;
             let client = live.request.client;
-            self.dispatcher.submit(client, request, true, &mut self.actions);
+            self.pool.submit(client, request, true, &mut self.actions);
         } else {
             self.end_attempt(request, outcome, error, now, None, workload)?;
         }
@@ -696,7 +696,7 @@ impl<'a> Engine<'a> {
 
     fn idle_closed(&mut self, conn: ConnId, now: Nanos, workload: &mut dyn Workload) -> anyhow::Result<()> {
         self.drop_conn(conn);
-        self.dispatcher.closed(conn, &mut self.actions);
+        self.pool.closed(conn, &mut self.actions);
         self.apply_actions(now, workload)
     }
 
@@ -753,7 +753,7 @@ impl<'a> Engine<'a> {
             match live.place {
                 Place::OnConn(conn) => self.fail_on_conn(conn, request, outcome, error, now, workload)?,
                 Place::Waiting => {
-                    self.dispatcher.cancel(live.request.client, request);
+                    self.pool.cancel(live.request.client, request);
                     self.end_attempt(request, outcome, error, now, None, workload)?;
                     self.apply_actions(now, workload)?;
                 }
