@@ -15,7 +15,7 @@ enum Command {
     /// Serve a directory over HTTP/1.1 with FAIR, SRPT or LAS connection scheduling.
     Serve(sojourn_server::cli::ServeArgs),
     /// Set up or show the strict-priority qdisc bands for kernel-level SRPT.
-    Bands(sojourn_server::bands::BandsArgs),
+    Bands(sojourn_server::qdisc::BandsArgs),
     /// Drive an HTTP server from a trace or load model, recording every request.
     Load(sojourn_load::cli::LoadArgs),
     /// Emulate wide-area links (loss, queue, rate, delay) between TUN devices.
@@ -33,7 +33,7 @@ fn main() -> std::process::ExitCode {
     }
     let result = match cli.command {
         Command::Serve(args) => sojourn_server::cli::run(args),
-        Command::Bands(args) => sojourn_server::bands::run(args),
+        Command::Bands(args) => sojourn_server::qdisc::run(args),
         Command::Load(args) => sojourn_load::cli::run(args),
         Command::Wan(args) => sojourn_wan::cli::run(args),
         Command::Sim(args) => sojourn_sim::cli::run(args),

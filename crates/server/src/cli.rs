@@ -92,7 +92,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     if let Some(bands) = &settings.kernel_bands {
         // Fail now rather than on the first response: priorities above 6 need CAP_NET_ADMIN.
         let probe = Socket::new(Domain::IPV4, Type::STREAM, None)?;
-        let priority = crate::bands::so_priority(bands.count() - 1);
+        let priority = crate::qdisc::so_priority(bands.count() - 1);
         crate::sys::set_priority(std::os::fd::AsRawFd::as_raw_fd(&probe), priority)
             .with_context(|| format!("--kernel-bands: cannot set SO_PRIORITY {priority} (needs CAP_NET_ADMIN, e.g. root)"))?;
     }

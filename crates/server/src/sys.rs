@@ -23,7 +23,7 @@ fn set_int_option(fd: RawFd, level: libc::c_int, name: libc::c_int, value: libc:
 }
 
 /// Sets `SO_PRIORITY`, which classifies the socket's packets into an HTB class
-/// (see `crate::bands::so_priority`). Values above 6 need CAP_NET_ADMIN.
+/// (see `crate::qdisc::so_priority`). Values above 6 need CAP_NET_ADMIN.
 pub fn set_priority(socket: RawFd, priority: u32) -> io::Result<()> {
     set_int_option(socket, libc::SOL_SOCKET, libc::SO_PRIORITY, priority as libc::c_int)
 }

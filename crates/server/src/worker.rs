@@ -31,7 +31,7 @@ use sojourn_http::{parse_request, resolve_target, select, write_head, Head, Http
 use sojourn_sched::{Bands, JobId, Progress, Scheduler};
 
 use crate::access_log::{clf_time, format_line, Entry, LogSender};
-use crate::bands::so_priority;
+use crate::qdisc::so_priority;
 use crate::config::Settings;
 use crate::files::{key_of, CachedFile, FileCache, Refusal};
 use crate::metrics::{Metrics, Shard};

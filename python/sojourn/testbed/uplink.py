@@ -4,7 +4,7 @@
 rate with one FIFO leaf (the same shaper as the banded case, so both are
 measured against the same rate limiter). With bands it is ``sojourn-engine bands
 setup`` (the server area owns the strict-priority HTB layout,
-crates/server/src/bands.rs); the testbed does not duplicate it.
+crates/server/src/qdisc.rs); the testbed does not duplicate it.
 """
 
 from __future__ import annotations

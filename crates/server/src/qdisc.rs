@@ -1,4 +1,6 @@
-//! `sojourn-engine bands`: the HTB strict-priority bands behind kernel-level SRPT (000 §3).
+//! `sojourn-engine bands`: the qdisc behind kernel-level SRPT (000 §3), one HTB class per
+//! size band. ("Bands" are the size ranges, `sojourn_sched::Bands`; this module sets up
+//! and reads the kernel classes that carry them.)
 //!
 //! This kernel has no `prio` qdisc, so strict priority comes from HTB (see
 //! docs/architecture.md): a root class at the link rate and one leaf per band with
