@@ -1,6 +1,6 @@
 //! `sojourn-engine load`: options, validation (before anything is sent) and the modes.
 //!
-//! Modes share one engine and one record format (docs/formats.md):
+//! Modes share one event loop and one record format (docs/formats.md):
 //! `open` (trace replay or Poisson), `closed` (user equivalents with think time),
 //! `capacity` (C back-to-back connections, swept), `sessions` (003 §2 session model).
 
@@ -261,7 +261,7 @@ fn check_paths(paths: &[String]) -> anyhow::Result<()> {
 }
 
 impl Common {
-    /// The engine configuration, or an error naming the contradictory or impossible options.
+    /// The event loop configuration, or an error naming the contradictory or impossible options.
     fn loop_config(&self, stop_at: Option<u64>) -> anyhow::Result<LoopConfig> {
         let target = self
             .target
@@ -470,7 +470,7 @@ fn run_sessions(args: SessionsArgs) -> anyhow::Result<()> {
 /// Makes the workload of one loop's part of the run.
 type WorkloadOf<'a> = dyn Fn(Part) -> anyhow::Result<Box<dyn Workload>> + Sync + 'a;
 
-/// One loop of a run: its own recorder (into `dir`), engine and workload, times from `start`.
+/// One loop of a run: its own recorder (into `dir`), event loop and workload, times from `start`.
 fn run_loop(config: LoopConfig, workload: &WorkloadOf, dir: &Path, start: u64, progress: &Progress) -> anyhow::Result<(Tally, RunEnd, serde_json::Value)> {
     let mut workload = workload(config.part)?;
     let mut recorder = Recorder::create(dir)?;

@@ -264,7 +264,7 @@ impl RecordRow {
     }
 }
 
-/// One attempt, as the engine fills it in (times in ns since the run started).
+/// One attempt, as the event loop fills it in (times in ns since the run started).
 #[derive(Debug, Clone, Default)]
 pub struct Attempt {
     pub request_id: u64,

@@ -407,7 +407,7 @@ pub struct Sessions {
 
 impl Sessions {
     /// `sources`: the load generator's source addresses, client `c` binding to
-    /// `sources[c mod len]` as the engine does.
+    /// `sources[c mod len]` as the event loop does.
     pub fn new(model: SessionModel, end: Nanos, sources: &[std::net::IpAddr], mut rng: SmallRng) -> Self {
         let classes: Vec<(u8, Nanos)> = if sources.is_empty() { vec![model.class_of(None)] } else {
             sources.iter().map(|&addr| model.class_of(Some(addr))).collect()
