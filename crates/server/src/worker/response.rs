@@ -27,6 +27,11 @@ pub(super) fn write_quantum(conn: &mut Conn, budget: u64, kernel_bands: Option<&
                 let head = &head_left[..head_left.len().min(budget)];
                 conn.stream.write_vectored(&[IoSlice::new(head), IoSlice::new(body)])
             }
+            (Body::File { .. }, false) if budget > head_left.len() => {
+                // The body follows by sendfile: MSG_MORE holds the head back so head and
+                // body leave in full segments, as TCP_CORK does for nginx's sendfile.
+                socket2::SockRef::from(&conn.stream).send_with_flags(head_left, libc::MSG_MORE)
+            }
             (_, false) => conn.stream.write(&head_left[..head_left.len().min(budget)]),
             (Body::Memory { bytes, offset, end }, true) => conn.stream.write(&bytes[*offset..(*end).min(*offset + budget)]),
             (Body::File { file, offset, end }, true) => {
