@@ -82,6 +82,8 @@ class PeerConfig:
     # linger by themselves), write concurrency and TCP_NOTSENT_LOWAT (004 §3.3).
     linger_close: bool = False
     write_concurrency: int | None = None
+    # Only responses with at least these bytes left need a write slot (serve --write-concurrency-from).
+    write_concurrency_from: str | None = None
     notsent_lowat: str | None = None
     # sojourn only: the stage pool's TOML (003; `serve --stages`), None = no /stage/ endpoints.
     stages: Path | None = None
@@ -103,7 +105,8 @@ class PeerConfig:
         if self.kind != "sojourn":
             sojourn_only = {"policy": self.policy != "fair", "kernel_bands": self.kernel_bands,
                             "admin_port": self.admin_port, "linger_close": self.linger_close,
-                            "write_concurrency": self.write_concurrency, "notsent_lowat": self.notsent_lowat,
+                            "write_concurrency": self.write_concurrency,
+                            "write_concurrency_from": self.write_concurrency_from, "notsent_lowat": self.notsent_lowat,
                             "stages": self.stages}
             given = [name for name, value in sojourn_only.items() if value]
             if given:
@@ -135,6 +138,7 @@ class ServeFile:
     accept_limit: int | None = None
     linger_close: bool | None = None
     write_concurrency: int | None = None
+    write_concurrency_from: str | None = None
     notsent_lowat: str | None = None
     stages: str | None = None
 
@@ -146,7 +150,8 @@ class ServeFile:
                    kernel_bands=c.kernel_bands or None, cutoffs=c.band_cutoffs if c.kernel_bands else None,
                    access_log=text(c.access_log), admin=f"{c.addr}:{c.admin_port}" if c.admin_port else None,
                    accept_limit=c.max_connections, linger_close=c.linger_close or None,
-                   write_concurrency=c.write_concurrency, notsent_lowat=c.notsent_lowat, stages=text(c.stages))
+                   write_concurrency=c.write_concurrency, write_concurrency_from=c.write_concurrency_from,
+                   notsent_lowat=c.notsent_lowat, stages=text(c.stages))
 
     def toml(self) -> str:
         return options_toml(self)

@@ -196,13 +196,13 @@ def test_sojourn_gets_every_setting_from_its_typed_config_file(docroot, tmp_path
     admin = free_port()
     config = PeerConfig(kind="sojourn", root=root, port=free_port(), policy="srpt", admin_port=admin,
                         access_log=tmp_path / "access.log", max_connections=64, linger_close=True,
-                        write_concurrency=1, notsent_lowat="16K")
+                        write_concurrency=1, write_concurrency_from="50K", notsent_lowat="16K")
     with Peer(config, log_dir=tmp_path) as peer:
         assert peer.argv[-2:] == ["--config", str(peer.workdir / "serve.toml")]
         urllib.request.urlopen(peer.url + "/o/small.bin", timeout=5).read()
         metrics = urllib.request.urlopen(f"http://127.0.0.1:{admin}/metrics", timeout=5).read().decode()
     kept = (tmp_path / "server-serve.toml").read_text()
-    for line in ('policy = "srpt"', "write-concurrency = 1", 'notsent-lowat = "16K"', "linger-close = true",
+    for line in ('policy = "srpt"', "write-concurrency = 1", 'write-concurrency-from = "50K"', 'notsent-lowat = "16K"', "linger-close = true",
                  "accept-limit = 64", "threads = 1"):
         assert line in kept, (line, kept)
     assert 'policy="srpt"' in metrics

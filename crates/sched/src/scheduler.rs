@@ -17,6 +17,15 @@
 //!   application has not ordered (004 §3.3);
 //! - [`Scheduler::closed`]: the connection is gone: out of the queue, slot freed.
 //!
+//! With [`Scheduler::slots_from`] only responses with at least that many bytes left need a
+//! slot; smaller ones are granted without one. Under SRPT the queue's head has the fewest
+//! bytes left, so while any small response is ready it is the head and goes at once, and
+//! the large ones go `write_concurrency` at a time, shortest first: with kernel bands the
+//! small ones are ordered by the kernel, the large ones (sharing the lowest band) by the
+//! application. Only SRPT orders by remaining bytes, so the callers refuse the threshold
+//! under another policy (a large head waiting for a slot would hold up the small ones
+//! queued behind it).
+//!
 //! The server (crates/server, sockets) and the simulator (crates/sim/src/quantum.rs,
 //! virtual time) are thin callers of these calls, so the simulator cannot model a
 //! different server. No clock and no I/O here.
@@ -37,6 +46,8 @@ pub struct Scheduler {
     queue: ReadyQueue,
     slots: WriteSlots,
     quantum: u64,
+    /// Responses with fewer bytes left than this are granted without a slot (`None`: all need one).
+    slots_from: Option<u64>,
     /// Progress of the queued responses, to size their next quantum.
     progress: std::collections::HashMap<JobId, Progress>,
 }
@@ -49,8 +60,22 @@ impl Scheduler {
             queue: ReadyQueue::new(policy.build()),
             slots: WriteSlots::new(write_concurrency),
             quantum: quantum.max(1),
+            slots_from: None,
             progress: Default::default(),
         }
+    }
+
+    /// Only responses with at least `from` bytes left need a write slot; smaller ones are
+    /// granted without one (`None`: every response needs one, the default). Meant for
+    /// SRPT, where the queue's head has the fewest bytes left (see the module notes).
+    pub fn slots_from(mut self, from: Option<u64>) -> Self {
+        self.slots_from = from;
+        self
+    }
+
+    /// Whether a response with `remaining` bytes left needs a slot to be written.
+    fn needs_slot(&self, remaining: u64) -> bool {
+        self.slots_from.is_none_or(|from| remaining >= from)
     }
 
     /// `job` has `progress.remaining` bytes to send (a response with none is granted once,
@@ -62,17 +87,22 @@ impl Scheduler {
 
     /// Whether [`Scheduler::grant`] would hand out a write now.
     pub fn can_grant(&self) -> bool {
-        !self.queue.is_empty() && self.slots.limit().is_none_or(|limit| self.slots.held() < limit)
+        let Some(head) = self.queue.peek() else { return false };
+        let slot_free = self.slots.limit().is_none_or(|limit| self.slots.held() < limit);
+        slot_free || !self.needs_slot(self.progress[&head].remaining)
     }
 
-    /// The next write: the policy's choice among the ready responses, with a slot taken.
+    /// The next write: the policy's choice among the ready responses, with a slot taken
+    /// if it needs one.
     pub fn grant(&mut self) -> Option<Grant> {
         if !self.can_grant() {
             return None; // every slot is held by a blocked response (004 §3.3)
         }
         let job = self.queue.pop()?;
         let progress = self.progress.remove(&job).expect("queued jobs have their progress");
-        self.slots.acquire(job);
+        if self.needs_slot(progress.remaining) {
+            self.slots.acquire(job);
+        }
         Some(Grant { job, bytes: self.quantum.min(progress.remaining) })
     }
 
@@ -87,7 +117,8 @@ impl Scheduler {
         more
     }
 
-    /// The granted write would block: the slot stays taken until [`Scheduler::writable`].
+    /// The granted write would block: the slot (if it took one) stays taken until
+    /// [`Scheduler::writable`].
     pub fn blocked(&mut self, _job: JobId) {}
 
     /// A blocked response's socket took its data: its slot is free and it is ready again.
@@ -115,6 +146,11 @@ impl Scheduler {
 
     pub fn write_concurrency(&self) -> Option<usize> {
         self.slots.limit()
+    }
+
+    /// The bytes left from which a response needs a slot (`None`: every response).
+    pub fn write_slots_from(&self) -> Option<u64> {
+        self.slots_from
     }
 }
 
@@ -149,6 +185,40 @@ mod tests {
         assert_eq!(s.grant().map(|g| g.job), Some(1));
     }
 
+    #[test]
+    fn below_the_threshold_a_response_needs_no_slot() {
+        let mut s = Scheduler::new(PolicyKind::Srpt, 16_000, Some(1)).slots_from(Some(50_000));
+        s.ready(1, Progress::new(400_000));
+        s.ready(2, Progress::new(90_000));
+        let large = s.grant().unwrap();
+        assert_eq!(large.job, 2, "SRPT: the shorter large response takes the slot");
+        s.blocked(2);
+        assert_eq!(s.slots_held(), 1);
+        assert!(!s.can_grant(), "the other large response waits for the slot");
+        s.ready(3, Progress::new(3_000));
+        s.ready(4, Progress::new(49_999));
+        assert_eq!(s.grant(), Some(Grant { job: 3, bytes: 3_000 }), "a small response needs no slot");
+        s.blocked(3);
+        assert_eq!(s.grant(), Some(Grant { job: 4, bytes: 16_000 }), "nor one just below the threshold");
+        assert!(s.wrote(4, Progress::new(49_999).after(16_000)));
+        assert_eq!(s.slots_held(), 1, "only the large response holds a slot");
+        s.writable(3, Progress::new(3_000).after(3_000));
+        assert_eq!(s.grant().map(|g| g.job), Some(3));
+        assert!(!s.wrote(3, Progress::new(3_000).after(3_000)));
+        assert_eq!(s.grant().map(|g| g.job), Some(4));
+        s.writable(2, Progress::new(90_000).after(16_000));
+        // 4 is done after two more quanta; 2 (74,000 left) and 1 then share the slot in SRPT order.
+        assert!(s.wrote(4, Progress::new(49_999).after(32_000)));
+        assert_eq!(s.grant().map(|g| g.job), Some(4));
+        assert!(!s.wrote(4, Progress::new(49_999).after(49_999)));
+        assert_eq!(s.grant().map(|g| g.job), Some(2));
+        s.blocked(2);
+        assert_eq!(s.grant(), None, "1 (400,000 left) needs the slot 2 holds");
+        s.closed(2);
+        assert_eq!(s.grant().map(|g| g.job), Some(1));
+        assert_eq!(s.write_slots_from(), Some(50_000));
+    }
+
     /// What a caller may report about a granted write.
     #[derive(Clone, Debug)]
     enum Step {
@@ -177,8 +247,11 @@ mod tests {
         /// fewest remaining bytes of the ready ones; a closed job is never granted until it
         /// is ready again; and when writes stop blocking every ready job is granted until done.
         #[test]
-        fn the_round_keeps_its_invariants(events in steps(), limit in prop::option::of(1usize..4), quantum in 1u64..3000) {
-            let mut s = Scheduler::new(PolicyKind::Srpt, quantum, limit);
+        /// With a slot threshold, responses below it never take a slot, and nothing is
+        /// granted only while every ready response needs a slot and none is free.
+        #[test]
+        fn the_round_keeps_its_invariants(events in steps(), limit in prop::option::of(1usize..4), quantum in 1u64..3000, from in prop::option::of(1u64..5000)) {
+            let mut s = Scheduler::new(PolicyKind::Srpt, quantum, limit).slots_from(from);
             let mut remaining: std::collections::HashMap<JobId, Progress> = Default::default();
             let mut blocked: std::collections::HashSet<JobId> = Default::default();
             for event in events {
@@ -192,8 +265,19 @@ mod tests {
                     }
                     Step::Grant { block } => {
                         let fewest = remaining.iter().filter(|(j, _)| !blocked.contains(j)).map(|(_, p)| p.remaining).min();
-                        if let Some(grant) = s.grant() {
+                        let held = s.slots_held();
+                        let grant = s.grant();
+                        if grant.is_none() {
+                            if let Some(fewest) = fewest {
+                                prop_assert!(from.is_none_or(|f| fewest >= f), "a response below the threshold was left waiting");
+                                prop_assert!(limit.is_some_and(|l| held >= l), "nothing granted with a slot free");
+                            }
+                        }
+                        if let Some(grant) = grant {
                             let progress = remaining[&grant.job];
+                            if from.is_some_and(|f| progress.remaining < f) {
+                                prop_assert_eq!(s.slots_held(), held, "a response below the threshold took a slot");
+                            }
                             prop_assert!(!blocked.contains(&grant.job));
                             prop_assert_eq!(grant.bytes, quantum.min(progress.remaining));
                             prop_assert_eq!(Some(progress.remaining), fewest);

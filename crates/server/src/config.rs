@@ -36,6 +36,11 @@ pub struct ServeOptions {
     /// (004 §3.3) [default: unlimited].
     #[arg(long)]
     pub write_concurrency: Option<usize>,
+    /// --write-concurrency limits only responses with at least this many bytes left
+    /// (e.g. 50K); smaller ones are written without waiting for a slot. Needs
+    /// --policy srpt and --write-concurrency [default: every response needs a slot].
+    #[arg(long)]
+    pub write_concurrency_from: Option<String>,
     /// Set TCP_NOTSENT_LOWAT to this many bytes on every connection (e.g. 16K) [default: kernel's].
     #[arg(long)]
     pub notsent_lowat: Option<String>,
@@ -121,8 +126,8 @@ impl ServeOptions {
     /// These options, with any left unset taken from `base`.
     pub fn over(self, base: ServeOptions) -> ServeOptions {
         overlay!(
-            self, base, root, listen, policy, threads, quantum, write_concurrency, notsent_lowat, kernel_bands, cutoffs,
-            max_connections, accept_limit, linger_close, linger_timeout, linger_read_timeout, header_timeout, keepalive_timeout, send_timeout, max_head_bytes, max_headers, max_target_bytes, cache_file_max,
+            self, base, root, listen, policy, threads, quantum, write_concurrency, write_concurrency_from, notsent_lowat, kernel_bands,
+            cutoffs, max_connections, accept_limit, linger_close, linger_timeout, linger_read_timeout, header_timeout, keepalive_timeout, send_timeout, max_head_bytes, max_headers, max_target_bytes, cache_file_max,
             cache_ttl, access_log, log_request_time, access_log_block, admin, shutdown_grace, stages
         )
     }
@@ -143,6 +148,8 @@ pub struct Settings {
     pub threads: usize,
     pub quantum: u64,
     pub write_concurrency: Option<usize>,
+    /// Only responses with at least this many bytes left need a write slot.
+    pub write_concurrency_from: Option<u64>,
     pub notsent_lowat: Option<u32>,
     pub kernel_bands: Option<Bands>,
     pub max_connections: usize,
@@ -196,6 +203,19 @@ impl Settings {
         if o.write_concurrency == Some(0) {
             bail!("--write-concurrency 0: expected at least 1 (leave it out for unlimited)");
         }
+        let write_concurrency_from = match o.write_concurrency_from.as_deref() {
+            None => None,
+            Some(v) => {
+                let from = bytes("write-concurrency-from", Some(v), 0)?;
+                if policy != PolicyKind::Srpt {
+                    bail!("--write-concurrency-from {v}: needs --policy srpt (only SRPT orders responses by the bytes they have left)");
+                }
+                if o.write_concurrency.is_none() {
+                    bail!("--write-concurrency-from {v}: needs --write-concurrency N (without it no response waits for a slot)");
+                }
+                Some(from)
+            }
+        };
         let notsent_lowat = match o.notsent_lowat.as_deref() {
             None => None,
             Some(v) => Some(u32::try_from(bytes("notsent-lowat", Some(v), 0)?).map_err(|_| anyhow::anyhow!("--notsent-lowat {v}: at most 4G"))?),
@@ -220,6 +240,7 @@ impl Settings {
             threads,
             quantum,
             write_concurrency: o.write_concurrency,
+            write_concurrency_from,
             notsent_lowat,
             kernel_bands: o.kernel_bands.unwrap_or(false).then_some(cutoffs),
             max_connections: o.max_connections.unwrap_or(20_000).max(1),
@@ -276,6 +297,21 @@ mod tests {
         assert!(with(ServeOptions { policy: Some("sjf".into()), ..Default::default() }).contains("\"sjf\""));
         assert!(with(ServeOptions { quantum: Some("lots".into()), ..Default::default() }).contains("--quantum"));
         assert!(with(ServeOptions { header_timeout: Some(-1.0), ..Default::default() }).contains("--header-timeout"));
+        let from = |policy: &str, concurrency: Option<usize>, from: &str| {
+            Settings::from_options(ServeOptions {
+                root: Some("/".into()),
+                policy: Some(policy.into()),
+                write_concurrency: concurrency,
+                write_concurrency_from: Some(from.into()),
+                ..Default::default()
+            })
+        };
+        assert_eq!(from("srpt", Some(1), "50K").unwrap().write_concurrency_from, Some(50 * 1024));
+        assert!(from("srpt", Some(1), "big").unwrap_err().to_string().contains("--write-concurrency-from"));
+        assert!(from("fair", Some(1), "50K").unwrap_err().to_string().contains("--policy srpt"));
+        assert!(from("srpt", None, "50K").unwrap_err().to_string().contains("needs --write-concurrency"));
+        let file: ServeOptions = toml::from_str("write-concurrency-from = \"5K\"").unwrap();
+        assert_eq!(file.write_concurrency_from.as_deref(), Some("5K"));
         assert!(Settings::from_options(ServeOptions::default()).unwrap_err().to_string().contains("--root"));
         let missing = Settings::from_options(ServeOptions { root: Some("/no/such/dir".into()), ..Default::default() });
         assert!(missing.unwrap_err().to_string().contains("/no/such/dir"));

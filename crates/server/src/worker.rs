@@ -191,7 +191,7 @@ impl Worker {
             listener: Some(listener),
             conns: HashMap::new(),
             next_id: 1,
-            sched: Scheduler::new(settings.policy, settings.quantum, settings.write_concurrency),
+            sched: Scheduler::new(settings.policy, settings.quantum, settings.write_concurrency).slots_from(settings.write_concurrency_from),
             files: FileCache::new(settings.cache_ttl, settings.file_cache_entries),
             opener,
             bands: settings.kernel_bands.clone().unwrap_or_default(),

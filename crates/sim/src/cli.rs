@@ -65,6 +65,10 @@ pub struct SimArgs {
     /// `serve --write-concurrency`; default unlimited.
     #[arg(long, requires = "quantum")]
     pub write_concurrency: Option<usize>,
+    /// Only responses with at least this many bytes left need a slot, as
+    /// `serve --write-concurrency-from` (e.g. 50K); needs --policy srpt.
+    #[arg(long, requires = "write_concurrency", value_parser = sojourn_sched::bands::parse_bytes)]
+    pub write_concurrency_from: Option<u64>,
     /// Unsent bytes a socket may hold before a write blocks, as `serve --notsent-lowat`
     /// (TCP_NOTSENT_LOWAT); default unlimited (every write is accepted).
     #[arg(long, requires = "quantum", value_parser = sojourn_sched::bands::parse_bytes)]
@@ -130,6 +134,7 @@ struct RunInfo {
     mode: &'static str,
     quantum_bytes: Option<u64>,
     write_concurrency: Option<usize>,
+    write_concurrency_from: Option<u64>,
     kernel_buffer: Option<u64>,
     bands: Option<Vec<u64>>,
     link_bps: f64,
@@ -216,12 +221,23 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
         (Some(_), PolicyArg::Las) => Some(PolicyKind::Las),
         (Some(_), other) => bail!("--quantum simulates the server's scheduler: --policy must be ps (fair), srpt or las, not {other:?}"),
     };
+    if let Some(from) = args.write_concurrency_from {
+        if quantum_policy != Some(PolicyKind::Srpt) {
+            bail!("--write-concurrency-from {from}: needs --policy srpt (only SRPT orders responses by the bytes they have left)");
+        }
+    }
     let Input { jobs, rows, source, profile } = input(&args, rate)?;
     let started = (Instant::now(), thread_cpu_seconds());
     let mut quanta = None;
     let served: Vec<Served> = match (quantum_policy, args.quantum) {
         (Some(policy), Some(quantum)) => {
-            let config = QuantumConfig { policy, quantum, write_concurrency: args.write_concurrency, kernel_buffer: args.kernel_buffer };
+            let config = QuantumConfig {
+                policy,
+                quantum,
+                write_concurrency: args.write_concurrency,
+                write_concurrency_from: args.write_concurrency_from,
+                kernel_buffer: args.kernel_buffer,
+            };
             let mut scheduler = Quantum::new(config);
             let served = simulate(&mut scheduler, &jobs, rate);
             quanta = Some(scheduler.quanta());
@@ -244,6 +260,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
             mode: if args.quantum.is_some() { "quantum" } else { "fluid" },
             quantum_bytes: args.quantum,
             write_concurrency: args.write_concurrency,
+            write_concurrency_from: args.write_concurrency_from,
             kernel_buffer: args.kernel_buffer,
             bands: (args.policy == PolicyArg::Bands).then(|| args.bands.cutoffs().to_vec()),
             link_bps: args.link,

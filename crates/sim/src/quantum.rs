@@ -35,6 +35,8 @@ pub struct QuantumConfig {
     pub policy: PolicyKind,
     pub quantum: u64,
     pub write_concurrency: Option<usize>,
+    /// Only responses with at least this many bytes left need a slot (`serve --write-concurrency-from`).
+    pub write_concurrency_from: Option<u64>,
     /// Unsent bytes a socket may hold before a write blocks (TCP_NOTSENT_LOWAT); `None` = unlimited.
     pub kernel_buffer: Option<u64>,
 }
@@ -78,7 +80,7 @@ impl Quantum {
     pub fn new(config: QuantumConfig) -> Self {
         Quantum {
             kernel_buffer: config.kernel_buffer.map(|b| b as f64),
-            scheduler: Scheduler::new(config.policy, config.quantum, config.write_concurrency),
+            scheduler: Scheduler::new(config.policy, config.quantum, config.write_concurrency).slots_from(config.write_concurrency_from),
             sockets: Vec::new(),
             virtual_time: 0.0,
             holding: 0,
@@ -223,7 +225,12 @@ mod tests {
 
     fn run(policy: PolicyKind, quantum: u64, concurrency: Option<usize>, buffer: Option<u64>, list: &[(f64, f64)]) -> Vec<f64> {
         let jobs: Vec<Job> = list.iter().map(|&(arrival, size)| Job { arrival, size }).collect();
-        let config = QuantumConfig { policy, quantum, write_concurrency: concurrency, kernel_buffer: buffer };
+        run_from(policy, quantum, concurrency, None, buffer, list)
+    }
+
+    fn run_from(policy: PolicyKind, quantum: u64, concurrency: Option<usize>, from: Option<u64>, buffer: Option<u64>, list: &[(f64, f64)]) -> Vec<f64> {
+        let jobs: Vec<Job> = list.iter().map(|&(arrival, size)| Job { arrival, size }).collect();
+        let config = QuantumConfig { policy, quantum, write_concurrency: concurrency, write_concurrency_from: from, kernel_buffer: buffer };
         simulate(&mut Quantum::new(config), &jobs, 1.0).iter().map(|s| s.finish).collect()
     }
 
@@ -241,6 +248,16 @@ mod tests {
         // so job 0 writes 2 more: the two share the link and job 1 finishes at t=4. Job 0
         // blocks, drains at t=5, writes its last byte: t=6.
         assert_eq!(run(PolicyKind::Srpt, 2, Some(1), Some(0), &[(0.0, 5.0), (1.0, 1.0)]), vec![6.0, 4.0]);
+    }
+
+    #[test]
+    fn one_slot_from_a_threshold_by_hand() {
+        // As one_slot_srpt_by_hand, but only responses with 3 bytes or more left need the
+        // slot: job 1 (1 byte) arrives at t=1 while job 0 holds the slot blocked, and is
+        // written at once. The two sockets share the link (1 byte each unsent): both
+        // drained at t=3, job 1 done. Job 0 (3 left) writes 2, blocks, drains at t=5,
+        // writes its last byte: t=6.
+        assert_eq!(run_from(PolicyKind::Srpt, 2, Some(1), Some(3), Some(0), &[(0.0, 5.0), (1.0, 1.0)]), vec![6.0, 3.0]);
     }
 
     #[test]

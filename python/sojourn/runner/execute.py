@@ -226,6 +226,7 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                 stages=stages_path, extra_args=list(server_cfg["args"]), command=list(server_cfg["command"]),
                 preexec_fn=tb.preexec(tb.server_ns), max_connections=server_cfg["max_connections"] or None,
                 linger_close=server_cfg["linger_close"], write_concurrency=server_cfg["write_concurrency"] or None,
+                write_concurrency_from=server_cfg["write_concurrency_from"] or None,
                 notsent_lowat=server_cfg["notsent_lowat"] or None)
             progress.phase = "server"
             on_progress(progress)

@@ -110,6 +110,9 @@ SCHEMA: dict[str, Any] = {
         "write_concurrency": _k(int, 0, "sojourn: at most this many responses with unsent data in the kernel "
                                         "(004 §3.3); 0 = unlimited. With notsent_lowat it makes the server's write "
                                         "order (policy) reach the wire", minimum=0),
+        "write_concurrency_from": _k(str, "", "sojourn: write_concurrency limits only responses with at least these "
+                                              "bytes left, e.g. \"50K\" (smaller ones never wait for a slot); needs "
+                                              "policy = 'srpt' and write_concurrency; empty = every response"),
         "notsent_lowat": _k(str, "", "sojourn: TCP_NOTSENT_LOWAT per connection, e.g. \"16K\"; empty = kernel's"),
         "stages": _k((str, dict), "", "sojourn: serve /stage/<name>/ on a CPU worker pool (serve --stages): a TOML "
                                       "file (path relative to the spec) or an inline table of its keys (docs/dwfs.md)"),
@@ -300,7 +303,7 @@ def _check_combinations(config: dict, where: str) -> None:
                             f"(got {server['kind']!r}, which schedules as it does)")
         if server["kernel_bands"]:
             raise SpecError(f"{where}server.kernel_bands needs server.kind = 'sojourn' (got {server['kind']!r})")
-        for key in ("linger_close", "write_concurrency", "notsent_lowat"):
+        for key in ("linger_close", "write_concurrency", "write_concurrency_from", "notsent_lowat"):
             if server[key]:
                 raise SpecError(f"{where}server.{key} needs server.kind = 'sojourn' (got {server['kind']!r}; apache2 "
                                 "and nginx linger on close by themselves)")
@@ -309,6 +312,16 @@ def _check_combinations(config: dict, where: str) -> None:
                         "setting in server.command")
     if server["notsent_lowat"] and not re.fullmatch(r"\d+[KMG]?", server["notsent_lowat"]):
         raise SpecError(f"{where}server.notsent_lowat = {server['notsent_lowat']!r}: expected bytes like \"16K\"")
+    if server["write_concurrency_from"]:
+        from_ = server["write_concurrency_from"]
+        if not re.fullmatch(r"\d+[KMG]?", from_):
+            raise SpecError(f"{where}server.write_concurrency_from = {from_!r}: expected bytes like \"50K\"")
+        if server["policy"] != "srpt":
+            raise SpecError(f"{where}server.write_concurrency_from needs server.policy = 'srpt' (got "
+                            f"{server['policy']!r}; only SRPT orders responses by the bytes they have left)")
+        if not server["write_concurrency"]:
+            raise SpecError(f"{where}server.write_concurrency_from needs server.write_concurrency (without it no "
+                            "response waits for a slot)")
     if network["queue_bytes"] and network["queue_packets"]:
         raise SpecError(f"{where}network.queue_bytes and network.queue_packets are exclusive: give one queue limit")
     if server["kernel_bands"] and not network["bands"]:

@@ -1,0 +1,110 @@
+"""Ideal SRPT on the wire's own bytes, per run of an experiment (docs/analysis.md):
+
+    .venv/bin/python bench/ideal/wire_floor.py results/srpt-ideal
+
+The ideal of against_ideal.py is fluid SRPT over the response bodies (each framed at
+1448/1514): a request costs nothing but its body. On the testbed's wire each request also
+costs its response head and the connection's packets that carry no body (SYN-ACK, the ACK
+of the request, FIN, the ACK of the client's FIN), all sent by the server, so all on the
+uplink. This script measures that cost from each run's own counters (bytes the uplink's
+classes sent, minus the bodies and 66 bytes of headers per body packet, per request) and
+computes ideal fluid SRPT of the same arrivals with every request that much larger, at the
+raw link rate: what no scheduler on that wire can beat. It prints, per size bin (000 §3
+cutoffs): measured, ideal and wire-ideal means and the ratios, for each run's first
+repetition, and writes bench/out/<experiment>-wire-floor.json. With --components it also
+prints the wire ideal of the first run with each part of the cost alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+import sojourn.results
+from sojourn.analysis.decompose import size_bins
+from sojourn.theory import bounds
+
+REPO = Path(__file__).resolve().parents[2]
+LABELS = ["<1K", "1K-2K", "2K-5K", "5K-50K", ">=50K"]
+# `sojourn-engine serve`'s head for a file (Server, Date, Content-Length, Content-Type,
+# Last-Modified, ETag, Accept-Ranges, Connection: close), measured: 254 bytes.
+HEAD = 254
+FRAME_HEADERS = 1514 - 1448  # Ethernet, IP and TCP (with timestamps) headers of a full frame
+MSS = 1448
+
+
+def _packets(size: np.ndarray, head: float) -> np.ndarray:
+    return np.ceil((size + head) / MSS)
+
+
+def _wire_ideal(requests: pd.DataFrame, size: np.ndarray, head: float, per_request: float, link_bps: float) -> pd.DataFrame:
+    wire = size + head + FRAME_HEADERS * _packets(size, head) + per_request
+    frame = requests.copy()
+    frame["expected_size"] = wire
+    frame["bytes"] = wire
+    out = bounds.ideal(frame, link_bps=link_bps, policies=("srpt",))
+    return out[["request_id", "response_s"]].rename(columns={"response_s": "wire_ideal_s"})
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("results", type=Path, help="an experiment's results directory")
+    parser.add_argument("--components", action="store_true", help="also the wire ideal with each part of the cost alone")
+    args = parser.parse_args()
+    experiment = sojourn.results.open(args.results)
+    out = {}
+    first = True
+    for rep in experiment.repetitions:
+        if rep.rep != 0:
+            continue
+        link_bps = float(json.loads((rep.directory / "run.json").read_text())["config"]["network"]["link_mbps"]) * 1e6 \
+            if (rep.directory / "run.json").is_file() else 10e6
+        counters = pd.read_csv(rep.directory / "counters.csv")
+        sent = sum(counters[c].iloc[-1] - counters[c].iloc[0] for c in counters.columns
+                   if c.startswith("q1_") and c.endswith("_sent_bytes"))
+        records = rep.requests()
+        requests = records[["request_id", "scheduled_s", "expected_size", "bytes"]].drop_duplicates("request_id")
+        size = requests["expected_size"].fillna(requests["bytes"]).astype(float).to_numpy()
+        # Everything the uplink sent that is neither a body byte nor a body packet's header
+        # (the head, the connection's body-less packets, retransmissions), per request.
+        per_request = (sent - size.sum() - FRAME_HEADERS * _packets(size, 0).sum()) / len(size)
+        connection = per_request - HEAD - FRAME_HEADERS * (_packets(size, HEAD) - _packets(size, 0)).mean()
+        ideal = rep.ideal()
+        ideal = ideal[ideal["policy"] == "srpt"][["request_id", "response_s"]].rename(columns={"response_s": "ideal_s"})
+        wire = _wire_ideal(requests, size, HEAD, connection, link_bps)
+        joined = ideal.merge(wire, on="request_id").merge(
+            records[["request_id", "response_s", "size"]].drop_duplicates("request_id"), on="request_id")
+        joined["bin"] = [LABELS[i] for i in size_bins(joined["size"].to_numpy(float))]
+        rows = []
+        for label, group in [(label, joined[joined["bin"] == label]) for label in LABELS] + [("all", joined)]:
+            measured, ideal_mean, wire_mean = group["response_s"].mean(), group["ideal_s"].mean(), group["wire_ideal_s"].mean()
+            rows.append({"size_bin": label, "requests": len(group), "measured_mean_s": measured, "ideal_mean_s": ideal_mean,
+                         "wire_ideal_mean_s": wire_mean, "measured_over_ideal": measured / ideal_mean,
+                         "wire_ideal_over_ideal": wire_mean / ideal_mean, "measured_over_wire_ideal": measured / wire_mean})
+        table = pd.DataFrame(rows)
+        out[rep.run] = {"per_request_bytes": per_request, "head_bytes": HEAD, "connection_bytes": connection,
+                        "bins": table.to_dict(orient="records")}
+        print(f"\n{rep.run}: {per_request:.0f} bytes per request besides the bodies' packets "
+              f"(head {HEAD}, connection packets {connection:.0f})")
+        print(table.to_string(index=False, float_format="%.4g"))
+        if args.components and first:
+            base = joined["ideal_s"].mean()
+            print("\nthe wire ideal with each part of the cost (mean, over the ideal's):")
+            for head, conn, label in [(0, 0, "body packets only (whole packets)"), (HEAD, 0, "+ response head"),
+                                      (0, connection, "+ connection packets"), (HEAD, connection, "both (the wire)")]:
+                mean = _wire_ideal(requests, size, head, conn, link_bps)["wire_ideal_s"].mean()
+                print(f"  {label:36s} {mean:.4f} s  x{mean / base:.3f}")
+        first = False
+    path = REPO / "bench" / "out" / f"{args.results.name}-wire-floor.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=2, default=float) + "\n")
+    print(f"\n-> {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
