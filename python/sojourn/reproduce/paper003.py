@@ -20,6 +20,8 @@ EXPERIMENTS = [
           command=("{python}", "-m", "sojourn.reproduce.dwfs_study", "--out", "{out}", "{quick}"), quick_s=10),
     Entry("section5", "DWFS vs Apache FIFO, 40/50/60 closed-loop clients in three classes (§5, Tables 3-6)",
           spec="experiments/003/section5.toml", quick_s=240),
+    Entry("section5-demand", "§5 with the stage costs as CPU demand (normal-load latency / 10), DWFS vs FIFO (issue 13)",
+          spec="experiments/003/section5-demand.toml", quick_s=240),
     Entry("timeouts", "DWFS queue lengths and per-stage latency at timeout 10 vs 20 s (Table 7, Figs. 11-12)",
           spec="experiments/003/timeouts.toml", quick_s=80),
 ]
@@ -66,31 +68,31 @@ def _study_rows(ctx: Context) -> list[Row]:
     return rows
 
 
-def _section5_rows(ctx: Context) -> list[Row]:
+def _section5_rows(ctx: Context, experiment: str = "section5") -> list[Row]:
     rows = []
-    path = ctx.result_path("section5")
+    path = ctx.result_path(experiment)
     for users in (40, 50, 60):
-        fifo, _, fifo_reps = ctx.value("section5", f"fifo-users={users}", "sessions.overall.response_mean_s")
+        fifo, _, fifo_reps = ctx.value(experiment, f"fifo-users={users}", "sessions.overall.response_mean_s")
         for name in ("gold", "bronze"):
-            dwfs, _, reps = ctx.value("section5", f"dwfs-users={users}", f"sessions.classes.{name}.response_mean_s")
-            rows.append(Row("section5", f"DWFS {name} / FIFO mean response time, {users} clients",
+            dwfs, _, reps = ctx.value(experiment, f"dwfs-users={users}", f"sessions.classes.{name}.response_mean_s")
+            rows.append(Row(experiment, f"DWFS {name} / FIFO mean response time, {users} clients",
                             DWFS_RESPONSE[name][users] / APACHE_RESPONSE[users], dwfs / fifo if fifo else math.nan,
                             min(reps, fifo_reps), path,
                             paper_text=f"{DWFS_RESPONSE[name][users]} s / {APACHE_RESPONSE[users]} s"))
     for users in (40, 60):
         for name in ("gold", "bronze"):
-            drop, _, reps = ctx.value("section5", f"dwfs-users={users}", f"sessions.classes.{name}.drop_rate")
-            rows.append(Row("section5", f"DWFS {name} request timeout (drop) rate, {users} clients", 0.005, drop, reps,
+            drop, _, reps = ctx.value(experiment, f"dwfs-users={users}", f"sessions.classes.{name}.drop_rate")
+            rows.append(Row(experiment, f"DWFS {name} request timeout (drop) rate, {users} clients", 0.005, drop, reps,
                             path, bound="<=", reference=None,
                             paper_text=f"{DWFS_TIMEOUT_RATE[name][users]:.2%}; under 0.5% throughout"))
-    bronze, _, reps = ctx.value("section5", "dwfs-users=60", "sessions.classes.bronze.response_mean_s")
-    gold, _, _ = ctx.value("section5", "dwfs-users=60", "sessions.classes.gold.response_mean_s")
-    rows.append(Row("section5", "DWFS bronze / gold mean response time, 60 clients (service differentiation)",
+    bronze, _, reps = ctx.value(experiment, "dwfs-users=60", "sessions.classes.bronze.response_mean_s")
+    gold, _, _ = ctx.value(experiment, "dwfs-users=60", "sessions.classes.gold.response_mean_s")
+    rows.append(Row(experiment, "DWFS bronze / gold mean response time, 60 clients (service differentiation)",
                     DWFS_RESPONSE["bronze"][60] / DWFS_RESPONSE["gold"][60], bronze / gold if gold else math.nan, reps,
                     path, paper_text="10.584 s / 6.968 s"))
-    fifo60, _, reps = ctx.value("section5", "fifo-users=60", "sessions.overall.response_mean_s")
-    fifo40, _, _ = ctx.value("section5", "fifo-users=40", "sessions.overall.response_mean_s")
-    rows.append(Row("section5", "FIFO mean response time, 60 / 40 clients", APACHE_RESPONSE[60] / APACHE_RESPONSE[40],
+    fifo60, _, reps = ctx.value(experiment, "fifo-users=60", "sessions.overall.response_mean_s")
+    fifo40, _, _ = ctx.value(experiment, "fifo-users=40", "sessions.overall.response_mean_s")
+    rows.append(Row(experiment, "FIFO mean response time, 60 / 40 clients", APACHE_RESPONSE[60] / APACHE_RESPONSE[40],
                     fifo60 / fifo40 if fifo40 else math.nan, reps, path, paper_text="14.267 s / 9.623 s"))
     return rows
 
@@ -118,6 +120,8 @@ def claims(ctx: Context) -> list[Row]:
         rows += _study_rows(ctx)
     if ctx.has("section5"):
         rows += _section5_rows(ctx)
+    if ctx.has("section5-demand"):
+        rows += _section5_rows(ctx, "section5-demand")
     if ctx.has("timeouts"):
         rows += _timeout_rows(ctx)
     return rows
