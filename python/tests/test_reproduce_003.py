@@ -53,3 +53,13 @@ def test_section5_runs_and_its_claims_are_computed(tmp_path):
     assert ratio.repetitions == 1 and ratio.ours > 0 and not math.isnan(ratio.ours)
     assert rows["DWFS gold request timeout (drop) rate, 40 clients"].ours >= 0
     assert math.isnan(rows["FIFO mean response time, 60 / 40 clients"].ours)  # no 60-client run here
+    # The same result published as the demand-cost experiment (issue 13): its claims and the
+    # note's per-point and drop-rate-against-k tables are filled from it.
+    publish(paper, paper.entry("section5-demand"), source, docs / "003" / "section5-demand", quick=True, wall_s=1.0)
+    ctx = Context(paper, docs)
+    rows = {(row.experiment, row.claim): row for row in paper.claims(ctx)}
+    drop = rows[("section5-demand", "DWFS gold request timeout (drop) rate, 40 clients")]
+    assert drop.repetitions == 1 and drop.ours >= 0
+    note = paper.notes(ctx)
+    assert "### §5 with the stage costs as CPU demand (issue 13)" in note
+    assert "| 10 | section5-demand (quick, 1) | 40 |" in note and "| 1 | section5 (quick, 1) | 40 |" in note
