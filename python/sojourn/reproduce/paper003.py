@@ -84,7 +84,8 @@ def _drop_rows(ctx: Context, experiment: str) -> list[Row]:
     return rows
 
 
-def _section5_rows(ctx: Context, experiment: str = "section5", clients: tuple[int, ...] = (40, 50, 60)) -> list[Row]:
+def _section5_rows(ctx: Context, experiment: str = "section5",
+                   clients: tuple[int, ...] = (40, 50, 60)) -> list[Row]:
     rows = []
     path = ctx.result_path(experiment)
     for users in clients:
