@@ -78,6 +78,15 @@ impl Scheduler {
         self.slots_from.is_none_or(|from| remaining >= from)
     }
 
+    /// Whether [`Scheduler::slots_from`] may be used with `policy`, else why not: the
+    /// threshold relies on the queue's head having the fewest bytes left (module notes).
+    pub fn slots_from_allowed(policy: PolicyKind) -> Result<(), &'static str> {
+        match policy {
+            PolicyKind::Srpt => Ok(()),
+            _ => Err("only SRPT orders responses by the bytes they have left"),
+        }
+    }
+
     /// `job` has `progress.remaining` bytes to send (a response with none is granted once,
     /// for zero bytes, so its caller finishes it in order).
     pub fn ready(&mut self, job: JobId, progress: Progress) {
@@ -89,7 +98,8 @@ impl Scheduler {
     pub fn can_grant(&self) -> bool {
         let Some(head) = self.queue.peek() else { return false };
         let slot_free = self.slots.limit().is_none_or(|limit| self.slots.held() < limit);
-        slot_free || !self.needs_slot(self.progress[&head].remaining)
+        // Without a threshold every response needs a slot: no progress lookup then.
+        slot_free || (self.slots_from.is_some() && !self.needs_slot(self.progress[&head].remaining))
     }
 
     /// The next write: the policy's choice among the ready responses, with a slot taken

@@ -10,7 +10,7 @@ use anyhow::{bail, Context};
 use serde::Deserialize;
 use sojourn_http::Limits;
 use sojourn_sched::bands::parse_bytes;
-use sojourn_sched::{Bands, PolicyKind};
+use sojourn_sched::{Bands, PolicyKind, Scheduler};
 
 /// Options of `sojourn-engine serve`; all optional so a config file can fill them.
 #[derive(Debug, Default, Clone, clap::Args, Deserialize)]
@@ -207,8 +207,8 @@ impl Settings {
             None => None,
             Some(v) => {
                 let from = bytes("write-concurrency-from", Some(v), 0)?;
-                if policy != PolicyKind::Srpt {
-                    bail!("--write-concurrency-from {v}: needs --policy srpt (only SRPT orders responses by the bytes they have left)");
+                if let Err(why) = Scheduler::slots_from_allowed(policy) {
+                    bail!("--write-concurrency-from {v}: needs --policy srpt ({why})");
                 }
                 if o.write_concurrency.is_none() {
                     bail!("--write-concurrency-from {v}: needs --write-concurrency N (without it no response waits for a slot)");

@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use clap::ValueEnum;
 use serde::Serialize;
-use sojourn_sched::{Bands, PolicyKind};
+use sojourn_sched::{Bands, PolicyKind, Scheduler};
 
 use crate::fluid::{simulate, FluidPolicy, Job, Served};
 use crate::output::{outcomes, write_records, Outcomes};
@@ -221,9 +221,9 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
         (Some(_), PolicyArg::Las) => Some(PolicyKind::Las),
         (Some(_), other) => bail!("--quantum simulates the server's scheduler: --policy must be ps (fair), srpt or las, not {other:?}"),
     };
-    if let Some(from) = args.write_concurrency_from {
-        if quantum_policy != Some(PolicyKind::Srpt) {
-            bail!("--write-concurrency-from {from}: needs --policy srpt (only SRPT orders responses by the bytes they have left)");
+    if let (Some(from), Some(policy)) = (args.write_concurrency_from, quantum_policy) {
+        if let Err(why) = Scheduler::slots_from_allowed(policy) {
+            bail!("--write-concurrency-from {from}: needs --policy srpt ({why})");
         }
     }
     let Input { jobs, rows, source, profile } = input(&args, rate)?;
