@@ -74,17 +74,15 @@ def load_file(inputs: Inputs, target: str, out: Path, workload: dict, source_add
     as often as the trace requests them."""
     closed = users is not None or workload["mode"] == "closed"
     aborts = bool(workload["abort_after_s"])
-    common = dict(target=target, out=out, source_addrs=source_addrs, seed=workload["seed"], timeout=workload["timeout_s"],
-                  requests_per_conn=workload["persistent"],
-                  # A closed user has one request outstanding: its own connection suffices.
-                  conns_per_client=1 if closed else workload["max_connections_per_client"],
-                  verify_content=bool(workload["verify"]),
+    common = dict(verify_content=bool(workload["verify"]),
                   abort_after=workload["abort_after_s"] if aborts else None, retries=workload["retries"] if aborts else None)
     if not closed:
-        return LoadFile(mode="open", trace=inputs.trace, **common)
-    return LoadFile(mode="closed", users=users or workload["users"], duration=duration_s or workload["duration_s"],
-                    paths_file=inputs.trace.with_name("paths.txt"),
-                    think_time=f"exp:{workload['think_s']}" if workload["think_s"] else "0", **common)
+        return LoadFile.of("open", workload, target, out, source_addrs, trace=inputs.trace, **common)
+    return LoadFile.of("closed", workload, target, out, source_addrs, users=users or workload["users"],
+                       duration=duration_s or workload["duration_s"], paths_file=inputs.trace.with_name("paths.txt"),
+                       think_time=f"exp:{workload['think_s']}" if workload["think_s"] else "0",
+                       # A closed user has one request outstanding: its own connection suffices.
+                       conns_per_client=1, **common)
 
 
 def versions(run: Run, engine: Path) -> dict:

@@ -40,6 +40,16 @@ class LoadFile:
     # sessions
     model: Path | None = None
 
+    @classmethod
+    def of(cls, mode: str, workload: dict, target: str, out: Path, source_addrs: list[str], **options) -> "LoadFile":
+        """A run in ``mode`` with the spec workload's connection, timeout and seed settings
+        (``workload.persistent``, ``max_connections_per_client``, ``timeout_s``, ``seed``);
+        ``options`` add the mode's own and override these."""
+        settings = dict(target=target, out=out, source_addrs=source_addrs, seed=workload["seed"],
+                        timeout=workload["timeout_s"], requests_per_conn=workload["persistent"],
+                        conns_per_client=workload["max_connections_per_client"])
+        return cls(mode=mode, **(settings | options))
+
     def __post_init__(self):
         if self.mode not in MODES:
             raise ValueError(f"load mode {self.mode!r}: expected one of {', '.join(MODES)}")

@@ -106,7 +106,4 @@ def class_map(classes: list[dict], source_addrs: list[str]) -> dict:
 
 def load_file(model: Path, target: str, out: Path, workload: dict, source_addrs: list[str]) -> LoadFile:
     """The ``sojourn-engine load sessions`` run (docs/load.md)."""
-    return LoadFile(mode="sessions", model=model, duration=workload["duration_s"], target=target, out=out,
-                    source_addrs=source_addrs, requests_per_conn=workload["persistent"],
-                    conns_per_client=workload["max_connections_per_client"], timeout=workload["timeout_s"],
-                    seed=workload["seed"])
+    return LoadFile.of("sessions", workload, target, out, source_addrs, model=model, duration=workload["duration_s"])
