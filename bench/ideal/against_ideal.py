@@ -10,13 +10,10 @@ ideal.parquet only. Writes bench/out/<experiment>-against-ideal.json.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-import sojourn.results
+from first_runs import first_repetitions, write_out
 from sojourn.analysis.decompose import against_ideal
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def main() -> int:
@@ -24,20 +21,14 @@ def main() -> int:
     parser.add_argument("results", type=Path, help="an experiment's results directory")
     parser.add_argument("--policy", default="srpt", choices=["srpt", "ps"], help="ideal schedule to compare with")
     args = parser.parse_args()
-    experiment = sojourn.results.open(args.results)
     out = {}
-    for rep in experiment.repetitions:
-        if rep.rep != 0:
-            continue
+    for rep in first_repetitions(args.results):
         table = against_ideal(rep.requests(), rep.ideal(), policy=args.policy)
         out[rep.run] = table.to_dict(orient="records")
         print(f"\n{rep.run}: measured / ideal {args.policy}")
         print(table[["size_bin", "requests", "measured_mean_s", "ideal_mean_s", "ratio", "handshake_excess_share",
                      "to_first_byte_excess_share", "transfer_excess_share"]].to_string(index=False, float_format="%.4g"))
-    path = REPO / "bench" / "out" / f"{args.results.name}-against-ideal.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=2, default=float) + "\n")
-    print(f"\n-> {path}")
+    write_out(args.results, "against-ideal", out)
     return 0
 
 

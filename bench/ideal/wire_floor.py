@@ -18,18 +18,15 @@ prints the wire ideal of the first run with each part of the cost alone.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-import sojourn.results
-from sojourn.analysis.decompose import size_bins
+from first_runs import first_repetitions, write_out
+from sojourn.analysis.decompose import by_size_bin
 from sojourn.theory import bounds
 
-REPO = Path(__file__).resolve().parents[2]
-LABELS = ["<1K", "1K-2K", "2K-5K", "5K-50K", ">=50K"]
 # `sojourn-engine serve`'s head for a file (Server, Date, Content-Length, Content-Type,
 # Last-Modified, ETag, Accept-Ranges, Connection: close), measured: 254 bytes.
 HEAD = 254
@@ -55,15 +52,11 @@ def main() -> int:
     parser.add_argument("results", type=Path, help="an experiment's results directory")
     parser.add_argument("--components", action="store_true", help="also the wire ideal with each part of the cost alone")
     args = parser.parse_args()
-    experiment = sojourn.results.open(args.results)
     out = {}
     first = True
-    for rep in experiment.repetitions:
-        if rep.rep != 0:
-            continue
-        link_bps = float(json.loads((rep.directory / "run.json").read_text())["config"]["network"]["link_mbps"]) * 1e6 \
-            if (rep.directory / "run.json").is_file() else 10e6
-        counters = pd.read_csv(rep.directory / "counters.csv")
+    for rep in first_repetitions(args.results):
+        link_bps = float(rep.config["network"]["link_mbps"]) * 1e6
+        counters = rep.table("counters.csv")
         sent = sum(counters[c].iloc[-1] - counters[c].iloc[0] for c in counters.columns
                    if c.startswith("q1_") and c.endswith("_sent_bytes"))
         records = rep.requests()
@@ -78,9 +71,8 @@ def main() -> int:
         wire = _wire_ideal(requests, size, HEAD, connection, link_bps)
         joined = ideal.merge(wire, on="request_id").merge(
             records[["request_id", "response_s", "size"]].drop_duplicates("request_id"), on="request_id")
-        joined["bin"] = [LABELS[i] for i in size_bins(joined["size"].to_numpy(float))]
         rows = []
-        for label, group in [(label, joined[joined["bin"] == label]) for label in LABELS] + [("all", joined)]:
+        for label, group in by_size_bin(joined):
             measured, ideal_mean, wire_mean = group["response_s"].mean(), group["ideal_s"].mean(), group["wire_ideal_s"].mean()
             rows.append({"size_bin": label, "requests": len(group), "measured_mean_s": measured, "ideal_mean_s": ideal_mean,
                          "wire_ideal_mean_s": wire_mean, "measured_over_ideal": measured / ideal_mean,
@@ -99,10 +91,7 @@ def main() -> int:
                 mean = _wire_ideal(requests, size, head, conn, link_bps)["wire_ideal_s"].mean()
                 print(f"  {label:36s} {mean:.4f} s  x{mean / base:.3f}")
         first = False
-    path = REPO / "bench" / "out" / f"{args.results.name}-wire-floor.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(out, indent=2, default=float) + "\n")
-    print(f"\n-> {path}")
+    write_out(args.results, "wire-floor", out)
     return 0
 
 

@@ -44,14 +44,26 @@ def phases(requests: pd.DataFrame) -> pd.DataFrame:
     })
 
 
-def size_bins(sizes: np.ndarray, edges: tuple[float, ...] = (1024, 2048, 5120, 51200)) -> np.ndarray:
-    """Bin index of each size: below 1K, 1-2K, 2-5K, 5-50K, above 50K by default (the size
-    cutoffs of 000 §3, so bins and kernel bands coincide)."""
+# The size cutoffs of 000 §3, so bins and kernel bands coincide.
+SIZE_EDGES = (1024, 2048, 5120, 51200)
+
+
+def size_bins(sizes: np.ndarray, edges: tuple[float, ...] = SIZE_EDGES) -> np.ndarray:
+    """Bin index of each size: below 1K, 1-2K, 2-5K, 5-50K, above 50K by default."""
     return np.searchsorted(np.asarray(edges), sizes, side="right")
 
 
+def by_size_bin(frame: pd.DataFrame, edges: tuple[float, ...] = SIZE_EDGES):
+    """(label, rows) for each size bin of ``frame["size"]`` in order ("<1K" ... ">=50K" for
+    the default edges, "bin i" otherwise), then ("all", frame); a bin may be empty."""
+    labels = ["<1K", "1K-2K", "2K-5K", "5K-50K", ">=50K"] if len(edges) == 4 else \
+        [f"bin {i}" for i in range(len(edges) + 1)]
+    index = size_bins(frame["size"].to_numpy(float), edges)
+    return [(label, frame[index == i]) for i, label in enumerate(labels)] + [("all", frame)]
+
+
 def against_ideal(requests: pd.DataFrame, ideal: pd.DataFrame, policy: str = "srpt",
-                  edges: tuple[float, ...] = (1024, 2048, 5120, 51200)) -> pd.DataFrame:
+                  edges: tuple[float, ...] = SIZE_EDGES) -> pd.DataFrame:
     """Per size bin (and ``all``): requests, measured and ideal mean response time, their
     ratio, the mean of each phase, and each phase's share of the excess over the ideal
     (phase mean minus its ideal counterpart: the ideal's whole response is counted as
@@ -63,11 +75,8 @@ def against_ideal(requests: pd.DataFrame, ideal: pd.DataFrame, policy: str = "sr
     if joined.empty:
         raise ValueError(f"no completed request has an ideal {policy!r} schedule (policies in the file: "
                          f"{', '.join(sorted(ideal['policy'].unique()))})")
-    labels = ["<1K", "1K-2K", "2K-5K", "5K-50K", ">=50K"] if len(edges) == 4 else \
-        [f"bin {i}" for i in range(len(edges) + 1)]
-    joined["bin"] = [labels[i] for i in size_bins(joined["size"].to_numpy(), edges)]
     rows = []
-    for label, group in [(label, joined[joined["bin"] == label]) for label in labels] + [("all", joined)]:
+    for label, group in by_size_bin(joined, edges):
         if group.empty:
             continue
         measured_mean, ideal_mean = group["response_s"].mean(), group["ideal_s"].mean()
