@@ -85,6 +85,10 @@ class PeerConfig:
     # Only responses with at least these bytes left need a write slot (serve --write-concurrency-from).
     write_concurrency_from: str | None = None
     notsent_lowat: str | None = None
+    # sojourn only: the head's fields (serve --head-fields) and delayed ACK from the start
+    # (serve --delayed-ack): fewer bytes per request on the uplink.
+    head_fields: str = "full"
+    delayed_ack: bool = False
     # sojourn only: the stage pool's TOML (003; `serve --stages`), None = no /stage/ endpoints.
     stages: Path | None = None
     extra_args: list[str] = field(default_factory=list)
@@ -107,6 +111,7 @@ class PeerConfig:
                             "admin_port": self.admin_port, "linger_close": self.linger_close,
                             "write_concurrency": self.write_concurrency,
                             "write_concurrency_from": self.write_concurrency_from, "notsent_lowat": self.notsent_lowat,
+                            "head_fields": self.head_fields != "full", "delayed_ack": self.delayed_ack,
                             "stages": self.stages}
             given = [name for name, value in sojourn_only.items() if value]
             if given:
@@ -140,6 +145,8 @@ class ServeFile:
     write_concurrency: int | None = None
     write_concurrency_from: str | None = None
     notsent_lowat: str | None = None
+    head_fields: str | None = None
+    delayed_ack: bool | None = None
     stages: str | None = None
 
     @classmethod
@@ -151,7 +158,8 @@ class ServeFile:
                    access_log=text(c.access_log), admin=f"{c.addr}:{c.admin_port}" if c.admin_port else None,
                    accept_limit=c.max_connections, linger_close=c.linger_close or None,
                    write_concurrency=c.write_concurrency, write_concurrency_from=c.write_concurrency_from,
-                   notsent_lowat=c.notsent_lowat, stages=text(c.stages))
+                   notsent_lowat=c.notsent_lowat, head_fields=None if c.head_fields == "full" else c.head_fields,
+                   delayed_ack=c.delayed_ack or None, stages=text(c.stages))
 
     def toml(self) -> str:
         return options_toml(self)

@@ -30,6 +30,8 @@ pub fn reason(status: u16) -> &'static str {
     }
 }
 
+const OCTET_STREAM: &str = "application/octet-stream";
+
 /// Content-Type by file extension (case-insensitive); `application/octet-stream` otherwise.
 pub fn content_type(path: &std::path::Path) -> &'static str {
     const TYPES: [(&str, &str); 24] = [
@@ -56,15 +58,41 @@ pub fn content_type(path: &std::path::Path) -> &'static str {
         ("mp3", "audio/mpeg"),
         ("zip", "application/zip"),
         ("gz", "application/gzip"),
-        ("bin", "application/octet-stream"),
+        ("bin", OCTET_STREAM),
     ];
     let extension = path.extension().and_then(|e| e.to_str()).unwrap_or_default();
-    TYPES.iter().find(|(ext, _)| ext.eq_ignore_ascii_case(extension)).map_or("application/octet-stream", |&(_, t)| t)
+    TYPES.iter().find(|(ext, _)| ext.eq_ignore_ascii_case(extension)).map_or(OCTET_STREAM, |&(_, t)| t)
+}
+
+/// Which optional fields a head carries.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HeadFields {
+    /// Server, Last-Modified, ETag and Accept-Ranges too (254 bytes for a file's 200).
+    #[default]
+    Full,
+    /// Only what the response needs: no Server (RFC 9110 §10.2.4, MAY), no validators
+    /// (§8.8, SHOULD: caches revalidate less well) or Accept-Ranges (§14.3, MAY), and no
+    /// Content-Type when it would be application/octet-stream, which a recipient may assume
+    /// without one (§8.3). Each request then costs a bottleneck uplink ~160 bytes less
+    /// (docs/analysis.md, "Where the time goes").
+    Minimal,
+}
+
+impl std::str::FromStr for HeadFields {
+    type Err = String;
+    fn from_str(name: &str) -> Result<Self, String> {
+        match name {
+            "full" => Ok(HeadFields::Full),
+            "minimal" => Ok(HeadFields::Minimal),
+            _ => Err(format!("{name:?}: expected full or minimal")),
+        }
+    }
 }
 
 /// What goes into a response head.
 #[derive(Clone, Debug, Default)]
 pub struct Head<'a> {
+    pub fields: HeadFields,
     pub status: u16,
     /// The request's HTTP minor version (a 1.0 client is told `Connection: keep-alive`).
     pub minor_version: u8,
@@ -82,16 +110,27 @@ pub struct Head<'a> {
 /// Appends the head (status line, fields, blank line) to `out`. `date` is the
 /// current IMF-fixdate (RFC 9110 §6.6.1).
 pub fn write_head(head: &Head, date: &str, out: &mut Vec<u8>) {
+    let full = head.fields == HeadFields::Full;
     // Writing into a Vec cannot fail.
-    let _ = write!(out, "HTTP/1.1 {} {}\r\nServer: sojourn\r\nDate: {date}\r\n", head.status, reason(head.status));
+    let _ = write!(out, "HTTP/1.1 {} {}\r\n", head.status, reason(head.status));
+    if full {
+        out.extend_from_slice(b"Server: sojourn\r\n");
+    }
+    let _ = write!(out, "Date: {date}\r\n");
     if head.status != 304 {
         let _ = write!(out, "Content-Length: {}\r\n", head.content_length);
     }
-    if let Some(content_type) = head.content_type {
-        let _ = write!(out, "Content-Type: {content_type}\r\n");
+    match head.content_type {
+        Some(OCTET_STREAM) if !full => {}
+        Some(content_type) => {
+            let _ = write!(out, "Content-Type: {content_type}\r\n");
+        }
+        None => {}
     }
     if let Some(representation) = head.representation {
-        let _ = write!(out, "Last-Modified: {}\r\nETag: {}\r\nAccept-Ranges: bytes\r\n", representation.last_modified, representation.etag);
+        if full {
+            let _ = write!(out, "Last-Modified: {}\r\nETag: {}\r\nAccept-Ranges: bytes\r\n", representation.last_modified, representation.etag);
+        }
         match (head.status, head.range) {
             (206, Some((start, end))) => {
                 let _ = write!(out, "Content-Range: bytes {start}-{end}/{}\r\n", representation.size);
@@ -152,6 +191,27 @@ mod tests {
         assert!(!not_modified.contains("Content-Length"), "{not_modified}");
         let not_allowed = head_text(&Head { status: 405, allow: true, ..Default::default() });
         assert!(not_allowed.starts_with("HTTP/1.1 405 Method Not Allowed\r\n") && not_allowed.contains("Allow: GET, HEAD\r\n"));
+    }
+
+    #[test]
+    fn minimal_heads_keep_what_the_response_needs() {
+        let file = Representation::new(123_456, UNIX_EPOCH);
+        let ok = head_text(&Head {
+            fields: HeadFields::Minimal,
+            status: 200,
+            minor_version: 1,
+            content_length: 123_456,
+            content_type: Some(content_type(Path::new("a.bin"))),
+            representation: Some(&file),
+            ..Default::default()
+        });
+        assert_eq!(ok, format!("HTTP/1.1 200 OK\r\nDate: {DATE}\r\nContent-Length: 123456\r\nConnection: close\r\n\r\n"));
+        let typed = head_text(&Head { fields: HeadFields::Minimal, status: 200, content_type: Some("text/html; charset=utf-8"), ..Default::default() });
+        assert!(typed.contains("Content-Type: text/html; charset=utf-8\r\n"), "{typed}");
+        let partial = head_text(&Head { fields: HeadFields::Minimal, status: 206, content_length: 2, representation: Some(&file), range: Some((3, 4)), ..Default::default() });
+        assert!(partial.contains("Content-Range: bytes 3-4/123456\r\n") && !partial.contains("ETag"), "{partial}");
+        assert_eq!("minimal".parse(), Ok(HeadFields::Minimal));
+        assert!("lean".parse::<HeadFields>().unwrap_err().contains("full or minimal"));
     }
 
     #[test]

@@ -27,14 +27,20 @@ pub struct ServeArgs {
 }
 
 /// A listening socket with SO_REUSEPORT, so each worker can own one (the kernel
-/// spreads new connections across them).
-fn reuseport_listener(addr: std::net::SocketAddr) -> std::io::Result<std::net::TcpListener> {
+/// spreads new connections across them). `delayed_ack`: TCP_QUICKACK off, which
+/// accepted connections inherit before their request arrives (setting it after
+/// accept would come too late: the request is usually ACKed by then).
+fn reuseport_listener(addr: std::net::SocketAddr, delayed_ack: bool) -> std::io::Result<std::net::TcpListener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     socket.set_reuse_address(true)?;
     socket.set_reuse_port(true)?;
     socket.set_nonblocking(true)?;
     socket.bind(&addr.into())?;
     socket.listen(4096)?;
+    if delayed_ack {
+        // After listen(), which clears the ACK state (inet_csk_delack_init).
+        socket.set_quickack(false)?;
+    }
     Ok(socket.into())
 }
 
@@ -125,7 +131,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let shared = Arc::new(Shared { settings, metrics, log, shutdown, stages, opener });
     let mut workers = Vec::new();
     for index in 0..threads {
-        let listener = reuseport_listener(listen).with_context(|| format!("--listen {listen}: cannot listen"))?;
+        let listener = reuseport_listener(listen, shared.settings.delayed_ack).with_context(|| format!("--listen {listen}: cannot listen"))?;
         let worker = Worker::new(index, listener, shared.clone())?;
         workers.push(std::thread::Builder::new().name(format!("worker-{index}")).spawn(move || worker.run())?);
     }

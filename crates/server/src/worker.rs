@@ -27,7 +27,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
-use sojourn_http::{parse_request, resolve_target, select, write_head, Head, HttpError, Method, Request, Selection};
+use sojourn_http::{parse_request, resolve_target, select, write_head, Head, HeadFields, HttpError, Method, Request, Selection};
 use sojourn_sched::{Bands, JobId, Progress, Scheduler};
 
 use crate::access_log::{clf_time, format_line, Entry, LogSender};
@@ -299,6 +299,12 @@ impl Worker {
 
     fn start(&mut self, id: JobId, response: Box<Response>) {
         let Some(conn) = self.conns.get_mut(&id) else { return };
+        if !response.keep_alive {
+            // The connection ends with this response: TCP_CORK holds its last partial
+            // segment until the shutdown in `finish`, which sends it with the FIN
+            // (tcp_send_fin marks an unsent tail), one packet fewer per connection.
+            let _ = socket2::SockRef::from(&conn.stream).set_cork(true);
+        }
         let metrics = self.shared.metrics.shard(self.index);
         metrics.waiting_by_band[response.band].fetch_add(1, Relaxed);
         if !conn.blocked {
@@ -452,7 +458,7 @@ impl Worker {
                 conn.read_buf = Vec::new();
             }
             let error = HttpError::BadRequest("request head not received in time");
-            let response = error_response(&self.bands, &self.http_date, 408, &error, "-".into(), now);
+            let response = error_response(&self.bands, &self.http_date, self.shared.settings.head_fields, 408, &error, "-".into(), now);
             self.start(id, response);
         }
         self.flush_log();

@@ -225,7 +225,8 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                 preexec_fn=tb.preexec(tb.server_ns), max_connections=server_cfg["max_connections"] or None,
                 linger_close=server_cfg["linger_close"], write_concurrency=server_cfg["write_concurrency"] or None,
                 write_concurrency_from=server_cfg["write_concurrency_from"] or None,
-                notsent_lowat=server_cfg["notsent_lowat"] or None)
+                notsent_lowat=server_cfg["notsent_lowat"] or None,
+                head_fields=server_cfg["head_fields"], delayed_ack=server_cfg["delayed_ack"])
             progress.phase = "server"
             on_progress(progress)
             with peers.Peer(peer_cfg, log_dir=directory) as peer:

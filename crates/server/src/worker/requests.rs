@@ -90,7 +90,7 @@ impl Worker {
                         }
                     }
                 };
-                let response = respond(lookup, &self.bands, &self.http_date, &request, now);
+                let response = respond(lookup, &self.bands, &self.http_date, self.shared.settings.head_fields, &request, now);
                 Some(if self.shutdown_deadline.is_some() { without_keep_alive(response) } else { response })
             }
             Ok(None) if conn.peer_closed => None,
@@ -98,7 +98,7 @@ impl Worker {
             Err(error) => {
                 let line = first_line(&conn.read_buf);
                 conn.read_buf = Vec::new();
-                Some(error_response(&self.bands, &self.http_date, error.status(), &error, line, now))
+                Some(error_response(&self.bands, &self.http_date, self.shared.settings.head_fields, error.status(), &error, line, now))
             }
         };
         match response {
@@ -113,6 +113,7 @@ impl Worker {
         for reply in route.replies() {
             let p = reply.pending;
             let head = Head {
+                fields: self.shared.settings.head_fields,
                 status: reply.status,
                 minor_version: p.minor_version,
                 keep_alive: p.keep_alive,
@@ -139,7 +140,7 @@ impl Worker {
                 let Some(conn) = self.conns.get_mut(&waiting.conn) else { continue }; // closed meanwhile
                 conn.awaiting_file = false;
                 let lookup = lookup.clone().map_err(Refusal::status);
-                let response = respond(lookup, &self.bands, &self.http_date, &waiting.request, waiting.arrived);
+                let response = respond(lookup, &self.bands, &self.http_date, self.shared.settings.head_fields, &waiting.request, waiting.arrived);
                 let response = if self.shutdown_deadline.is_some() { without_keep_alive(response) } else { response };
                 self.start(waiting.conn, response);
             }

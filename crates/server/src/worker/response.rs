@@ -105,12 +105,12 @@ pub(super) fn first_line(buf: &[u8]) -> String {
 }
 
 /// A response to a request the parser or a timeout rejected: always closes.
-pub(super) fn error_response(bands: &Bands, date: &str, status: u16, error: &HttpError, request_line: String, now: Instant) -> Box<Response> {
+pub(super) fn error_response(bands: &Bands, date: &str, fields: HeadFields, status: u16, error: &HttpError, request_line: String, now: Instant) -> Box<Response> {
     let body = format!("{status} {}\n", sojourn_http::response::reason(status));
     let mut head = Vec::new();
     let allow = matches!(error, HttpError::MethodNotAllowed);
     write_head(
-        &Head { status, minor_version: 1, keep_alive: false, content_length: body.len() as u64, content_type: Some("text/plain; charset=utf-8"), allow, ..Default::default() },
+        &Head { fields, status, minor_version: 1, keep_alive: false, content_length: body.len() as u64, content_type: Some("text/plain; charset=utf-8"), allow, ..Default::default() },
         date,
         &mut head,
     );
@@ -120,9 +120,9 @@ pub(super) fn error_response(bands: &Bands, date: &str, status: u16, error: &Htt
 }
 
 /// The response to a well-formed request whose target was looked up (or refused with a status).
-pub(super) fn respond(lookup: Result<Arc<CachedFile>, u16>, bands: &Bands, date: &str, request: &Request, now: Instant) -> Box<Response> {
+pub(super) fn respond(lookup: Result<Arc<CachedFile>, u16>, bands: &Bands, date: &str, fields: HeadFields, request: &Request, now: Instant) -> Box<Response> {
     let log = LogInfo { request_line: request.request_line(), referer: request.referer.clone(), user_agent: request.user_agent.clone() };
-    let mut head = Head { minor_version: request.minor_version, keep_alive: request.keep_alive, ..Default::default() };
+    let mut head = Head { fields, minor_version: request.minor_version, keep_alive: request.keep_alive, ..Default::default() };
     let mut out = Vec::with_capacity(256);
     let file = match lookup {
         Ok(file) => file,
