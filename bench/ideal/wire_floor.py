@@ -25,11 +25,9 @@ import pandas as pd
 
 from first_runs import first_repetitions, write_out
 from sojourn.analysis.decompose import by_size_bin
+from sojourn.analysis.results import server_metric_totals
 from sojourn.theory import bounds
 
-# `sojourn-engine serve`'s head for a file (Server, Date, Content-Length, Content-Type,
-# Last-Modified, ETag, Accept-Ranges, Connection: close), measured: 254 bytes.
-HEAD = 254
 FRAME_HEADERS = 1514 - 1448  # Ethernet, IP and TCP (with timestamps) headers of a full frame
 MSS = 1448
 
@@ -65,10 +63,13 @@ def main() -> int:
         # Everything the uplink sent that is neither a body byte nor a body packet's header
         # (the head, the connection's body-less packets, retransmissions), per request.
         per_request = (sent - size.sum() - FRAME_HEADERS * _packets(size, 0).sum()) / len(size)
-        connection = per_request - HEAD - FRAME_HEADERS * (_packets(size, HEAD) - _packets(size, 0)).mean()
+        # The mean head, from what the server says it sent (254 bytes with --head-fields full).
+        served = server_metric_totals((rep.directory / "server_metrics.txt").read_text())
+        head = (served["server_bytes_sent"] - records["bytes"].sum()) / served["server_responses"]
+        connection = per_request - head - FRAME_HEADERS * (_packets(size, head) - _packets(size, 0)).mean()
         ideal = rep.ideal()
         ideal = ideal[ideal["policy"] == "srpt"][["request_id", "response_s"]].rename(columns={"response_s": "ideal_s"})
-        wire = _wire_ideal(requests, size, HEAD, connection, link_bps)
+        wire = _wire_ideal(requests, size, head, connection, link_bps)
         joined = ideal.merge(wire, on="request_id").merge(
             records[["request_id", "response_s", "size"]].drop_duplicates("request_id"), on="request_id")
         rows = []
@@ -78,17 +79,17 @@ def main() -> int:
                          "wire_ideal_mean_s": wire_mean, "measured_over_ideal": measured / ideal_mean,
                          "wire_ideal_over_ideal": wire_mean / ideal_mean, "measured_over_wire_ideal": measured / wire_mean})
         table = pd.DataFrame(rows)
-        out[rep.run] = {"per_request_bytes": per_request, "head_bytes": HEAD, "connection_bytes": connection,
+        out[rep.run] = {"per_request_bytes": per_request, "head_bytes": head, "connection_bytes": connection,
                         "bins": table.to_dict(orient="records")}
         print(f"\n{rep.run}: {per_request:.0f} bytes per request besides the bodies' packets "
-              f"(head {HEAD}, connection packets {connection:.0f})")
+              f"(head {head:.0f}, connection packets {connection:.0f})")
         print(table.to_string(index=False, float_format="%.4g"))
         if args.components and first:
             base = joined["ideal_s"].mean()
             print("\nthe wire ideal with each part of the cost (mean, over the ideal's):")
-            for head, conn, label in [(0, 0, "body packets only (whole packets)"), (HEAD, 0, "+ response head"),
-                                      (0, connection, "+ connection packets"), (HEAD, connection, "both (the wire)")]:
-                mean = _wire_ideal(requests, size, head, conn, link_bps)["wire_ideal_s"].mean()
+            for head_part, conn, label in [(0, 0, "body packets only (whole packets)"), (head, 0, "+ response head"),
+                                           (0, connection, "+ connection packets"), (head, connection, "both (the wire)")]:
+                mean = _wire_ideal(requests, size, head_part, conn, link_bps)["wire_ideal_s"].mean()
                 print(f"  {label:36s} {mean:.4f} s  x{mean / base:.3f}")
         first = False
     write_out(args.results, "wire-floor", out)

@@ -249,3 +249,12 @@ def test_server_metric_means_from_prometheus_text():
             "sojourn_service_time_seconds_sum 0.5\nsojourn_service_time_seconds_count 2\n")
     assert server_metric_means(text) == {"events_per_wait_mean": 2.5, "server_service_time_mean": 0.25}
     assert server_metric_means("Active connections: 1\n") == {}
+
+
+def test_server_metric_totals_sum_every_status():
+    from sojourn.analysis.results import server_metric_totals
+    text = ('sojourn_bytes_sent_total{policy="srpt"} 1500\n'
+            'sojourn_requests_total{status="200"} 5\nsojourn_requests_total{status="404"} 1\n'
+            'sojourn_request_seconds_bucket{le="1"} 9\n')
+    assert server_metric_totals(text) == {"server_bytes_sent": 1500.0, "server_responses": 6.0}
+    assert server_metric_totals("Active connections: 1\n") == {}

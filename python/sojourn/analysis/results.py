@@ -161,6 +161,7 @@ def summarize_repetition(directory: Path, link_bps: float, groups: list[dict] | 
     metrics = directory / "server_metrics.txt"
     if metrics.is_file():
         summary.update(server_metric_means(metrics.read_text()))
+        summary.update(server_metric_totals(metrics.read_text()))
     load_summary = directory / "load_summary.json"
     if load_summary.is_file():
         summary["load_generator"] = json.loads(load_summary.read_text())
@@ -190,6 +191,19 @@ def server_metric_means(text: str) -> dict:
         if values.get(f"{prefix}_count"):
             out[key] = values[f"{prefix}_sum"] / values[f"{prefix}_count"]
     return out
+
+
+def server_metric_totals(text: str) -> dict:
+    """What the sojourn server sent, from its Prometheus text: ``server_bytes_sent`` (heads
+    and bodies) and ``server_responses`` (every status); empty for other servers."""
+    sent, responses = None, 0.0
+    for line in text.splitlines():
+        name, _, value = line.rpartition(" ")
+        if name.startswith("sojourn_bytes_sent_total"):
+            sent = (sent or 0.0) + float(value)
+        elif name.startswith("sojourn_requests_total{"):
+            responses += float(value)
+    return {} if sent is None else {"server_bytes_sent": sent, "server_responses": responses}
 
 
 def _read_json(path: Path) -> dict:
