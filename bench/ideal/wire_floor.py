@@ -2,12 +2,12 @@
 
     .venv/bin/python bench/ideal/wire_floor.py results/srpt-ideal
 
-The ideal of against_ideal.py is fluid SRPT over the response bodies (each framed at
-1448/1514): a request costs nothing but its body. On the testbed's wire each request also
+The ideal of against_ideal.py is fluid SRPT over the response bodies (framed at 1448/1514,
+1460/1514 without TCP timestamps): a request costs nothing but its body. On the testbed's wire each request also
 costs its response head and the connection's packets that carry no body (SYN-ACK, the ACK
 of the request, FIN, the ACK of the client's FIN), all sent by the server, so all on the
 uplink. This script measures that cost from each run's own counters (bytes the uplink's
-classes sent, minus the bodies and 66 bytes of headers per body packet, per request) and
+classes sent, minus the bodies and the headers of the body packets, per request) and
 computes ideal fluid SRPT of the same arrivals with every request that much larger, at the
 raw link rate: what no scheduler on that wire can beat. It prints, per size bin (000 §3
 cutoffs): measured, ideal and wire-ideal means and the ratios, for each run's first
@@ -28,16 +28,14 @@ from sojourn.analysis.decompose import by_size_bin
 from sojourn.analysis.results import server_metric_totals
 from sojourn.theory import bounds
 
-FRAME_HEADERS = 1514 - 1448  # Ethernet, IP and TCP (with timestamps) headers of a full frame
-MSS = 1448
+def _packets(size: np.ndarray, head: float, mss: int) -> np.ndarray:
+    return np.ceil((size + head) / mss)
 
 
-def _packets(size: np.ndarray, head: float) -> np.ndarray:
-    return np.ceil((size + head) / MSS)
-
-
-def _wire_ideal(requests: pd.DataFrame, size: np.ndarray, head: float, per_request: float, link_bps: float) -> pd.DataFrame:
-    wire = size + head + FRAME_HEADERS * _packets(size, head) + per_request
+def _wire_ideal(requests: pd.DataFrame, size: np.ndarray, head: float, per_request: float, link_bps: float,
+                mss: int) -> pd.DataFrame:
+    # Each packet also carries Ethernet, IP and TCP headers: the frame less its payload.
+    wire = size + head + (bounds.FRAME_BYTES - mss) * _packets(size, head, mss) + per_request
     frame = requests.copy()
     frame["expected_size"] = wire
     frame["bytes"] = wire
@@ -54,6 +52,8 @@ def main() -> int:
     first = True
     for rep in first_repetitions(args.results):
         link_bps = float(rep.config["network"]["link_mbps"]) * 1e6
+        mss = bounds.segment_payload(rep.config["network"].get("tcp", {}).get("timestamps", True))
+        frame_headers = bounds.FRAME_BYTES - mss
         counters = rep.table("counters.csv")
         sent = sum(counters[c].iloc[-1] - counters[c].iloc[0] for c in counters.columns
                    if c.startswith("q1_") and c.endswith("_sent_bytes"))
@@ -62,14 +62,14 @@ def main() -> int:
         size = requests["expected_size"].fillna(requests["bytes"]).astype(float).to_numpy()
         # Everything the uplink sent that is neither a body byte nor a body packet's header
         # (the head, the connection's body-less packets, retransmissions), per request.
-        per_request = (sent - size.sum() - FRAME_HEADERS * _packets(size, 0).sum()) / len(size)
+        per_request = (sent - size.sum() - frame_headers * _packets(size, 0, mss).sum()) / len(size)
         # The mean head, from what the server says it sent (254 bytes with --head-fields full).
         served = server_metric_totals((rep.directory / "server_metrics.txt").read_text())
         head = (served["server_bytes_sent"] - records["bytes"].sum()) / served["server_responses"]
-        connection = per_request - head - FRAME_HEADERS * (_packets(size, head) - _packets(size, 0)).mean()
+        connection = per_request - head - frame_headers * (_packets(size, head, mss) - _packets(size, 0, mss)).mean()
         ideal = rep.ideal()
         ideal = ideal[ideal["policy"] == "srpt"][["request_id", "response_s"]].rename(columns={"response_s": "ideal_s"})
-        wire = _wire_ideal(requests, size, head, connection, link_bps)
+        wire = _wire_ideal(requests, size, head, connection, link_bps, mss)
         joined = ideal.merge(wire, on="request_id").merge(
             records[["request_id", "response_s", "size"]].drop_duplicates("request_id"), on="request_id")
         rows = []
@@ -89,7 +89,7 @@ def main() -> int:
             print("\nthe wire ideal with each part of the cost (mean, over the ideal's):")
             for head_part, conn, label in [(0, 0, "body packets only (whole packets)"), (head, 0, "+ response head"),
                                            (0, connection, "+ connection packets"), (head, connection, "both (the wire)")]:
-                mean = _wire_ideal(requests, size, head_part, conn, link_bps)["wire_ideal_s"].mean()
+                mean = _wire_ideal(requests, size, head_part, conn, link_bps, mss)["wire_ideal_s"].mean()
                 print(f"  {label:36s} {mean:.4f} s  x{mean / base:.3f}")
         first = False
     write_out(args.results, "wire-floor", out)

@@ -63,6 +63,8 @@ def test_addresses_names_and_knobs():
     knobs = TcpKnobs(initcwnd=4, cwnd_clamp=10, rto_min_ms=50, sack=False)
     assert knobs.route_metrics() == ["initcwnd", "4", "cwnd", "lock", "10", "rto_min", "50ms"]
     assert knobs.sysctls()["net.ipv4.tcp_sack"] == "0"
+    assert knobs.sysctls()["net.ipv4.tcp_timestamps"] == "1"
+    assert TcpKnobs(timestamps=False).sysctls()["net.ipv4.tcp_timestamps"] == "0"
     assert knobs.sysctls()["net.core.somaxconn"] == "512"
 
 

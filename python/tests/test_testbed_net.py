@@ -257,19 +257,19 @@ def max_cwnd_and_options(tb: Testbed, port: int) -> tuple[int, set[str]]:
     return max(cwnds), options
 
 
-def test_cwnd_clamp_and_sack_visible_in_ss():
+def test_cwnd_clamp_sack_and_timestamps_visible_in_ss():
     group = [WanGroup("g0", rtt_ms=40)]
     clamped = TestbedConfig(prefix="sjtbf", groups=group, link_bps=20_000_000,
-                            tcp=TcpKnobs(cwnd_clamp=6, sack=False))
+                            tcp=TcpKnobs(cwnd_clamp=6, sack=False, timestamps=False))
     with Testbed(clamped) as tb:
         cwnd, options = max_cwnd_and_options(tb, 7020)
     assert cwnd <= 6, cwnd
-    assert "sack" not in options
+    assert "sack" not in options and "ts" not in options, options
     free = TestbedConfig(prefix="sjtbf", groups=group, link_bps=20_000_000, tcp=TcpKnobs(sack=True))
     with Testbed(free) as tb:
         cwnd, options = max_cwnd_and_options(tb, 7021)
     assert cwnd > 6, f"without the clamp cwnd should grow past 6 (BDP is ~66 segments): {cwnd}"
-    assert "sack" in options
+    assert "sack" in options and "ts" in options, options
 
 
 def test_mtu_clamps_the_mss_of_a_group():

@@ -61,7 +61,7 @@ def _preferred(directory: Path, stem: str) -> Path | None:
     return None
 
 
-def write_derived(directory: str | Path, link_bps: float) -> list[str]:
+def write_derived(directory: str | Path, link_bps: float, timestamps: bool = True) -> list[str]:
     """At the end of a repetition: records and intervals as Parquet beside their CSV,
     the ideal PS/SRPT schedules of its requests (``ideal.parquet``, so the report only
     reads), and ``format.json``. Returns notes on what could not be written (e.g. no
@@ -78,7 +78,7 @@ def write_derived(directory: str | Path, link_bps: float) -> list[str]:
                 from sojourn.theory import bounds
 
                 frame = bounds.ideal(reqs[["request_id", "scheduled_s", "expected_size", "bytes"]],
-                                     link_bps=bounds.body_rate_bps(link_bps), policies=("ps", "srpt"))
+                                     link_bps=bounds.body_rate_bps(link_bps, timestamps), policies=("ps", "srpt"))
                 frame.to_parquet(directory / "ideal.parquet", compression=PARQUET_COMPRESSION, index=False)
             except Exception as err:  # noqa: BLE001 - the ideal is a reference; its absence is noted, not fatal
                 notes.append(f"ideal schedules not stored: {err}")

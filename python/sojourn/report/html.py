@@ -102,7 +102,8 @@ def _ideal(rep: Repetition, reqs: pd.DataFrame) -> tuple[pd.DataFrame | None, st
         engine_path(build=False)  # the report never starts a cargo build
     except (ModuleNotFoundError, FileNotFoundError) as err:
         return None, f"ideal references unavailable: {err}"
-    link_bps = bounds.body_rate_bps(rep.config.get("network", {}).get("link_mbps", 10.0) * 1e6)
+    network = rep.config.get("network", {})
+    link_bps = bounds.body_rate_bps(network.get("link_mbps", 10.0) * 1e6, network.get("tcp", {}).get("timestamps", True))
     try:
         frame = bounds.ideal(reqs[["request_id", "scheduled_s", "expected_size", "bytes"]], link_bps=link_bps,
                              policies=("ps", "srpt"))

@@ -54,7 +54,7 @@ def testbed_config(run: Run, prefix: str):
 
     network = run.config["network"]
     tcp = network["tcp"]
-    knobs = TcpKnobs(congestion=tcp["congestion"], sack=tcp["sack"], syncookies=tcp["syncookies"],
+    knobs = TcpKnobs(congestion=tcp["congestion"], sack=tcp["sack"], timestamps=tcp["timestamps"], syncookies=tcp["syncookies"],
                      syn_backlog=tcp["syn_backlog"], somaxconn=tcp["somaxconn"],
                      initcwnd=tcp["initcwnd"] or None, cwnd_clamp=tcp["cwnd_clamp"] or None,
                      rto_min_ms=tcp["rto_min_ms"] or None, initial_rto_ms=tcp["initial_rto_ms"] or None)
@@ -275,7 +275,7 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
             if (directory / "classes.json").is_file():
                 summary["sessions"] = session_analysis.summarize_directory(directory)
             layout.write_json(directory / "summary.json", summary)
-            notes = write_derived(directory, link_bps)
+            notes = write_derived(directory, link_bps, timestamps=run.config["network"]["tcp"]["timestamps"])
             if notes:
                 (directory / "derived.log").write_text("\n".join(notes) + "\n")
         except Exception as err:  # noqa: BLE001 - a broken records file must not hide the run's own error

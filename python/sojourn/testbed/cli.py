@@ -81,6 +81,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     up.add_argument("--congestion", choices=CONGESTION_CONTROLS, default="reno",
                     help="congestion control of both namespaces (default reno, the papers' NewReno)")
     up.add_argument("--no-sack", action="store_true", help="disable SACK")
+    up.add_argument("--no-timestamps", action="store_true", help="disable TCP timestamps (RFC 7323): MSS 1460, not 1448")
     up.add_argument("--syncookies", action="store_true", help="enable SYN cookies")
     up.add_argument("--syn-backlog", type=int, default=512, help="tcp_max_syn_backlog (default 512)")
     up.add_argument("--somaxconn", type=int, default=512, help="accept queue limit (default 512)")
@@ -102,7 +103,7 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 def cmd_up(args: argparse.Namespace) -> int:
     try:
-        tcp = TcpKnobs(congestion=args.congestion, sack=not args.no_sack, syncookies=args.syncookies,
+        tcp = TcpKnobs(congestion=args.congestion, sack=not args.no_sack, timestamps=not args.no_timestamps, syncookies=args.syncookies,
                        syn_backlog=args.syn_backlog, somaxconn=args.somaxconn, initcwnd=args.initcwnd,
                        cwnd_clamp=args.cwnd_clamp, rto_min_ms=args.rto_min_ms)
         cfg = TestbedConfig(prefix=args.prefix, link_bps=args.link, queue_bytes=args.queue_bytes,

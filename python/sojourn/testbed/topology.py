@@ -267,7 +267,7 @@ class Testbed:
 
     def describe(self) -> dict:
         """Everything a result needs to say what network it ran on."""
-        keys = ["net.ipv4.tcp_congestion_control", "net.ipv4.tcp_sack", "net.ipv4.tcp_syncookies",
+        keys = ["net.ipv4.tcp_congestion_control", "net.ipv4.tcp_sack", "net.ipv4.tcp_timestamps", "net.ipv4.tcp_syncookies",
                 "net.ipv4.tcp_max_syn_backlog", "net.core.somaxconn", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"]
         return {
             "config": asdict(self.config),

@@ -25,15 +25,20 @@ from sojourn.engine import engine_path
 
 POLICIES = ("ps", "srpt")
 
-# A full-sized TCP segment carries 1448 payload bytes (MSS 1460 less 12 of timestamp option)
-# in a 1514-byte Ethernet frame, and the uplink shaper counts frames: response bodies cross a
-# link of nominal rate R at R * 1448/1514 at best.
-PAYLOAD_PER_FRAME = 1448 / 1514
+# A full-sized TCP segment carries 1460 payload bytes in a 1514-byte Ethernet frame, 1448
+# with the timestamp option (RFC 7323, 12 bytes), and the uplink shaper counts frames:
+# response bodies cross a link of nominal rate R at R * 1448/1514 at best.
+FRAME_BYTES = 1514
 
 
-def body_rate_bps(link_bps: float) -> float:
+def segment_payload(timestamps: bool = True) -> int:
+    """Payload bytes of a full-sized segment on the testbed's 1500-byte MTU."""
+    return 1460 - 12 * timestamps
+
+
+def body_rate_bps(link_bps: float, timestamps: bool = True) -> float:
     """The best rate at which response bodies cross a link shaped to ``link_bps`` (frames)."""
-    return link_bps * PAYLOAD_PER_FRAME
+    return link_bps * segment_payload(timestamps) / FRAME_BYTES
 COLUMNS = ["request_id", "policy", "scheduled_s", "size", "first_byte_s", "last_byte_s", "response_s", "slowdown"]
 
 
