@@ -5,43 +5,20 @@ interleave through the scheduler), HEAD, a range, 304 and 404."""
 from __future__ import annotations
 
 import http.client
-import socket
-import subprocess
 import threading
-import time
 
 import pytest
 
-from sojourn.engine import engine_path
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(params=["fair", "srpt", "las"])
-def server(request, tmp_path):
+def server(request, tmp_path, start_server):
     root = tmp_path / "root"
     root.mkdir()
     for size in (100, 70_000, 1_000_000):
         (root / f"f{size}.bin").write_bytes(bytes(i % 251 for i in range(size)))
-    port = _free_port()
-    args = [str(engine_path()), "serve", "--root", str(root), "--listen", f"127.0.0.1:{port}",
-            "--policy", request.param, "--quantum", "4K", "--write-concurrency", "1", "--notsent-lowat", "16K"]
-    proc = subprocess.Popen(args, stderr=subprocess.PIPE)
-    try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        yield port
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+    return start_server("--root", str(root), "--policy", request.param, "--quantum", "4K",
+                        "--write-concurrency", "1", "--notsent-lowat", "16K")
 
 
 def test_http_client_keep_alive(server):

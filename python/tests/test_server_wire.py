@@ -12,24 +12,15 @@ from __future__ import annotations
 import os
 import socket
 import struct
-import subprocess
 import time
 
 import pytest
-
-from sojourn.engine import engine_path
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="AF_PACKET capture needs root")
 
 ETH_P_ALL = 0x0003
 PACKET_OUTGOING = 4
 BODY = bytes(i % 251 for i in range(3000))  # one segment: loopback's MSS is ~64K
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _flags(byte: int) -> str:
@@ -66,33 +57,21 @@ MINIMAL = ["Date", "Content-Length", "Connection"]  # RFC 9110 §8.3: no Content
     (["--delayed-ack"], FULL, ["SA", "APF", "A"]),
     (["--delayed-ack", "--head-fields", "minimal"], MINIMAL, ["SA", "APF", "A"]),
 ])
-def test_packets_per_request(tmp_path, options, expect_fields, expect_packets):
+def test_packets_per_request(tmp_path, start_server, options, expect_fields, expect_packets):
     root = tmp_path / "root"
     root.mkdir()
     (root / "a.bin").write_bytes(BODY)
-    port = _free_port()
-    proc = subprocess.Popen([str(engine_path()), "serve", "--root", str(root), "--listen", f"127.0.0.1:{port}",
-                             "--threads", "1", *options], stderr=subprocess.PIPE)
-    try:
-        for _ in range(100):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        time.sleep(0.1)  # the probe connection's packets are over before the capture starts
-        with socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL)) as capture:
-            capture.bind(("lo", 0))
-            with socket.create_connection(("127.0.0.1", port)) as client:
-                client.sendall(b"GET /a.bin HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
-                received = b""
-                while chunk := client.recv(65536):
-                    received += chunk
-            time.sleep(0.1)  # the ACK of the client's FIN
-            packets = _sent_by(capture, port)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
+    port = start_server("--root", str(root), "--threads", "1", *options)
+    time.sleep(0.1)  # the start-up probe's packets are over before the capture starts
+    with socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL)) as capture:
+        capture.bind(("lo", 0))
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            client.sendall(b"GET /a.bin HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+            received = b""
+            while chunk := client.recv(65536):
+                received += chunk
+        time.sleep(0.1)  # the ACK of the client's FIN
+        packets = _sent_by(capture, port)
     head, _, body = received.partition(b"\r\n\r\n")
     assert body == BODY
     lines = head.decode().split("\r\n")
