@@ -10,7 +10,6 @@ import threading
 import pytest
 
 
-
 @pytest.fixture(params=["fair", "srpt", "las"])
 def server(request, tmp_path, start_server):
     root = tmp_path / "root"
