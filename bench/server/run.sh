@@ -10,7 +10,10 @@
 # srpt/fair. The machine may be shared: the three servers take turns (in a rotating
 # order) for ROUNDS rounds and the best round of each server is reported (other jobs
 # can only slow a server down, so the best round is the least disturbed; every round
-# is printed too, and the medians after the table). Then it opens IDLE idle keep-alive connections to each server (after
+# is printed too, and the medians after the table). Each round also reads the server's CPU
+# time (its threads and its children's) and the whole machine's busy time, per request: what
+# the server costs beside the client and the kernel, where requests/s alone cannot say.
+# Then it opens IDLE idle keep-alive connections to each server (after
 # one request each) and prints the growth of the servers' resident memory per
 # connection (user-space RSS only; kernel socket buffers are not counted).
 # Last, srpt vs fair in PAIRS interleaved pairs per size (default 8): both servers
@@ -135,13 +138,22 @@ rss_kib() {
     echo "$total"
 }
 
-declare -A rps  # name,size -> requests/s of each round, space-separated
+# On-CPU ns of all threads of a process and of its children (nginx's workers).
+cpu_ns() { local pid; for pid in $1 $(pgrep -P "$1" || true); do cat /proc/"$pid"/task/*/schedstat; done | awk '{ns += $1} END {print ns}'; }
+# Busy CPU time of the whole machine so far (all CPUs, clock ticks: proc(5) /proc/stat, all but idle and iowait).
+busy_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
+declare -A rps server_us machine_us  # name,size -> each round's requests/s; CPU µs per request of the server, of the machine
 run_wrk() { # name port
-    local size r
+    local size r s m before_server before_busy
     for size in 1 10 100; do
+        before_server=$(cpu_ns "$server_pid") before_busy=$(busy_ticks)
         r=$(wrk_rps "$1" "$2" "$size" "$DURATION")
+        read -r s m < <(awk -v a="$(cpu_ns "$server_pid")" -v b="$before_server" -v ba="$(busy_ticks)" -v bb="$before_busy" -v hz="$(getconf CLK_TCK)" \
+            '/requests in/ {printf "%.2f %.2f\n", (a - b) / 1e3 / $1, (ba - bb) / hz * 1e6 / $1}' "$work/wrk.out")
         rps[$1,$size]="${rps[$1,$size]:-} $r"
-        echo "round $round $1 ${size}KiB: $r req/s" >&2
+        server_us[$1,$size]="${server_us[$1,$size]:-} $s"
+        machine_us[$1,$size]="${machine_us[$1,$size]:-} $m"
+        echo "round $round $1 ${size}KiB: $r req/s, CPU per request: server $s µs, whole machine $m µs" >&2
     done
 }
 quartiles() { tr ' ' '\n' | grep . | sort -g | awk '{v[NR] = $1} END {q1 = v[int((NR + 3) / 4)]; q3 = v[int((3 * NR + 3) / 4)]; printf "%.3f-%.3f", q1, q3}'; }
@@ -185,7 +197,6 @@ if [ "$IDLE" -gt 0 ]; then
 fi
 
 # srpt vs fair, interleaved pairs.
-cpu_ns() { cat /proc/"$1"/task/*/schedstat | awk '{ns += $1} END {print ns}'; }  # on-CPU ns of all threads
 pair_run() { # name port size pid: prints requests/s and the server's CPU µs per request
     local before rps
     before=$(cpu_ns "$4")
@@ -223,6 +234,12 @@ kill "$fair_pid" "$srpt_pid"; wait "$fair_pid" "$srpt_pid" 2>/dev/null || true
     done
     for size in 1 10 100; do
         echo "medians ${size}KiB: sojourn-fair $(median <<<"${rps[sojourn-fair,$size]}") sojourn-srpt $(median <<<"${rps[sojourn-srpt,$size]}") nginx $(median <<<"${rps[nginx,$size]}") h2o $(median <<<"${rps[h2o,$size]:-0}")"
+    done
+    echo "CPU µs per request, median of the rounds, server / whole machine (wrk, the server and the kernel's loopback TCP for both):"
+    for size in 1 10 100; do
+        line="  ${size}KiB:"
+        for name in "${servers[@]}"; do line+=" $name $(median <<<"${server_us[$name,$size]}") / $(median <<<"${machine_us[$name,$size]}")"; done
+        echo "$line"
     done
     }
     [ "$IDLE" -gt 0 ] && echo "memory per idle keep-alive connection ($IDLE open, user-space RSS growth): sojourn ${per_conn[sojourn-fair]} B, nginx ${per_conn[nginx]} B"
