@@ -263,46 +263,11 @@ def _demand_note(ctx: Context) -> str:
     return "\n".join(lines)
 
 
-DEMAND_CONCLUSION = """
-What this isolates (issue 13; full-scale runs of 2026-11-25, two repetitions each): between the
-rows of one client count only the stage costs change, with the think time scaled along so the
-relative load stays; the class bounds, transitions, worker and clients do not. DWFS's drop rate
-falls with k at every client count, from about 10% of all requests at k = 1 to 0.05% (k = 10)
-and 0 (k = 20) at 40 clients, and from 12% to 2.3% and 0.6% at 60. At k = 1 the drops are the
-mismatch the §5 note names (CO costs twice gold's bound, SR as much as it: drops already at 40
-clients, at the least load). With the costs read as demand that mechanism is gone, and
-what is left is overload: 50 and 60 clients offer 1.18 and 1.42 times the worker's capacity,
-and DWFS sheds it where the CPU goes. SR carries 73% of a session's CPU (3.46 visits x 10 ms of
-47.2 ms at k = 10); its completed requests queue 61-95 ms at 50-60 clients (MM's 3-11 ms), it
-had requests queued in 88-98% of the pool's half-second samples there (series.csv, k = 10), and
-94-100% of the deadline drops are SR's (column "deadline drops SR / all stages"). FIFO, which drops
-nothing, finished 10-16% of its requests past their 150 ms bound at k = 10 and 60 clients.
-
-Which k the paper's server had is not printed, but Table 6 implies one: Apache's mean response
-times give 40 / 9.623 s = 4.16, 50 / 11.885 s = 4.21 and 60 / 14.267 s = 4.21 requests/s, the
-constant throughput of a closed loop saturated from 40 clients on with (nearly) no think time
-(WebStone clients send the next request when a response arrives), so about 0.24 s of one CPU
-per request against the 4.72 s normal-load latency averaged over Fig. 5's mix (10 requests per
-session): k = 20, if the CPU was the bottleneck and sessions had our mean length. At k = 20 the
-drop rates are 0-0.02% at 40 and 50 clients and 0.5-0.7% at 60 (the paper: 0.01-0.16% at 40,
-0.24-0.44% at 60). With k = 10, DWFS / FIFO mean response ratios are 0.26-0.93 against the
-paper's 0.49-0.99 (every one within 2x; with k = 1 they were 0.04-0.26).
-
-But those clients think (2 s / k), so 40 of them are just under capacity, and FIFO's mean grows
-3.5x from 40 to 60 clients where Table 6's grows 1.48x. Without think time
-(`section5-demand20-nothink`) FIFO's 60 / 40 ratio is Table 6's (the claim row above): that is
-the paper's regime, and there DWFS drops 3.3-3.8% of each class's requests at 40 clients and
-5.4-6.1% at 60, 7-12 times the 0.5% the paper stays under, while its class means are fractions of their bounds
-similar to the paper's (gold 0.46 here, 0.69 in Table 3 at 40 clients). So the cost reading
-explains the drops at k = 1, not all of the gap: in a saturated closed loop the clients /
-throughput response time must be spent somewhere, DWFS spends it on bronze (its mean is 1.5x
-FIFO's at 40 clients, the paper's 0.99x) and on SR (76-89% of the deadline drops; SR queueing
-110-116 ms), and a few percent of requests cross their bound. One counter says our loop feeds
-this: every drop aborts its session and the client starts a new one at MM (003 §5.2's abort),
-so DWFS served 24-41% more requests than FIFO, most of them MM's, instead of the "more or less
-the same" number of completions §5.2 reports. Whether WebStone's clients restarted a session
-after a timeout, or went on with the trace, the paper does not say; that is not measured here.
-""".strip()
+# What the rows isolate and what they leave unexplained is argued in prose, with the
+# figures of the runs it was written from, in docs/dwfs.md (not recomputed here).
+DEMAND_CONCLUSION = ("What these rows isolate, and what they leave unexplained (the saturated loop without think "
+                     "time), is discussed with the full-scale runs of 2026-11-25 in docs/dwfs.md, \"003 §5's stage "
+                     "costs: normal-load latency or CPU demand\".")
 
 
 def _timeouts_note(ctx: Context) -> str:
