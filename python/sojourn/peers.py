@@ -89,6 +89,8 @@ class PeerConfig:
     # (serve --delayed-ack): fewer bytes per request on the uplink.
     head_fields: str = "full"
     delayed_ack: bool = False
+    # sojourn only: bytes per scheduling decision (serve --quantum), None = serve's default.
+    quantum: str | None = None
     # sojourn only: the stage pool's TOML (003; `serve --stages`), None = no /stage/ endpoints.
     stages: Path | None = None
     extra_args: list[str] = field(default_factory=list)
@@ -112,6 +114,7 @@ class PeerConfig:
                             "write_concurrency": self.write_concurrency,
                             "write_concurrency_from": self.write_concurrency_from, "notsent_lowat": self.notsent_lowat,
                             "head_fields": self.head_fields != "full", "delayed_ack": self.delayed_ack,
+                            "quantum": self.quantum,
                             "stages": self.stages}
             given = [name for name, value in sojourn_only.items() if value]
             if given:
@@ -147,6 +150,7 @@ class ServeFile:
     notsent_lowat: str | None = None
     head_fields: str | None = None
     delayed_ack: bool | None = None
+    quantum: str | None = None
     stages: str | None = None
 
     @classmethod
@@ -159,7 +163,7 @@ class ServeFile:
                    accept_limit=c.max_connections, linger_close=c.linger_close or None,
                    write_concurrency=c.write_concurrency, write_concurrency_from=c.write_concurrency_from,
                    notsent_lowat=c.notsent_lowat, head_fields=None if c.head_fields == "full" else c.head_fields,
-                   delayed_ack=c.delayed_ack or None, stages=text(c.stages))
+                   delayed_ack=c.delayed_ack or None, quantum=c.quantum, stages=text(c.stages))
 
     def toml(self) -> str:
         return options_toml(self)

