@@ -13,4 +13,4 @@ pub mod response;
 pub use conditional::{select, Representation, Selection};
 pub use path::{resolve_target, PathError, Resolved};
 pub use request::{parse_request, HttpError, Limits, Method, Request};
-pub use response::{content_type, write_head, Head, HeadFields};
+pub use response::{content_type, write_head, Head, HeadCommon, HeadFields};

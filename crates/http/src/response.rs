@@ -89,10 +89,17 @@ impl std::str::FromStr for HeadFields {
     }
 }
 
+/// What every head a server writes shares: the current Date (formatted once a second,
+/// RFC 9110 §6.6.1) and which optional fields go in.
+#[derive(Clone, Debug, Default)]
+pub struct HeadCommon {
+    pub date: String,
+    pub fields: HeadFields,
+}
+
 /// What goes into a response head.
 #[derive(Clone, Debug, Default)]
 pub struct Head<'a> {
-    pub fields: HeadFields,
     pub status: u16,
     /// The request's HTTP minor version (a 1.0 client is told `Connection: keep-alive`).
     pub minor_version: u8,
@@ -107,10 +114,10 @@ pub struct Head<'a> {
     pub allow: bool,
 }
 
-/// Appends the head (status line, fields, blank line) to `out`. `date` is the
-/// current IMF-fixdate (RFC 9110 §6.6.1).
-pub fn write_head(head: &Head, date: &str, out: &mut Vec<u8>) {
-    let full = head.fields == HeadFields::Full;
+/// Appends the head (status line, fields, blank line) to `out`.
+pub fn write_head(head: &Head, common: &HeadCommon, out: &mut Vec<u8>) {
+    let full = common.fields == HeadFields::Full;
+    let date = &common.date;
     // Writing into a Vec cannot fail.
     let _ = write!(out, "HTTP/1.1 {} {}\r\n", head.status, reason(head.status));
     if full {
@@ -162,8 +169,12 @@ mod tests {
     const DATE: &str = "Sun, 06 Nov 1994 08:49:37 GMT";
 
     fn head_text(head: &Head) -> String {
+        head_text_with(head, HeadFields::Full)
+    }
+
+    fn head_text_with(head: &Head, fields: HeadFields) -> String {
         let mut out = Vec::new();
-        write_head(head, DATE, &mut out);
+        write_head(head, &HeadCommon { date: DATE.into(), fields }, &mut out);
         String::from_utf8(out).unwrap()
     }
 
@@ -196,19 +207,21 @@ mod tests {
     #[test]
     fn minimal_heads_keep_what_the_response_needs() {
         let file = Representation::new(123_456, UNIX_EPOCH);
-        let ok = head_text(&Head {
-            fields: HeadFields::Minimal,
-            status: 200,
-            minor_version: 1,
-            content_length: 123_456,
-            content_type: Some(content_type(Path::new("a.bin"))),
-            representation: Some(&file),
-            ..Default::default()
-        });
+        let ok = head_text_with(
+            &Head {
+                status: 200,
+                minor_version: 1,
+                content_length: 123_456,
+                content_type: Some(content_type(Path::new("a.bin"))),
+                representation: Some(&file),
+                ..Default::default()
+            },
+            HeadFields::Minimal,
+        );
         assert_eq!(ok, format!("HTTP/1.1 200 OK\r\nDate: {DATE}\r\nContent-Length: 123456\r\nConnection: close\r\n\r\n"));
-        let typed = head_text(&Head { fields: HeadFields::Minimal, status: 200, content_type: Some("text/html; charset=utf-8"), ..Default::default() });
+        let typed = head_text_with(&Head { status: 200, content_type: Some("text/html; charset=utf-8"), ..Default::default() }, HeadFields::Minimal);
         assert!(typed.contains("Content-Type: text/html; charset=utf-8\r\n"), "{typed}");
-        let partial = head_text(&Head { fields: HeadFields::Minimal, status: 206, content_length: 2, representation: Some(&file), range: Some((3, 4)), ..Default::default() });
+        let partial = head_text_with(&Head { status: 206, content_length: 2, representation: Some(&file), range: Some((3, 4)), ..Default::default() }, HeadFields::Minimal);
         assert!(partial.contains("Content-Range: bytes 3-4/123456\r\n") && !partial.contains("ETag"), "{partial}");
         assert_eq!("minimal".parse(), Ok(HeadFields::Minimal));
         assert!("lean".parse::<HeadFields>().unwrap_err().contains("full or minimal"));

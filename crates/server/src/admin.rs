@@ -8,7 +8,7 @@ use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::Duration;
 
-use sojourn_http::{parse_request, write_head, Head, Limits};
+use sojourn_http::{parse_request, write_head, Head, HeadCommon, Limits};
 
 use sojourn_stages::StagePool;
 
@@ -45,7 +45,8 @@ pub fn serve(listener: TcpListener, metrics: Arc<Metrics>, bands: usize, stages:
         let mut out = Vec::new();
         let content_type = Some("text/plain; version=0.0.4; charset=utf-8");
         let head = Head { status, minor_version: 1, keep_alive: false, content_length: body.len() as u64, content_type, ..Default::default() };
-        write_head(&head, &httpdate::fmt_http_date(std::time::SystemTime::now()), &mut out);
+        let common = HeadCommon { date: httpdate::fmt_http_date(std::time::SystemTime::now()), ..Default::default() };
+        write_head(&head, &common, &mut out);
         out.extend_from_slice(body.as_bytes());
         let _ = stream.write_all(&out);
     }

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
-use sojourn_http::{parse_request, resolve_target, select, write_head, Head, HeadFields, HttpError, Method, Request, Selection};
+use sojourn_http::{parse_request, resolve_target, select, write_head, Head, HeadCommon, HttpError, Method, Request, Selection};
 use sojourn_sched::{Bands, JobId, Progress, Scheduler};
 
 use crate::access_log::{clf_time, format_line, Entry, LogSender};
@@ -161,7 +161,8 @@ pub struct Worker {
     bands: Bands,
     scratch: Vec<u8>,
     date_second: u64,
-    http_date: String,
+    /// The Date of this second and the configured field set, shared by every head written.
+    heads: HeadCommon,
     log_time: String,
     log_buf: Vec<u8>,
     shutdown_deadline: Option<Instant>,
@@ -195,10 +196,10 @@ impl Worker {
             files: FileCache::new(settings.cache_ttl, settings.file_cache_entries),
             opener,
             bands: settings.kernel_bands.clone().unwrap_or_default(),
+            heads: HeadCommon { date: String::new(), fields: settings.head_fields },
             shared,
             scratch: vec![0; READ_CHUNK],
             date_second: u64::MAX,
-            http_date: String::new(),
             log_time: String::new(),
             log_buf: Vec::new(),
             shutdown_deadline: None,
@@ -280,7 +281,7 @@ impl Worker {
         let second = now.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
         if second != self.date_second {
             self.date_second = second;
-            self.http_date = httpdate::fmt_http_date(now);
+            self.heads.date = httpdate::fmt_http_date(now);
             self.log_time = clf_time(now);
         }
     }
@@ -458,7 +459,7 @@ impl Worker {
                 conn.read_buf = Vec::new();
             }
             let error = HttpError::BadRequest("request head not received in time");
-            let response = error_response(&self.bands, &self.http_date, self.shared.settings.head_fields, 408, &error, "-".into(), now);
+            let response = error_response(&self.bands, &self.heads, 408, &error, "-".into(), now);
             self.start(id, response);
         }
         self.flush_log();

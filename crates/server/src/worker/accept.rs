@@ -46,7 +46,7 @@ impl Worker {
                 metrics.connections_rejected.fetch_add(1, Relaxed);
                 metrics.count_status(503);
                 let mut head = Vec::new();
-                write_head(&Head { fields: settings.head_fields, status: 503, minor_version: 1, keep_alive: false, ..Default::default() }, &self.http_date, &mut head);
+                write_head(&Head { status: 503, minor_version: 1, keep_alive: false, ..Default::default() }, &self.heads, &mut head);
                 let _ = stream.write(&head);
                 continue;
             }

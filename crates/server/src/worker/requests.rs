@@ -90,7 +90,7 @@ impl Worker {
                         }
                     }
                 };
-                let response = respond(lookup, &self.bands, &self.http_date, self.shared.settings.head_fields, &request, now);
+                let response = respond(lookup, &self.bands, &self.heads, &request, now);
                 Some(if self.shutdown_deadline.is_some() { without_keep_alive(response) } else { response })
             }
             Ok(None) if conn.peer_closed => None,
@@ -98,7 +98,7 @@ impl Worker {
             Err(error) => {
                 let line = first_line(&conn.read_buf);
                 conn.read_buf = Vec::new();
-                Some(error_response(&self.bands, &self.http_date, self.shared.settings.head_fields, error.status(), &error, line, now))
+                Some(error_response(&self.bands, &self.heads, error.status(), &error, line, now))
             }
         };
         match response {
@@ -113,7 +113,6 @@ impl Worker {
         for reply in route.replies() {
             let p = reply.pending;
             let head = Head {
-                fields: self.shared.settings.head_fields,
                 status: reply.status,
                 minor_version: p.minor_version,
                 keep_alive: p.keep_alive,
@@ -122,7 +121,7 @@ impl Worker {
                 ..Default::default()
             };
             let mut out = Vec::new();
-            write_head(&head, &self.http_date, &mut out);
+            write_head(&head, &self.heads, &mut out);
             let body_len = reply.body.len();
             let body = if p.head_only { Body::Empty } else { Body::Memory { bytes: Arc::from(reply.body.into_bytes()), offset: 0, end: body_len } };
             let log = LogInfo { request_line: p.request_line, referer: p.referer, user_agent: p.user_agent };
@@ -140,7 +139,7 @@ impl Worker {
                 let Some(conn) = self.conns.get_mut(&waiting.conn) else { continue }; // closed meanwhile
                 conn.awaiting_file = false;
                 let lookup = lookup.clone().map_err(Refusal::status);
-                let response = respond(lookup, &self.bands, &self.http_date, self.shared.settings.head_fields, &waiting.request, waiting.arrived);
+                let response = respond(lookup, &self.bands, &self.heads, &waiting.request, waiting.arrived);
                 let response = if self.shutdown_deadline.is_some() { without_keep_alive(response) } else { response };
                 self.start(waiting.conn, response);
             }

@@ -105,13 +105,13 @@ pub(super) fn first_line(buf: &[u8]) -> String {
 }
 
 /// A response to a request the parser or a timeout rejected: always closes.
-pub(super) fn error_response(bands: &Bands, date: &str, fields: HeadFields, status: u16, error: &HttpError, request_line: String, now: Instant) -> Box<Response> {
+pub(super) fn error_response(bands: &Bands, common: &HeadCommon, status: u16, error: &HttpError, request_line: String, now: Instant) -> Box<Response> {
     let body = format!("{status} {}\n", sojourn_http::response::reason(status));
     let mut head = Vec::new();
     let allow = matches!(error, HttpError::MethodNotAllowed);
     write_head(
-        &Head { fields, status, minor_version: 1, keep_alive: false, content_length: body.len() as u64, content_type: Some("text/plain; charset=utf-8"), allow, ..Default::default() },
-        date,
+        &Head { status, minor_version: 1, keep_alive: false, content_length: body.len() as u64, content_type: Some("text/plain; charset=utf-8"), allow, ..Default::default() },
+        common,
         &mut head,
     );
     let body_len = body.len();
@@ -120,9 +120,9 @@ pub(super) fn error_response(bands: &Bands, date: &str, fields: HeadFields, stat
 }
 
 /// The response to a well-formed request whose target was looked up (or refused with a status).
-pub(super) fn respond(lookup: Result<Arc<CachedFile>, u16>, bands: &Bands, date: &str, fields: HeadFields, request: &Request, now: Instant) -> Box<Response> {
+pub(super) fn respond(lookup: Result<Arc<CachedFile>, u16>, bands: &Bands, common: &HeadCommon, request: &Request, now: Instant) -> Box<Response> {
     let log = LogInfo { request_line: request.request_line(), referer: request.referer.clone(), user_agent: request.user_agent.clone() };
-    let mut head = Head { fields, minor_version: request.minor_version, keep_alive: request.keep_alive, ..Default::default() };
+    let mut head = Head { minor_version: request.minor_version, keep_alive: request.keep_alive, ..Default::default() };
     let mut out = Vec::with_capacity(256);
     let file = match lookup {
         Ok(file) => file,
@@ -131,7 +131,7 @@ pub(super) fn respond(lookup: Result<Arc<CachedFile>, u16>, bands: &Bands, date:
             head.status = status;
             head.content_length = text.len() as u64;
             head.content_type = Some("text/plain; charset=utf-8");
-            write_head(&head, date, &mut out);
+            write_head(&head, common, &mut out);
             let body = if request.method == Method::Head {
                 Body::Empty
             } else {
@@ -152,7 +152,7 @@ pub(super) fn respond(lookup: Result<Arc<CachedFile>, u16>, bands: &Bands, date:
     head.content_type = (status != 304).then_some(file.content_type);
     head.representation = Some(&file.representation);
     head.range = (status == 206).then(|| (range.0, range.1 - 1));
-    write_head(&head, date, &mut out);
+    write_head(&head, common, &mut out);
     let body = match (&file.bytes, request.method) {
         _ if range.0 == range.1 => Body::Empty,
         (_, Method::Head) => Body::Empty,
@@ -248,7 +248,7 @@ mod tests {
         let bands = Bands::default();
         for minor_version in [0, 1] {
             let mut head = Vec::new();
-            write_head(&Head { status: 200, minor_version, keep_alive: true, content_length: 2, ..Default::default() }, "D", &mut head);
+            write_head(&Head { status: 200, minor_version, keep_alive: true, content_length: 2, ..Default::default() }, &HeadCommon::default(), &mut head);
             let response = new_response(&bands, head, Body::Memory { bytes: Arc::from(&b"ok"[..]), offset: 0, end: 2 }, 200, true, log(), Instant::now());
             let closed = without_keep_alive(response);
             let text = String::from_utf8(closed.head.clone()).unwrap();
