@@ -5,19 +5,24 @@ interleave through the scheduler), HEAD, a range, 304 and 404."""
 from __future__ import annotations
 
 import http.client
+import os
 import threading
 
 import pytest
 
+from sojourn.peers import Peer, PeerConfig, free_port
+
 
 @pytest.fixture(params=["fair", "srpt", "las"])
-def server(request, tmp_path, start_server):
+def server(request, tmp_path):
     root = tmp_path / "root"
     root.mkdir()
     for size in (100, 70_000, 1_000_000):
         (root / f"f{size}.bin").write_bytes(bytes(i % 251 for i in range(size)))
-    return start_server("--root", str(root), "--policy", request.param, "--quantum", "4K",
-                        "--write-concurrency", "1", "--notsent-lowat", "16K")
+    config = PeerConfig(kind="sojourn", root=root, port=free_port(), workers=os.cpu_count() or 1, policy=request.param,
+                        quantum="4K", write_concurrency=1, notsent_lowat="16K")
+    with Peer(config):
+        yield config.port
 
 
 def test_http_client_keep_alive(server):

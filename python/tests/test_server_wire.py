@@ -16,6 +16,8 @@ import time
 
 import pytest
 
+from sojourn.peers import Peer, PeerConfig, free_port
+
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="AF_PACKET capture needs root")
 
 ETH_P_ALL = 0x0003
@@ -48,21 +50,8 @@ def _sent_by(capture: socket.socket, port: int) -> list[tuple[str, int]]:
         return packets
 
 
-FULL = ["Server", "Date", "Content-Length", "Content-Type", "Last-Modified", "ETag", "Accept-Ranges", "Connection"]
-MINIMAL = ["Date", "Content-Length", "Connection"]  # RFC 9110 §8.3: no Content-Type for octet-stream
-
-
-@pytest.mark.parametrize("options, expect_fields, expect_packets", [
-    ([], FULL, ["SA", "A", "APF", "A"]),
-    (["--delayed-ack"], FULL, ["SA", "APF", "A"]),
-    (["--delayed-ack", "--head-fields", "minimal"], MINIMAL, ["SA", "APF", "A"]),
-])
-def test_packets_per_request(tmp_path, start_server, options, expect_fields, expect_packets):
-    root = tmp_path / "root"
-    root.mkdir()
-    (root / "a.bin").write_bytes(BODY)
-    port = start_server("--root", str(root), "--threads", "1", *options)
-    time.sleep(0.1)  # the start-up probe's packets are over before the capture starts
+def _one_request(port: int) -> tuple[list[tuple[str, int]], bytes]:
+    """GET /a.bin on a connection of its own; the packets the server sent, and the response."""
     with socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL)) as capture:
         capture.bind(("lo", 0))
         with socket.create_connection(("127.0.0.1", port)) as client:
@@ -71,7 +60,26 @@ def test_packets_per_request(tmp_path, start_server, options, expect_fields, exp
             while chunk := client.recv(65536):
                 received += chunk
         time.sleep(0.1)  # the ACK of the client's FIN
-        packets = _sent_by(capture, port)
+        return _sent_by(capture, port), received
+
+
+FULL = ["Server", "Date", "Content-Length", "Content-Type", "Last-Modified", "ETag", "Accept-Ranges", "Connection"]
+MINIMAL = ["Date", "Content-Length", "Connection"]  # RFC 9110 §8.3: no Content-Type for octet-stream
+
+
+@pytest.mark.parametrize("options, expect_fields, expect_packets", [
+    ({}, FULL, ["SA", "A", "APF", "A"]),
+    ({"delayed_ack": True}, FULL, ["SA", "APF", "A"]),
+    ({"delayed_ack": True, "head_fields": "minimal"}, MINIMAL, ["SA", "APF", "A"]),
+])
+def test_packets_per_request(tmp_path, options, expect_fields, expect_packets):
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "a.bin").write_bytes(BODY)
+    port = free_port()
+    with Peer(PeerConfig(kind="sojourn", root=root, port=port, **options)):
+        time.sleep(0.1)  # the start-up probe's packets are over before the capture starts
+        packets, received = _one_request(port)
     head, _, body = received.partition(b"\r\n\r\n")
     assert body == BODY
     lines = head.decode().split("\r\n")
