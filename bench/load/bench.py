@@ -141,8 +141,9 @@ def main() -> int:
                     wrk = subprocess.run(realtime(["wrk", f"-t{threads}", f"-c{args.connections}", f"-d{args.seconds:g}s", url], rt),
                                          check=True, capture_output=True, text=True)
                     cpu, system = cpu_since(cpu_before)
-                    theirs_cpu.append(cpu / wrk_requests(wrk.stdout) * 1e6)
-                    theirs_sys.append(system / wrk_requests(wrk.stdout) * 1e6)
+                    requests = wrk_requests(wrk.stdout)
+                    theirs_cpu.append(cpu / requests * 1e6)
+                    theirs_sys.append(system / requests * 1e6)
                     theirs.append(wrk_rps(wrk.stdout))
                     steal.append(steal_s() - steal_before)
                     print(f"capacity, {threads} thread(s), round {round_number}: sojourn load {ours[-1]:.0f}/s "

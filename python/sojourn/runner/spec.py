@@ -322,14 +322,14 @@ def _check_combinations(config: dict, where: str) -> None:
     if server["kind"] == "command" and server["max_connections"]:
         raise SpecError(f"{where}server.max_connections cannot be set for server.kind = 'command': put the "
                         "setting in server.command")
-    if not re.fullmatch(r"\d+[KMG]?", server["quantum"]) or not re.search(r"[1-9]", server["quantum"]):
-        raise SpecError(f"{where}server.quantum = {server['quantum']!r}: expected bytes like \"32K\"")
-    if server["notsent_lowat"] and not re.fullmatch(r"\d+[KMG]?", server["notsent_lowat"]):
-        raise SpecError(f"{where}server.notsent_lowat = {server['notsent_lowat']!r}: expected bytes like \"16K\"")
+    # Sizes as serve reads them; empty leaves notsent_lowat and write_concurrency_from to serve.
+    for key, example in (("quantum", "32K"), ("notsent_lowat", "16K"), ("write_concurrency_from", "50K")):
+        value = server[key]
+        if (value or key == "quantum") and not re.fullmatch(r"\d+[KMG]?", value):
+            raise SpecError(f"{where}server.{key} = {value!r}: expected bytes like \"{example}\"")
+    if not re.search(r"[1-9]", server["quantum"]):
+        raise SpecError(f"{where}server.quantum = {server['quantum']!r}: expected bytes like \"32K\", more than 0")
     if server["write_concurrency_from"]:
-        from_ = server["write_concurrency_from"]
-        if not re.fullmatch(r"\d+[KMG]?", from_):
-            raise SpecError(f"{where}server.write_concurrency_from = {from_!r}: expected bytes like \"50K\"")
         if server["policy"] != "srpt":
             raise SpecError(f"{where}server.write_concurrency_from needs server.policy = 'srpt' (got "
                             f"{server['policy']!r}; only SRPT orders responses by the bytes they have left)")
