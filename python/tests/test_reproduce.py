@@ -60,9 +60,16 @@ def test_a_base_is_merged_and_the_merged_spec_is_what_is_stored(tmp_path):
     assert "base" not in stored and stored["workload"] == {"rho": 0.9, "clients": 7}
     quick = load_spec(tmp_path / "child.toml", quick=True)
     assert quick.name == "c-quick" and quick.repetitions == 1 and quick.runs[0].config["workload"]["clients"] == 3
-    (tmp_path / "grandchild.toml").write_text('base = "child.toml"\nname = "g"\n')
-    with pytest.raises(SpecError, match="one level"):
-        load_spec(tmp_path / "grandchild.toml")
+    # A base may have a base of its own; only this spec's `runs` of the merged runs.
+    (tmp_path / "grandchild.toml").write_text('base = "child.toml"\nname = "g"\nrepetitions = 2\nruns = ["srpt"]\n')
+    grandchild = load_spec(tmp_path / "grandchild.toml")
+    assert [r.name for r in grandchild.runs] == ["srpt"] and grandchild.repetitions == 2
+    assert grandchild.runs[0].config["workload"] == child.runs[0].config["workload"]
+    assert grandchild.text.startswith("# grandchild.toml over its base child.toml over base.toml, merged")
+    (tmp_path / "loop.toml").write_text('base = "loop2.toml"\nname = "l"\n')
+    (tmp_path / "loop2.toml").write_text('base = "loop.toml"\nname = "l2"\n')
+    with pytest.raises(SpecError, match="leads back"):
+        load_spec(tmp_path / "loop.toml")
     (tmp_path / "bad.toml").write_text('base = "base.toml"\nname = "x"\n[quick]\nname = "y"\n')
     with pytest.raises(SpecError, match="unknown key quick.name"):
         load_spec(tmp_path / "bad.toml")

@@ -34,6 +34,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--check", action="store_true", help="only validate the spec and list its runs")
     parser.add_argument("--quick", action="store_true",
                         help="run at the spec's [quick] scale (results/<name>-quick/); a spec without [quick] runs as is")
+    parser.add_argument("--runs", type=lambda text: [name for name in text.split(",") if name], metavar="NAME[,NAME...]",
+                        help="run only these runs of the spec (its variants/sweep points, as --check lists them); "
+                             "with a spec whose base is another, e.g. more repetitions of a few of its runs")
     parser.add_argument("--no-report", action="store_true", help="do not build report.html at the end")
     parser.add_argument("--ray", nargs="?", const="auto", metavar="ADDRESS",
                         help="run the repetitions as tasks on a Ray cluster, one testbed per node (nodes need the "
@@ -139,6 +142,8 @@ def main(args: argparse.Namespace) -> int:
     console = Console(width=None if sys.stdout.isatty() else 160)
     try:
         experiment = load_spec(args.spec, quick=args.quick)
+        if args.runs is not None:
+            experiment = experiment.only(args.runs)
     except SpecError as err:
         console.print(f"sojourn run: {err}", style="red", markup=False, highlight=False)
         return 2

@@ -20,7 +20,7 @@ import math
 import re
 import shutil
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -207,10 +207,12 @@ SCHEMA: dict[str, Any] = {
         "parameter": _k(str, "", "dotted key to vary, e.g. network.groups.0.rtt_ms or workload.persistent"),
         "values": _k(list, [], "the values, one run each"),
     },
+    "runs": _k(list, [], "only these of the spec's runs, by name as `sojourn run --check` lists them (default: all); "
+                         "e.g. a spec whose base is another, for more repetitions of a few of its runs"),
     "variants": _k(dict, {}, "[variants.<name>] tables overriding any keys above (not name/variants/sweep)"),
     "base": _k(str, "", "another spec (path relative to this one) whose keys this one starts from and overrides "
                         "(tables merged key by key, arrays replaced; the base's sweep is not inherited, nor its "
-                        "variants when this spec has its own)"),
+                        "variants when this spec has its own; a base may have a base of its own)"),
     "quick": _k(dict, {}, "[quick] overrides applied by `sojourn run --quick` (and `sojourn reproduce --quick`): "
                           "repetitions, sweep.values and any key of server/network/workload/collect, so a "
                           "paper-scale spec also has a scale that runs in minutes"),
@@ -248,6 +250,17 @@ class Experiment:
     # The spec as run, stored with the results: the file's text, or for a spec with a
     # base the merged spec (so the results never depend on a file they do not carry).
     text: str = ""
+
+    def only(self, names: list[str]) -> Experiment:
+        """The experiment with just the named runs, in the spec's order (``sojourn run
+        --runs``): more repetitions of a few runs of a large spec, results where the
+        whole spec's would go. The baseline stays if chosen, else the first run is."""
+        known = [run.name for run in self.runs]
+        unknown = [name for name in names if name not in known]
+        if unknown or not names:
+            raise SpecError(f"no run named {', '.join(map(repr, unknown)) or 'given'}; the spec's runs: {', '.join(known)}")
+        runs = [run for run in self.runs if run.name in names]
+        return replace(self, runs=runs, baseline=self.baseline if self.baseline in names else runs[0].name)
 
 
 def _type_name(types: tuple[type, ...]) -> str:
@@ -593,8 +606,16 @@ def validate(raw: dict, quick: bool = False) -> Experiment:
     baseline = filled["baseline"] or runs[0].name
     if baseline not in [r.name for r in runs]:
         raise SpecError(f"baseline = {baseline!r} is not a run; runs: {', '.join(r.name for r in runs)}")
-    return Experiment(name=filled["name"], description=filled["description"], repetitions=filled["repetitions"],
-                      baseline=baseline, runs=runs, source=raw, sweep_parameter=sweep["parameter"])
+    experiment = Experiment(name=filled["name"], description=filled["description"], repetitions=filled["repetitions"],
+                            baseline=baseline, runs=runs, source=raw, sweep_parameter=sweep["parameter"])
+    if filled["runs"]:
+        if not all(isinstance(name, str) for name in filled["runs"]):
+            raise SpecError(f"runs must be an array of run names, got {filled['runs']!r}")
+        try:
+            return experiment.only(filled["runs"])
+        except SpecError as err:
+            raise SpecError(f"runs: {err}") from None
+    return experiment
 
 
 # The program each server kind runs (kind = command: its command's first word).
@@ -630,25 +651,33 @@ def _read_toml(path: Path) -> dict:
         raise SpecError(f"{path}: not valid TOML: {err}") from None
 
 
+def _merged_over_bases(path: Path, seen: tuple[Path, ...] = ()) -> tuple[dict, list[str]]:
+    """The spec at ``path`` merged over its base, which may have a base of its own; and
+    the chain of bases, nearest first."""
+    raw = _read_toml(path)
+    if "base" not in raw:
+        return raw, []
+    base = raw.pop("base")
+    if not isinstance(base, str) or not base:
+        raise SpecError(f"{path}: base must be the path of another spec (relative to this one), got {base!r}")
+    base_path = path.parent / base
+    if base_path.resolve() in seen + (path.resolve(),):
+        raise SpecError(f"{path}: base {base!r} leads back to a spec that has it as its base")
+    base_raw, chain = _merged_over_bases(base_path, seen + (path.resolve(),))
+    # The base's sweep belongs to the base: a spec inherits its settings, not its points;
+    # and a spec with variants of its own compares those, not the base's.
+    base_raw.pop("sweep", None)
+    if "variants" in raw:
+        base_raw.pop("variants", None)
+    return _merge(base_raw, raw), [base, *chain]
+
+
 def load_spec(path: str | Path, quick: bool = False) -> Experiment:
     """Reads and validates a TOML spec file (at its ``[quick]`` scale with ``quick``)."""
     path = Path(path)
-    raw = _read_toml(path)
-    if "base" in raw:
-        base = raw.pop("base")
-        if not isinstance(base, str) or not base:
-            raise SpecError(f"{path}: base must be the path of another spec (relative to this one), got {base!r}")
-        base_path = path.parent / base
-        base_raw = _read_toml(base_path)
-        if "base" in base_raw:
-            raise SpecError(f"{path}: base {base!r} has a base of its own; one level is supported")
-        # The base's sweep belongs to the base: a spec inherits its settings, not its points;
-        # and a spec with variants of its own compares those, not the base's.
-        base_raw.pop("sweep", None)
-        if "variants" in raw:
-            base_raw.pop("variants", None)
-        raw = _merge(base_raw, raw)
-        text = f"# {path.name} over its base {base}, merged\n" + tomli_w.dumps(raw)
+    raw, bases = _merged_over_bases(path)
+    if bases:
+        text = f"# {path.name} over its base {' over '.join(bases)}, merged\n" + tomli_w.dumps(raw)
     else:
         text = path.read_text()
     try:
