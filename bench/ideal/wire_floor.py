@@ -10,8 +10,9 @@ uplink. This script measures that cost from each run's own counters (bytes the u
 classes sent, minus the bodies and the headers of the body packets, per request) and
 computes ideal fluid SRPT of the same arrivals with every request that much larger, at the
 raw link rate: what no scheduler on that wire can beat. It prints, per size bin (000 §3
-cutoffs): measured, ideal and wire-ideal means and the ratios, for each run's first
-repetition, and writes bench/out/<experiment>-wire-floor.json. With --components it also
+cutoffs): measured, ideal and wire-ideal means and the ratios, for each repetition of each run
+(for runs with several, the ratios over all requests in each, and their mean and range), and
+writes bench/out/<experiment>-wire-floor.json. With --components it also
 prints the wire ideal of the first run with each part of the cost alone.
 """
 
@@ -23,7 +24,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from first_runs import first_repetitions, write_out
+from each_run import print_spread, repetitions, write_out
 from sojourn.analysis.decompose import by_size_bin
 from sojourn.analysis.results import server_metric_totals
 from sojourn.theory import bounds
@@ -48,9 +49,9 @@ def main() -> int:
     parser.add_argument("results", type=Path, help="an experiment's results directory")
     parser.add_argument("--components", action="store_true", help="also the wire ideal with each part of the cost alone")
     args = parser.parse_args()
-    out = {}
+    out, floors, over_floors = {}, {}, {}
     first = True
-    for rep in first_repetitions(args.results):
+    for rep, key in repetitions(args.results):
         link_bps = float(rep.config["network"]["link_mbps"]) * 1e6
         mss = bounds.segment_payload(rep.config["network"].get("tcp", {}).get("timestamps", True))
         frame_headers = bounds.FRAME_BYTES - mss
@@ -79,9 +80,12 @@ def main() -> int:
                          "wire_ideal_mean_s": wire_mean, "measured_over_ideal": measured / ideal_mean,
                          "wire_ideal_over_ideal": wire_mean / ideal_mean, "measured_over_wire_ideal": measured / wire_mean})
         table = pd.DataFrame(rows)
-        out[rep.run] = {"per_request_bytes": per_request, "head_bytes": head, "connection_bytes": connection,
+        every = table[table["size_bin"] == "all"].iloc[0]
+        floors.setdefault(rep.run, []).append(float(every["wire_ideal_over_ideal"]))
+        over_floors.setdefault(rep.run, []).append(float(every["measured_over_wire_ideal"]))
+        out[key] = {"per_request_bytes": per_request, "head_bytes": head, "connection_bytes": connection,
                         "bins": table.to_dict(orient="records")}
-        print(f"\n{rep.run}: {per_request:.0f} bytes per request besides the bodies' packets "
+        print(f"\n{key}: {per_request:.0f} bytes per request besides the bodies' packets "
               f"(head {head:.0f}, connection packets {connection:.0f})")
         print(table.to_string(index=False, float_format="%.4g"))
         if args.components and first:
@@ -92,6 +96,11 @@ def main() -> int:
                 mean = _wire_ideal(requests, size, head_part, conn, link_bps, mss)["wire_ideal_s"].mean()
                 print(f"  {label:36s} {mean:.4f} s  x{mean / base:.3f}")
         first = False
+    print()
+    spread = {"wire_ideal_over_ideal": print_spread("wire ideal / ideal", floors),
+              "measured_over_wire_ideal": print_spread("measured / wire ideal", over_floors)}
+    if spread["wire_ideal_over_ideal"]:
+        out["repetitions"] = spread
     write_out(args.results, "wire-floor", out)
     return 0
 
