@@ -9,7 +9,7 @@ declare -A NEED=(
   [ip]=iproute2 [tc]=iproute2 [curl]=curl [ss]=iproute2 [ps]=procps
   [nginx]=nginx-light [apache2]=apache2 [lighttpd]=lighttpd [h2o]=h2o
   [wrk]=wrk [h2load]=nghttp2-client [httperf]=httperf [ab]=apache2-utils
-  [iperf3]=iperf3 [chromium]=chromium
+  [iperf3]=iperf3 [chromium]=chromium [perf]=linux-perf
 )
 missing=()
 for cmd in "${!NEED[@]}"; do

@@ -25,6 +25,7 @@ import shutil
 import statistics
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 from sojourn.engine import engine_path
@@ -51,6 +52,12 @@ def cpu_since(before: tuple[float, float]) -> tuple[float, float]:
     """(user + system, system) CPU seconds of the children finished since ``before``."""
     user, system = children_cpu_s()
     return user - before[0] + system - before[1], system - before[1]
+
+
+def on_cpu_s(pids: list[int]) -> float:
+    """On-CPU seconds so far of every thread of these processes (/proc/PID/task/*/schedstat,
+    which counts the softirq work done on a task's time too: loopback TCP for its peer)."""
+    return sum(int(stat.read_text().split()[0]) for pid in pids for stat in Path(f"/proc/{pid}/task").glob("*/schedstat")) / 1e9
 
 
 def steal_s() -> float:
@@ -119,17 +126,28 @@ def main() -> int:
                     subprocess.run(["chrt", "-f", "-p", "20", str(pid)], check=True)
                     subprocess.run(["taskset", "-pc", "1", str(pid)], check=True, capture_output=True)
             url = f"http://127.0.0.1:{port}{PATH}"
+            nginx_pids = live_group_members(nginx.process.pid)
+
+            def nginx_busy(argv: list[str], **options) -> tuple[subprocess.CompletedProcess, float]:
+                """Runs a generator; also returns the CPUs nginx kept busy meanwhile (1.0: its
+                one worker never waited for work, so no generator could get more from it)."""
+                cpu_before, wall_before = on_cpu_s(nginx_pids), time.monotonic()
+                done = subprocess.run(argv, check=True, capture_output=True, **options)
+                return done, (on_cpu_s(nginx_pids) - cpu_before) / (time.monotonic() - wall_before)
+
             result["capacity"] = {}
             for threads in thread_counts:
                 ours, theirs, ours_cpu, theirs_cpu, ours_sys, theirs_sys, steal = [], [], [], [], [], [], []
+                ours_nginx, theirs_nginx = [], []
                 for round_number in range(args.rounds):
                     out = work / f"cap{threads}-{round_number}"
                     steal_before = steal_s()
                     cpu_before = children_cpu_s()
-                    subprocess.run(realtime([engine, "load", "capacity", "--target", f"127.0.0.1:{port}", "--out", str(out),
-                                             "--connections", str(args.connections), "--duration", str(args.seconds),
-                                             "--path", PATH, "--requests-per-conn", "0", "--threads", str(threads), "--quiet"], rt),
-                                   check=True, capture_output=True)
+                    _, busy = nginx_busy(realtime([engine, "load", "capacity", "--target", f"127.0.0.1:{port}", "--out", str(out),
+                                                   "--connections", str(args.connections), "--duration", str(args.seconds),
+                                                   "--path", PATH, "--requests-per-conn", "0", "--threads", str(threads),
+                                                   "--quiet"], rt))
+                    ours_nginx.append(busy)
                     cpu, system = cpu_since(cpu_before)
                     summary = json.loads((out / f"c{args.connections}" / "summary.json").read_text())
                     rows = sum(1 for _ in open(out / f"c{args.connections}" / "records.csv")) - 1
@@ -138,8 +156,9 @@ def main() -> int:
                     ours_cpu.append(cpu / rows * 1e6)
                     ours_sys.append(system / rows * 1e6)
                     cpu_before = children_cpu_s()
-                    wrk = subprocess.run(realtime(["wrk", f"-t{threads}", f"-c{args.connections}", f"-d{args.seconds:g}s", url], rt),
-                                         check=True, capture_output=True, text=True)
+                    wrk, busy = nginx_busy(realtime(["wrk", f"-t{threads}", f"-c{args.connections}", f"-d{args.seconds:g}s", url], rt),
+                                           text=True)
+                    theirs_nginx.append(busy)
                     cpu, system = cpu_since(cpu_before)
                     requests = wrk_requests(wrk.stdout)
                     theirs_cpu.append(cpu / requests * 1e6)
@@ -148,7 +167,8 @@ def main() -> int:
                     steal.append(steal_s() - steal_before)
                     print(f"capacity, {threads} thread(s), round {round_number}: sojourn load {ours[-1]:.0f}/s "
                           f"({ours_cpu[-1]:.2f} µs CPU per request), wrk {theirs[-1]:.0f}/s ({theirs_cpu[-1]:.2f} µs CPU per "
-                          f"request), steal over the pair {steal[-1]:.2f} s", flush=True)
+                          f"request), nginx busy {ours_nginx[-1]:.2f} / {theirs_nginx[-1]:.2f} CPUs, steal over the pair "
+                          f"{steal[-1]:.2f} s", flush=True)
                 result["capacity"][str(threads)] = {
                     "sojourn_rps": ours, "wrk_rps": theirs,
                     "sojourn_cpu_us_per_request": ours_cpu, "wrk_cpu_us_per_request": theirs_cpu,
@@ -161,6 +181,8 @@ def main() -> int:
                     "paired_ratios": [a / b for a, b in zip(ours, theirs)],
                     "paired_cpu_ratios": [b / a for a, b in zip(ours_cpu, theirs_cpu)],
                     "steal_s_per_pair": steal,
+                    # nginx's one worker at 1.0 CPU: the server, not the generator, sets the rate.
+                    "nginx_busy_cpus_with_sojourn": ours_nginx, "nginx_busy_cpus_with_wrk": theirs_nginx,
                     "cpu_ratio_of_medians": statistics.median(theirs_cpu) / statistics.median(ours_cpu)}
 
             result["open"], result["wrk2"] = [], []
@@ -219,7 +241,9 @@ def main() -> int:
               f"median {statistics.median(paired_cpu):.3f} (range {min(paired_cpu):.3f}-{max(paired_cpu):.3f}); "
               f"system time per request sojourn {statistics.median(cap['sojourn_sys_us_per_request']):.2f} of "
               f"{statistics.median(cap['sojourn_cpu_us_per_request']):.2f} µs, wrk {statistics.median(cap['wrk_sys_us_per_request']):.2f} "
-              f"of {statistics.median(cap['wrk_cpu_us_per_request']):.2f} µs")
+              f"of {statistics.median(cap['wrk_cpu_us_per_request']):.2f} µs; nginx's one worker busy (CPUs, median) "
+              f"{statistics.median(cap['nginx_busy_cpus_with_sojourn']):.2f} with sojourn, "
+              f"{statistics.median(cap['nginx_busy_cpus_with_wrk']):.2f} with wrk")
     if result["open"]:
         lags = [row["lag_p99_ms"] for row in result["open"]]
         print(f"open 20k/s: lag p99 per round {', '.join(f'{lag:.3f}' for lag in lags)} ms; "

@@ -25,8 +25,12 @@
 # all its threads, /proc/PID/task/*/schedstat) before and after, so the pairs give srpt/fair of CPU
 # time per request too: the cost of the policy, which other jobs on the machine
 # disturb far less than throughput.
-# ROUNDS=0 skips the comparison with nginx, IDLE=0 the memory measurement, PAIRS=0
-# the pairs. Output also goes to bench/out/server.txt.
+# Then, apart from the timed rounds (tracing slows every call), each server serves each size
+# for SYSCALL_DURATION seconds (default 2) under `perf trace -s` and the script prints its
+# system calls per request by name: where a server's kernel time can still be cut and where
+# it is one read, one write and one sendfile per request already.
+# ROUNDS=0 skips the comparison with nginx, IDLE=0 the memory measurement, SYSCALL_DURATION=0
+# the system calls, PAIRS=0 the pairs. Output also goes to bench/out/server.txt.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DURATION=${DURATION:-5}
@@ -36,6 +40,7 @@ WORKERS=${WORKERS:-2}
 IDLE=${IDLE:-10000}
 PAIRS=${PAIRS:-8}
 PAIR_DURATION=${PAIR_DURATION:-3}
+SYSCALL_DURATION=${SYSCALL_DURATION:-2}
 ENGINE=${ENGINE:-target/release/sojourn-engine}
 for tool in wrk nginx python3; do
     command -v "$tool" >/dev/null || { echo "bench/server: $tool is not installed (scripts/setup-system.sh installs it)" >&2; exit 1; }
@@ -175,14 +180,15 @@ measure_idle() { # name port
     wait "$HOLD_PID" 2>/dev/null || true
 }
 
-bench_one() { # sojourn-fair | sojourn-srpt | nginx
+start_server() { # sojourn-fair | sojourn-srpt | nginx | h2o: starts it and sets server_port
     case $1 in
-        nginx) start_nginx; wait_port $port_nginx; run_wrk nginx $port_nginx ;;
-        h2o) start_h2o; wait_port $port_h2o; run_wrk h2o $port_h2o ;;
-        *) start_sojourn "${1#sojourn-}"; wait_port $port_sojourn; run_wrk "$1" $port_sojourn ;;
+        nginx) start_nginx; server_port=$port_nginx ;;
+        h2o) start_h2o; server_port=$port_h2o ;;
+        *) start_sojourn "${1#sojourn-}"; server_port=$port_sojourn ;;
     esac
-    stop
+    wait_port "$server_port"
 }
+bench_one() { start_server "$1"; run_wrk "$1" "$server_port"; stop; }
 for round in $(seq "$ROUNDS"); do
     # Rotate the order every round so no server always follows the same one.
     for i in "${!servers[@]}"; do bench_one "${servers[$(((i + round - 1) % ${#servers[@]}))]}"; done
@@ -194,6 +200,29 @@ if [ "$IDLE" -gt 0 ]; then
     start_nginx; wait_port $port_nginx
     measure_idle nginx $port_nginx
     stop
+fi
+
+# System calls per request of each server and size, under perf trace (not timed).
+declare -A syscalls  # name,size -> "calls/request total (name calls/request, ...)"
+trace_syscalls() { # name port
+    local size pids
+    pids=$(echo "$server_pid" $(pgrep -P "$server_pid" || true) | tr ' ' ,)
+    for size in 1 10 100; do
+        perf trace -s -p "$pids" -o "$work/trace.txt" &
+        local tracer=$!
+        sleep 1  # perf attaches to every thread before the load starts
+        wrk_rps "$1" "$2" "$size" "$SYSCALL_DURATION" >/dev/null
+        kill -INT "$tracer"; wait "$tracer" 2>/dev/null || true
+        # perf trace -s: a table per thread, "syscall calls errors total min avg max stddev".
+        syscalls[$1,$size]=$(awk -v n="$(awk '/requests in/ {print $1}' "$work/wrk.out")" '
+            $1 ~ /^[a-z_0-9]+$/ && $2 ~ /^[0-9]+$/ && $3 ~ /^[0-9]+$/ && NF == 8 {calls[$1] += $2; total += $2}
+            END {printf "%.2f\n", total / n; for (c in calls) if (calls[c] / n >= 0.01) printf "%.2f %s\n", calls[c] / n, c}' "$work/trace.txt" |
+            { read -r total; printf '%s (%s)' "$total" "$(sort -gr | awk '{printf "%s%s %s", NR > 1 ? ", " : "", $2, $1}')"; })
+        echo "syscalls $1 ${size}KiB: ${syscalls[$1,$size]}" >&2
+    done
+}
+if [ "$SYSCALL_DURATION" != 0 ] && command -v perf >/dev/null; then
+    for name in "${servers[@]}"; do start_server "$name"; trace_syscalls "$name" "$server_port"; stop; done
 fi
 
 # srpt vs fair, interleaved pairs.
@@ -242,6 +271,12 @@ kill "$fair_pid" "$srpt_pid"; wait "$fair_pid" "$srpt_pid" 2>/dev/null || true
         echo "$line"
     done
     }
+    if [ -n "${syscalls[nginx,1]:-}" ]; then
+        echo "system calls per request under perf trace -s, wrk -t$WORKERS -c$CONNECTIONS -d${SYSCALL_DURATION}s (all, and each name at 0.01 or more):"
+        for size in 1 10 100; do
+            for name in "${servers[@]}"; do echo "  ${size}KiB $name: ${syscalls[$name,$size]}"; done
+        done
+    fi
     [ "$IDLE" -gt 0 ] && echo "memory per idle keep-alive connection ($IDLE open, user-space RSS growth): sojourn ${per_conn[sojourn-fair]} B, nginx ${per_conn[nginx]} B"
     [ "$PAIRS" -gt 0 ] || exit 0
     echo "# $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
