@@ -4,7 +4,8 @@
 #   bench/server/run.sh            (DURATION=5 CONNECTIONS=64 WORKERS=2 IDLE=10000 to change)
 #
 # Every server: WORKERS worker threads/processes, keep-alive, an access log to a file
-# (nginx and sojourn: sendfile on; h2o sends files its own way). h2o is the fastest static
+# (buffered in nginx and sojourn; h2o 2.2 writes each line) (nginx and sojourn: sendfile on;
+# h2o sends files its own way). h2o is the fastest static
 # server in recent public benchmarks; it is skipped with a note when not installed. wrk (keep-alive) fetches 1 KiB, 10 KiB
 # and 100 KiB files; the script prints requests/s and the ratios sojourn/nginx and
 # srpt/fair. The machine may be shared: the three servers take turns (in a rotating
@@ -88,7 +89,8 @@ error_log $work/nginx-error.log;
 worker_rlimit_nofile $((IDLE + 1000));
 events { worker_connections $((IDLE + 1000)); }
 http {
-    access_log $work/nginx-access.log combined;
+    # Buffered as sojourn's is (a writer thread joins the workers' lines into one write).
+    access_log $work/nginx-access.log combined buffer=64k flush=1s;
     sendfile on;
     tcp_nopush on;
     tcp_nodelay on;
@@ -217,7 +219,7 @@ trace_syscalls() { # name port
         syscalls[$1,$size]=$(awk -v n="$(awk '/requests in/ {print $1}' "$work/wrk.out")" '
             $1 ~ /^[a-z_0-9]+$/ && $2 ~ /^[0-9]+$/ && $3 ~ /^[0-9]+$/ && NF == 8 {calls[$1] += $2; total += $2}
             END {printf "%.2f\n", total / n; for (c in calls) if (calls[c] / n >= 0.01) printf "%.2f %s\n", calls[c] / n, c}' "$work/trace.txt" |
-            { read -r total; printf '%s (%s)' "$total" "$(sort -gr | awk '{printf "%s%s %s", NR > 1 ? ", " : "", $2, $1}')"; })
+            { read -r total; printf '%s (%s)' "$total" "$(sort -gr | awk '{printf "%s%s %s", (NR > 1 ? ", " : ""), $2, $1}')"; })
         echo "syscalls $1 ${size}KiB: ${syscalls[$1,$size]}" >&2
     done
 }
