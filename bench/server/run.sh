@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark: sojourn-engine serve (fair, srpt) against Debian's nginx and h2o on loopback.
 #
-#   bench/server/run.sh            (DURATION=5 CONNECTIONS=64 WORKERS=2 IDLE=10000 to change)
+#   bench/server/run.sh            (DURATION=5 CONNECTIONS=64 WORKERS=2 WRK_THREADS=WORKERS IDLE=10000 to change)
 #
 # Every server: WORKERS worker threads/processes, keep-alive, an access log to a file
 # (buffered in nginx and sojourn; h2o 2.2 writes each line) (nginx and sojourn: sendfile on;
@@ -42,6 +42,7 @@ IDLE=${IDLE:-10000}
 PAIRS=${PAIRS:-8}
 PAIR_DURATION=${PAIR_DURATION:-3}
 SYSCALL_DURATION=${SYSCALL_DURATION:-2}
+WRK_THREADS=${WRK_THREADS:-$WORKERS}  # the client's threads; it shares the machine's cores with the server
 ENGINE=${ENGINE:-target/release/sojourn-engine}
 for tool in wrk nginx python3; do
     command -v "$tool" >/dev/null || { echo "bench/server: $tool is not installed (scripts/setup-system.sh installs it)" >&2; exit 1; }
@@ -131,7 +132,7 @@ stop() { kill "$server_pid"; wait "$server_pid" 2>/dev/null || true; }
 
 # Requests/s of one wrk run: name port size seconds
 wrk_rps() {
-    wrk -t "$WORKERS" -c "$CONNECTIONS" -d "${4}s" "http://127.0.0.1:$2/${3}k.bin" > "$work/wrk.out"
+    wrk -t "$WRK_THREADS" -c "$CONNECTIONS" -d "${4}s" "http://127.0.0.1:$2/${3}k.bin" > "$work/wrk.out"
     grep -q "Non-2xx" "$work/wrk.out" && { echo "bench/server: $1 answered errors:" >&2; cat "$work/wrk.out" >&2; exit 1; }
     awk '/^Requests\/sec/ {print $2}' "$work/wrk.out"
 }
@@ -256,7 +257,7 @@ kill "$fair_pid" "$srpt_pid"; wait "$fair_pid" "$srpt_pid" 2>/dev/null || true
 
 {
     [ "$ROUNDS" -gt 0 ] && {
-    echo "# sojourn vs nginx $(nginx -v 2>&1 | sed 's/.*\///') and h2o $(h2o --version 2>/dev/null | head -1 | awk '{print $3}'), plain (no pinning, no real-time priority), loopback, wrk -t$WORKERS -c$CONNECTIONS -d${DURATION}s, best of $ROUNDS rounds, $WORKERS workers, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
+    echo "# sojourn vs nginx $(nginx -v 2>&1 | sed 's/.*\///') and h2o $(h2o --version 2>/dev/null | head -1 | awk '{print $3}'), plain (no pinning, no real-time priority), loopback, wrk -t$WRK_THREADS -c$CONNECTIONS -d${DURATION}s, best of $ROUNDS rounds, $WORKERS workers, $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%FT%TZ)"
     printf "%-6s %14s %14s %14s %14s %12s %12s %12s %12s\n" size sojourn-fair sojourn-srpt nginx h2o fair/nginx srpt/nginx fair/h2o srpt/fair
     for size in 1 10 100; do
         f=$(best <<<"${rps[sojourn-fair,$size]}") s=$(best <<<"${rps[sojourn-srpt,$size]}") n=$(best <<<"${rps[nginx,$size]}")
@@ -274,7 +275,7 @@ kill "$fair_pid" "$srpt_pid"; wait "$fair_pid" "$srpt_pid" 2>/dev/null || true
     done
     }
     if [ -n "${syscalls[nginx,1]:-}" ]; then
-        echo "system calls per request under perf trace -s, wrk -t$WORKERS -c$CONNECTIONS -d${SYSCALL_DURATION}s (all, and each name at 0.01 or more):"
+        echo "system calls per request under perf trace -s, wrk -t$WRK_THREADS -c$CONNECTIONS -d${SYSCALL_DURATION}s (all, and each name at 0.01 or more):"
         for size in 1 10 100; do
             for name in "${servers[@]}"; do echo "  ${size}KiB $name: ${syscalls[$name,$size]}"; done
         done
@@ -282,7 +283,7 @@ kill "$fair_pid" "$srpt_pid"; wait "$fair_pid" "$srpt_pid" 2>/dev/null || true
     [ "$IDLE" -gt 0 ] && echo "memory per idle keep-alive connection ($IDLE open, user-space RSS growth): sojourn ${per_conn[sojourn-fair]} B, nginx ${per_conn[nginx]} B"
     [ "$PAIRS" -gt 0 ] || exit 0
     echo "# $(date -u +%FT%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-    echo "srpt/fair in $PAIRS interleaved pairs per size (wrk -t$WORKERS -c$CONNECTIONS -d${PAIR_DURATION}s each, alternating who goes first):"
+    echo "srpt/fair in $PAIRS interleaved pairs per size (wrk -t$WRK_THREADS -c$CONNECTIONS -d${PAIR_DURATION}s each, alternating who goes first):"
     for size in 1 10 100; do
         r="${ratios[$size]}"
         echo "  ${size}KiB: median $(median <<<"$r" | awk '{printf "%.3f", $1}'), quartiles $(quartiles <<<"$r"), range $(tr ' ' '\n' <<<"$r" | grep . | sort -g | head -1)-$(best <<<"$r"); pairs:$r"

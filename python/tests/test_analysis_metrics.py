@@ -111,8 +111,10 @@ def test_counter_metrics():
     assert out["syn_drops"] == 30 and out["peak_connections"] == 9
     assert math.isnan(out["uplink_drops"]) and math.isnan(out["retransmitted_segments"])
     lossy = analysis.counter_metrics(pd.DataFrame({"t_s": [0, 1], "retrans_segs": [5, 9], "syn_retrans": [1, 3],
+                                                   "rto_timeouts": [2, 3], "dsack_received": [0, 1],
                                                    "q1_10_dropped": [0, 7], "q1_11_dropped": [2, 3]}))
     assert (lossy["retransmitted_segments"], lossy["syn_retransmits"], lossy["uplink_drops"]) == (4, 2, 8)
+    assert (lossy["rto_timeouts"], lossy["dsack_received"]) == (1, 1) and math.isnan(lossy["loss_probes"])
     assert out["link_utilization"] == pytest.approx(2500 * 8 / 2 / 10_000)
     assert math.isnan(analysis.counter_metrics(pd.DataFrame({"t_s": [0, 1]}))["syn_drops"])
     only_util = analysis.counter_metrics(pd.DataFrame({"t_s": [0, 1, 2], "uplink_util": [0.5, 1.0, 0.9]}))

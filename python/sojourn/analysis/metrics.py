@@ -174,6 +174,10 @@ def counter_metrics(counters: pd.DataFrame, link_bps: float | None = None) -> di
     # transmit queue): retransmissions seen by TCP and drops at the uplink's queues.
     out["retransmitted_segments"] = delta("retrans_segs")
     out["syn_retransmits"] = delta("syn_retrans")
+    # What set them off, and how many the receiver already had (NaN in results from before
+    # these columns).
+    for name in ("rto_timeouts", "loss_probes", "fast_retrans", "dsack_received"):
+        out[name] = delta(name)
     dropped = [c for c in counters.columns if c.endswith("_dropped")]
     out["uplink_drops"] = float(sum(delta(c) for c in dropped)) if dropped else math.nan
     established = [c for c in ("established", "estab", "connections_established") if c in counters]

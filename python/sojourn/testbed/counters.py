@@ -7,7 +7,7 @@ for the qdisc counters. Columns (docs/testbed.md):
 ``t_s`` seconds since sampling started; ``established``, ``syn_recv`` socket
 counts; ``accept_queue`` connections waiting in listen queues; cumulative
 ``listen_overflows``, ``listen_drops`` (the papers' SYN drops), ``retrans_segs``,
-``syn_retrans``; ``uplink_tx_bytes`` and ``uplink_util`` (fraction of the link
+``syn_retrans``, ``rto_timeouts``, ``loss_probes``, ``fast_retrans``, ``dsack_received``; ``uplink_tx_bytes`` and ``uplink_util`` (fraction of the link
 rate over the last interval); ``server_cpu`` (CPU seconds per second of every
 process in the server namespace over the last interval) and ``server_rss_bytes`` (their
 resident memory); per queue of the
@@ -150,6 +150,13 @@ class CounterSampler:
             "listen_drops": stats.get("TcpExt.ListenDrops", 0),
             "retrans_segs": stats.get("Tcp.RetransSegs", 0),
             "syn_retrans": stats.get("TcpExt.TCPSynRetrans", 0),
+            # Why segments were sent again: the retransmission timer, tail loss probes
+            # (RFC 8985 §7) or fast retransmit; and the DSACKs that say a copy was not
+            # needed (RFC 2883 §4, RFC 3708): retransmissions on a path that lost nothing.
+            "rto_timeouts": stats.get("TcpExt.TCPTimeouts", 0),
+            "loss_probes": stats.get("TcpExt.TCPLossProbes", 0),
+            "fast_retrans": stats.get("TcpExt.TCPFastRetrans", 0),
+            "dsack_received": stats.get("TcpExt.TCPDSACKRecv", 0),
             "uplink_tx_bytes": tx_bytes(_read(f"{net}/dev"), self.dev),
         }
         for q in uplink.uplink_stats(self.ns, self.dev, self.cutoffs):
