@@ -161,3 +161,23 @@ def test_a_run_that_failed_before_finishing_anything_neither_pins_its_spec_nor_l
         assert not [p for p in (results / "t" / "inputs").iterdir()], "a half-made inputs entry was left"
         status = json.loads((results / "t" / "run" / "0" / "status.json").read_text())
         assert status["state"] == "partial" and "inputs failed" in status["reason"]
+
+
+def test_runs_keeps_only_the_named_runs_from_the_spec_or_the_command_line(tmp_path):
+    raw = spec(variants={"fair": {}, "srpt": {"server": {"policy": "srpt"}}, "las": {"server": {"policy": "las"}}},
+               baseline="fair")
+    chosen = validate({**raw, "runs": ["las", "srpt"]})
+    assert [r.name for r in chosen.runs] == ["srpt", "las"]  # the spec's order
+    assert chosen.baseline == "srpt"  # fair is not run: the first run that is
+    with pytest.raises(SpecError, match=r"runs: no run named 'lsa'; the spec's runs: fair, srpt, las"):
+        validate({**raw, "runs": ["lsa"]})
+    with pytest.raises(SpecError, match=r"runs must be an array of run names"):
+        validate({**raw, "runs": [1]})
+    path = tmp_path / "t.toml"
+    path.write_text('name = "t"\n[workload]\nrho = 0.5\n[variants.fair]\n[variants.srpt]\nserver.policy = "srpt"\n')
+    listed = subprocess.run([sys.executable, "-m", "sojourn.cli", "run", str(path), "--check", "--runs", "srpt"],
+                            capture_output=True, text=True)
+    assert listed.returncode == 0 and listed.stdout.split() == ["srpt:", "1", "repetition(s)"]
+    wrong = subprocess.run([sys.executable, "-m", "sojourn.cli", "run", str(path), "--check", "--runs", "srpt,nope"],
+                           capture_output=True, text=True)
+    assert wrong.returncode == 2 and "no run named 'nope'" in wrong.stdout + wrong.stderr

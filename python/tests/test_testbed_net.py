@@ -322,7 +322,8 @@ def test_counters_record_uplink_traffic_accept_queue_and_listen_drops(tmp_path):
     assert rows["uplink_util"].max() > 0.8
     assert rows["listen_overflows"].iloc[-1] > 0 or rows["listen_drops"].iloc[-1] > 0
     assert rows["accept_queue"].max() >= 1
-    for cumulative in ("retrans_segs", "rto_timeouts", "loss_probes", "fast_retrans", "dsack_received"):
+    for cumulative in ("retrans_segs", "rto_timeouts", "loss_probes", "fast_retrans", "dsack_received", "host_queue_skips",
+                       "reordering_seen"):
         assert rows[cumulative].is_monotonic_increasing and rows[cumulative].iloc[0] >= 0, cumulative
     assert description["sysctls"][tb.server_ns]["net.core.somaxconn"] == "4"
     assert "htb" in description["qdisc"]

@@ -176,7 +176,7 @@ def counter_metrics(counters: pd.DataFrame, link_bps: float | None = None) -> di
     out["syn_retransmits"] = delta("syn_retrans")
     # What set them off, and how many the receiver already had (NaN in results from before
     # these columns).
-    for name in ("rto_timeouts", "loss_probes", "fast_retrans", "dsack_received"):
+    for name in ("rto_timeouts", "loss_probes", "fast_retrans", "dsack_received", "host_queue_skips", "reordering_seen"):
         out[name] = delta(name)
     dropped = [c for c in counters.columns if c.endswith("_dropped")]
     out["uplink_drops"] = float(sum(delta(c) for c in dropped)) if dropped else math.nan

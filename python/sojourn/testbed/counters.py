@@ -7,7 +7,8 @@ for the qdisc counters. Columns (docs/testbed.md):
 ``t_s`` seconds since sampling started; ``established``, ``syn_recv`` socket
 counts; ``accept_queue`` connections waiting in listen queues; cumulative
 ``listen_overflows``, ``listen_drops`` (the papers' SYN drops), ``retrans_segs``,
-``syn_retrans``, ``rto_timeouts``, ``loss_probes``, ``fast_retrans``, ``dsack_received``; ``uplink_tx_bytes`` and ``uplink_util`` (fraction of the link
+``syn_retrans``, ``rto_timeouts``, ``loss_probes``, ``fast_retrans``, ``dsack_received``,
+``host_queue_skips``, ``reordering_seen``; ``uplink_tx_bytes`` and ``uplink_util`` (fraction of the link
 rate over the last interval); ``server_cpu`` (CPU seconds per second of every
 process in the server namespace over the last interval) and ``server_rss_bytes`` (their
 resident memory); per queue of the
@@ -157,6 +158,11 @@ class CounterSampler:
             "loss_probes": stats.get("TcpExt.TCPLossProbes", 0),
             "fast_retrans": stats.get("TcpExt.TCPFastRetrans", 0),
             "dsack_received": stats.get("TcpExt.TCPDSACKRecv", 0),
+            # A timer or probe that found its segment still in this host's queues (the
+            # uplink's bands) sends nothing; and reordering the sender inferred (a segment
+            # of a socket whose band rose overtaking its earlier ones in a lower band).
+            "host_queue_skips": stats.get("TcpExt.TCPSpuriousRtxHostQueues", 0),
+            "reordering_seen": sum(stats.get(f"TcpExt.{name}", 0) for name in ("TCPSACKReorder", "TCPTSReorder", "TCPRenoReorder")),
             "uplink_tx_bytes": tx_bytes(_read(f"{net}/dev"), self.dev),
         }
         for q in uplink.uplink_stats(self.ns, self.dev, self.cutoffs):
