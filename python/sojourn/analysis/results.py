@@ -160,8 +160,8 @@ def summarize_repetition(directory: Path, link_bps: float, groups: list[dict] | 
         summary["offered"] = json.loads(offered.read_text())
     metrics = directory / "server_metrics.txt"
     if metrics.is_file():
-        summary.update(server_metric_means(metrics.read_text()))
-        summary.update(server_metric_totals(metrics.read_text()))
+        text = metrics.read_text()
+        summary.update(server_metric_means(text) | server_metric_totals(text))
     load_summary = directory / "load_summary.json"
     if load_summary.is_file():
         summary["load_generator"] = json.loads(load_summary.read_text())
@@ -175,16 +175,26 @@ def _null_nans(value):
     return None if isinstance(value, float) and math.isnan(value) else value
 
 
+def _prometheus_samples(text: str) -> dict[str, float]:
+    """Each sample name's value, summed over its label sets, from Prometheus text (sojourn's
+    /metrics); empty for other servers' status pages (nginx stub_status, apache2 mod_status)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    values: dict[str, float] = {}
+    try:
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                values[sample.name] = values.get(sample.name, 0.0) + sample.value
+    except ValueError:
+        return {}
+    return values
+
+
 def server_metric_means(text: str) -> dict:
     """Means of the server's own histograms from its Prometheus text (sojourn /metrics):
     ready events per epoll_wait (001 §6.1, Figs. 13-14) and service time. Empty for
     servers that expose neither (nginx stub_status, apache2 mod_status)."""
-    values = {}
-    for line in text.splitlines():
-        name, _, value = line.partition(" ")
-        if name in ("sojourn_epoll_ready_events_sum", "sojourn_epoll_ready_events_count",
-                    "sojourn_service_time_seconds_sum", "sojourn_service_time_seconds_count"):
-            values[name] = float(value)
+    values = _prometheus_samples(text)
     out = {}
     for prefix, key in (("sojourn_epoll_ready_events", "events_per_wait_mean"),
                         ("sojourn_service_time_seconds", "server_service_time_mean")):
@@ -196,14 +206,10 @@ def server_metric_means(text: str) -> dict:
 def server_metric_totals(text: str) -> dict:
     """What the sojourn server sent, from its Prometheus text: ``server_bytes_sent`` (heads
     and bodies) and ``server_responses`` (every status); empty for other servers."""
-    sent, responses = None, 0.0
-    for line in text.splitlines():
-        name, _, value = line.rpartition(" ")
-        if name.startswith("sojourn_bytes_sent_total"):
-            sent = (sent or 0.0) + float(value)
-        elif name.startswith("sojourn_requests_total{"):
-            responses += float(value)
-    return {} if sent is None else {"server_bytes_sent": sent, "server_responses": responses}
+    values = _prometheus_samples(text)
+    if "sojourn_bytes_sent_total" not in values:
+        return {}
+    return {"server_bytes_sent": values["sojourn_bytes_sent_total"], "server_responses": values.get("sojourn_requests_total", 0.0)}
 
 
 def _read_json(path: Path) -> dict:
