@@ -5,6 +5,7 @@ bench/out/<experiment>-<what>.json."""
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +19,7 @@ def repetitions(results: Path):
     """Every repetition, in the spec's order of runs, and its key in the JSON: the run's
     name, with ``/<rep>`` when the run has more than one."""
     reps = sojourn.results.open(results).repetitions
-    count = {rep.run: sum(other.run == rep.run for other in reps) for rep in reps}
+    count = Counter(rep.run for rep in reps)
     return [(rep, rep.run if count[rep.run] == 1 else f"{rep.run}/{rep.rep}") for rep in reps]
 
 

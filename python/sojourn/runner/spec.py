@@ -257,8 +257,10 @@ class Experiment:
         whole spec's would go. The baseline stays if chosen, else the first run is."""
         known = [run.name for run in self.runs]
         unknown = [name for name in names if name not in known]
-        if unknown or not names:
-            raise SpecError(f"no run named {', '.join(map(repr, unknown)) or 'given'}; the spec's runs: {', '.join(known)}")
+        if not names:
+            raise SpecError(f"no run given; the spec's runs: {', '.join(known)}")
+        if unknown:
+            raise SpecError(f"no run named {', '.join(map(repr, unknown))}; the spec's runs: {', '.join(known)}")
         runs = [run for run in self.runs if run.name in names]
         return replace(self, runs=runs, baseline=self.baseline if self.baseline in names else runs[0].name)
 

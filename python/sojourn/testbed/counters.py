@@ -33,6 +33,28 @@ TCP_LISTEN = "0A"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
+# Cumulative kernel counters (/proc/net/netstat and snmp) sampled into a column each: the
+# sum of the named counters.
+KERNEL_COUNTERS: dict[str, tuple[str, ...]] = {
+    "listen_overflows": ("TcpExt.ListenOverflows",),
+    "listen_drops": ("TcpExt.ListenDrops",),
+    "retrans_segs": ("Tcp.RetransSegs",),
+    "syn_retrans": ("TcpExt.TCPSynRetrans",),
+    # Why segments were sent again: the retransmission timer, tail loss probes (RFC 8985
+    # §7) or fast retransmit; and the DSACKs that say a copy was not needed (RFC 2883 §4,
+    # RFC 3708): retransmissions on a path that lost nothing.
+    "rto_timeouts": ("TcpExt.TCPTimeouts",),
+    "loss_probes": ("TcpExt.TCPLossProbes",),
+    "fast_retrans": ("TcpExt.TCPFastRetrans",),
+    "dsack_received": ("TcpExt.TCPDSACKRecv",),
+    # A timer or probe that found its segment still in this host's queues (the uplink's
+    # bands) sends nothing; and reordering the sender inferred (a segment of a socket whose
+    # band rose overtaking its earlier ones in a lower band).
+    "host_queue_skips": ("TcpExt.TCPSpuriousRtxHostQueues",),
+    "reordering_seen": ("TcpExt.TCPSACKReorder", "TcpExt.TCPTSReorder", "TcpExt.TCPRenoReorder"),
+}
+
+
 def parse_proc_net_stats(text: str) -> dict[str, int]:
     """``/proc/net/netstat`` or ``/proc/net/snmp`` (header line, value line per
     protocol) as ``{"TcpExt.ListenDrops": n, ...}``."""
@@ -146,25 +168,8 @@ class CounterSampler:
         net = self.proc_net
         stats = parse_proc_net_stats(_read(f"{net}/netstat")) | parse_proc_net_stats(_read(f"{net}/snmp"))
         row: dict[str, float] = socket_states([_read(f"{net}/tcp"), _read(f"{net}/tcp6")])
-        row |= {
-            "listen_overflows": stats.get("TcpExt.ListenOverflows", 0),
-            "listen_drops": stats.get("TcpExt.ListenDrops", 0),
-            "retrans_segs": stats.get("Tcp.RetransSegs", 0),
-            "syn_retrans": stats.get("TcpExt.TCPSynRetrans", 0),
-            # Why segments were sent again: the retransmission timer, tail loss probes
-            # (RFC 8985 §7) or fast retransmit; and the DSACKs that say a copy was not
-            # needed (RFC 2883 §4, RFC 3708): retransmissions on a path that lost nothing.
-            "rto_timeouts": stats.get("TcpExt.TCPTimeouts", 0),
-            "loss_probes": stats.get("TcpExt.TCPLossProbes", 0),
-            "fast_retrans": stats.get("TcpExt.TCPFastRetrans", 0),
-            "dsack_received": stats.get("TcpExt.TCPDSACKRecv", 0),
-            # A timer or probe that found its segment still in this host's queues (the
-            # uplink's bands) sends nothing; and reordering the sender inferred (a segment
-            # of a socket whose band rose overtaking its earlier ones in a lower band).
-            "host_queue_skips": stats.get("TcpExt.TCPSpuriousRtxHostQueues", 0),
-            "reordering_seen": sum(stats.get(f"TcpExt.{name}", 0) for name in ("TCPSACKReorder", "TCPTSReorder", "TCPRenoReorder")),
-            "uplink_tx_bytes": tx_bytes(_read(f"{net}/dev"), self.dev),
-        }
+        row |= {column: sum(stats.get(name, 0) for name in names) for column, names in KERNEL_COUNTERS.items()}
+        row["uplink_tx_bytes"] = tx_bytes(_read(f"{net}/dev"), self.dev)
         for q in uplink.uplink_stats(self.ns, self.dev, self.cutoffs):
             name = "q" + q["class"].replace(":", "_")
             row |= {f"{name}_sent_bytes": q["sent_bytes"], f"{name}_dropped": q["dropped"],
