@@ -4,8 +4,8 @@
 #   bench/server/run.sh            (DURATION=5 CONNECTIONS=64 WORKERS=2 WRK_THREADS=WORKERS IDLE=10000 to change)
 #
 # Every server: WORKERS worker threads/processes, keep-alive, an access log to a file
-# (buffered in nginx and sojourn; h2o 2.2 writes each line) (nginx and sojourn: sendfile on;
-# h2o sends files its own way). h2o is the fastest static
+# (buffered in nginx and sojourn; h2o 2.2 writes each line); nginx and sojourn use sendfile,
+# h2o sends files its own way. h2o is the fastest static
 # server in recent public benchmarks; it is skipped with a note when not installed. wrk (keep-alive) fetches 1 KiB, 10 KiB
 # and 100 KiB files; the script prints requests/s and the ratios sojourn/nginx and
 # srpt/fair. The machine may be shared: the three servers take turns (in a rotating
@@ -137,17 +137,19 @@ wrk_rps() {
     awk '/^Requests\/sec/ {print $2}' "$work/wrk.out"
 }
 
-# Resident memory (KiB) of a process and its children (nginx's workers).
+# A server's process and its children (nginx's workers).
+with_children() { echo "$1" $(pgrep -P "$1" || true); }
+# Resident memory (KiB) of a process and its children.
 rss_kib() {
     local total=0 pid
-    for pid in $1 $(pgrep -P "$1" || true); do
+    for pid in $(with_children "$1"); do
         total=$((total + $(awk '/^VmRSS/ {print $2}' "/proc/$pid/status")))
     done
     echo "$total"
 }
 
 # On-CPU ns of all threads of a process and of its children (nginx's workers).
-cpu_ns() { local pid; for pid in $1 $(pgrep -P "$1" || true); do cat /proc/"$pid"/task/*/schedstat; done | awk '{ns += $1} END {print ns}'; }
+cpu_ns() { local pid; for pid in $(with_children "$1"); do cat /proc/"$pid"/task/*/schedstat; done | awk '{ns += $1} END {print ns}'; }
 # Busy CPU time of the whole machine so far (all CPUs, clock ticks: proc(5) /proc/stat, all but idle and iowait).
 busy_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8 + $9}' /proc/stat; }
 declare -A rps server_us machine_us  # name,size -> each round's requests/s; CPU µs per request of the server, of the machine
@@ -209,7 +211,7 @@ fi
 declare -A syscalls  # name,size -> "calls/request total (name calls/request, ...)"
 trace_syscalls() { # name port
     local size pids
-    pids=$(echo "$server_pid" $(pgrep -P "$server_pid" || true) | tr ' ' ,)
+    pids=$(with_children "$server_pid" | tr ' ' ,)
     for size in 1 10 100; do
         perf trace -s -p "$pids" -o "$work/trace.txt" &
         local tracer=$!
