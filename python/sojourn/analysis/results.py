@@ -151,7 +151,9 @@ def summarize_repetition(directory: Path, link_bps: float, groups: list[dict] | 
             summary["by_group"] = by_group(reqs, groups)
     counters = directory / "counters.csv"
     if counters.is_file() and counters.stat().st_size > 0:
-        summary.update(counter_metrics(pd.read_csv(counters), link_bps=link_bps))
+        table = pd.read_csv(counters)
+        summary.update(counter_metrics(table, link_bps=link_bps))
+        summary.update(first_period_load(table, directory / "run.json", link_bps))
     capacity_file = directory / "capacity.json"
     if capacity_file.is_file():  # capacity mode (002 §4.4): the levels are in level-<users>/
         summary.update(json.loads(capacity_file.read_text()))
@@ -166,6 +168,26 @@ def summarize_repetition(directory: Path, link_bps: float, groups: list[dict] | 
     if load_summary.is_file():
         summary["load_generator"] = json.loads(load_summary.read_text())
     return _null_nans(summary)
+
+
+def first_period_load(counters: pd.DataFrame, run_file: Path, link_bps: float) -> dict:
+    """The load the uplink carried in the trace's first period, which starts on an empty
+    system (000 §2.3 measured load this way, as the uplink's utilization): beside the
+    rho the period was shaped to, it shows what the shaping's basis (bodies or wire)
+    offers on the wire. Empty without a shaped trace or enough counter samples."""
+    if not run_file.is_file() or "uplink_tx_bytes" not in counters:
+        return {}
+    periods = json.loads(run_file.read_text()).get("inputs", {}).get("periods") or []
+    if not periods:
+        return {}
+    first = periods[0]
+    inside = counters[(counters["t_s"] >= first["start_s"]) & (counters["t_s"] <= first["end_s"])]
+    if len(inside) < 2:
+        return {}
+    seconds = inside["t_s"].iloc[-1] - inside["t_s"].iloc[0]
+    sent = inside["uplink_tx_bytes"].iloc[-1] - inside["uplink_tx_bytes"].iloc[0]
+    return {"first_period_target_rho": first["target_rho"],
+            "first_period_wire_rho": float(sent * 8 / seconds / link_bps) if seconds > 0 else None}
 
 
 def _null_nans(value):

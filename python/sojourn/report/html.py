@@ -72,7 +72,7 @@ def _summary_table(table: pd.DataFrame) -> str:
              + "<th>mean ratio</th><th>largest 1% ratio</th></tr>"]
     for _, row in table.iterrows():
         name = html.escape(str(row["run"]))
-        mark = ' <span class="partial">(partial)</span>' if row["partial"] else ""
+        mark = ' <span class="partial">(partial or invalid)</span>' if row["partial"] else ""
         values = []
         for metric in TABLE_METRICS:
             text = _format(metric, row[metric])
@@ -238,7 +238,7 @@ def build_report(directory: str | Path, baseline: str | None = None, export_dir:
         rep = _representative(reps, run)
         if rep is None:
             continue
-        label = run + ("" if rep.complete else " (partial)")
+        label = run + ("" if rep.complete else f" ({rep.status.get('state', 'partial')})")
         reqs = rep.requests()
         per_second[label] = analysis.per_second(reqs)
         done = reqs[reqs["completed"]]

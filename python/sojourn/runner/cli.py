@@ -42,6 +42,11 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="run the repetitions as tasks on a Ray cluster, one testbed per node (nodes need the "
                              "resource sojourn_testbed = 1): ADDRESS host:port, 'auto' (default: the running "
                              "cluster) or 'local' (start a one-node cluster here); results land as for a local run")
+    parser.add_argument("--concurrency", type=int, default=1, metavar="N",
+                        help="run N testbeds at once on this machine, each in namespaces of its own; a repetition "
+                             "that the fidelity guard finds disturbed (generator lag, emulator delay error, uplink "
+                             "rate, CPU idle and steal: collect.fidelity) is marked invalid and redone "
+                             "(default: %(default)s; docs/experiments.md gives the measured safe count)")
     parser.set_defaults(func=main)
 
 
@@ -95,7 +100,7 @@ def print_sessions(console: Console, directory: Path, order: list[str]) -> None:
 
 
 def run_with_progress(console: Console, experiment, results: Path, prefix: str, fresh: bool = False,
-                      ray_address: str | None = None):
+                      ray_address: str | None = None, concurrency: int = 1):
     """Runs what is missing of ``experiment`` under ``results`` with a live progress
     line; returns ``(outcome, 0)``, or ``(None, exit status)`` after printing why it
     stopped. Shared by ``sojourn run`` and ``sojourn reproduce``."""
@@ -116,14 +121,17 @@ def run_with_progress(console: Console, experiment, results: Path, prefix: str, 
             elif kind == "stale":
                 live.console.print(f"{data['run']} rep {data['rep']}: left 'running' by a run that died (pid "
                                    f"{data['pid']}, started {data['started']}); running it again", markup=False)
+            elif kind == "invalid":
+                live.console.print(f"{data['run']} rep {data['rep']}: invalid ({data['reason']}); running it again",
+                                   markup=False)
             elif kind == "done":
-                # Ray points finish in any order: name them, and the node they ran on.
-                label = f"{data['run']} rep {data['rep']}" if ray_address else header["text"]
+                # Ray and concurrent points finish in any order: name them, and the node they ran on.
+                label = f"{data['run']} rep {data['rep']}" if ray_address or concurrency > 1 else header["text"]
                 where = f" on {data['node']}" if data.get("node") else ""
                 live.console.print(f"{label}: {data['state']} in {data['wall_s']:.0f} s{where}", markup=False)
         try:
             return run_experiment(experiment, results, prefix=prefix, fresh=fresh, on_event=on_event,
-                                  ray_address=ray_address), 0
+                                  ray_address=ray_address, concurrency=concurrency), 0
         except ResultsConflict as err:
             console.print(f"sojourn run: {err}", style="red", markup=False, highlight=False)
             return None, 2
@@ -163,7 +171,8 @@ def main(args: argparse.Namespace) -> int:
         console.print("[red]sojourn run needs root (or CAP_NET_ADMIN and CAP_SYS_ADMIN) to create network "
                       "namespaces; run it with sudo[/]")
         return 1
-    outcome, status = run_with_progress(console, experiment, args.results, args.prefix, args.fresh, args.ray)
+    outcome, status = run_with_progress(console, experiment, args.results, args.prefix, args.fresh, args.ray,
+                                        args.concurrency)
     if outcome is None:
         return status
     directory = outcome.directory
@@ -174,6 +183,6 @@ def main(args: argparse.Namespace) -> int:
         path = build_report(directory, baseline=experiment.baseline)
         console.print(f"report: {path}")
     if not outcome.complete:
-        console.print("[yellow]some repetitions are partial (see status.json in each)[/]")
+        console.print("[yellow]some repetitions are partial or invalid (see status.json in each)[/]")
         return 1
     return 0

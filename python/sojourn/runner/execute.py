@@ -29,7 +29,7 @@ from sojourn import analysis, peers
 from sojourn.analysis.results import summarize_repetition, write_derived
 from sojourn.engine import engine_path
 from sojourn.analysis import sessions as session_analysis
-from sojourn.runner import layout
+from sojourn.runner import fidelity, layout
 from sojourn.runner import sessions
 from sojourn.runner.inputs import Inputs, poisson_from_catalogue
 from sojourn.runner.loadfile import LoadFile
@@ -197,6 +197,7 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
         duration_s = probe_s + workload["duration_s"]
     progress = Progress(expected_s=duration_s)
     meta = versions(run, engine)
+    cpu_start = fidelity.CpuTimes.now()
     try:
         progress.phase = "testbed"
         on_progress(progress)
@@ -272,7 +273,12 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
         on_progress(progress)
         _adopt_load_summary(directory)
         try:
+            record = fidelity.assess(directory, link_bps, fidelity.CpuTimes.now().shares_since(cpu_start),
+                                     collect["fidelity"])
+            if state == "complete" and not record["valid"]:
+                state, reason = "invalid", "fidelity: " + "; ".join(record["violations"])
             summary = summarize_repetition(directory, link_bps, run.config["network"]["groups"])
+            summary["fidelity"] = record
             if (directory / "classes.json").is_file():
                 summary["sessions"] = session_analysis.summarize_directory(directory)
             layout.write_json(directory / "summary.json", summary)

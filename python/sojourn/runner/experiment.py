@@ -8,16 +8,30 @@ directory is removed and run again; ``fresh`` removes all previous results first
 
 from __future__ import annotations
 
+import concurrent.futures
+import json
+import multiprocessing
 import shutil
+import signal
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from sojourn.runner import layout
+from sojourn.runner import fidelity, layout
 from sojourn.runner.execute import Progress, run_repetition
 from sojourn.runner.inputs import prepare_inputs, session_inputs
 from sojourn.runner.spec import Experiment
+
+
+# A repetition's invalid attempts (fidelity records), kept beside the attempt that counts.
+ATTEMPTS = "attempts.json"
+
+
+def task_prefix(prefix: str, index: int) -> str:
+    """A namespace prefix of its own per point (2-8 lowercase letters/digits)."""
+    return f"{prefix[:5]}{index:03d}"[:8]
 
 
 class ResultsConflict(RuntimeError):
@@ -39,7 +53,11 @@ def point_inputs(run, directory: Path):
     runs with the same workload; deterministic from the spec's seed)."""
     if run.config["workload"]["mode"] == "sessions":
         return session_inputs(run.config["workload"], directory / "inputs")
-    return prepare_inputs(run.config["workload"], run.config["network"]["link_mbps"] * 1e6, directory / "inputs")
+    from sojourn.theory.bounds import segment_payload
+
+    network = run.config["network"]
+    return prepare_inputs(run.config["workload"], network["link_mbps"] * 1e6, directory / "inputs",
+                          segment_payload(network["tcp"]["timestamps"]))
 
 
 @dataclass(frozen=True)
@@ -55,13 +73,18 @@ class Point:
 
 def run_experiment(experiment: Experiment, results: Path, prefix: str = "sjrun", fresh: bool = False,
                    on_event: Callable[[str, dict], None] = lambda kind, data: None,
-                   ray_address: str | None = None) -> Outcome:
+                   ray_address: str | None = None, concurrency: int = 1) -> Outcome:
     """Runs what is missing of ``experiment`` into ``results/<name>/``.
 
     ``on_event(kind, data)`` is told ``repetition`` (run, rep, index, total, skipped) and
     ``progress`` (a :class:`Progress`) so a display can follow. With ``ray_address``
     ("auto", "local" or host:port) the missing repetitions run as tasks on a Ray cluster
-    (sojourn.runner.ray_sweep) and their results land here exactly as a local run's."""
+    (sojourn.runner.ray_sweep) and their results land here exactly as a local run's. With
+    ``concurrency`` N > 1, N testbeds run at once on this machine, each in namespaces of its
+    own prefix; the fidelity guard (sojourn.runner.fidelity) marks any repetition they
+    disturbed invalid, and it is redone."""
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
     directory = layout.experiment_dir(results, experiment.name)
     spec_text = experiment.text or (experiment.path.read_text() if experiment.path else "")
     saved = directory / "spec.toml"
@@ -92,26 +115,92 @@ def run_experiment(experiment: Experiment, results: Path, prefix: str = "sjrun",
         from sojourn.runner.ray_sweep import run_points
         run_points(todo, experiment, directory, spec_text, prefix, ray_address, outcome, on_event)
         return outcome
+    if concurrency > 1 and len(todo) > 1:
+        _run_concurrently(todo, directory, spec_text, prefix, concurrency, total, outcome, on_event)
+        return outcome
     for point in todo:
-        run, rep, rep_directory = point.run, point.rep, point.directory
-        start_point(point, spec_text, on_event)
-        on_event("repetition", {"run": run.name, "rep": rep, "index": point.index, "total": total, "skipped": False})
-        on_event("progress", Progress(phase="inputs"))
+        on_event("repetition", {"run": point.run.name, "rep": point.rep, "index": point.index, "total": total,
+                                "skipped": False})
         started = time.monotonic()
         try:
-            inputs = point_inputs(run, directory)
-        except BaseException as err:
-            layout.mark(rep_directory, "partial", f"inputs failed: {type(err).__name__}: {err}")
-            raise
-        try:
-            state = run_repetition(run, rep, rep_directory, inputs, prefix,
-                                   on_progress=lambda p: on_event("progress", p), index=point.run_index)
+            state = run_point(point, directory, spec_text, prefix, on_event)
         except KeyboardInterrupt:
-            outcome.states[(run.name, rep)] = "partial"
+            outcome.states[(point.run.name, point.rep)] = "partial"
             raise
-        outcome.states[(run.name, rep)] = state
-        on_event("done", {"run": run.name, "rep": rep, "state": state, "wall_s": time.monotonic() - started})
+        outcome.states[(point.run.name, point.rep)] = state
+        on_event("done", {"run": point.run.name, "rep": point.rep, "state": state, "wall_s": time.monotonic() - started})
     return outcome
+
+
+def run_point(point: Point, directory: Path, spec_text: str, prefix: str,
+              on_event: Callable[[str, dict], None] = lambda kind, data: None) -> str:
+    """One repetition, run again at once while the fidelity guard finds it ``invalid``
+    (up to the run's ``collect.fidelity.redo`` times); each invalid attempt's fidelity
+    record is kept in the repetition's ``attempts.json``. Returns the final state."""
+    attempts: list[dict] = []
+    for _attempt in range(point.run.config["collect"]["fidelity"]["redo"] + 1):
+        start_point(point, spec_text, on_event)
+        if attempts:
+            layout.write_json(point.directory / ATTEMPTS, attempts)
+        on_event("progress", Progress(phase="inputs"))
+        try:
+            inputs = point_inputs(point.run, directory)
+        except BaseException as err:
+            layout.mark(point.directory, "partial", f"inputs failed: {type(err).__name__}: {err}")
+            raise
+        state = run_repetition(point.run, point.rep, point.directory, inputs, prefix,
+                               on_progress=lambda p: on_event("progress", p), index=point.run_index)
+        if state != "invalid":
+            return state
+        status = layout.read_status(point.directory)
+        attempts.append({"started": status.get("started"), "finished": status.get("finished"),
+                         "reason": status.get("reason"),
+                         "fidelity": json.loads((point.directory / fidelity.FILE).read_text())})
+        on_event("invalid", {"run": point.run.name, "rep": point.rep, "reason": status.get("reason"),
+                             "attempt": len(attempts)})
+    layout.write_json(point.directory / ATTEMPTS, attempts)
+    return "invalid"
+
+
+def _pool_point(point: Point, directory: Path, spec_text: str, prefix: str) -> str:
+    """A pool worker: one point with a namespace prefix of its own, Ctrl-C left to the driver."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    return run_point(point, directory, spec_text, task_prefix(prefix, point.index))
+
+
+def _run_concurrently(todo: list[Point], directory: Path, spec_text: str, prefix: str, concurrency: int, total: int,
+                      outcome: Outcome, on_event: Callable[[str, dict], None]) -> None:
+    """``todo`` on ``concurrency`` worker processes, each point in its own namespaces.
+    Inputs are made here first, so workers never make the same inputs at once."""
+    for point in todo:
+        if point.run.config["collect"]["fidelity"]["cpu_idle_min"] == 0:
+            raise ValueError(f"run {point.run.name} sets collect.fidelity.cpu_idle_min = 0 (a CPU-bound run whose "
+                             "disturbance the guard cannot see): run it with --concurrency 1")
+    for point in todo:
+        point_inputs(point.run, directory)
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=concurrency, mp_context=context) as pool:
+        futures = {}
+        for point in todo:
+            futures[pool.submit(_pool_point, point, directory, spec_text, prefix)] = (point, time.monotonic())
+            on_event("repetition", {"run": point.run.name, "rep": point.rep, "index": point.index, "total": total,
+                                    "skipped": False})
+        try:
+            for future in concurrent.futures.as_completed(futures):
+                point, started = futures[future]
+                try:
+                    state = future.result()
+                except Exception as err:  # noqa: BLE001 - the repetition's status.json holds the reason
+                    print(f"sojourn run: {point.run.name} repetition {point.rep}: {type(err).__name__}: {err}",
+                          file=sys.stderr)
+                    state = layout.read_status(point.directory).get("state", "partial")
+                outcome.states[(point.run.name, point.rep)] = state
+                on_event("done", {"run": point.run.name, "rep": point.rep, "state": state,
+                                  "wall_s": time.monotonic() - started})
+        except KeyboardInterrupt:
+            for future in futures:
+                future.cancel()
+            raise
 
 
 def start_point(point: Point, spec_text: str, on_event: Callable[[str, dict], None]) -> None:

@@ -20,7 +20,7 @@ from sojourn.runner.layout import write_json
 
 # Keys of the workload section that change the trace or the docroot.
 TRACE_KEYS = ("model", "trace", "requests", "duration_s", "profile", "rho", "time_compression", "clients", "seed", "objects",
-              "mode")
+              "mode", "load_basis", "wire_overhead_bytes", "cycles")
 # Closed and capacity modes draw paths from a catalogue: a trace of this many requests
 # whose path column carries the model's popularity (Zipf) and sizes.
 CATALOGUE_REQUESTS = 20_000
@@ -57,14 +57,26 @@ def poisson_from_catalogue(catalogue, rate: float, duration_s: float, clients: i
                          "path": rows["path"], "size": rows["size"]})
 
 
-def input_key(workload: dict, link_bps: float) -> str:
-    material = {k: workload[k] for k in TRACE_KEYS}
+def input_key(workload: dict, link_bps: float, segment_payload: int = 1448) -> str:
+    material = {k: workload[k] for k in TRACE_KEYS if k in workload}
     material["catalogue"] = is_catalogue(workload)
     material["link_bps"] = link_bps
+    if workload.get("load_basis") == "wire":
+        material["segment_payload"] = segment_payload
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def _make_trace(workload: dict, link_bps: float):
+def trace_seconds(workload: dict) -> float:
+    """The shaped trace's length: ``cycles`` of the profile when set, else ``duration_s``."""
+    from sojourn.workloads import shaping
+
+    if workload["profile"] and workload.get("cycles"):
+        profile = shaping.profile_by_name(workload["profile"])
+        return workload["cycles"] * (profile.low_s + profile.high_s) / workload["time_compression"]
+    return workload["duration_s"]
+
+
+def _make_trace(workload: dict, link_bps: float, segment_payload: int = 1448):
     """The trace DataFrame and its per-period table, from the spec's workload section:
     a model trace long enough for ``duration_s`` (or of ``requests`` requests), shaped
     to the profile or constant rho (000 §2.3: inter-arrival times scaled per period)."""
@@ -85,15 +97,18 @@ def _make_trace(workload: dict, link_bps: float):
     if workload["requests"]:
         count, duration = workload["requests"], None
     else:
-        duration = workload["duration_s"]
+        duration = trace_seconds(workload)
         # Heavy-tailed sizes make a sample's bytes vary: ask for 50% more than the mean needs.
         count = int(mean_rho * link_bps / 8 * duration / mean_size * 1.5) + 100
     for _attempt in range(4):
         base = models.make_trace(model=workload["model"], n_requests=count, rho=mean_rho, link_bps=link_bps,
                                  clients=workload["clients"], seed=workload["seed"], **options)
+        cost = None
+        if workload.get("load_basis") == "wire":
+            cost = shaping.wire_bytes(base["size"], workload["wire_overhead_bytes"], segment_payload)
         try:
             trace, periods = shaping.shape(base, link_bps=link_bps, time_compression=workload["time_compression"],
-                                           seed=workload["seed"], duration_s=duration, **load)
+                                           seed=workload["seed"], duration_s=duration, cost=cost, **load)
             return trace, periods.to_dict("records")
         except ValueError as err:
             if "longer trace" not in str(err):
@@ -102,11 +117,11 @@ def _make_trace(workload: dict, link_bps: float):
     raise ValueError(f"could not generate enough requests for {duration} s of {load}")
 
 
-def prepare_inputs(workload: dict, link_bps: float, inputs_root: Path) -> Inputs:
+def prepare_inputs(workload: dict, link_bps: float, inputs_root: Path, segment_payload: int = 1448) -> Inputs:
     from sojourn.workloads import docroot as docroots
     from sojourn.workloads import io as trace_io
 
-    directory = Path(inputs_root) / input_key(workload, link_bps)
+    directory = Path(inputs_root) / input_key(workload, link_bps, segment_payload)
     done = directory / "done.json"
     if done.is_file():
         meta = json.loads(done.read_text())
@@ -118,7 +133,7 @@ def prepare_inputs(workload: dict, link_bps: float, inputs_root: Path) -> Inputs
             shutil.rmtree(leftover)
     staging.mkdir(parents=True)
     try:
-        trace, periods = _make_trace(workload, link_bps)
+        trace, periods = _make_trace(workload, link_bps, segment_payload)
         if trace.empty:
             raise ValueError(f"the workload {workload} produced an empty trace")
         trace_io.write_trace(trace, staging / "trace.csv")

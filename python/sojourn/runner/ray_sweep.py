@@ -34,11 +34,6 @@ RESOURCE = "sojourn_testbed"
 TEXT_SUFFIXES = (".json", ".toml", ".log", ".txt")
 
 
-def _task_prefix(prefix: str, index: int) -> str:
-    """A namespace prefix of its own per point (2-8 lowercase letters/digits)."""
-    return f"{prefix[:5]}{index:03d}"[:8]
-
-
 def _run_point(run, rep: int, run_index: int, name: str, spec_text: str, prefix: str) -> dict:
     """On a cluster node: one repetition in a temporary results tree, returned packed."""
     import ray
@@ -88,7 +83,7 @@ def run_points(points: list, experiment, directory: Path, spec_text: str, prefix
     except ImportError as err:
         raise RuntimeError("sojourn run --ray needs Ray: pip install 'sojourn[ray]' (scripts/setup-venv.sh installs "
                            "it)") from err
-    from sojourn.runner.experiment import point_inputs, start_point
+    from sojourn.runner.experiment import point_inputs, start_point, task_prefix
 
     if not points:
         return
@@ -108,7 +103,7 @@ def run_points(points: list, experiment, directory: Path, spec_text: str, prefix
             point_inputs(point.run, directory)  # the driver's copy, where run.json will point
             layout.mark(point.directory, "running", reason=f"submitted to Ray ({address})")
             ref = task.remote(point.run, point.rep, point.run_index, experiment.name, spec_text,
-                              _task_prefix(prefix, point.index))
+                              task_prefix(prefix, point.index))
             pending[ref] = point
             on_event("repetition", {"run": point.run.name, "rep": point.rep, "index": point.index,
                                     "total": len(experiment.runs) * experiment.repetitions, "skipped": False})

@@ -152,8 +152,18 @@ SCHEMA: dict[str, Any] = {
         "trace": _k(str, "", "replay this trace.csv instead of generating one (path relative to the spec)"),
         "requests": _k(int, 0, "requests to generate (0 = from duration_s)", minimum=0),
         "duration_s": _k(NUMBER, 60.0, "trace length in seconds after time compression", minimum=0.1),
+        "cycles": _k(NUMBER, 0.0, "with a profile: the trace's length in the profile's cycles (low + high period, "
+                                  "after time compression) instead of duration_s, e.g. 1.5 = low, high, low so the "
+                                  "overload drains inside the trace; 0 = duration_s", minimum=0),
         "profile": _k(str, "", "load profile W1..W10 of 000 Table 1 (alternating/intermittent overload)", choices=("",) + PROFILES),
         "rho": _k(NUMBER, 0.0, "constant offered load = bytes/s over the link rate (used when profile is empty)", minimum=0, maximum=10),
+        "load_basis": _k(str, "body", "what rho counts: body (response bodies) or wire (what the uplink carries: bodies, "
+                                      "their frames' headers and wire_overhead_bytes per request), as 000 §2.3 set load "
+                                      "by the uplink's measured utilization", choices=("body", "wire")),
+        "wire_overhead_bytes": _k(int, 465, "load_basis = wire: bytes per request besides the body frames (response head, "
+                                            "SYN-ACK, the request's ACK, the FIN's ACK); 465 is what the uplink counted "
+                                            "for sojourn's full heads, one request per connection (docs/analysis.md)",
+                                  minimum=0),
         "time_compression": _k(NUMBER, 1.0, "divide the profile's period lengths by this, keeping each period's rho", minimum=1),
         "clients": _k(int, 200, "distinct clients in the trace", minimum=1),
         "seed": _k(int, 1, "seed of the trace and docroot"),
@@ -202,6 +212,21 @@ SCHEMA: dict[str, Any] = {
     "collect": {
         "interval_s": _k(NUMBER, 1.0, "counter sampling interval", minimum=0.05, maximum=60),
         "drain_s": _k(NUMBER, 30.0, "after the last scheduled request, wait at most this long for answers", minimum=0),
+        "fidelity": {
+            "lag_p99_ms": _k(NUMBER, 5.0, "a repetition whose generator issued 1% of its requests later than this is "
+                                          "invalid and redone (sojourn.runner.fidelity); 0 = not judged", minimum=0),
+            "emulator_late_p99_ms": _k(NUMBER, 1.0, "likewise for the WAN emulator's packet release (delay error); "
+                                                    "0 = not judged", minimum=0),
+            "uplink_rate_tolerance": _k(NUMBER, 0.03, "likewise when the busy uplink's rate strays further than this "
+                                                      "from the link rate; 0 = not judged", minimum=0, maximum=1),
+            "cpu_idle_min": _k(NUMBER, 0.2, "likewise when the machine was idle less than this share of the run; 0 = "
+                                            "not judged, and the spec then runs with --concurrency 1 only",
+                               minimum=0, maximum=1),
+            "cpu_steal_max": _k(NUMBER, 0.05, "likewise when the hypervisor took more than this share; 0 = not judged",
+                                minimum=0, maximum=1),
+            "redo": _k(int, 2, "times an invalid repetition is run again at once before it is left invalid (a later "
+                               "`sojourn run` redoes it)", minimum=0, maximum=10),
+        },
     },
     "sweep": {
         "parameter": _k(str, "", "dotted key to vary, e.g. network.groups.0.rtt_ms or workload.persistent"),

@@ -99,6 +99,7 @@ def shape(
     seed: int = 0,
     duration_s: float | None = None,
     interarrivals: str = "scaled",
+    cost: np.ndarray | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Shape ``trace`` to a profile (or to a persistent ``rho``) on a ``link_bps`` link.
 
@@ -111,6 +112,9 @@ def shape(
     one period, whose length follows from the bytes or ``duration_s``).
     ``interarrivals="poisson"`` redraws arrivals inside each period as a Poisson process
     (seeded) instead of scaling the trace's own inter-arrival times.
+    ``cost`` gives the bytes each request puts on the link (default: its size), so rho
+    can count what the link carries (:func:`wire_bytes`) rather than bodies alone;
+    ``achieved_rho`` is then on that basis and ``bytes`` stays the bodies' bytes.
     """
     if (profile is None) == (rho is None):
         raise ValueError("give exactly one of profile (W1..W10 or a TransientProfile) or rho (persistent load)")
@@ -123,7 +127,10 @@ def shape(
     validate_trace(trace, source="trace to shape")
     if len(trace) == 0:
         raise ValueError("the trace to shape is empty")
-    sizes = trace["size"].to_numpy(dtype=np.float64)
+    bodies = trace["size"].to_numpy(dtype=np.float64)
+    sizes = bodies if cost is None else np.asarray(cost, dtype=np.float64)
+    if sizes.shape != bodies.shape or not np.all(sizes >= bodies):
+        raise ValueError("cost must give each request's bytes on the link, at least its size")
     cumulative = np.cumsum(sizes)
     total_bytes = cumulative[-1]
     bytes_per_s = link_bps / 8.0
@@ -171,7 +178,9 @@ def shape(
     shaped = trace.iloc[order[:used]].reset_index(drop=True)
     shaped["arrival_s"] = arrival
     bytes_before = np.concatenate([[0.0], cumulative])
-    period_bytes = bytes_before[boundaries[1:]] - bytes_before[boundaries[:-1]]
+    period_load = bytes_before[boundaries[1:]] - bytes_before[boundaries[:-1]]
+    bodies_before = np.concatenate([[0.0], np.cumsum(bodies[order[:used]])])
+    period_bytes = bodies_before[boundaries[1:]] - bodies_before[boundaries[:-1]]
     periods = pd.DataFrame(
         {
             "period": np.arange(len(lengths)),
@@ -179,12 +188,30 @@ def shape(
             "start_s": starts,
             "end_s": starts + lengths,
             "target_rho": rhos,
-            "achieved_rho": period_bytes * 8.0 / (link_bps * lengths),
+            "achieved_rho": period_load * 8.0 / (link_bps * lengths),
             "requests": np.diff(boundaries),
             "bytes": period_bytes.astype(np.int64),
         }
     )
     return shaped, periods
+
+
+# An Ethernet frame of a full-sized segment (1500-byte MTU): 14 bytes of Ethernet header,
+# 20 of IP, 20 of TCP and 12 of timestamps (RFC 7323) around 1448 bytes of payload.
+FRAME_BYTES = 1514
+
+
+def wire_bytes(sizes: np.ndarray, per_request: float, segment_payload: int = 1448) -> np.ndarray:
+    """Bytes the uplink carries for responses of ``sizes``: the bodies, the headers of
+    the frames that carry them, and ``per_request`` bytes besides (the response head and
+    the packets that carry no body: SYN-ACK, the request's ACK, the FIN's ACK).
+
+    000 §2.3 sets load by the measured bandwidth utilization of the uplink, which counts
+    all of these; shaping on bodies alone offers about 15% more than the named rho on
+    WC98-like sizes (a run's counters show it: ``offered_wire_rho`` in its summary)."""
+    sizes = np.asarray(sizes, dtype=np.float64)
+    frames = np.ceil(sizes / segment_payload)
+    return sizes + (FRAME_BYTES - segment_payload) * frames + per_request
 
 
 # A boundary is left where it falls when the request straddling it is this small a

@@ -1,0 +1,161 @@
+"""The fidelity guard (sojourn.runner.fidelity) and concurrent testbeds: each measure
+against its bound, a disturbed repetition marked invalid and redone on the real testbed,
+and several testbeds at once in namespaces of their own."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sojourn.runner import fidelity
+from sojourn.runner.experiment import run_experiment
+from sojourn.runner.spec import load_spec, validate
+
+DEFAULTS = validate({"name": "t", "workload": {"rho": 0.5}}).runs[0].config["collect"]["fidelity"]
+
+
+def test_cpu_shares_come_from_proc_stat_deltas(tmp_path):
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 0 100 700 100 0 0 0 0 0\ncpu0 1 2 3\n")
+    start = fidelity.CpuTimes.now(stat)
+    stat.write_text("cpu  200 0 200 1000 100 0 0 100 0 0\n")
+    shares = fidelity.CpuTimes.now(stat).shares_since(start)
+    assert shares["cpu_idle"] == pytest.approx(300 / 600)  # idle + iowait over all ticks
+    assert shares["cpu_steal"] == pytest.approx(100 / 600)
+
+
+def counters(rates_bps: list[float], backlog: list[int]) -> pd.DataFrame:
+    seconds = np.arange(len(rates_bps) + 1, dtype=float)
+    sent = np.concatenate([[0.0], np.cumsum(np.array(rates_bps) / 8)])
+    return pd.DataFrame({"t_s": seconds, "uplink_tx_bytes": sent, "q1_20_backlog_bytes": [0, *backlog]})
+
+
+def test_uplink_rate_counts_only_intervals_busy_at_both_ends():
+    # Busy from sample 2 to 4: the intervals 2-3 and 3-4 count (9.9 Mbit/s), the others do not.
+    table = counters([3e6, 5e6, 9.9e6, 9.9e6, 2e6], [0, 5000, 6000, 7000, 0])
+    assert fidelity.uplink_rate(table, 10e6) == pytest.approx(0.99)
+    assert fidelity.uplink_rate(counters([3e6, 3e6, 3e6], [0, 0, 0]), 10e6) is None
+
+
+def test_each_measure_is_judged_against_its_bound_and_zero_leaves_it_unjudged():
+    bounds = fidelity.bounds_of(DEFAULTS)
+    good = {"lag_p99_s": 0.001, "emulator_late_p99_s": 5e-5, "uplink_rate": 1.0, "cpu_idle": 0.7, "cpu_steal": 0.0}
+    assert fidelity.violations(good, bounds) == []
+    for name, bad in {"lag_p99_s": 0.02, "emulator_late_p99_s": 0.003, "uplink_rate": 0.9, "cpu_idle": 0.05,
+                      "cpu_steal": 0.2}.items():
+        lines = fidelity.violations({**good, name: bad}, bounds)
+        assert len(lines) == 1 and lines[0].startswith(name), lines
+    assert fidelity.violations({**good, "uplink_rate": None}, bounds) == []  # does not apply: not judged
+    lenient = fidelity.bounds_of({**DEFAULTS, "lag_p99_ms": 0, "cpu_idle_min": 0})
+    assert fidelity.violations({**good, "lag_p99_s": 1.0, "cpu_idle": 0.0}, lenient) == []
+
+
+def test_a_cpu_bound_spec_refuses_concurrency(tmp_path):
+    path = tmp_path / "t.toml"
+    path.write_text('name = "t"\n[workload]\nrho = 0.5\n[collect.fidelity]\ncpu_idle_min = 0\n'
+                    '[variants.a]\n[variants.b]\n')
+    with pytest.raises(ValueError, match="--concurrency 1"):
+        run_experiment(load_spec(path), tmp_path / "results", concurrency=2)
+
+
+root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
+
+SPEC = """\
+name = "{name}"
+[server]
+kind = "sojourn"
+[network]
+link_mbps = 10
+[workload]
+rho = 0.5
+duration_s = 4
+clients = 20
+seed = 3
+[collect]
+drain_s = 10
+interval_s = 0.5
+[collect.fidelity]
+cpu_idle_min = 0.3
+redo = {redo}
+"""
+
+
+@root_only
+@pytest.mark.netns
+def test_a_disturbed_repetition_is_marked_invalid_and_redone(tmp_path):
+    """Two busy loops beside the first attempt take the machine's idle time below the
+    bound: that attempt is invalid, its record kept in attempts.json; the attempt run
+    again without them is valid and complete."""
+    path = tmp_path / "guard.toml"
+    path.write_text(SPEC.format(name="guard", redo=1))
+    hogs: list[subprocess.Popen] = []
+    seen: list[tuple[str, dict]] = []
+
+    def on_event(kind, data):
+        seen.append((kind, data))
+        if kind == "repetition" and not data["skipped"]:
+            hogs.extend(subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2))
+        elif kind == "invalid":
+            for hog in hogs:
+                hog.kill()
+                hog.wait()
+
+    try:
+        outcome = run_experiment(load_spec(path), tmp_path / "results", prefix="sjfg", on_event=on_event)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    directory = tmp_path / "results" / "guard" / "run" / "0"
+    assert outcome.states == {("run", 0): "complete"}
+    assert [kind for kind, _ in seen].count("invalid") == 1
+    attempts = json.loads((directory / "attempts.json").read_text())
+    assert len(attempts) == 1 and not attempts[0]["fidelity"]["valid"]
+    assert any(line.startswith("cpu_idle") for line in attempts[0]["fidelity"]["violations"])
+    record = json.loads((directory / "fidelity.json").read_text())
+    assert record["valid"] and record["values"]["cpu_idle"] >= 0.3
+    summary = json.loads((directory / "summary.json").read_text())
+    assert summary["fidelity"] == record
+
+
+@root_only
+@pytest.mark.netns
+def test_a_repetition_that_stays_disturbed_is_left_invalid_and_redone_by_the_next_run(tmp_path):
+    path = tmp_path / "never.toml"
+    path.write_text(SPEC.format(name="never", redo=0).replace("cpu_idle_min = 0.3", "cpu_idle_min = 1"))
+    outcome = run_experiment(load_spec(path), tmp_path / "results", prefix="sjfh")
+    directory = tmp_path / "results" / "never" / "run" / "0"
+    assert outcome.states == {("run", 0): "invalid"}
+    status = json.loads((directory / "status.json").read_text())
+    assert status["state"] == "invalid" and status["reason"].startswith("fidelity: cpu_idle")
+    assert len(json.loads((directory / "attempts.json").read_text())) == 1
+    # Not complete: the next run of the same spec runs it again rather than keeping it.
+    seen = []
+    run_experiment(load_spec(path), tmp_path / "results", prefix="sjfh", on_event=lambda kind, data: seen.append(data))
+    assert {"run": "run", "rep": 0, "index": 1, "total": 1, "skipped": False} in seen
+
+
+@root_only
+@pytest.mark.netns
+def test_concurrent_testbeds_each_complete_in_their_own_namespaces(tmp_path):
+    path = tmp_path / "many.toml"
+    path.write_text(SPEC.format(name="many", redo=0).replace("cpu_idle_min = 0.3", "cpu_idle_min = 0.05")
+                    + '[variants.a]\nserver.policy = "fair"\n[variants.b]\nserver.policy = "srpt"\n'
+                      '[variants.c]\nserver.policy = "las"\n')
+    outcome = run_experiment(load_spec(path), tmp_path / "results", prefix="sjfc", concurrency=3)
+    assert outcome.states == {(name, 0): "complete" for name in ("a", "b", "c")}
+    prefixes = set()
+    for name in ("a", "b", "c"):
+        directory = tmp_path / "results" / "many" / name / "0"
+        versions = json.loads((directory / "versions.json").read_text())
+        prefixes.add(versions["testbed"]["namespaces"]["server"])
+        assert json.loads((directory / "summary.json").read_text())["completed"] > 0
+    assert len(prefixes) == 3
+    assert "sjfc" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
