@@ -1,0 +1,74 @@
+"""Solo against concurrent testbeds (bench/concurrency/run.sh): for each count of testbeds
+run at once, each run's mean response time, SYN drops and incompletes beside the solo
+repetitions' 90% intervals, and how many repetitions the fidelity guard passed.
+
+    .venv/bin/python bench/concurrency/compare.py results/concurrency [--json OUT]
+
+A count is *safe* when every run's mean response time lies inside the solo 90% interval
+(widened by nothing) and every repetition is complete and valid; the largest safe count
+is printed last (and is what docs/experiments.md recommends for --concurrency).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from sojourn.analysis.results import load_experiment, summaries
+from sojourn.analysis.sweeps import over_repetitions
+
+METRICS = ["response_mean", "response_largest_1pct_mean", "syn_drops", "incomplete"]
+
+
+def table(root: Path) -> dict:
+    experiment = next(path for path in root.iterdir() if path.is_dir())
+    reps = load_experiment(experiment)
+    frame = summaries(reps)
+    fidelity = [rep.summary.get("fidelity", {}) for rep in reps]
+    frame["valid"] = [bool(record.get("valid")) for record in fidelity]
+    frame["idle"] = [record.get("values", {}).get("cpu_idle") for record in fidelity]
+    stats = over_repetitions(frame, ["run"], METRICS)
+    stats["valid"] = stats["run"].map(frame.groupby("run")["valid"].sum())
+    stats["complete"] = stats["run"].map(frame.groupby("run")["state"].apply(lambda s: int((s == "complete").sum())))
+    stats["cpu_idle"] = stats["run"].map(frame.groupby("run")["idle"].mean())
+    return {row["run"]: row for row in stats.to_dict("records")}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("root", type=Path, help="results/concurrency (one results root per count: 1, 2, 3, 4)")
+    parser.add_argument("--json", type=Path, help="also write the comparison here")
+    args = parser.parse_args()
+    counts = sorted(int(path.name) for path in args.root.iterdir() if path.name.isdigit())
+    if 1 not in counts:
+        raise SystemExit(f"{args.root}/1 (the solo runs) is missing")
+    tables = {count: table(args.root / str(count)) for count in counts}
+    solo = tables[1]
+    out, safe = {}, []
+    print(f"{'count':>5} {'run':6} {'reps':>4} {'valid':>5} {'idle':>5} {'mean (s)':>9} {'solo 90% interval':>20} "
+          f"{'inside':>6} {'SYN drops':>9} {'incomplete':>10}")
+    for count in counts:
+        ok = True
+        for run, row in tables[count].items():
+            low, high = solo[run]["response_mean_lo"], solo[run]["response_mean_hi"]
+            inside = bool(low <= row["response_mean"] <= high)
+            whole = row["valid"] == row["n"] and row["complete"] == row["n"]
+            ok &= (inside or count == 1) and whole
+            print(f"{count:>5} {run:6} {row['n']:>4} {row['valid']:>5} {row['cpu_idle']:>5.2f} {row['response_mean']:>9.3f} "
+                  f"{f'[{low:.3f}, {high:.3f}]':>20} {'yes' if inside else 'no':>6} {row['syn_drops']:>9.0f} "
+                  f"{row['incomplete']:>10.0f}")
+            out.setdefault(str(count), {})[run] = {**{k: row[k] for k in ("n", "valid", "complete", "cpu_idle")},
+                                                   **{m: row[m] for m in METRICS}, "solo_lo": low, "solo_hi": high,
+                                                   "inside_solo_interval": inside}
+        if ok:
+            safe.append(count)
+    largest = max((count for count in safe if all(c in safe for c in counts if c <= count)), default=1)
+    print(f"largest safe count (every smaller count safe too): {largest}")
+    if args.json:
+        args.json.write_text(json.dumps({"counts": out, "largest_safe": largest}, indent=2, default=float) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
