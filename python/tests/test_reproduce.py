@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from sojourn.reproduce import CSV_COLUMNS, PAPERS, Context, Row, load_paper
-from sojourn.reproduce.doc import write_docs
+from sojourn.reproduce import CSV_COLUMNS, PAPERS, Context, load_paper
+from sojourn.reproduce.doc import BESIDE, write_docs
+from sojourn.reproduce.rows import Measure, Row, bound, direction, measured, point
 from sojourn.runner.spec import SpecError, load_spec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -76,66 +77,76 @@ def test_a_base_is_merged_and_the_merged_spec_is_what_is_stored(tmp_path):
 
 
 def test_row_verdicts():
-    ratio = Row("e", "FAIR / SRPT", 8.0, 5.0, 3, "p")
-    assert ratio.ratio == pytest.approx(0.625) and ratio.same_direction and ratio.within_2x
-    assert ratio.verdict() == "same direction, within 2x"
-    inverted = Row("e", "FAIR / SRPT", 8.0, 0.9, 3, "p")
-    assert inverted.same_direction is False and not inverted.within_2x
-    bound = Row("e", "min FAIR / SRPT", 2.5, 2.0, 1, "p", bound=">=", reference=None)
-    assert bound.meets_bound is False and bound.same_direction is None
-    assert bound.verdict() == "bound missed, within 2x"
-    absolute = Row("e", "mean", 1.1, float("nan"), 0, "p", reference=None)
-    assert absolute.verdict() == "no result" and absolute.ratio is None
+    def row(claim, value, reps=1):
+        return Row("e", "c", claim, Measure(value, None, reps), "p", "quick")
+
+    ratio = row(direction(8.0), 5.0)
+    assert ratio.ratio == pytest.approx(0.625) and ratio.verdict() == "same direction within 2x"
+    assert ratio.reason() == "—"
+    assert row(direction(8.0), 0.9).verdict() == "opposite"
+    assert row(direction(8.0), 1.0).verdict() == "opposite"  # on the reference is not the paper's side
+    assert row(direction(8.0), 3.0).verdict() == "same direction beyond 2x"
+    assert row(direction(8.0), 3.0).reason() == "unexplained"
+    minimum = row(bound(">=", 2.5), 2.0)
+    assert minimum.ratio is None and minimum.verdict() == "missed"  # never a ratio to a bound
+    assert row(bound(">=", 2.5, paper=2.5), 2.0).ratio == pytest.approx(0.8)  # the paper's own value
+    assert row(bound("<=", 1.6), 1.62).verdict() == "met"  # at the digits the paper printed
+    assert row(bound("<=", 1.6), 1.66).verdict() == "missed"
+    assert row(bound(">", 1), 1.0).verdict() == "missed"  # a direction without a number is strict
+    assert row(point(1.1), 0.3).verdict() == "same direction beyond 2x"
+    absent = Row("e", "c", point(1.1), Measure(absent="run x is not published"), "p", "quick")
+    assert absent.verdict() == "no result" and absent.ratio is None and absent.why_text() == "run x is not published"
+    measured_row = Row("e", "c", point(1.1), Measure(0.3, None, 1), "p", "quick", why=measured("because"))
+    assert measured_row.reason() == "measured" and measured_row.why_text() == "because"
+    with pytest.raises(ValueError):
+        point(0)  # a point needs the paper's value, which a ratio is taken to
 
 
-def test_doc_regenerates_the_stored_csv_from_the_published_results(tmp_path):
-    """The committed docs/reproduction/<paper>.csv is what the generator makes from the
-    committed published results: every number can be traced to a stored summary."""
-    checked = 0
+def test_doc_regenerates_the_stored_docs_from_the_published_results(tmp_path):
+    """The committed docs/reproduction/<paper>.csv and .md, the figures of the paper's values
+    beside ours and README.md are what the generator makes from the committed published
+    results: every number can be traced to a stored summary."""
+    stored = REPO / "docs" / "reproduction"
+    checked = []
     for tag in PAPERS:
-        stored = REPO / "docs" / "reproduction" / f"{tag}.csv"
-        published = REPO / "docs" / "reproduction" / tag
-        if not stored.is_file() or not published.is_dir():
+        if not (stored / f"{tag}.csv").is_file() or not (stored / tag).is_dir():
             continue
-        try:
-            paper = load_paper(tag)
-        except ModuleNotFoundError:
-            continue
-        shutil.copytree(published, tmp_path / tag)
-        md_path, csv_path = write_docs(paper, Context(paper, tmp_path, cited=REPO / "docs" / "reproduction"))
-        assert csv_path.read_text() == stored.read_text()
+        paper = load_paper(tag)
+        shutil.copytree(stored / tag, tmp_path / tag)
+        md_path, csv_path = write_docs(paper, Context(paper, tmp_path, cited=stored))
+        assert csv_path.read_text() == (stored / f"{tag}.csv").read_text(), tag
+        assert md_path.read_text() == (stored / f"{tag}.md").read_text(), tag
+        for figure in sorted((stored / tag / BESIDE).glob("*.png")):
+            assert (tmp_path / tag / BESIDE / figure.name).read_bytes() == figure.read_bytes(), figure
         rows = list(csv.DictReader(csv_path.open()))
         assert rows and tuple(rows[0]) == CSV_COLUMNS
-        for row in rows:
-            assert (REPO / row["result_path"]).is_dir(), row
-            assert float(row["paper_value"]) == float(row["paper_value"])
-        assert "| claim | paper | ours |" in md_path.read_text()
-        checked += 1
+        checked.append(tag)
     if not checked:
         pytest.skip("no paper has published results in docs/reproduction yet")
+    assert (tmp_path / "README.md").read_text() == (stored / "README.md").read_text()
 
 
 @pytest.mark.netns
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
 def test_quick_reproduction_of_one_factor_end_to_end(tmp_path):
     docs = tmp_path / "docs"
-    done = subprocess.run([sys.executable, "-m", "sojourn.cli", "reproduce", "000", "--quick", "--only", "syncookies",
+    done = subprocess.run([sys.executable, "-m", "sojourn.cli", "reproduce", "000", "--quick", "--only", "baseline",
                            "--results", str(tmp_path / "results"), "--docs", str(docs), "--prefix", "sjrpt"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    meta = json.loads((docs / "000" / "syncookies" / "meta.json").read_text())
-    assert meta["scale"] == "quick" and meta["spec"] == "experiments/000/syncookies.toml"
-    summaries = sorted((docs / "000" / "syncookies").glob("*/0/summary.json"))
+    meta = json.loads((docs / "000" / "baseline" / "meta.json").read_text())
+    assert meta["scale"] == "quick" and meta["spec"] == "experiments/000/baseline.toml"
+    summaries = sorted((docs / "000" / "baseline").glob("*/0/summary.json"))
     assert [p.parent.parent.name for p in summaries] == ["fair", "srpt"]
     for path in summaries:
         summary = json.loads(path.read_text())
         assert summary["requests"] > 100 and summary["completed"] > 0.9 * summary["requests"]
-    figures = json.loads((docs / "000" / "syncookies" / "figures.json").read_text())
-    assert figures and all((docs / "000" / "syncookies" / f["file"]).is_file() for f in figures)
+    figures = json.loads((docs / "000" / "baseline" / "figures.json").read_text())
+    assert figures and all((docs / "000" / "baseline" / f["file"]).is_file() for f in figures)
     rows = list(csv.DictReader((docs / "000.csv").open()))
-    (row,) = [r for r in rows if r["claim"] == "FAIR / SRPT with SYN cookies"]
-    fair = json.loads((docs / "000/syncookies/fair/0/summary.json").read_text())["response_mean"]
-    srpt = json.loads((docs / "000/syncookies/srpt/0/summary.json").read_text())["response_mean"]
+    (row,) = [r for r in rows if r["claim"] == "FAIR / SRPT mean response time"]
+    fair = json.loads((docs / "000/baseline/fair/0/summary.json").read_text())["response_mean"]
+    srpt = json.loads((docs / "000/baseline/srpt/0/summary.json").read_text())["response_mean"]
     assert float(row["ours"]) == pytest.approx(fair / srpt, rel=1e-5)
-    assert row["paper"] == "000" and row["repetitions"] == "1"
+    assert row["paper"] == "000" and row["repetitions"] == "1" and row["scale"] in ("quick", "compressed")
     assert "not run yet" in (docs / "000.md").read_text()  # the other experiments are listed as such

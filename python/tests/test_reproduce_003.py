@@ -6,7 +6,6 @@ claims, so every §5 row the full run would fill is computed from a real result.
 from __future__ import annotations
 
 import json
-import math
 import os
 import subprocess
 import sys
@@ -50,16 +49,17 @@ def test_section5_runs_and_its_claims_are_computed(tmp_path):
     publish(paper, paper.entry("section5"), source, docs / "003" / "section5", quick=True, wall_s=1.0)
     rows = {row.claim: row for row in paper.claims(Context(paper, docs))}
     ratio = rows["DWFS gold / FIFO mean response time, 40 clients"]
-    assert ratio.repetitions == 1 and ratio.ours > 0 and not math.isnan(ratio.ours)
-    assert rows["DWFS gold request timeout (drop) rate, 40 clients"].ours >= 0
-    assert math.isnan(rows["FIFO mean response time, 60 / 40 clients"].ours)  # no 60-client run here
+    assert ratio.ours.repetitions == 1 and ratio.ours.ok and ratio.ours.value > 0
+    assert rows["DWFS gold request timeout (drop) rate, 40 clients"].ours.value >= 0
+    fifo = rows["FIFO mean response time, 60 / 40 clients"]  # no 60-client run here
+    assert fifo.verdict() == "no result" and "fifo-users=60" in fifo.why_text()
     # The same result published as the demand-cost experiment (issue 13): its claims and the
     # note's per-point and drop-rate-against-k tables are filled from it.
     publish(paper, paper.entry("section5-demand"), source, docs / "003" / "section5-demand", quick=True, wall_s=1.0)
     ctx = Context(paper, docs)
     rows = {(row.experiment, row.claim): row for row in paper.claims(ctx)}
     drop = rows[("section5-demand", "DWFS gold request timeout (drop) rate, 40 clients")]
-    assert drop.repetitions == 1 and drop.ours >= 0
+    assert drop.ours.repetitions == 1 and drop.ours.value >= 0
     note = paper.notes(ctx)
     assert "### §5 with the stage costs as CPU demand (issue 13)" in note
     assert "| 10 | 2 / k | section5-demand (quick, 1) | 40 |" in note

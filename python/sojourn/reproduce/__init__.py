@@ -6,8 +6,9 @@ A paper is a module named in :data:`PAPERS` that defines ``PAPER = Paper(...)``:
   through the runner, at its ``[quick]`` scale with ``--quick``) or a command (an argv whose
   ``{out}`` is replaced by the entry's result directory, ``{python}`` by this Python and
   ``{quick}`` by ``--quick`` or nothing).
-- ``claims(ctx)``: the doc's rows (:class:`Row`), computed only from *published* results
-  through :class:`Context`, never from memory or constants.
+- ``claims(ctx)``: the doc's rows (:class:`sojourn.reproduce.rows.Row`): the paper's claims
+  written from its text, ours computed only from *published* results through
+  :class:`Context`, never from memory or constants.
 
 The command's stages, each rerunnable alone (``--doc-only`` does the last):
 
@@ -15,9 +16,11 @@ The command's stages, each rerunnable alone (``--doc-only`` does the last):
 2. publish: docs/reproduction/<paper>/<name>/ gets what the numbers come from and is small
    enough to keep in the repository: the spec as run, every repetition's run.json,
    status.json and summary.json, the report's figures as PNG (figures.json names them) and
-   meta.json (scale, date, wall time);
-3. doc: docs/reproduction/<paper>.md and <paper>.csv from every published entry. The CSV has
-   the columns of :data:`CSV_COLUMNS`, one format for every paper.
+   meta.json (--quick or not, publishing date);
+3. doc: docs/reproduction/<paper>.md and <paper>.csv from every published entry, figures of
+   the paper's printed values beside ours, and docs/reproduction/README.md's summary over
+   all papers. The CSV has the columns of :data:`CSV_COLUMNS`, one format for every paper
+   (docs/reproduction/README.md).
 """
 
 from __future__ import annotations
@@ -26,8 +29,12 @@ import importlib
 import json
 import math
 from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cache
 from pathlib import Path
 from typing import Callable
+
+from sojourn.reproduce.rows import Claim, Measure, Row, Why
 
 REPO = Path(__file__).resolve().parents[3]
 DOCS = REPO / "docs" / "reproduction"
@@ -41,8 +48,11 @@ PAPERS: dict[str, str] = {
     "004": "sojourn.reproduce.paper004",
 }
 
-CSV_COLUMNS = ("paper", "experiment", "claim", "paper_value", "ours", "ratio", "same_direction", "within_2x",
-               "repetitions", "result_path")
+CSV_COLUMNS = ("paper", "experiment", "claim", "kind", "paper_value", "bound", "ours", "ci_lo", "ci_hi", "ratio",
+               "verdict", "reason", "scale", "repetitions", "result_path", "why")
+
+# A repetition count at or above which a full-scale (not --quick) result is at the paper's scale.
+PAPER_REPETITIONS = 3
 
 
 @dataclass(frozen=True)
@@ -57,72 +67,14 @@ class Entry:
     publish: tuple[str, ...] = ("*.json", "*.csv", "*.png")
     # Rough wall time of one quick run in seconds, for the progress line and the plan.
     quick_s: float = 60.0
+    # False for a study of ours that the paper did not run (a set-up ablation, a scale check).
+    of_paper: bool = True
+    # An exact computation (a formula): the same at any scale, with nothing to repeat.
+    exact: bool = False
 
     def __post_init__(self) -> None:
         if bool(self.spec) == bool(self.command):
             raise ValueError(f"entry {self.name}: give exactly one of spec or command")
-
-
-@dataclass
-class Row:
-    """One claim of the paper next to ours.
-
-    ``reference`` is the value that separates the two directions (1.0 for a ratio such as
-    FAIR/SRPT: the paper's value is on one side of it and ours should be on the same side);
-    None for an absolute value, where direction does not apply. ``bound`` ('>=' or '<=')
-    marks a claim that is a bound ("at least 2.5x"): the verdict is then whether ours meets it.
-    """
-
-    experiment: str
-    claim: str
-    paper_value: float
-    ours: float | None
-    repetitions: int
-    result_path: str
-    unit: str = ""
-    reference: float | None = 1.0
-    bound: str = ""
-    ci: tuple[float, float] | None = None
-    paper_text: str = ""
-    note: str = ""
-
-    @property
-    def ratio(self) -> float | None:
-        if self.ours is None or not self.paper_value or _nan(self.ours):
-            return None
-        return self.ours / self.paper_value
-
-    @property
-    def same_direction(self) -> bool | None:
-        if self.reference is None or self.ours is None or _nan(self.ours):
-            return None
-        return (self.paper_value - self.reference) * (self.ours - self.reference) > 0 or \
-            self.paper_value == self.ours == self.reference
-
-    @property
-    def within_2x(self) -> bool | None:
-        ratio = self.ratio
-        return None if ratio is None else 0.5 <= ratio <= 2.0
-
-    @property
-    def meets_bound(self) -> bool | None:
-        if not self.bound or self.ours is None or _nan(self.ours):
-            return None
-        return self.ours >= self.paper_value if self.bound == ">=" else self.ours <= self.paper_value
-
-    def verdict(self) -> str:
-        if self.ours is None or _nan(self.ours):
-            return "no result"
-        parts = []
-        if self.bound:
-            parts.append("bound met" if self.meets_bound else "bound missed")
-        if self.same_direction is not None:
-            parts.append("same direction" if self.same_direction else "opposite direction")
-        if self.within_2x is not None:
-            parts.append("within 2x" if self.within_2x else "beyond 2x")
-        elif self.ours == self.paper_value:
-            parts.append("equal")
-        return ", ".join(parts) or "—"
 
 
 # Keys naming the rows of a list in a summary (sessions.classes by "name", sessions.anatomy by "stage").
@@ -147,8 +99,25 @@ def _dotted(summary: dict, metric: str):
     return node
 
 
-def _nan(value) -> bool:
-    return isinstance(value, float) and math.isnan(value)
+def summarize(values: list[float], runs: tuple = (), absent: str = "") -> Measure:
+    """Mean of ``values`` with its 90% t-interval (002 §3.5) when there are several."""
+    from sojourn.analysis.sweeps import confidence_interval
+
+    values = [float(v) for v in values if v is not None and not math.isnan(float(v))]
+    if not values:
+        return Measure(runs=runs, absent=absent)
+    mean, low, high = confidence_interval(values)
+    return Measure(mean, None if len(values) < 2 else (low, high), len(values), runs)
+
+
+def per_rep_quotient(top: dict[int, float], bottom: dict[int, float]) -> dict[int, float]:
+    """top / bottom for each repetition number both have (and a bottom that is not 0)."""
+    return {rep: top[rep] / bottom[rep] for rep in sorted(set(top) & set(bottom)) if bottom[rep]}
+
+
+def quotient(top: dict[int, float], bottom: dict[int, float], runs: tuple = (), absent: str = "") -> Measure:
+    """The mean and 90% interval of :func:`per_rep_quotient`."""
+    return summarize(list(per_rep_quotient(top, bottom).values()), runs, absent)
 
 
 @dataclass
@@ -160,6 +129,8 @@ class Paper:
     intro: str = ""
     # Markdown sections after the tables: readings, measured reasons, kernel differences.
     notes: Callable[["Context"], str] = field(default=lambda ctx: "")
+    # Figures of the paper's printed values beside ours: (ctx, directory) -> [(file, caption)].
+    figures: Callable[["Context", Path], list[tuple[str, str]]] = field(default=lambda ctx, out: [])
 
     def entry(self, name: str) -> Entry:
         for entry in self.experiments:
@@ -175,6 +146,9 @@ def load_paper(tag: str) -> Paper:
     return importlib.import_module(PAPERS[tag]).PAPER
 
 
+Side = tuple[str, str, str]  # (experiment, run, metric)
+
+
 class Context:
     """What a paper's claims may read: the published results of its experiments."""
 
@@ -184,6 +158,9 @@ class Context:
         self.paper = paper
         self.docs = Path(docs)
         self.cited = Path(cited) if cited is not None else self.docs
+        self.reps = cache(self._reps)
+
+    # --- what is published ---------------------------------------------------------------
 
     def directory(self, name: str) -> Path:
         return self.docs / self.paper.tag / name
@@ -202,8 +179,10 @@ class Context:
     def meta(self, name: str) -> dict:
         return json.loads((self.directory(name) / "meta.json").read_text())
 
-    def reps(self, name: str):
+    def _reps(self, name: str):
         from sojourn.analysis.results import load_experiment
+        if not self.paper.entry(name).spec:
+            return []
         return load_experiment(self.directory(name))
 
     def table(self, name: str):
@@ -211,38 +190,186 @@ class Context:
         from sojourn.analysis.results import run_table
         return run_table(self.reps(name)).set_index("run")
 
-    def value(self, name: str, run: str, metric: str) -> tuple[float, tuple[float, float] | None, int]:
-        """Mean of ``metric`` over the run's repetitions, its 90% interval (None for one
-        repetition) and the repetition count."""
-        from sojourn.analysis.sweeps import confidence_interval
-        values = [_dotted(r.summary, metric) for r in self.reps(name) if r.run == run and r.complete]
-        values = [float(v) for v in values if isinstance(v, (int, float))]
-        if not values:
-            return math.nan, None, 0
-        mean, low, high = confidence_interval(values)
-        return mean, (None if len(values) < 2 else (low, high)), len(values)
-
-    def sweep_ratios(self, name: str, metric: str = "response_mean", variants: tuple[str, str] = ("fair", "srpt")) -> dict:
-        """Sweep value -> (first variant's ``metric`` / second's, first's, second's,
-        repetitions): means over the complete repetitions of the runs <first>-<point> and
-        <second>-<point> (e.g. FAIR / SRPT per RTT)."""
-        values: dict = {}
-        for rep in self.reps(name):
-            value = _dotted(rep.summary, metric)
-            if rep.complete and rep.variant in variants and isinstance(value, (int, float)):
-                values.setdefault(rep.sweep_value, {}).setdefault(rep.variant, []).append(float(value))
-        out = {}
-        first, second = variants
-        for point, by_variant in values.items():
-            if first in by_variant and second in by_variant:
-                a = sum(by_variant[first]) / len(by_variant[first])
-                b = sum(by_variant[second]) / len(by_variant[second])
-                out[point] = (a / b if b else math.nan, a, b, min(len(by_variant[first]), len(by_variant[second])))
-        return out
-
     def figures(self, name: str) -> list[tuple[str, str]]:
         """(file relative to docs/reproduction, caption) of an entry's published figures."""
         index = self.directory(name) / "figures.json"
         if not index.is_file():
             return []
         return [(f"{self.paper.tag}/{name}/{f['file']}", f["caption"]) for f in json.loads(index.read_text())]
+
+    # --- how it ran ------------------------------------------------------------------------
+
+    def repetitions(self, name: str, run: str = "") -> int:
+        """Complete repetitions of ``run`` (of the experiment's least repeated run without
+        one); a command's count is what it says it repeated (``seeds``), else 1."""
+        if not self.paper.entry(name).spec:
+            summary = self.directory(name) / "summary.json"
+            if summary.is_file():
+                seeds = [v.get("seeds") for v in json.loads(summary.read_text()).values() if isinstance(v, dict)]
+                if seeds and all(isinstance(s, int) for s in seeds):
+                    return min(seeds)
+            return 1
+        counts: dict[str, int] = {}
+        for rep in self.reps(name):
+            counts.setdefault(rep.run, 0)
+            counts[rep.run] += rep.complete
+        return counts.get(run, 0) if run else min(counts.values(), default=0)
+
+    def scale(self, name: str, run: str = "") -> str:
+        """``compressed`` when the run (any run of the experiment without one) ran with
+        workload.time_compression > 1; ``paper`` when it ran at the spec's full scale (not
+        --quick) with at least PAPER_REPETITIONS repetitions, or is an exact computation;
+        else ``quick``. Read from the published run.json and meta.json."""
+        entry = self.paper.entry(name)
+        if entry.exact:
+            return "paper"
+        reps = [r for r in self.reps(name) if not run or r.run == run]
+        if any(float((r.config.get("workload") or {}).get("time_compression") or 1) > 1 for r in reps):
+            return "compressed"
+        full = self.meta(name).get("scale") == "full"
+        return "paper" if full and self.repetitions(name, run) >= PAPER_REPETITIONS else "quick"
+
+    def wall_s(self, name: str) -> float:
+        """The time the runs took: the sum over repetitions of finished - started
+        (status.json); a command's is the time the published command ran (meta.json)."""
+        reps = self.reps(name)
+        if not reps:
+            return float(self.meta(name).get("wall_s", math.nan))
+        total = 0.0
+        for rep in reps:
+            started, finished = rep.status.get("started"), rep.status.get("finished")
+            if started and finished:
+                total += (_instant(finished) - _instant(started)).total_seconds()
+        return total
+
+    def ran_on(self, name: str) -> str:
+        """The day the first repetition started (the publishing day for a command)."""
+        starts = sorted(r.status["started"] for r in self.reps(name) if r.status.get("started"))
+        return (starts[0] if starts else self.meta(name).get("published", ""))[:10]
+
+    def points(self, name: str) -> str:
+        """What ran, from the published run.json: variants and sweep values."""
+        reps = self.reps(name)
+        if not reps:
+            return "—"
+        variants = list(dict.fromkeys(r.variant or r.run for r in reps))
+        values = list(dict.fromkeys(r.sweep_value for r in reps if r.sweep_value is not None))
+        text = ", ".join(variants)
+        if values:
+            parameter = _sweep_parameter(self.directory(name) / "spec.toml")
+            text += f"; {parameter} = " + ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in values)
+        return text
+
+    def run_length(self, name: str) -> str:
+        """workload.duration_s of the runs (the load's length, before any drain)."""
+        lengths = sorted({float((r.config.get("workload") or {}).get("duration_s") or 0) for r in self.reps(name)})
+        return ", ".join(f"{v:g} s" for v in lengths if v) or "—"
+
+    # --- ours ----------------------------------------------------------------------------------
+
+    def per_rep(self, name: str, run: str, metric: str) -> dict[int, float]:
+        """``metric`` of each complete repetition of ``run`` (repetition -> value)."""
+        out = {}
+        for rep in self.reps(name):
+            value = _dotted(rep.summary, metric) if rep.run == run and rep.complete else None
+            if isinstance(value, (int, float)) and not math.isnan(value):  # a flag counts as 0 or 1
+                out[rep.rep] = float(value)
+        return out
+
+    def measure(self, name: str, run: str, metric: str) -> Measure:
+        """Mean of ``metric`` over the run's complete repetitions, with its 90% interval."""
+        values = self.per_rep(name, run, metric)
+        return summarize(list(values.values()), ((name, run),), absent=self._absent(name, run, metric))
+
+    def mean(self, name: str, run: str, metric: str) -> float:
+        return self.measure(name, run, metric).value
+
+    def runs_of(self, name: str) -> set[str]:
+        """The runs of experiment ``name`` in its published results."""
+        return {rep.run for rep in self.reps(name)}
+
+    def config(self, name: str, run: str, key: str):
+        """A dotted key of the configuration the run ran with (run.json), None if absent."""
+        rep = next((r for r in self.reps(name) if r.run == run), None)
+        return None if rep is None else _dotted(rep.config, key)
+
+    def counters(self, name: str, run: str, reduce: Callable, what: str) -> Measure:
+        """``reduce`` (a function of one repetition's kernel counters, counters.csv as a
+        DataFrame, returning a number or None) over the run's complete repetitions; ``what``
+        names the quantity when no repetition gives one."""
+        import pandas as pd
+
+        values = []
+        for rep in self.reps(name):
+            path = rep.directory / "counters.csv"
+            if rep.run == run and rep.complete and path.is_file():
+                value = reduce(pd.read_csv(path))
+                if value is not None:
+                    values.append(float(value))
+        absent = self._absent(name, run, "") or f"{run}'s counters.csv has no {what}"
+        return summarize(values, ((name, run),), absent=absent)
+
+    def ratio(self, numerator: Side, denominator: Side) -> Measure:
+        """numerator / denominator per repetition, paired by repetition number (a ratio of
+        two runs of one experiment, or across two), then the mean and 90% interval."""
+        absent = self._absent(*numerator) or self._absent(*denominator)
+        return quotient(self.per_rep(*numerator), self.per_rep(*denominator), (numerator[:2], denominator[:2]),
+                        absent or f"{denominator[2]} of {denominator[1]} is 0")
+
+    def sweep(self, name: str, metric: str = "response_mean",
+              variants: tuple[str, str] = ("fair", "srpt")) -> dict:
+        """Sweep value -> (first / second variant's ``metric``, the first's, the second's),
+        each a Measure, for the points where both variants ran."""
+        runs: dict = {}
+        for rep in self.reps(name):
+            if rep.variant in variants and rep.sweep_value is not None:
+                runs.setdefault(rep.sweep_value, {})[rep.variant] = rep.run
+        first, second = variants
+        return {point: (self.ratio((name, by[first], metric), (name, by[second], metric)),
+                        self.measure(name, by[first], metric), self.measure(name, by[second], metric))
+                for point, by in runs.items() if first in by and second in by}
+
+    def extreme(self, name: str, pick: Callable = min, metric: str = "response_mean",
+                variants: tuple[str, str] = ("fair", "srpt"), part: int = 0) -> Measure:
+        """The least (``pick`` min) or largest over the sweep of part ``part`` of
+        :meth:`sweep` (0 = the ratio, 1 = the first variant's value, 2 = the second's), with
+        the interval of the point it was found at."""
+        found = {point: parts[part] for point, parts in self.sweep(name, metric, variants).items() if parts[part].ok}
+        if not found:
+            return Measure(absent=f"no sweep point of {name} has both {' and '.join(variants)}")
+        point = pick(found, key=lambda p: found[p].value)
+        best = found[point]
+        runs = tuple(run for m in found.values() for run in m.runs)
+        return Measure(best.value, best.ci, min(m.repetitions for m in found.values()), runs, at=str(point))
+
+    def _absent(self, name: str, run: str, metric: str) -> str:
+        reps = [r for r in self.reps(name) if r.run == run]
+        if not reps:
+            return f"run {run} is not in the published results of {name}"
+        if not any(r.complete for r in reps):
+            return f"no repetition of {run} completed"
+        if metric and not self.per_rep(name, run, metric):
+            return f"{run} has no {metric}"
+        return ""
+
+    # --- rows ------------------------------------------------------------------------------
+
+    def row(self, name: str, claim: str, paper: Claim, ours: Measure, why: Why | None = None,
+            note: str = "") -> Row:
+        """A row of experiment ``name``; its scale is the least of the runs ``ours`` read
+        (compressed, then quick, then paper)."""
+        runs = ours.runs or ((name, ""),)
+        scales = {self.scale(experiment, run) for experiment, run in runs}
+        scale = next(s for s in ("compressed", "quick", "paper") if s in scales)
+        return Row(name, claim, paper, ours, self.result_path(name), scale, why, note)
+
+
+def _instant(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _sweep_parameter(spec: Path) -> str:
+    import tomllib
+    if not spec.is_file():
+        return "sweep"
+    return (tomllib.loads(spec.read_text()).get("sweep") or {}).get("parameter", "sweep")

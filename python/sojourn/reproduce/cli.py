@@ -17,13 +17,14 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Reproduce one paper: run each of its experiments (specs under experiments/<paper>/, or commands), "
         "publish what the numbers come from into docs/reproduction/<paper>/<experiment>/ (summaries, figures), "
-        "and write docs/reproduction/<paper>.md and <paper>.csv (the paper's numbers beside ours). "
+        "and write docs/reproduction/<paper>.md and <paper>.csv (the paper's numbers beside ours, one row format "
+        "for every paper) and docs/reproduction/README.md (the summary over all papers). "
         "Completed repetitions are kept (resume). Needs root for testbed experiments. "
         "Example: sojourn reproduce 000 --quick --only baseline")
     parser.add_argument("paper", choices=list(PAPERS), help="paper tag (../shared/papers/README.md)")
     parser.add_argument("--quick", action="store_true",
-                        help="each spec at its [quick] scale (minutes, time-compressed, fewer points); results in "
-                             "results/reproduce/<paper>-quick/")
+                        help="each spec at its [quick] scale (minutes: fewer points, cycles or repetitions); results "
+                             "in results/reproduce/<paper>-quick/")
     parser.add_argument("--only", action="append", metavar="NAME", default=[],
                         help="run only this experiment (repeatable); the doc still lists every published one")
     parser.add_argument("--list", action="store_true", help="list the paper's experiments and exit")

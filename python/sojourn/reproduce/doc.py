@@ -1,5 +1,7 @@
 """Stage 3 of a reproduction: docs/reproduction/<paper>.md and <paper>.csv from the
-published results (nothing else is read, so a re-run of this stage alone regenerates both).
+published results (nothing else is read, so a re-run of this stage alone regenerates both),
+the figures of the paper's printed values beside ours (docs/reproduction/<paper>/beside/),
+and docs/reproduction/README.md, whose summary is read from every paper's CSV.
 """
 
 from __future__ import annotations
@@ -7,57 +9,118 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 from pathlib import Path
 
-from sojourn.reproduce import CSV_COLUMNS, Context, Paper, Row
+from sojourn.reproduce import CSV_COLUMNS, REPO, Context, Paper
+from sojourn.reproduce.rows import Row, missing
+
+BESIDE = "beside"  # docs/reproduction/<paper>/beside/: the paper's values drawn beside ours
+
+# An absolute path in text (a caption written on the machine that ran it).
+ABSOLUTE_PATH = re.compile(r"(?<![\w.~/:])/(?:[\w.=+-]+/)+[\w.=+-]*")
 
 
-def _number(value: float | None, unit: str = "") -> str:
-    if value is None or value != value:
+def relative_paths(text: str) -> str:
+    """``text`` with every absolute path made relative: to the repository when under it,
+    else from its ``results/`` part (a result directory of another checkout), else its name."""
+    def shorten(match: re.Match) -> str:
+        path = match.group(0)
+        try:
+            return str(Path(path).relative_to(REPO))
+        except ValueError:
+            pass
+        _, found, rest = path.partition("/results/")
+        return f"results/{rest}" if found else Path(path).name
+    return ABSOLUTE_PATH.sub(shorten, text)
+
+
+def number(value: float | None, unit: str = "") -> str:
+    if missing(value):
         return "—"
     text = f"{value:.3g}" if abs(value) < 1000 else f"{value:.0f}"
     return f"{text} {unit}".strip()
 
 
-def _flag(value: bool | None) -> str:
-    return "" if value is None else ("yes" if value else "no")
+def _csv_number(value: float | None, digits: int = 6) -> str:
+    return "" if missing(value) else f"{value:.{digits}g}"
+
+
+def csv_rows(paper: Paper, rows: list[Row]) -> list[list]:
+    out = []
+    for row in rows:
+        ci = row.ours.ci if row.ours.ok else None
+        out.append([paper.tag, row.experiment, row.claim, row.kind, _csv_number(row.paper.paper_value),
+                    row.paper.bound, _csv_number(row.ours.value if row.ours.ok else None),
+                    _csv_number(ci[0] if ci else None), _csv_number(ci[1] if ci else None),
+                    _csv_number(row.ratio, 4), row.verdict(), row.reason(), row.scale, row.ours.repetitions,
+                    row.result_path, relative_paths(row.why_text())])
+    return out
 
 
 def csv_text(paper: Paper, rows: list[Row]) -> str:
-    """The shared CSV format (:data:`CSV_COLUMNS`); rows without a result are left out
-    (the CSV lists only numbers a reader can check against a stored result)."""
+    """The shared CSV format (:data:`CSV_COLUMNS`), one line per claim, with or without a result."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
-    for row in rows:
-        if row.ours is None or row.ours != row.ours:
-            continue
-        writer.writerow([paper.tag, row.experiment, row.claim, f"{row.paper_value:.6g}", f"{row.ours:.6g}",
-                         "" if row.ratio is None else f"{row.ratio:.4g}", _flag(row.same_direction),
-                         _flag(row.within_2x), row.repetitions, row.result_path])
+    writer.writerows(csv_rows(paper, rows))
     return out.getvalue()
 
 
-def markdown(paper: Paper, ctx: Context, rows: list[Row]) -> str:
+def paper_cell(row: Row) -> str:
+    claim = row.paper
+    if claim.kind == "bound":
+        text = f"{claim.bound} {claim.unit}".strip()
+        if claim.paper_value is not None:
+            text += f"; printed {number(claim.paper_value, claim.unit)}"
+    else:
+        text = number(claim.paper_value, claim.unit)
+    return f"{text} ({claim.paper_text})" if claim.paper_text else text
+
+
+def ours_cell(row: Row) -> str:
+    ours = row.ours
+    text = number(ours.value, row.paper.unit)
+    if ours.ok and ours.ci is not None:
+        text += f" [{number(ours.ci[0])}, {number(ours.ci[1])}]"
+    if ours.ok and ours.at:
+        text += f" at {ours.at}"
+    return text
+
+
+def _experiments_table(paper: Paper, ctx: Context) -> list[str]:
+    lines = ["| experiment | what | ran | scale | repetitions | run length | ran on | wall time |",
+             "|---|---|---|---|---|---|---|---|"]
+    for entry in paper.experiments:
+        what = entry.title + ("" if entry.of_paper else " (ours, not in the paper)")
+        if not ctx.has(entry.name):
+            lines.append(f"| {entry.name} | {what} | not run yet | | | | | |")
+            continue
+        lines.append(f"| [{entry.name}]({paper.tag}/{entry.name}/) | {what} | {ctx.points(entry.name)} | "
+                     f"{ctx.scale(entry.name)} | {ctx.repetitions(entry.name)} | {ctx.run_length(entry.name)} | "
+                     f"{ctx.ran_on(entry.name)} | {ctx.wall_s(entry.name):.0f} s |")
+    return lines
+
+
+def markdown(paper: Paper, ctx: Context, rows: list[Row], beside: list[tuple[str, str]] = ()) -> str:
     lines = [f"# {paper.tag}: {paper.title}", "",
-             "Generated by `sojourn reproduce " + paper.tag + "` from the published results under "
+             f"Generated by `sojourn reproduce {paper.tag}` from the published results under "
              f"[{paper.tag}/]({paper.tag}/); do not edit by hand (a re-run rewrites it). The same rows are in "
-             f"[{paper.tag}.csv]({paper.tag}.csv).", ""]
+             f"[{paper.tag}.csv]({paper.tag}.csv); [README.md](README.md) explains the columns, the kinds of claim "
+             "and the verdicts.", ""]
     if paper.intro:
         lines += [paper.intro.strip(), ""]
-    lines += ["## Experiments", "", "| experiment | what | scale | repetitions | published | wall time |", "|---|---|---|---|---|---|"]
-    for entry in paper.experiments:
-        if ctx.has(entry.name):
-            meta = ctx.meta(entry.name)
-            reps = max((int(p.parent.name) + 1 for p in ctx.directory(entry.name).glob("*/*/run.json")), default=0)
-            lines.append(f"| [{entry.name}]({paper.tag}/{entry.name}/) | {entry.title} | {meta['scale']} | "
-                         f"{reps or '—'} | {meta['published']} | {meta['wall_s']:.0f} s |")
-        else:
-            lines.append(f"| {entry.name} | {entry.title} | not run yet | | | |")
+    lines += ["## Experiments", "",
+              "Scale, repetitions, run length and wall time (the sum of the repetitions' run times) are read "
+              "from each experiment's published run.json, status.json and meta.json.", ""]
+    lines += _experiments_table(paper, ctx)
+    if beside:
+        lines += ["", "## The paper's printed values beside ours", ""]
+        for file, caption in beside:
+            lines += [f"![{caption}]({file})", "", f"*{caption}*", ""]
     lines += ["", "## Claims: the paper's numbers beside ours", "",
-              "Ratio = ours / paper. Direction: whether ours lies on the same side of the reference "
-              "(1 for ratios) as the paper's. Intervals are 90% over repetitions (002 §3.5) where there "
-              "are several.", ""]
+              "Ratio = ours / the paper's value (never to a bound). Intervals are 90% over repetitions "
+              "(002 §3.5) where there are several; a ratio of two runs is taken per repetition.", ""]
     by_experiment: dict[str, list[Row]] = {}
     for row in rows:
         by_experiment.setdefault(row.experiment, []).append(row)
@@ -66,18 +129,16 @@ def markdown(paper: Paper, ctx: Context, rows: list[Row]) -> str:
         if not group:
             continue
         lines += [f"### {entry.title} (`{entry.name}`)", "",
-                  "| claim | paper | ours | ratio | verdict | reps |", "|---|---|---|---|---|---|"]
+                  "| claim | kind | paper | ours | ratio | verdict | reason | scale | reps |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for row in group:
-            ours = _number(row.ours, row.unit)
-            if row.ci is not None:
-                ours += f" [{_number(row.ci[0])}, {_number(row.ci[1])}]"
-            paper_text = row.paper_text or (row.bound + " " if row.bound else "") + _number(row.paper_value, row.unit)
-            lines.append(f"| {row.claim} | {paper_text} | {ours} | {_number(row.ratio)} | {row.verdict()} | "
-                         f"{row.repetitions} |")
-        notes = [row for row in group if row.note]
+            lines.append(f"| {row.claim} | {row.kind} | {paper_cell(row)} | {ours_cell(row)} | {number(row.ratio)} | "
+                         f"{row.verdict()} | {row.reason()} | {row.scale} | {row.ours.repetitions} |")
+        notes = [(row.claim, " ".join(t for t in (row.why_text(), row.note) if t)) for row in group]
+        notes = [(claim, text) for claim, text in notes if text]
         if notes:
             lines.append("")
-            lines += [f"- *{row.claim}*: {row.note}" for row in notes]
+            lines += [f"- *{claim}*: {text}" for claim, text in notes]
         figures = ctx.figures(entry.name)
         if figures:
             lines.append("")
@@ -86,15 +147,24 @@ def markdown(paper: Paper, ctx: Context, rows: list[Row]) -> str:
     extra = paper.notes(ctx)
     if extra:
         lines += [extra.strip(), ""]
-    return "\n".join(lines)
+    return relative_paths("\n".join(lines))
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def write_docs(paper: Paper, ctx: Context) -> tuple[Path, Path]:
+    from sojourn.reproduce.readme import readme_text
+
     rows = paper.claims(ctx)
     ctx.docs.mkdir(parents=True, exist_ok=True)
+    beside = [(f"{paper.tag}/{BESIDE}/{file}", caption)
+              for file, caption in paper.figures(ctx, ctx.docs / paper.tag / BESIDE)]
     md_path, csv_path = ctx.docs / f"{paper.tag}.md", ctx.docs / f"{paper.tag}.csv"
-    for path, text in ((md_path, markdown(paper, ctx, rows)), (csv_path, csv_text(paper, rows))):
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(text)
-        os.replace(tmp, path)
+    _write(md_path, markdown(paper, ctx, rows, beside))
+    _write(csv_path, csv_text(paper, rows))
+    _write(ctx.docs / "README.md", readme_text(ctx.docs))
     return md_path, csv_path

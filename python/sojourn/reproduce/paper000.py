@@ -2,15 +2,18 @@
 
 Experiments: Table 2 (A)-(J) under W1 (Figs. 8-11), W1-W10 (Fig. 12, and (J) for §5.2's
 realistic factors), persistent overload (Figs. 6-7) and the NASA workload (Figs. 13-15).
-The paper's numbers are read from its text (§4-§5, Appendix); where the text gives only a
-range or a bound, the row says so.
+The paper's numbers are read from its text (§4-§6); where the text gives only a range or a
+bound, the row is a bound or the range's end.
 """
 
 from __future__ import annotations
 
 import math
 
-from sojourn.reproduce import Context, Entry, Paper, Row
+from sojourn import papers
+from sojourn.reproduce import Context, Entry, Paper
+from sojourn.reproduce.beside import Band, Panel, Printed, Series, draw
+from sojourn.reproduce.rows import NEGATIVE, Measure, Row, bound, direction, measured, point, unexplained, within_2x
 from sojourn.runner.spec import run_name
 
 
@@ -20,190 +23,407 @@ def _spec(name: str) -> str:
 
 EXPERIMENTS = [
     Entry("baseline", "(A) baseline, W1 (Fig. 8)", spec=_spec("baseline")),
-    Entry("mechanisms", "the paper's set-up against today's defaults, one setting at a time", spec=_spec("mechanisms")),
-    Entry("app-order", "kernel-level SRPT vs application-level ordering (004 §3)", spec=_spec("app-order")),
-    Entry("compression", "W1 uncompressed vs the quick scale's 5x compression", spec=_spec("compression")),
-    Entry("rtt", "(B) WAN delay 0-150 ms (Fig. 9 B)", spec=_spec("rtt")),
+    Entry("mechanisms", "the paper's set-up against today's defaults, one setting at a time", spec=_spec("mechanisms"),
+          of_paper=False),
+    Entry("app-order", "kernel-level SRPT vs application-level ordering (004 §3)", spec=_spec("app-order"),
+          of_paper=False),
+    Entry("compression", "W1 at the paper's time scale and time-compressed", spec=_spec("compression"),
+          of_paper=False),
+    Entry("rtt", "(B) WAN delay (Fig. 9 B)", spec=_spec("rtt")),
     Entry("rtt-groups", "(B) clients at four RTTs in one run, per group", spec=_spec("rtt-groups")),
-    Entry("loss", "(C) loss 0-15% (Fig. 9 C)", spec=_spec("loss")),
+    Entry("loss", "(C) loss (Fig. 9 C)", spec=_spec("loss")),
     Entry("rtt-loss", "(D) 100 ms RTT and 5% loss (Fig. 9 D)", spec=_spec("rtt-loss")),
-    Entry("persistent", "(E) requests per connection 1-10 (Fig. 10 E)", spec=_spec("persistent")),
-    Entry("rto", "(F) initial RTO 0.5-3 s (Fig. 10 F)", spec=_spec("rto")),
+    Entry("persistent", "(E) requests per connection (Fig. 10 E)", spec=_spec("persistent")),
+    Entry("rto", "(F) initial RTO (Fig. 10 F)", spec=_spec("rto")),
     Entry("syncookies", "(G) SYN cookies on", spec=_spec("syncookies")),
-    Entry("abort", "(H) user abort after 3-15 s, 3 retries (Fig. 10 H)", spec=_spec("abort")),
-    Entry("mtu", "(I) packet length 536-1500 bytes (Fig. 10 I)", spec=_spec("mtu")),
+    Entry("abort", "(H) user abort and retry (Fig. 10 H)", spec=_spec("abort")),
+    Entry("mtu", "(I) packet length (Fig. 10 I)", spec=_spec("mtu")),
     Entry("realistic", "(J) realistic set-up (Fig. 11)", spec=_spec("realistic")),
     Entry("workloads", "W1-W10, baseline set-up (Fig. 12)", spec=_spec("workloads")),
     Entry("workloads-realistic", "W1-W10 less W3, W6, realistic set-up (§5.2)", spec=_spec("workloads-realistic")),
-    Entry("overload", "persistent overload rho 1.2 / 1.4 (Figs. 6-7)", spec=_spec("overload")),
+    Entry("overload", "persistent overload (Figs. 6-7)", spec=_spec("overload")),
     Entry("nasa", "NASA sizes, baseline set-up (Figs. 13, 15)", spec=_spec("nasa")),
     Entry("nasa-realistic", "NASA sizes, realistic set-up (Fig. 14)", spec=_spec("nasa-realistic")),
 ]
 
+# The paper's printed values (§5.1): mean response times (s) of the baseline (A) under W1.
+FAIR_W1, SRPT_W1 = 1.1, 0.138
+LARGEST_1PCT = {"fair": 2.9, "srpt": 2.8}  # the largest 1% of requests (s)
+C2 = {"fair": 6.39, "srpt": 1.08}  # squared coefficient of variation
+REALISTIC = {"fair": 1.48, "srpt": 0.764}  # (J)
+REALISTIC_LARGEST_1PCT = {"fair": 2.23, "srpt": 2.28}
+REALISTIC_INCOMPLETE = 0.002  # "about 0.2%" under both
+RTT_LOSS = {"fair": 2.5, "srpt": 1.2}  # (D)
 
-def _ratio_row(ctx: Context, entry: str, claim: str, paper_value: float, fair: str, srpt: str,
-               metric: str = "response_mean", bound: str = "", paper_text: str = "", note: str = "",
-               other: str | None = None, directed: bool = True) -> Row:
-    """``metric`` of run ``fair`` over that of run ``srpt`` (of ``other`` when given: a
-    ratio across two experiments). A bound, or a claim of no change (``directed`` False),
-    has no direction of its own."""
-    f, _, n = ctx.value(entry, fair, metric)
-    s, _, _ = ctx.value(other or entry, srpt, metric)
-    ours = f / s if s and not math.isnan(f) and not math.isnan(s) else math.nan
-    return Row(entry, claim, paper_value, ours, n, ctx.result_path(entry), bound=bound,
-               reference=1.0 if directed and not bound else None, paper_text=paper_text, note=note)
+# The Table 2 sweeps (Figs. 9-10): experiment -> sweep key, the baseline's value of it, and
+# the mean response times the text prints: (variant, sweep value, seconds, "=" or ">", words).
+SWEEPS = {
+    "rtt": ("rtt_ms", 0, []),
+    "loss": ("loss", 0, [("fair", 0.05, 1.9, "=", "1.9 s"), ("srpt", 0.05, 0.93, "=", "around 930 ms"),
+                         ("fair", 0.15, 6.0, ">", "more than 6 s"), ("srpt", 0.15, 4.0, ">", "more than 4 s")]),
+    "persistent": ("persistent", 1, []),
+    "rto": ("initial_rto_ms", 3000, [("fair", 1000, 0.65, "=", "0.65 s")]),
+    "mtu": ("mtu", 1500, [("fair", 536, 1.6, "=", "1.6 s"), ("srpt", 536, 0.26, "=", "260 ms")]),
+}
+# How a sweep point reads in a claim.
+POINT_LABELS = {"rtt_ms": "{:g} ms RTT", "loss": "{:.0%} loss", "persistent": "{:g} requests per connection",
+                "initial_rto_ms": "{:g} ms initial RTO", "mtu": "{:g} bytes per packet"}
+
+# Statements without a printed time, drawn beside ours as what they imply for the mean.
+IMPLIED = {"rtt": [("srpt", 100, 2 * SRPT_W1, ">", "SRPT more than doubles")],
+           "persistent": [("fair", 5, FAIR_W1 / 2, "=", "FAIR halved (a factor of 2)")]}
+
+# Fig. 12 (§5.2): the ranges over the ten workloads, and the factors between pairs of them.
+FIG12_FAIR, FIG12_SRPT, FIG12_FACTOR = (0.3, 7.2), (0.15, 1.2), (2.0, 8.0)
+REALISTIC_FACTOR = (1.4, 4.0)
+
+VARIANT_NAMES = {"fair": "FAIR", "srpt": "SRPT"}
+COLORS = {"fair": "C3", "srpt": "C0"}
 
 
-def _value_row(ctx: Context, entry: str, run: str, claim: str, paper_value: float, metric: str = "response_mean",
-               unit: str = "s", reference: float | None = None, paper_text: str = "", note: str = "") -> Row:
-    mean, ci, n = ctx.value(entry, run, metric)
-    return Row(entry, claim, paper_value, mean, n, ctx.result_path(entry), unit=unit, reference=reference, ci=ci,
-               paper_text=paper_text, note=note)
+def _run(variant: str, key: str, value) -> str:
+    return run_name(variant, key, value)
 
 
-def _extreme_row(ctx: Context, entry: str, claim: str, paper_value: float, pick, bound: str = "",
-                 paper_text: str = "", note: str = "", index: int = 0, unit: str = "") -> Row:
-    """min or max (``pick``) over the sweep of element ``index`` of :meth:`Context.sweep_ratios`
-    (0 = FAIR/SRPT ratio, 1 = FAIR's value, 2 = SRPT's)."""
-    ratios = ctx.sweep_ratios(entry)
-    values = [v[index] for v in ratios.values() if not math.isnan(v[index])]
-    ours = pick(values) if values else math.nan
-    reps = min((v[3] for v in ratios.values()), default=0)
-    return Row(entry, claim, paper_value, ours, reps, ctx.result_path(entry), unit=unit, bound=bound,
-               reference=None if (bound or index) else 1.0, paper_text=paper_text, note=note)
+def _compression_why(ctx: Context, variant: str, metric: str, paper_value: float):
+    """The measured reason of a compressed (A) row beyond 2x: `compression` ran the same
+    set-up at the paper's time scale, and there ours is within 2x of the paper's value."""
+    if not ctx.has("compression"):
+        return None
+    factor = _compression_factor(ctx)
+    slow = ctx.mean("compression", _run(variant, "time_compression", 1), metric)
+    fast = ctx.mean("compression", _run(variant, "time_compression", factor), metric)
+    if math.isnan(slow) or math.isnan(fast) or not within_2x(slow / paper_value):
+        return None
+    return measured(f"time compression: `compression` ran this set-up at the paper's time scale, where "
+                    f"{VARIANT_NAMES[variant]}'s {metric} was {slow:.3g} (ratio {slow / paper_value:.3g} to the "
+                    f"paper's), against {fast:.3g} compressed {factor:g}x")
 
+
+def _compression_factor(ctx: Context) -> float:
+    """The largest time compression the `compression` experiment ran (from its run.json)."""
+    factors = [r.sweep_value for r in ctx.reps("compression") if isinstance(r.sweep_value, (int, float))]
+    return max(factors, default=1)
+
+
+def _baseline_rows(ctx: Context) -> list[Row]:
+    e = "baseline"
+    rows = []
+    for variant, paper in (("fair", FAIR_W1), ("srpt", SRPT_W1)):
+        rows.append(ctx.row(e, f"{VARIANT_NAMES[variant]} mean response time", point(paper, unit="s"),
+                            ctx.measure(e, variant, "response_mean"),
+                            _compression_why(ctx, variant, "response_mean", paper)))
+    rows.append(ctx.row(e, "FAIR / SRPT mean response time", direction(FAIR_W1 / SRPT_W1, "1.1 s / 138 ms"),
+                        ctx.ratio((e, "fair", "response_mean"), (e, "srpt", "response_mean"))))
+    for variant, paper in LARGEST_1PCT.items():
+        rows.append(ctx.row(e, f"{VARIANT_NAMES[variant]} mean of the largest 1% of requests", point(paper, unit="s"),
+                            ctx.measure(e, variant, "response_largest_1pct_mean"),
+                            _compression_why(ctx, variant, "response_largest_1pct_mean", paper)))
+    rows.append(ctx.row(e, "SRPT / FAIR mean of the largest 1% (large requests do not suffer)",
+                        direction(LARGEST_1PCT["srpt"] / LARGEST_1PCT["fair"], "2.8 s / 2.9 s"),
+                        ctx.ratio((e, "srpt", "response_largest_1pct_mean"), (e, "fair", "response_largest_1pct_mean"))))
+    for variant, paper in C2.items():
+        why = _compression_why(ctx, variant, "response_c2", paper) or unexplained(
+            "not measured; SRPT's mean is small and its largest responses wait out whole overload periods, "
+            "which a squared coefficient of variation weighs by the square of the small mean")
+        rows.append(ctx.row(e, f"{VARIANT_NAMES[variant]} squared coefficient of variation", point(paper),
+                            ctx.measure(e, variant, "response_c2"), why))
+    for variant in ("fair", "srpt"):
+        rows.append(ctx.row(e, f"{VARIANT_NAMES[variant]} SYN drops under W1",
+                            bound("<=", 0, text="none under W1: the SYN queue never fills (§5.1, §6)"),
+                            ctx.measure(e, variant, "syn_drops")))
+    return rows
+
+
+def _compression_rows(ctx: Context) -> list[Row]:
+    e = "compression"
+    fair, srpt = _run("fair", "time_compression", 1), _run("srpt", "time_compression", 1)
+    return [
+        ctx.row(e, "FAIR mean response time, W1 at the paper's time scale", point(FAIR_W1, unit="s"),
+                ctx.measure(e, fair, "response_mean")),
+        ctx.row(e, "SRPT mean response time, W1 at the paper's time scale", point(SRPT_W1, unit="s"),
+                ctx.measure(e, srpt, "response_mean")),
+        ctx.row(e, "FAIR / SRPT, W1 at the paper's time scale", direction(FAIR_W1 / SRPT_W1, "1.1 s / 138 ms"),
+                ctx.ratio((e, fair, "response_mean"), (e, srpt, "response_mean"))),
+    ]
+
+
+def _printed_rows(ctx: Context, e: str) -> list[Row]:
+    """The absolute means the text prints for a sweep (SWEEPS), as points or bounds."""
+    key, _, printed = SWEEPS[e]
+    rows = []
+    for variant, x, seconds, op, words in printed:
+        claim = point(seconds, words, unit="s") if op == "=" else bound(op, seconds, text=words, unit="s")
+        rows.append(ctx.row(e, f"{VARIANT_NAMES[variant]} mean at {POINT_LABELS[key].format(x)}", claim,
+                            ctx.measure(e, _run(variant, key, x), "response_mean")))
+    return rows
+
+
+def _between(ctx: Context, e: str, variant: str, key: str, a, b, metric: str = "response_mean") -> Measure:
+    """``variant``'s metric at sweep value ``a`` over that at ``b``."""
+    return ctx.ratio((e, _run(variant, key, a), metric), (e, _run(variant, key, b), metric))
+
+
+def _fair_over_srpt(ctx: Context, e: str, key: str, x, metric: str = "response_mean") -> Measure:
+    return ctx.ratio((e, _run("fair", key, x), metric), (e, _run("srpt", key, x), metric))
+
+
+def _rtt_rows(ctx: Context) -> list[Row]:
+    e = "rtt"
+    return [
+        ctx.row(e, "SRPT at 100 ms / at 0 ms RTT", bound(">", 2, text="more than doubles"),
+                _between(ctx, e, "srpt", "rtt_ms", 100, 0)),
+        ctx.row(e, "FAIR at 100 ms / at 0 ms RTT", point(1.0, "hardly affected"),
+                _between(ctx, e, "fair", "rtt_ms", 100, 0)),
+        ctx.row(e, "FAIR / SRPT at 150 ms RTT", direction(2.5, "least at 150 ms, and even here 2.5"),
+                _fair_over_srpt(ctx, e, "rtt_ms", 150)),
+        ctx.row(e, "least FAIR / SRPT over the RTTs", bound(">=", 2.5, text="at least 2.5 for all RTTs"),
+                ctx.extreme(e, min)),
+    ]
+
+
+def _rtt_group_rows(ctx: Context) -> list[Row]:
+    e = "rtt-groups"
+    groups = ctx.config(e, "fair", "network.groups") or []
+    rows = []
+    for group in groups:
+        metric = f"by_group.{group['name']}.response_mean"
+        rows.append(ctx.row(e, f"FAIR / SRPT for the clients at {group['rtt_ms']:g} ms (one run, four RTTs)",
+                            bound(">=", 2.5, text="at least 2.5 for every RTT (Fig. 9 B)"),
+                            ctx.ratio((e, "fair", metric), (e, "srpt", metric))))
+    if ctx.has("rtt") and groups:
+        far = max(groups, key=lambda g: g["rtt_ms"])
+        for variant in ("fair", "srpt"):
+            rows.append(ctx.row(e, f"{VARIANT_NAMES[variant]}: clients at {far['rtt_ms']:g} ms among four RTTs / all "
+                                   f"clients at {far['rtt_ms']:g} ms (`rtt`)",
+                                point(1.0, "equal: a client's mean is that of a run where all have its delay"),
+                                ctx.ratio((e, variant, f"by_group.{far['name']}.response_mean"),
+                                          ("rtt", _run(variant, "rtt_ms", far["rtt_ms"]), "response_mean"))))
+    return rows
+
+
+def _loss_rows(ctx: Context) -> list[Row]:
+    e = "loss"
+    return _printed_rows(ctx, e) + [
+        ctx.row(e, "FAIR at 5% / at 0% loss", direction(1.9 / FAIR_W1, "1.1 s -> 1.9 s"),
+                _between(ctx, e, "fair", "loss", 0.05, 0)),
+        ctx.row(e, "SRPT at 5% / at 0% loss", direction(0.93 / SRPT_W1, "under 140 ms -> around 930 ms"),
+                _between(ctx, e, "srpt", "loss", 0.05, 0)),
+        ctx.row(e, "FAIR / SRPT at 15% loss", direction(1.5, "still about a factor of 1.5"),
+                _fair_over_srpt(ctx, e, "loss", 0.15)),
+    ]
+
+
+def _rtt_loss_rows(ctx: Context) -> list[Row]:
+    e = "rtt-loss"
+    rows = [ctx.row(e, f"{VARIANT_NAMES[v]} mean, 100 ms RTT and 5% loss", point(s, unit="s"),
+                    ctx.measure(e, v, "response_mean")) for v, s in RTT_LOSS.items()]
+    rows.append(ctx.row(e, "FAIR / SRPT", direction(RTT_LOSS["fair"] / RTT_LOSS["srpt"], "2.5 s / 1.2 s: a factor of 2"),
+                        ctx.ratio((e, "fair", "response_mean"), (e, "srpt", "response_mean"))))
+    return rows
+
+
+def _persistent_rows(ctx: Context) -> list[Row]:
+    e = "persistent"
+    return [
+        ctx.row(e, "FAIR with 1 / with 5 requests per connection", direction(2.0, "reduced by a factor of 2"),
+                _between(ctx, e, "fair", "persistent", 1, 5)),
+        ctx.row(e, "SRPT with 1 / with 5 requests per connection", point(1.0, "hardly affected"),
+                _between(ctx, e, "srpt", "persistent", 1, 5)),
+        ctx.row(e, "FAIR / SRPT at 10 requests per connection", direction(3.0, "still a factor of 3"),
+                _fair_over_srpt(ctx, e, "persistent", 10)),
+    ]
+
+
+def _rto_rows(ctx: Context) -> list[Row]:
+    e = "rto"
+    return _printed_rows(ctx, e) + [
+        ctx.row(e, "FAIR at 1 s / at 3 s initial RTO", direction(0.65 / FAIR_W1, "1.1 s -> 0.65 s"),
+                _between(ctx, e, "fair", "initial_rto_ms", 1000, 3000)),
+        ctx.row(e, "SRPT at 0.5 s / at 3 s initial RTO", point(1.0, "SRPT does not improve with a lower RTO"),
+                _between(ctx, e, "srpt", "initial_rto_ms", 500, 3000)),
+        ctx.row(e, "FAIR / SRPT at 0.5 s initial RTO", direction(7.0, "§6: still a factor of 7"),
+                _fair_over_srpt(ctx, e, "initial_rto_ms", 500)),
+        ctx.row(e, "least FAIR / SRPT over the initial RTOs", bound(">=", 4, text="at least 4 for every RTO"),
+                ctx.extreme(e, min)),
+    ]
+
+
+def _syncookies_rows(ctx: Context) -> list[Row]:
+    if not ctx.has("baseline"):
+        return []
+    return [ctx.row("syncookies", f"{VARIANT_NAMES[v]} with / without SYN cookies (`baseline`)",
+                    point(1.0, "hardly affects W1" if v == "fair" else "not affected"),
+                    ctx.ratio(("syncookies", v, "response_mean"), ("baseline", v, "response_mean")))
+            for v in ("fair", "srpt")]
+
+
+def _abort_rows(ctx: Context) -> list[Row]:
+    e = "abort"
+    incomplete = ctx.extreme(e, max, "incomplete")
+    why = None
+    if not incomplete.ok and ctx.sweep(e, "incomplete"):
+        def per_point(metric: str) -> str:
+            return "; ".join(f"after {t:g} s FAIR {parts[1].value:.0f}, SRPT {parts[2].value:.0f}"
+                             for t, parts in sorted(ctx.sweep(e, metric).items()))
+        why = unexplained(f"no ratio: requests never completed (aborted on every retry) {per_point('incomplete')}; "
+                          f"requests retried at least once {per_point('retried_requests')}")
+    rows = [
+        ctx.row(e, "least FAIR / SRPT over the abort times", bound(">=", 8, text="at least 8 for every setting"),
+                ctx.extreme(e, min)),
+        ctx.row(e, "FAIR / SRPT incomplete requests, the most over the abort times",
+                direction(7.0, "always fewer under SRPT, by as much as a factor of 7"), incomplete, why),
+    ]
+    run = _run("fair", "abort_after_s", 3.0)
+    retries = ctx.config(e, run, "workload.retries")
+    if retries == 2:
+        share = ctx.ratio((e, run, "incomplete"), (e, run, "requests"))
+    else:
+        share = Measure(absent=f"the published run {run} retries {retries} times (run.json workload.retries); "
+                               "the paper's share is for 2 retries")
+    rows.append(ctx.row(e, "FAIR share of requests never completed, abort after 3 s and 2 retries",
+                        bound(">", 0.05, text="more than 5 percent"), share))
+    return rows
+
+
+def _mtu_rows(ctx: Context) -> list[Row]:
+    e = "mtu"
+    return _printed_rows(ctx, e) + [
+        ctx.row(e, "FAIR at 536 / at 1500 bytes", direction(1.6 / FAIR_W1, "up almost 50% to 1.6 s"),
+                _between(ctx, e, "fair", "mtu", 536, 1500)),
+        ctx.row(e, "SRPT at 536 / at 1500 bytes", direction(0.26 / SRPT_W1, "doubles to 260 ms"),
+                _between(ctx, e, "srpt", "mtu", 536, 1500)),
+        ctx.row(e, "least FAIR / SRPT over the packet lengths", bound(">=", 6, text="at least 6 for every length"),
+                ctx.extreme(e, min)),
+    ]
+
+
+def _realistic_rows(ctx: Context) -> list[Row]:
+    e = "realistic"
+    rows = [ctx.row(e, f"{VARIANT_NAMES[v]} mean response time", point(s, unit="s"), ctx.measure(e, v, "response_mean"))
+            for v, s in REALISTIC.items()]
+    rows.append(ctx.row(e, "FAIR / SRPT mean response time", direction(REALISTIC["fair"] / REALISTIC["srpt"],
+                                                                       "1.48 s / 764 ms"),
+                        ctx.ratio((e, "fair", "response_mean"), (e, "srpt", "response_mean"))))
+    rows += [ctx.row(e, f"{VARIANT_NAMES[v]} mean of the largest 1% of requests", point(s, unit="s"),
+                     ctx.measure(e, v, "response_largest_1pct_mean")) for v, s in REALISTIC_LARGEST_1PCT.items()]
+    rows.append(ctx.row(e, "SRPT / FAIR mean of the largest 1%",
+                        direction(REALISTIC_LARGEST_1PCT["srpt"] / REALISTIC_LARGEST_1PCT["fair"], "2.28 s / 2.23 s"),
+                        ctx.ratio((e, "srpt", "response_largest_1pct_mean"), (e, "fair", "response_largest_1pct_mean"))))
+    rows += [ctx.row(e, f"{VARIANT_NAMES[v]} share of requests never completed (aborted three times)",
+                     point(REALISTIC_INCOMPLETE, "about 0.2%, the same under both"),
+                     ctx.ratio((e, v, "incomplete"), (e, v, "requests"))) for v in ("fair", "srpt")]
+    return rows
+
+
+def _workload_rows(ctx: Context) -> list[Row]:
+    rows = []
+    for e, (low, high), words in (("workloads", FIG12_FACTOR, "2-8 across the ten workloads"),
+                                  ("workloads-realistic", REALISTIC_FACTOR, "1.4-4 across the eight workloads")):
+        if ctx.has(e):
+            rows += [ctx.row(e, "least FAIR / SRPT over the workloads", direction(low, words), ctx.extreme(e, min)),
+                     ctx.row(e, "largest FAIR / SRPT over the workloads", direction(high, words), ctx.extreme(e, max))]
+    e = "workloads"
+    if not ctx.has(e):
+        return rows
+    for variant, (low, high), part in (("fair", FIG12_FAIR, 1), ("srpt", FIG12_SRPT, 2)):
+        words = f"{low:g} s - {high:g} s across the ten"
+        rows += [ctx.row(e, f"{VARIANT_NAMES[variant]}: least mean over the workloads", point(low, words, "s"),
+                         ctx.extreme(e, min, part=part)),
+                 ctx.row(e, f"{VARIANT_NAMES[variant]}: largest mean over the workloads", point(high, words, "s"),
+                         ctx.extreme(e, max, part=part))]
+    for a, b, factor in (("W1", "W2", 5.0), ("W4", "W5", 2.0)):
+        rows.append(ctx.row(e, f"FAIR {a} / {b} (overload periods of different length)",
+                            direction(factor, f"a factor {factor:g} between them"),
+                            _between(ctx, e, "fair", "profile", a, b)))
+    rows.append(ctx.row(e, "SRPT: most SYN drops over the workloads", bound("<=", 0, text="none under any workload"),
+                        ctx.extreme(e, max, "syn_drops", part=2)))
+    return rows
+
+
+def _time_at(counters, column: str, t: float):
+    """``column`` at time ``t`` of a counters.csv series, None if the series ends before."""
+    later = counters[counters["t_s"] >= t]
+    return None if later.empty else later[column].iloc[0]
+
+
+def _held(counters):
+    """Connections the server holds (established, less those still in the accept queue)."""
+    return counters["established"] - counters["accept_queue"]
+
+
+def _overload_rows(ctx: Context) -> list[Row]:
+    e = "overload"
+    rows = []
+    for rho, fair_s, srpt_s in ((1.2, 70, 1800), (1.4, 18, 1800)):
+        fair, srpt = _run("fair", "rho", rho), _run("srpt", "rho", rho)
+        first = ctx.measure(e, fair, "first_syn_drop_s")
+        why = None
+        if first.ok and fair in ctx.runs_of(e):
+            queue = ctx.config(e, fair, "network.tcp.syn_backlog")
+            peak = ctx.counters(e, fair, lambda c: c["syn_recv"].max(), "syn_recv")
+            held = ctx.counters(e, fair, lambda c: _held(c).max(), "connections")
+            why = measured(f"the kernel counters (counters.csv): half-open connections (SYN_RECV) peaked at "
+                           f"{peak.value:.0f} against a SYN queue of {queue} while the server held at most "
+                           f"{held.value:.0f}; the SYN queue filled with handshakes that did not complete, not "
+                           "with served connections")
+        rows.append(ctx.row(e, f"FAIR: time to the first SYN drop at rho {rho:g}", point(fair_s, f"~{fair_s} s", "s"),
+                            first, why))
+        no_drop = ctx.measure(e, srpt, "first_syn_drop_s")
+        if not no_drop.ok and srpt in ctx.runs_of(e):
+            lasted = ctx.measure(e, srpt, "duration_s")
+            no_drop = Measure(absent=f"no SYN drop in the {lasted.value:.0f} s the run lasted")
+        rows.append(ctx.row(e, f"SRPT: time to the first SYN drop at rho {rho:g}",
+                            point(srpt_s, "about half an hour", "s"), no_drop))
+    fair, srpt = _run("fair", "rho", 1.2), _run("srpt", "rho", 1.2)
+    held = ctx.counters(e, fair, lambda c: _held(c).max(), "connections")
+    why = None
+    if held.ok:
+        syn_recv = ctx.counters(e, fair, lambda c: c["syn_recv"].max(), "syn_recv")
+        why = measured(f"SYN_RECV peaked at {syn_recv.value:.0f} (counters.csv): the server's SYN-ACKs waited in "
+                       "or were dropped from the uplink's FIFO, so handshakes did not complete and connections did "
+                       "not build up")
+    rows.append(ctx.row(e, "FAIR: most connections the server held at rho 1.2",
+                        bound(">=", 350, text="350, every Apache process, after ~50 s"), held, why,
+                        note="established less those in the accept queue; the FIN-WAIT sockets Fig. 6 also counts "
+                             "are not in the counters"))
+    at_200 = ctx.counters(e, srpt, lambda c: _time_at(c.assign(held=_held(c)), "held", 200.0),
+                          "sample at 200 s (the run's counters end earlier)")
+    rows.append(ctx.row(e, "SRPT: connections the server held after 200 s at rho 1.2", point(50, "50"), at_200,
+                        note="established less those in the accept queue"))
+    return rows
 
 
 def claims(ctx: Context) -> list[Row]:
+    builders = {"baseline": _baseline_rows, "compression": _compression_rows, "rtt": _rtt_rows,
+                "rtt-groups": _rtt_group_rows, "loss": _loss_rows, "rtt-loss": _rtt_loss_rows,
+                "persistent": _persistent_rows, "rto": _rto_rows, "syncookies": _syncookies_rows,
+                "abort": _abort_rows, "mtu": _mtu_rows, "realistic": _realistic_rows,
+                "overload": _overload_rows}
     rows: list[Row] = []
-    if ctx.has("baseline"):
-        rows += [
-            _value_row(ctx, "baseline", "fair", "FAIR mean response time", 1.1),
-            _value_row(ctx, "baseline", "srpt", "SRPT mean response time", 0.138),
-            _ratio_row(ctx, "baseline", "FAIR / SRPT mean response time", 1.1 / 0.138, "fair", "srpt",
-                       paper_text="1.1 s / 138 ms = 7.97"),
-            _value_row(ctx, "baseline", "fair", "FAIR largest 1% mean", 2.9, "response_largest_1pct_mean"),
-            _value_row(ctx, "baseline", "srpt", "SRPT largest 1% mean", 2.8, "response_largest_1pct_mean"),
-            _ratio_row(ctx, "baseline", "SRPT / FAIR largest 1% mean (at most 10% worse)", 1.1, "srpt", "fair",
-                       metric="response_largest_1pct_mean", bound="<=", paper_text="<= 1.1 (2.8 / 2.9 = 0.97)"),
-            _value_row(ctx, "baseline", "fair", "FAIR squared coefficient of variation", 6.39, "response_c2", unit=""),
-            _value_row(ctx, "baseline", "srpt", "SRPT squared coefficient of variation", 1.08, "response_c2", unit=""),
-            _value_row(ctx, "baseline", "srpt", "SRPT SYN drops", 0, "syn_drops", unit=""),
-        ]
-    if ctx.has("compression"):
-        rows += [
-            _value_row(ctx, "compression", run_name("fair", "time_compression", 1), "FAIR mean, W1 uncompressed", 1.1,
-                       paper_text="1.1 s (30-minute run)"),
-            _value_row(ctx, "compression", run_name("srpt", "time_compression", 1), "SRPT mean, W1 uncompressed", 0.138,
-                       paper_text="138 ms"),
-            _ratio_row(ctx, "compression", "FAIR / SRPT, W1 uncompressed", 1.1 / 0.138, run_name("fair", "time_compression", 1),
-                       run_name("srpt", "time_compression", 1), paper_text="7.97"),
-        ]
-    if ctx.has("rtt"):
-        rows += [
-            _extreme_row(ctx, "rtt", "min over RTT 0-150 ms of FAIR / SRPT", 2.5, min, bound=">="),
-            _ratio_row(ctx, "rtt", "SRPT at 100 ms / SRPT at 0 ms (\"more than doubles\")", 2.0,
-                       run_name("srpt", "rtt_ms", 100), run_name("srpt", "rtt_ms", 0), bound=">="),
-        ]
-    if ctx.has("rtt-groups"):
-        for group in ("rtt0", "rtt50", "rtt100", "rtt150"):
-            metric = f"by_group.{group}.response_mean"
-            rows.append(_ratio_row(ctx, "rtt-groups", f"FAIR / SRPT for the {group[3:]} ms group (same run)", 2.5,
-                                   "fair", "srpt", metric=metric, bound=">=",
-                                   paper_text=">= 2.5 (for every RTT, Fig. 9 B)"))
-    if ctx.has("loss"):
-        rows += [
-            _value_row(ctx, "loss", run_name("fair", "loss", 0.05), "FAIR mean at 5% loss", 1.9),
-            _value_row(ctx, "loss", run_name("srpt", "loss", 0.05), "SRPT mean at 5% loss", 0.93),
-            _ratio_row(ctx, "loss", "FAIR at 5% / FAIR at 0%", 1.9 / 1.1, run_name("fair", "loss", 0.05),
-                       run_name("fair", "loss", 0), paper_text="1.9 / 1.1 = 1.73"),
-            _extreme_row(ctx, "loss", "min over loss 0-15% of FAIR / SRPT", 1.5, min, bound=">="),
-        ]
-    if ctx.has("rtt-loss"):
-        rows += [
-            _value_row(ctx, "rtt-loss", "fair", "FAIR mean, 100 ms + 5% loss", 2.5),
-            _value_row(ctx, "rtt-loss", "srpt", "SRPT mean, 100 ms + 5% loss", 1.2),
-            _ratio_row(ctx, "rtt-loss", "FAIR / SRPT", 2.5 / 1.2, "fair", "srpt", paper_text="2.5 / 1.2 = 2.1"),
-        ]
-    if ctx.has("persistent"):
-        rows += [
-            _ratio_row(ctx, "persistent", "FAIR with 1 / FAIR with 5 requests per connection", 2.0,
-                       run_name("fair", "persistent", 1), run_name("fair", "persistent", 5)),
-            _ratio_row(ctx, "persistent", "FAIR / SRPT at 5 requests per connection", 3.0,
-                       run_name("fair", "persistent", 5), run_name("srpt", "persistent", 5), bound=">="),
-            _ratio_row(ctx, "persistent", "FAIR / SRPT at 10 requests per connection", 3.0,
-                       run_name("fair", "persistent", 10), run_name("srpt", "persistent", 10), bound=">="),
-        ]
-    if ctx.has("rto"):
-        rows += [
-            _ratio_row(ctx, "rto", "FAIR at 1 s / FAIR at 3 s initial RTO", 0.65 / 1.1,
-                       run_name("fair", "initial_rto_ms", 1000), run_name("fair", "initial_rto_ms", 3000),
-                       paper_text="0.65 / 1.1 = 0.59"),
-            _extreme_row(ctx, "rto", "min over initial RTO 0.5-3 s of FAIR / SRPT", 4.0, min, bound=">="),
-        ]
-    if ctx.has("syncookies"):
-        rows.append(_ratio_row(ctx, "syncookies", "FAIR / SRPT with SYN cookies", 1.1 / 0.138, "fair", "srpt",
-                               paper_text="as baseline, 7.97"))
-        if ctx.has("baseline"):
-            rows.append(_ratio_row(ctx, "syncookies", "FAIR with / without SYN cookies (\"hardly affects\")", 1.0,
-                                   "fair", "fair", other="baseline", directed=False))
-    if ctx.has("abort"):
-        rows += [
-            _extreme_row(ctx, "abort", "min over abort after 3-15 s of FAIR / SRPT", 8.0, min, bound=">="),
-        ]
-        incompletes = ctx.sweep_ratios("abort", "incomplete")
-        # A difference, not a ratio: with no incomplete request under either policy both are 0.
-        fewest = min((fair - srpt for _, fair, srpt, _ in incompletes.values()), default=math.nan)
-        rows.append(Row("abort", "min over T of FAIR - SRPT incomplete requests (\"always smaller under SRPT\")",
-                        0.0, fewest, min((v[3] for v in incompletes.values()), default=0), ctx.result_path("abort"),
-                        bound=">=", reference=None, paper_text=">= 0 (FAIR up to 7x SRPT's)"))
-    if ctx.has("mtu"):
-        rows += [
-            _value_row(ctx, "mtu", run_name("fair", "mtu", 536), "FAIR mean at 536 bytes", 1.6),
-            _value_row(ctx, "mtu", run_name("srpt", "mtu", 536), "SRPT mean at 536 bytes", 0.26),
-            _ratio_row(ctx, "mtu", "SRPT at 536 / SRPT at 1500 bytes (\"doubles\")", 2.0,
-                       run_name("srpt", "mtu", 536), run_name("srpt", "mtu", 1500)),
-            _extreme_row(ctx, "mtu", "min over packet length of FAIR / SRPT", 6.0, min, bound=">="),
-        ]
-    if ctx.has("realistic"):
-        rows += [
-            _value_row(ctx, "realistic", "fair", "FAIR mean response time", 1.48),
-            _value_row(ctx, "realistic", "srpt", "SRPT mean response time", 0.764),
-            _ratio_row(ctx, "realistic", "FAIR / SRPT mean response time", 1.48 / 0.764, "fair", "srpt",
-                       paper_text="1.48 / 0.764 = 1.94"),
-            _ratio_row(ctx, "realistic", "SRPT / FAIR largest 1% mean", 2.28 / 2.23, "srpt", "fair",
-                       metric="response_largest_1pct_mean", paper_text="2.28 / 2.23 = 1.02"),
-        ]
-    for entry, low, high in (("workloads", 2.0, 8.0), ("workloads-realistic", 1.4, 4.0)):
-        if ctx.has(entry):
-            rows += [
-                _extreme_row(ctx, entry, "min over workloads of FAIR / SRPT", low, min, bound=">="),
-                _extreme_row(ctx, entry, "max over workloads of FAIR / SRPT", high, max),
-            ]
-    if ctx.has("workloads"):
-        rows += [
-            _extreme_row(ctx, "workloads", "FAIR: lowest mean over W1-W10", 0.3, min, index=1, unit="s"),
-            _extreme_row(ctx, "workloads", "FAIR: highest mean over W1-W10", 7.2, max, index=1, unit="s"),
-            _extreme_row(ctx, "workloads", "SRPT: lowest mean over W1-W10", 0.15, min, index=2, unit="s"),
-            _extreme_row(ctx, "workloads", "SRPT: highest mean over W1-W10", 1.2, max, index=2, unit="s"),
-        ]
-    if ctx.has("overload"):
-        rows += [
-            _value_row(ctx, "overload", run_name("fair", "rho", 1.2), "FAIR: time to the first SYN drop at rho 1.2", 70,
-                       "first_syn_drop_s", paper_text="~70 s"),
-            _value_row(ctx, "overload", run_name("srpt", "rho", 1.2), "SRPT: SYN drops in the run at rho 1.2", 0,
-                       "syn_drops", unit="", paper_text="0 (first drop near 30 min)"),
-            _ratio_row(ctx, "overload", "FAIR / SRPT peak connections at rho 1.2", 350 / 50,
-                       run_name("fair", "rho", 1.2), run_name("srpt", "rho", 1.2), metric="peak_connections",
-                       paper_text="350 / 50 at 200 s = 7"),
-        ]
+    for entry in EXPERIMENTS:
+        if entry.name in builders and ctx.has(entry.name):
+            rows += builders[entry.name](ctx)
+        if entry.name == "workloads":
+            rows += _workload_rows(ctx)
     if ctx.has("nasa"):
-        rows.append(_ratio_row(ctx, "nasa", "FAIR / SRPT mean (\"extremely similar\" to WC98)", 1.1 / 0.138,
-                               "fair", "srpt", paper_text="as WC98: 7.97"))
+        rows.append(ctx.row("nasa", "FAIR / SRPT mean", direction(FAIR_W1 / SRPT_W1, "\"extremely similar\" to WC98's "
+                                                                  "1.1 s / 138 ms"),
+                            ctx.ratio(("nasa", "fair", "response_mean"), ("nasa", "srpt", "response_mean"))))
     if ctx.has("nasa-realistic"):
-        rows.append(_ratio_row(ctx, "nasa-realistic", "FAIR / SRPT mean (as WC98's (J))", 1.48 / 0.764,
-                               "fair", "srpt", paper_text="as WC98: 1.94"))
-    return rows
+        rows.append(ctx.row("nasa-realistic", "FAIR / SRPT mean",
+                            direction(REALISTIC["fair"] / REALISTIC["srpt"], "as WC98's (J): 1.48 s / 764 ms"),
+                            ctx.ratio(("nasa-realistic", "fair", "response_mean"),
+                                      ("nasa-realistic", "srpt", "response_mean"))))
+    return [_compressed_unexplained(ctx, row) for row in rows]
+
+
+def _compressed_unexplained(ctx: Context, row: Row) -> Row:
+    """A compressed row with no reason of its own says what was not measured about it."""
+    if row.scale == "compressed" and row.why is None and row.experiment != "baseline" and row.verdict() in NEGATIVE:
+        row.why = unexplained("ran time-compressed; `compression` measured the effect of compression on the "
+                              "(A) set-up only")
+    return row
 
 
 MECHANISM_COLUMNS = {
@@ -213,88 +433,54 @@ MECHANISM_COLUMNS = {
 }
 
 
-def _mean(ctx: Context, entry: str, run: str, metric: str = "response_mean") -> float:
-    return ctx.value(entry, run, metric)[0] if ctx.has(entry) else math.nan
-
-
 def differences(ctx: Context) -> str:
     """Where ours differs from the paper and the measurement that says why; every number
     is read from the published results."""
     items = []
     if ctx.has("compression"):
-        fair1, fair5 = (_mean(ctx, "compression", run_name("fair", "time_compression", c)) for c in (1, 5))
-        srpt1, srpt5 = (_mean(ctx, "compression", run_name("srpt", "time_compression", c)) for c in (1, 5))
+        factor = _compression_factor(ctx)
+        means = {(v, c): ctx.mean("compression", _run(v, "time_compression", c), "response_mean")
+                 for v in ("fair", "srpt") for c in (1, factor)}
+        period = papers.transient()[0]
         items.append(
-            f"**Absolute times at the quick scale.** The quick scale compresses W1 5x (5 s periods): a 5 s overload "
-            f"at rho 1.2 leaves a fifth of the backlog a 25 s one does. `compression` runs the same set-up at 1x and "
-            f"5x for 125 s each: FAIR {fair1:.3g} s uncompressed vs {fair5:.3g} s compressed, SRPT {srpt1:.3g} vs "
-            f"{srpt5:.3g} s. So the quick rows understate both means (FAIR most); ratios and directions are the "
-            f"comparison to read, and the uncompressed rows are the ones to set beside the paper's 1.1 s / 138 ms.")
+            f"**Time compression.** A compressed run divides W1's periods by its factor ({factor:g}x: "
+            f"{period['low_s'] / factor:g} s instead of {period['low_s']:g} s), so an overload period leaves a "
+            f"smaller backlog. `compression` runs the same set-up ({ctx.run_length('compression')} of load) at 1x "
+            f"and {factor:g}x: FAIR {means[('fair', 1)]:.3g} s at 1x vs {means[('fair', factor)]:.3g} s, SRPT "
+            f"{means[('srpt', 1)]:.3g} vs {means[('srpt', factor)]:.3g} s. Rows at the `compressed` scale "
+            "understate both means, FAIR's most.")
     if ctx.has("mechanisms"):
-        runs = {name: {m: _mean(ctx, "mechanisms", name, m) for m in
-                       ("response_mean", "uplink_drops", "connect_slow_share", "response_largest_1pct_mean")}
-                for name in ("fair-modern", "fair-modern-queue100", "fair-modern-cap350", "fair-modern-linger",
-                             "fair-modern-rto3s", "fair", "srpt")}
-        m = runs
+        m = {name: {metric: ctx.mean("mechanisms", name, metric) for metric in
+                    ("response_mean", "uplink_drops", "connect_slow_share")}
+             for name in ("fair-modern", "fair-modern-queue100", "fair-modern-cap350", "fair-modern-linger",
+                          "fair-modern-rto3s", "fair", "srpt")}
+        modern_queue = ctx.config("mechanisms", "fair-modern", "network.queue_packets")
+        paper_queue = ctx.config("mechanisms", "fair", "network.queue_packets")
         items.append(
             "**Where FAIR's extra delay comes from (000 §5.1: \"reply packets of the server being dropped inside "
-            "the server's kernel\").** With today's 1000-packet queue FAIR's uplink dropped "
+            f"the server's kernel\").** With a {modern_queue}-packet uplink queue FAIR's uplink dropped "
             f"{m['fair-modern']['uplink_drops']:.0f} packets and {m['fair-modern']['connect_slow_share']:.1%} of "
-            f"handshakes waited out an RTO (mean {m['fair-modern']['response_mean']:.3g} s). The paper's 100-packet "
-            f"queue alone: {m['fair-modern-queue100']['uplink_drops']:.0f} drops, "
+            f"handshakes waited out an RTO (mean {m['fair-modern']['response_mean']:.3g} s). The paper's "
+            f"{paper_queue}-packet queue alone: {m['fair-modern-queue100']['uplink_drops']:.0f} drops, "
             f"{m['fair-modern-queue100']['connect_slow_share']:.1%} of handshakes >= 0.9 s (dropped SYN-ACKs), mean "
-            f"{m['fair-modern-queue100']['response_mean']:.3g} s. The 350-connection cap, the lingering close and "
-            f"the 3 s initial RTO alone change nothing measurable without drops (means "
-            f"{m['fair-modern-cap350']['response_mean']:.3g}, {m['fair-modern-linger']['response_mean']:.3g}, "
-            f"{m['fair-modern-rto3s']['response_mean']:.3g} s); together with the short queue the 3 s RTO makes "
-            f"each lost SYN-ACK cost 3 s: all paper settings give {m['fair']['response_mean']:.3g} s. SRPT's bands "
-            f"dropped {m['srpt']['uplink_drops']:.0f} packets: SYN-ACKs ride the default class at top priority, "
-            "and each band has its own queue, as the paper's prio bands did.")
-    if ctx.has("overload"):
-        import pandas as pd
-
-        peaks = {}
-        for variant in ("fair", "srpt"):
-            path = ctx.directory("overload") / run_name(variant, "rho", 1.2) / "0" / "counters.csv"
-            if path.is_file():
-                counters = pd.read_csv(path)
-                peaks[variant] = (int(counters["established"].max()), int(counters["syn_recv"].max()))
-        if len(peaks) == 2:
-            first = _mean(ctx, "overload", run_name("fair", "rho", 1.2), "first_syn_drop_s")
-            items.append(
-                f"**Persistent overload: FAIR drops SYNs from {first:.0f} s, earlier than the paper's ~70 s, and "
-                f"not through a connection build-up.** The paper's FAIR accumulated connections up to Apache's 350 "
-                f"processes before its queues filled. Here FAIR's established connections peaked at "
-                f"{peaks['fair'][0]} while half-open ones (SYN_RECV) reached {peaks['fair'][1]}, the 512-entry SYN "
-                f"queue: the server's SYN-ACKs wait behind data in the full 100-packet uplink FIFO or are dropped "
-                f"there, handshakes do not complete, and new SYNs are dropped. Under SRPT the SYN-ACKs take the "
-                f"top-priority default class: SYN_RECV peaked at {peaks['srpt'][1]}, established at "
-                f"{peaks['srpt'][0]}, no SYN drop. So the 'peak connections' row, which counts established "
-                f"connections only, does not measure what Fig. 6 counts (kernel counters in the published "
-                f"counters.csv of each run).")
-    if ctx.has("baseline"):
-        fair_c2, srpt_c2 = _mean(ctx, "baseline", "fair", "response_c2"), _mean(ctx, "baseline", "srpt", "response_c2")
-        items.append(
-            f"**Variability (C^2).** The paper reports 6.39 (FAIR) and 1.08 (SRPT); ours {fair_c2:.3g} and "
-            f"{srpt_c2:.3g}. SRPT's mean is tiny and its largest responses wait out whole overload periods, so its "
-            "squared coefficient of variation is large: a ratio of a small mean, not more delay.")
+            f"{m['fair-modern-queue100']['response_mean']:.3g} s. The connection cap, the lingering close and the "
+            f"3 s initial RTO alone: means {m['fair-modern-cap350']['response_mean']:.3g}, "
+            f"{m['fair-modern-linger']['response_mean']:.3g}, {m['fair-modern-rto3s']['response_mean']:.3g} s; all "
+            f"the paper's settings together: {m['fair']['response_mean']:.3g} s. SRPT's bands dropped "
+            f"{m['srpt']['uplink_drops']:.0f} packets: SYN-ACKs ride the default class at top priority, and each "
+            "band has its own queue, as the paper's prio bands did.")
     items.append(
         "**Linux today vs the paper's 2.4 kernel.** The initial RTO is set to the paper's 3 s by a cgroup BPF "
-        "program (docs/testbed.md; measured 3.00-3.07 s); congestion control is reno (NewReno, RFC 6582); the "
-        "uplink's segments are single MSS (gso_max_segs 1) so HTB schedules packets, not 64 KB TSO bursts; TCP "
-        "small queues, pacing and RACK loss detection, which the 2.4 kernel did not have, are left on (their "
-        "effect was not measured separately). SYN cookies and the SYN queue sizes are the paper's.")
-    missed = [row for row in claims(ctx) if row.bound and row.meets_bound is False]
-    if missed:
-        items.append("**Bounds the quick scale does not meet:** " + "; ".join(
-            f"{row.claim} ({row.experiment}: {row.ours:.3g} vs {row.bound} {row.paper_value:g})" for row in missed)
-            + ". Most are ratios at 5x compression, where FAIR's backlog is small (see the first point).")
+        "program (docs/testbed.md); congestion control is reno (NewReno, RFC 6582); the uplink's segments are "
+        "single MSS (gso_max_segs 1) so HTB schedules packets, not TSO bursts; TCP small queues, pacing and RACK "
+        "loss detection, which the 2.4 kernel did not have, are left on (their effect was not measured "
+        "separately). SYN cookies and the SYN queue sizes are the paper's.")
     return "### Where ours differs from the paper, and why\n\n" + "\n\n".join(f"- {item}" for item in items)
 
 
 def notes(ctx: Context) -> str:
-    """Where ours differs and why, the set-up study and per-workload improvement factors
-    (Fig. 12 has no per-workload numbers in the text)."""
+    """Where ours differs and why, the set-up study and per-workload means (Fig. 12 has no
+    per-workload numbers in the text)."""
     parts = [differences(ctx)]
     for entry, title in (("mechanisms", "The paper's set-up, one setting at a time"),
                          ("app-order", "Kernel-level SRPT and application-level ordering")):
@@ -303,22 +489,78 @@ def notes(ctx: Context) -> str:
         lines = [f"### {title} (`{entry}`)", "",
                  "| run | " + " | ".join(MECHANISM_COLUMNS.values()) + " |", "|---" * (len(MECHANISM_COLUMNS) + 1) + "|"]
         for run in ctx.table(entry).index:
-            cells = []
-            for metric in MECHANISM_COLUMNS:
-                value, _, _ = ctx.value(entry, run, metric)
-                cells.append("—" if value != value else f"{value:.3g}")
+            cells = [f"{v:.3g}" if not math.isnan(v) else "—"
+                     for v in (ctx.mean(entry, run, metric) for metric in MECHANISM_COLUMNS)]
             lines.append(f"| {run} | " + " | ".join(cells) + " |")
         parts.append("\n".join(lines))
     for entry in ("workloads", "workloads-realistic"):
         if not ctx.has(entry):
             continue
-        ratios = ctx.sweep_ratios(entry)
         lines = [f"### Per workload: `{entry}`", "", "| workload | FAIR mean (s) | SRPT mean (s) | FAIR / SRPT |",
                  "|---|---|---|---|"]
-        for point, (ratio, fair, srpt, _) in sorted(ratios.items(), key=lambda kv: int(str(kv[0])[1:])):
-            lines.append(f"| {point} | {fair:.3g} | {srpt:.3g} | {ratio:.3g} |")
+        for workload, (ratio, fair, srpt) in sorted(ctx.sweep(entry).items(), key=lambda kv: int(str(kv[0])[1:])):
+            lines.append(f"| {workload} | {fair.value:.3g} | {srpt.value:.3g} | {ratio.value:.3g} |")
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
+
+
+def _sweep_panel(ctx: Context, e: str) -> Panel:
+    key, base_x, printed = SWEEPS[e]
+    sweep = ctx.sweep(e)
+    panel = Panel(ctx.paper.entry(e).title, key, "mean response time (s)", logy=True)
+    for variant, part in (("fair", 1), ("srpt", 2)):
+        panel.series.append(Series(f"ours, {VARIANT_NAMES[variant]} ({ctx.scale(e)})",
+                                   {x: parts[part] for x, parts in sweep.items()}, COLORS[variant]))
+    panel.printed += [Printed(f"paper, {VARIANT_NAMES[v]}", base_x, s, color=COLORS[v])
+                      for v, s in (("fair", FAIR_W1), ("srpt", SRPT_W1))]
+    for variant, x, seconds, op, words in printed + IMPLIED.get(e, []):
+        panel.printed.append(Printed(f"paper, {VARIANT_NAMES[variant]}" + (" (a bound)" if op != "=" else ""), x,
+                                     seconds, op, color=COLORS[variant]))
+    return panel
+
+
+def _fig12_panels(ctx: Context) -> list[Panel]:
+    panels = []
+    if ctx.has("workloads"):
+        sweep = ctx.sweep("workloads")
+        names = sorted(sweep, key=lambda w: int(str(w)[1:]))
+        means = Panel("Fig. 12: mean response time per workload (baseline)", "workload", "mean response time (s)",
+                      categories=names, logy=True,
+                      bands=[Band(f"paper: FAIR {FIG12_FAIR[0]:g}-{FIG12_FAIR[1]:g} s", *FIG12_FAIR, COLORS["fair"]),
+                             Band(f"paper: SRPT {FIG12_SRPT[0]:g}-{FIG12_SRPT[1]:g} s", *FIG12_SRPT, COLORS["srpt"])])
+        for variant, part in (("fair", 1), ("srpt", 2)):
+            means.series.append(Series(f"ours, {VARIANT_NAMES[variant]} ({ctx.scale('workloads')})",
+                                       {w: sweep[w][part] for w in names}, COLORS[variant]))
+        if "W1" in names:
+            means.printed += [Printed(f"paper, {VARIANT_NAMES[v]} W1", "W1", s, color=COLORS[v])
+                              for v, s in (("fair", FAIR_W1), ("srpt", SRPT_W1))]
+        panels.append(means)
+    for e, factor, title in (("workloads", FIG12_FACTOR, "Fig. 12: FAIR / SRPT per workload (baseline)"),
+                             ("workloads-realistic", REALISTIC_FACTOR, "§5.2: FAIR / SRPT per workload (realistic)")):
+        if not ctx.has(e):
+            continue
+        sweep = ctx.sweep(e)
+        names = sorted(sweep, key=lambda w: int(str(w)[1:]))
+        panels.append(Panel(title, "workload", "FAIR / SRPT", categories=names,
+                            series=[Series(f"ours ({ctx.scale(e)})", {w: sweep[w][0] for w in names}, "C2")],
+                            bands=[Band(f"paper: {factor[0]:g}-{factor[1]:g}", *factor, "C2")]))
+    return panels
+
+
+def figures(ctx: Context, out) -> list[tuple[str, str]]:
+    drawn = []
+    sweeps = [_sweep_panel(ctx, e) for e in SWEEPS if ctx.has(e)]
+    if sweeps:
+        draw(sweeps, out / "table2-sweeps.png", columns=3)
+        drawn.append(("table2-sweeps.png", "Figs. 9-10 (right column): the Table 2 factor sweeps, our FAIR and SRPT "
+                      "means (90% intervals) with the times the paper prints (hollow; triangles are bounds or "
+                      "what a statement such as \"more than doubles\" implies)"))
+    fig12 = _fig12_panels(ctx)
+    if fig12:
+        draw(fig12, out / "fig12-workloads.png", columns=3)
+        drawn.append(("fig12-workloads.png", "Fig. 12: our means and FAIR / SRPT per workload with the ranges the "
+                      "paper prints across the workloads (shaded) and its W1 values (hollow)"))
+    return drawn
 
 
 PAPER = Paper(
@@ -327,13 +569,13 @@ PAPER = Paper(
     experiments=EXPERIMENTS,
     claims=claims,
     notes=notes,
+    figures=figures,
     intro="""
 FAIR is sojourn's server without priority bands (every connection's packets share one FIFO on
 the uplink, as Linux's single transmit queue in the paper); SRPT is the same server setting each
 socket's SO_PRIORITY by its remaining bytes into five strict-priority bands (cutoffs 1K, 2K, 5K,
 50K, 000 §3). The bottleneck is a 10 Mbit/s HTB uplink in a network namespace; WAN conditions
-come from sojourn's TUN emulator. `--quick` time-compresses W1 5x (5 s periods) and runs one
-repetition; the full scale follows the paper's 30-minute style (15 minutes per run, three
-repetitions).
+come from sojourn's TUN emulator. Each experiment's scale (time-compressed, quick or the paper's)
+and length are in the table below, read from what it ran.
 """,
 )

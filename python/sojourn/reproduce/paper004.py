@@ -7,16 +7,19 @@ and the M/G/1 SRPT slowdown figures of §6 (Figs. 7-8, computed by `sojourn theo
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
-from sojourn.reproduce import Context, Entry, Paper, Row
+from sojourn.reproduce import Context, Entry, Paper, per_rep_quotient, quotient
+from sojourn.reproduce.beside import Panel, Printed, Series, draw
+from sojourn.reproduce.rows import Measure, Row, bound, direction, measured, point
+from sojourn.runner.spec import run_name
+
+VARIANTS = ("size-independent", "scf")
 
 
 def _sweep(entry: str, metric: str, ctx: Context) -> dict:
-    """Sweep value -> (size-independent / SCF of ``metric``, size-independent's, SCF's, reps)."""
-    return ctx.sweep_ratios(entry, metric, variants=("size-independent", "scf"))
+    """Sweep value -> (size-independent / SCF of ``metric``, size-independent's, SCF's), Measures."""
+    return ctx.sweep(entry, metric, variants=VARIANTS)
 
 
 EXPERIMENTS = [
@@ -25,75 +28,151 @@ EXPERIMENTS = [
     Entry("write-concurrency", "write concurrency at 1400 users (Figs. 5-6)",
           spec="experiments/004/write-concurrency.toml", quick_s=420),
     Entry("fig7", "SRPT slowdown vs size percentile, exponential vs BP (Fig. 7)",
-          command=("{python}", "-m", "sojourn.cli", "theory", "fig7", "--out", "{out}"), quick_s=5),
+          command=("{python}", "-m", "sojourn.cli", "theory", "fig7", "--out", "{out}"), quick_s=5, exact=True),
     Entry("fig8", "SRPT slowdown vs size percentile, BP alpha 0.5-1.9 (Fig. 8)",
-          command=("{python}", "-m", "sojourn.cli", "theory", "fig8", "--out", "{out}"), quick_s=5),
+          command=("{python}", "-m", "sojourn.cli", "theory", "fig8", "--out", "{out}"), quick_s=5, exact=True),
 ]
 
-
-def _fig7_note(fig7: pd.DataFrame) -> str:
-    """Where the paper's 5.6 sits on the exact curve (read from the published CSV)."""
-    at = fig7.set_index("percentile")["exponential"]
-    p96 = at[at.index >= 0.96].iloc[0]
-    return (f"the M/G/1 SRPT formula evaluated exactly (sojourn.theory.formulas) gives {at[at.index >= 0.95].iloc[0]:.2f} "
-            f"at the 95th and {p96:.2f} at the 96th percentile: the paper's 5.6 is the curve's value one percentile "
-            "further on, as read off its plot")
+# The paper's printed values: SCF's gain (§5.3: "a factor of 4 to 5" at 1400 UEs) and
+# Fig. 7's (§6.2: the largest 5% under the exponential "5.6 or more", BP "no task size
+# ... greater than 1.6").
+SCF_GAIN = 4.5
+FIG7_EXPONENTIAL, FIG7_TOP, FIG7_BP = 5.6, 0.95, 1.6
 
 
 def _figure_csv(ctx: Context, entry: str) -> pd.DataFrame:
     return pd.read_csv(ctx.directory(entry) / f"{entry}.csv")
 
 
-def claims(ctx: Context) -> list[Row]:
-    rows: list[Row] = []
-    if ctx.has("scf"):
-        ratios = _sweep("scf", "response_mean", ctx)
-        largest = _sweep("scf", "response_largest_1pct_mean", ctx)
-        for users, paper, text in ((1000, 1.0, "no difference below 1000 UEs"), (1400, 4.5, "4-5x at 1400 UEs")):
-            if users in ratios:
-                rows.append(Row("scf", f"size-independent / SCF mean response time, {users} users", paper,
-                                ratios[users][0], ratios[users][3], ctx.result_path("scf"), paper_text=text,
-                                reference=None if users == 1000 else 1.0))
-        if 1400 in largest:
-            rows.append(Row("scf", "SCF / size-independent largest 1% mean, 1400 users (large jobs not worse)", 1.0,
-                            1 / largest[1400][0] if largest[1400][0] else math.nan, largest[1400][3],
-                            ctx.result_path("scf"), bound="<=", reference=None, paper_text="<= 1 (Fig. 4 middle)"))
-    if ctx.has("write-concurrency"):
-        ratios = _sweep("write-concurrency", "response_mean", ctx)
-        if ratios:
-            fewest, most = min(ratios), max(ratios)
-            rows += [
-                Row("write-concurrency", f"size-independent / SCF at write concurrency {fewest} over that at {most}",
-                    1.0, ratios[fewest][0] / ratios[most][0], min(ratios[fewest][3], ratios[most][3]),
-                    ctx.result_path("write-concurrency"), bound=">=", reference=None,
-                    paper_text="> 1: the gain shrinks as threads grow"),
-                Row("write-concurrency", f"size-independent / SCF at write concurrency {most}", 1.0,
-                    ratios[most][0], ratios[most][3], ctx.result_path("write-concurrency"), reference=None,
-                    paper_text="1: no effect at ~60 threads"),
-            ]
+def _computed(entry: str, value: float) -> Measure:
+    """A value of an exact computation (one evaluation, no interval)."""
+    return Measure(value, None, 1, ((entry, ""),))
+
+
+def _fig7_why(fig7: pd.DataFrame):
+    """Where the paper's 5.6 sits on the exact curve (read from the published CSV)."""
+    at = fig7.set_index("percentile")["exponential"]
+    reached = at[at >= FIG7_EXPONENTIAL]
+    if reached.empty:
+        return None
+    return measured(f"the M/G/1 SRPT formula evaluated exactly (fig7.csv) gives {at[at.index >= FIG7_TOP].iloc[0]:.2f} "
+                    f"at the {FIG7_TOP * 100:.0f}th percentile and first reaches {FIG7_EXPONENTIAL:g} at the "
+                    f"{reached.index[0] * 100:.0f}th ({reached.iloc[0]:.2f}): the paper's value is read off its plot")
+
+
+def _scf_rows(ctx: Context) -> list[Row]:
+    e = "scf"
+    ratios = _sweep(e, "response_mean", ctx)
+    rows = []
+    if 1000 in ratios:
+        rows.append(ctx.row(e, "size-independent / SCF mean response time, 1000 users",
+                            point(1.0, "no difference below 1000 UEs"), ratios[1000][0]))
+    if 1400 in ratios:
+        rows.append(ctx.row(e, "size-independent / SCF mean response time, 1400 users",
+                            direction(SCF_GAIN, "a factor of 4 to 5 at 1400 UEs"), ratios[1400][0],
+                            _concurrency_why(ctx, _run_of(ctx, e, "scf", 1400))))
+        top, bottom = (_run_of(ctx, e, v, 1400) for v in ("scf", "size-independent"))
+        rows.append(ctx.row(e, "SCF / size-independent mean of the largest 1%, 1400 users",
+                            bound("<=", 1, text="large jobs are not penalized (Fig. 4)"),
+                            ctx.ratio((e, top, "response_largest_1pct_mean"), (e, bottom, "response_largest_1pct_mean"))))
+    return rows
+
+
+def _concurrency_why(ctx: Context, run: str):
+    """SCF's gain at 1400 users is lost when the server lets several responses write at once:
+    measured when `write-concurrency` (at the same users) shows the gain at fewer writes
+    and none at the concurrency the `scf` runs used."""
+    e = "write-concurrency"
+    used = ctx.config("scf", run, "server.write_concurrency")
+    if not ctx.has(e) or ctx.config(e, _run_of(ctx, e, "scf", used), "workload.users") != \
+            ctx.config("scf", run, "workload.users"):
+        return None
+    gains = {wc: parts[0] for wc, parts in _sweep(e, "response_mean", ctx).items()}
+    fewest = min(gains)
+    if used not in gains or fewest == used or not gains[fewest].value > 1 >= gains[used].value:
+        return None
+    return measured(f"the `scf` runs let {used} responses write at once (run.json server.write_concurrency); at the "
+                    f"same users `write-concurrency` measured size-independent / SCF {gains[used].value:.2f} at "
+                    f"{used} and {gains[fewest].value:.2f} at {fewest}: with several writes the order is the "
+                    "kernel's, not the server's")
+
+
+def _run_of(ctx: Context, entry: str, variant: str, value) -> str:
+    key = {"scf": "users", "write-concurrency": "write_concurrency"}[entry]
+    return run_name(variant, key, value)
+
+
+def _write_concurrency_rows(ctx: Context) -> list[Row]:
+    e = "write-concurrency"
+    points = sorted(_sweep(e, "response_mean", ctx))
+    if not points:
+        return []
+    fewest, most = points[0], points[-1]
+
+    def gain(point) -> dict[int, float]:
+        return per_rep_quotient(*(ctx.per_rep(e, _run_of(ctx, e, v, point), "response_mean") for v in VARIANTS))
+
+    runs = tuple((e, _run_of(ctx, e, v, p)) for v in VARIANTS for p in (fewest, most))
+    return [
+        ctx.row(e, f"size-independent / SCF at write concurrency {fewest} over that at {most}",
+                bound(">", 1, text="the gain shrinks as threads grow"), quotient(gain(fewest), gain(most), runs)),
+        ctx.row(e, f"size-independent / SCF at write concurrency {most}", point(1.0, "no effect at about 60 threads"),
+                _sweep(e, "response_mean", ctx)[most][0]),
+    ]
+
+
+def _theory_rows(ctx: Context) -> list[Row]:
+    rows = []
     if ctx.has("fig7"):
         fig7 = _figure_csv(ctx, "fig7")
-        top = fig7[fig7["percentile"] >= 0.95]
-        to_p99 = fig7[fig7["percentile"] <= 0.99]
+        top = fig7[fig7["percentile"] >= FIG7_TOP]
         rows += [
-            Row("fig7", "exponential: least mean slowdown of the largest 5% (rho 0.9)", 5.6,
-                float(top["exponential"].min()), 1, ctx.result_path("fig7"), reference=None,
-                paper_text=">= 5.6", note=_fig7_note(fig7)),
-            Row("fig7", "bounded Pareto alpha 1.1: most mean slowdown up to the 99th percentile", 1.6,
-                float(to_p99["bounded_pareto_1.1"].max()), 1, ctx.result_path("fig7"), reference=None,
-                paper_text="no task size above 1.6"),
+            ctx.row("fig7", f"exponential: least mean slowdown of the largest {1 - FIG7_TOP:.0%} (rho 0.9)",
+                    bound(">=", FIG7_EXPONENTIAL, text="the largest 5% all 5.6 or more"),
+                    _computed("fig7", float(top["exponential"].min())), _fig7_why(fig7)),
+            ctx.row("fig7", "bounded Pareto alpha 1.1: most mean slowdown over the computed percentiles",
+                    bound("<=", FIG7_BP, text="no task size above 1.6"),
+                    _computed("fig7", float(fig7["bounded_pareto_1.1"].max())),
+                    note=f"computed up to the {fig7['percentile'].max() * 100:.0f}th percentile (fig7.csv)"),
         ]
     if ctx.has("fig8"):
         fig8 = _figure_csv(ctx, "fig8")
-        at = fig8[fig8["percentile"] <= 0.99]
-        rows += [
-            Row("fig8", "alpha 0.7: most mean slowdown up to the 99th percentile", 1.0, float(at["alpha_0.7"].max()), 1,
-                ctx.result_path("fig8"), reference=None, paper_text="~1 (invisible on the plot)"),
-            Row("fig8", "alpha 1.9 / alpha 0.7 slowdown at the 99th percentile", 2.0,
-                float(at["alpha_1.9"].iloc[-1] / at["alpha_0.7"].iloc[-1]), 1, ctx.result_path("fig8"),
-                bound=">=", reference=None, paper_text="large only as alpha nears 2"),
-        ]
+        last = fig8.iloc[-1]
+        rows += [ctx.row("fig8", f"alpha {alpha}: most mean slowdown over the computed percentiles",
+                         point(1.0, "so close to 1 as to be invisible"),
+                         _computed("fig8", float(fig8[f"alpha_{alpha}"].max()))) for alpha in ("0.5", "0.7")]
+        rows.append(ctx.row("fig8", f"alpha 1.9 / alpha 0.7 slowdown at the {last['percentile'] * 100:.0f}th percentile",
+                            bound(">", 1, text="high slowdowns only as alpha nears 2"),
+                            _computed("fig8", float(last["alpha_1.9"] / last["alpha_0.7"]))))
     return rows
+
+
+def claims(ctx: Context) -> list[Row]:
+    rows: list[Row] = []
+    if ctx.has("scf"):
+        rows += _scf_rows(ctx)
+    if ctx.has("write-concurrency"):
+        rows += _write_concurrency_rows(ctx)
+    return rows + _theory_rows(ctx)
+
+
+def figures(ctx: Context, out) -> list[tuple[str, str]]:
+    if not ctx.has("fig7"):
+        return []
+    fig7 = _figure_csv(ctx, "fig7")
+    series = [Series(f"ours, {label} (exact)", {p: _computed("fig7", v) for p, v in zip(fig7["percentile"], fig7[col])},
+                     color) for col, label, color in (("exponential", "exponential", "C3"),
+                                                      ("bounded_pareto_1.1", "BP alpha 1.1", "C0"))]
+    last = float(fig7["percentile"].max())
+    panel = Panel("Fig. 7: mean slowdown under SRPT, rho 0.9", "percentile of the task size", "mean slowdown",
+                  series=series,
+                  printed=[Printed(f"paper: exponential >= {FIG7_EXPONENTIAL:g} for the largest 5%", FIG7_TOP,
+                                   FIG7_EXPONENTIAL, ">=", last, "C3"),
+                           Printed(f"paper: BP no size above {FIG7_BP:g}", float(fig7["percentile"].min()), FIG7_BP,
+                                   "<=", last, "C0")])
+    draw([panel], out / "fig7.png", columns=1)
+    return [("fig7.png", "Fig. 7: the exact M/G/1 SRPT slowdown curves (fig7.csv) with the values the paper prints "
+             "(dashed)")]
 
 
 def differences(ctx: Context) -> str:
@@ -101,21 +180,23 @@ def differences(ctx: Context) -> str:
     items = []
     if ctx.has("scf"):
         ratios = _sweep("scf", "response_mean", ctx)
-        text = ", ".join(f"{users} users {ratio:.2f}" for users, (ratio, *_rest) in sorted(ratios.items()))
-        items.append(f"**SCF's gain by load.** size-independent / SCF mean response time: {text} (paper: none "
-                     "below 1000 UEs, 4-5x at 1400). Here the 10 Mbit/s link saturates between 1000 and 1400 "
-                     "users, so 1400 is just past saturation rather than the paper's moderate load.")
+        utilization = _sweep("scf", "link_utilization", ctx)
+        text = ", ".join(f"{users} users {parts[0].value:.2f} (link busy {utilization[users][1].value:.0%} / "
+                         f"{utilization[users][2].value:.0%})" for users, parts in sorted(ratios.items())
+                         if users in utilization)
+        items.append(f"**SCF's gain by load.** size-independent / SCF mean response time, with the uplink's "
+                     f"utilization under size-independent / SCF: {text} (paper: none below 1000 UEs, 4-5x at 1400).")
     if ctx.has("write-concurrency"):
         ratios = _sweep("write-concurrency", "response_mean", ctx)
         rps = _sweep("write-concurrency", "throughput_rps", ctx)
-        text = "; ".join(f"write concurrency {wc}: {ratio:.2f} (SCF {scf:.3g} s, size-independent {fair:.3g} s; "
-                         f"SCF {rps[wc][2]:.0f} req/s vs {rps[wc][1]:.0f})"
-                         for wc, (ratio, fair, scf, _) in sorted(ratios.items()) if wc in rps)
+        text = "; ".join(f"write concurrency {wc}: {ratio.value:.2f} (SCF {scf.value:.3g} s, size-independent "
+                         f"{fair.value:.3g} s; SCF {rps[wc][2].value:.0f} req/s vs {rps[wc][1].value:.0f})"
+                         for wc, (ratio, fair, scf) in sorted(ratios.items()) if wc in rps)
         items.append(f"**Why the order reaches the wire only with few concurrent writes (004 §5.4).** At 1400 users: "
                      f"{text}. With more than one response allowed unsent data in the kernel, what waits is "
                      "in the socket buffers and the uplink's FIFO, whose order the server does not choose; "
                      "the paper saw the same trend (the difference grows as threads decline and vanishes near 60 "
-                     "threads), at a larger count on a 10x faster link.")
+                     "threads).")
     if not items:
         return ""
     return "### Where ours differs from the paper, and why\n\n" + "\n\n".join(f"- {item}" for item in items)
@@ -129,10 +210,10 @@ def notes(ctx: Context) -> str:
         means, throughput = _sweep(entry, "response_mean", ctx), _sweep(entry, "throughput_rps", ctx)
         lines = [f"### `{entry}` per point", "", f"| {label} | size-independent mean (s) | SCF mean (s) | ratio | "
                  "size-independent req/s | SCF req/s |", "|---|---|---|---|---|---|"]
-        for point in sorted(means):
-            ratio, fair, scf, _ = means[point]
-            rps = throughput.get(point, (math.nan,) * 4)
-            lines.append(f"| {point} | {fair:.3g} | {scf:.3g} | {ratio:.3g} | {rps[1]:.3g} | {rps[2]:.3g} |")
+        for at in sorted(means):
+            cells = [m.value for m in means[at] + throughput.get(at, (Measure(),) * 3)[1:]]
+            ratio, fair, scf, fair_rps, scf_rps = cells
+            lines.append(f"| {at} | {fair:.3g} | {scf:.3g} | {ratio:.3g} | {fair_rps:.3g} | {scf_rps:.3g} |")
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
 
@@ -143,6 +224,7 @@ PAPER = Paper(
     experiments=EXPERIMENTS,
     claims=claims,
     notes=notes,
+    figures=figures,
     intro="""
 Size-independent scheduling is sojourn's FAIR policy (round robin of write quanta); SCF is its
 SRPT policy (fewest bytes left first, 004 §3.2). Both limit write concurrency to 8 with

@@ -1,8 +1,11 @@
 """Stages 1 and 2 of a reproduction: run an entry, then publish what its numbers come from.
 
 Publishing copies only small files (the per-request records stay under results/), writes
-the report's figures as PNG with their captions, and replaces the published directory
-atomically (a temporary directory renamed into place), so the doc never reads half an entry.
+the report's figures as PNG with their captions (no absolute path in them), and replaces the
+published directory atomically (a temporary directory renamed into place), so the doc never
+reads half an entry. The doc reads the runs' wall time from their status.json; meta.json's
+``wall_s`` is the time this stage took to run and publish (a resumed run's is short), which
+the doc uses only for commands.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import time
 from pathlib import Path
 
 from sojourn.reproduce import REPO, Entry, Paper
+from sojourn.reproduce.doc import relative_paths
 
 # Per repetition: the files summary numbers come from (no per-request records; the kernel
 # counters' time series is small and holds the measured reasons, e.g. SYN_RECV build-up).
@@ -62,7 +66,7 @@ def publish(paper: Paper, entry: Entry, source: Path, destination: Path, quick: 
         shutil.rmtree(staging, ignore_errors=True)  # a failed publish leaves nothing half-made
         raise
     meta = {"paper": paper.tag, "experiment": entry.name, "title": entry.title, "scale": "quick" if quick else "full",
-            "spec": entry.spec, "command": list(entry.command), "source": str(source),
+            "spec": entry.spec, "command": list(entry.command), "source": relative_paths(str(Path(source).resolve())),
             "published": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "wall_s": round(wall_s, 1)}
     (staging / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     old = destination.with_name(f".{destination.name}.old")
@@ -87,6 +91,12 @@ def _stage(entry: Entry, source: Path, staging: Path) -> None:
                     shutil.copy2(rep / name, target / name)
         from sojourn.report.html import build_report
         build_report(source, export_dir=staging)
+        index = staging / "figures.json"
+        if index.is_file():
+            figures = json.loads(index.read_text())
+            for figure in figures:
+                figure["caption"] = relative_paths(figure["caption"])
+            index.write_text(json.dumps(figures, indent=2) + "\n")
     else:
         for pattern in entry.publish:
             for path in sorted(source.glob(pattern)):

@@ -1,0 +1,103 @@
+"""docs/reproduction/README.md: the summary over every paper, read from the papers' CSVs
+(so it says exactly what the tables say), followed by the description of the one row format.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+from pathlib import Path
+
+from sojourn.reproduce import PAPERS, load_paper
+from sojourn.reproduce.rows import NEGATIVE
+
+# How each kind's verdicts are counted in the summary, in this order.
+KIND_VERDICTS = {
+    "point": ("same direction within 2x", "same direction beyond 2x", "opposite"),
+    "direction": ("same direction within 2x", "same direction beyond 2x", "opposite"),
+    "bound": ("met", "missed"),
+}
+SHORT = {"same direction within 2x": "within 2x", "same direction beyond 2x": "beyond 2x"}
+
+FORMAT = """
+## One row format for every paper
+
+`docs/reproduction/<paper>.csv` has one line per claim of the paper, with or without a result,
+in these columns (the doc `<paper>.md` shows the same rows, with the reasons written out):
+
+| column | meaning |
+|---|---|
+| paper, experiment | the paper's tag and the experiment (a directory under `<paper>/`) the row's numbers come from |
+| claim | what is compared, in words |
+| kind | `point`: the paper prints a value (a time, a rate, a ratio it calls about 1); `direction`: the paper prints a value on one side of a reference (a ratio such as FAIR / SRPT, on the side of 1); `bound`: the paper states a bound ("at least 2.5x", "under 0.5%"), or a direction without a number, written as a bound on the reference ("> 1") |
+| paper_value | the paper's printed value for the quantity; empty for a bound the paper gives no value beside |
+| bound | a bound row's bound, operator and value (`>= 2.5`); empty for the other kinds |
+| ours | our value: the mean over repetitions (a ratio of two runs is taken per repetition, paired by repetition number, then averaged); empty when there is no result |
+| ci_lo, ci_hi | the 90% t-interval of that mean (002 §3.5); empty with one repetition |
+| ratio | ours / paper_value; never to a bound (empty when the paper prints no value) |
+| verdict | `met` or `missed` for a bound (ours rounded to the digits the paper printed for >= and <=; > and < are strict); for a point or a direction `same direction within 2x`, `same direction beyond 2x` (ratio outside 0.5-2) or `opposite` (ours on the other side of the reference, or on it; a point's reference is 0); `no result` when there is no value |
+| reason | for a negative verdict (missed, beyond 2x, opposite): `measured` when a published measurement shows the cause (the `why` column says which), else `unexplained`; `—` for the others |
+| scale | what the published result ran: `compressed` when its runs had workload.time_compression > 1; `paper` at the spec's full scale (not `--quick`) with at least 3 repetitions, or an exact computation (a formula); else `quick`. Read from the published run.json and meta.json of the runs the row uses |
+| repetitions | the complete repetitions the row's value is over (the fewest of its runs) |
+| result_path | the published directory the value comes from, relative to the repository |
+| why | the measured reason or the unexplained cause of a negative verdict, or why there is no result |
+
+Every number in the generated docs comes from the published files under `<paper>/<experiment>/`
+(spec.toml, run.json, status.json, summary.json, counters.csv, a command's CSVs); the generator
+holds the papers' numbers and no number of ours. A row that could not fail (a count of 0 in a run
+too short to see the event) is not written; a claim whose experiment ran but gave no value keeps
+its row as `no result`. An experiment not yet published has no rows; its doc lists it as not run.
+
+`tests/test_reproduction_tables.py` checks every CSV and doc against these rules
+(`sojourn.reproduce.check`): a row whose result_path does not exist, a bound row without a bound
+verdict, a ratio taken to anything but the paper's value, a verdict that does not follow from the
+numbers, or an absolute path in a generated doc fails the suite.
+"""
+
+
+def _rows(docs: Path, tag: str) -> list[dict]:
+    path = docs / f"{tag}.csv"
+    return list(csv.DictReader(path.open())) if path.is_file() else []
+
+
+def _kind_cell(rows: list[dict], kind: str) -> str:
+    counts = Counter(row["verdict"] for row in rows if row["kind"] == kind)
+    parts = [f"{counts[v]} {SHORT.get(v, v)}" for v in KIND_VERDICTS[kind] if counts[v]]
+    return ", ".join(parts) or "—"
+
+
+def summary_lines(docs: Path) -> list[str]:
+    lines = ["| paper | experiments in the paper | with a row | at paper scale, >= 3 repetitions | point | direction "
+             "| bound | no result | negative verdicts with a measured reason |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for tag in PAPERS:
+        rows = _rows(docs, tag)
+        if not rows:
+            continue
+        paper = load_paper(tag)
+        own = [e.name for e in paper.experiments if e.of_paper]
+        added = len(paper.experiments) - len(own)
+        by_experiment: dict[str, list[dict]] = {}
+        for row in rows:
+            by_experiment.setdefault(row["experiment"], []).append(row)
+        with_row = [name for name in own if name in by_experiment]
+        at_paper = [name for name in with_row if all(r["scale"] == "paper" for r in by_experiment[name])]
+        negative = [row for row in rows if row["verdict"] in NEGATIVE]
+        measured = sum(row["reason"] == "measured" for row in negative)
+        no_result = sum(row["verdict"] == "no result" for row in rows)
+        experiments = f"{len(own)}" + (f" (+{added} of ours)" if added else "")
+        lines.append(f"| [{tag}]({tag}.md) | {experiments} | {len(with_row)} | {len(at_paper)} | "
+                     f"{_kind_cell(rows, 'point')} | {_kind_cell(rows, 'direction')} | {_kind_cell(rows, 'bound')} | "
+                     f"{no_result} | {measured} of {len(negative)} |")
+    return lines
+
+
+def readme_text(docs: Path) -> str:
+    lines = ["# Reproducing the papers", "",
+             "Generated by `sojourn reproduce` from the CSVs beside it; do not edit by hand. One line per "
+             "paper: its experiments (and studies of ours beside them), how many have a row in the paper's "
+             "table, how many of those ran at the paper's scale with at least three repetitions, the "
+             "verdicts of its rows by kind, and how many negative verdicts (missed, beyond 2x, opposite) "
+             "have a measured reason.", ""]
+    lines += summary_lines(docs)
+    return "\n".join(lines) + "\n" + FORMAT

@@ -1,0 +1,170 @@
+"""One row of a reproduction table: what the paper claims beside what we measured, and the
+verdict, in the one format every paper's CSV shares (docs/reproduction/README.md).
+
+A :class:`Claim` is the paper's side, written in the paper module from the paper's text:
+
+- ``point``: the paper prints a value (a time, a rate, a ratio it calls "about 1"). Ours is
+  compared by the ratio ours / paper; both lie on the positive side of 0, so the verdict
+  says whether ours is within 2x (``same direction within 2x``) or not.
+- ``direction``: the paper prints a value on one side of a reference (FAIR / SRPT = 7.97, on
+  the side of 1 where SRPT is better). The verdict is ``opposite`` when ours lies on the
+  other side of the reference or on it, else within or beyond 2x of the paper's value.
+- ``bound``: the paper states a bound ("at least a factor of 2.5", "under 0.5%", or a
+  direction with no number: "> 1"). The verdict is ``met`` or ``missed``. The paper's own
+  value for the quantity, when it prints one, is ``paper_value`` and the ratio is taken to
+  it; a bound never gives a ratio.
+
+A :class:`Measure` is ours, computed by :class:`sojourn.reproduce.Context` from the
+published results only. A :class:`Why` says why a verdict is negative (``measured``: a
+published measurement shows the cause; otherwise ``unexplained``) or why there is no result.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+KINDS = ("point", "direction", "bound")
+VERDICTS = ("met", "missed", "same direction within 2x", "same direction beyond 2x", "opposite", "no result")
+NEGATIVE = ("missed", "same direction beyond 2x", "opposite")
+REASONS = ("measured", "unexplained", "—")
+SCALES = ("paper", "quick", "compressed")
+BOUND_OPS = (">=", "<=", ">", "<")
+
+
+def missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def bound_text(op: str, value: float) -> str:
+    """The bound as the CSV's ``bound`` column writes it, e.g. ``>= 2.5``."""
+    return f"{op} {value:g}"
+
+
+def bound_met(bound: str, ours: float) -> bool:
+    """Whether ``ours`` meets ``bound`` (``">= 2.5"``). For >= and <= ours is first rounded
+    to the digits the paper printed (1.62 meets "<= 1.6"); > and < are strict (a direction
+    with no number: ours exactly on the reference does not meet it)."""
+    op, _, number = bound.partition(" ")
+    if op not in BOUND_OPS:
+        raise ValueError(f"bound {bound!r}: expected one of {', '.join(BOUND_OPS)} and a number")
+    value = float(number)
+    if op in (">=", "<="):
+        digits = len(number.split(".")[1]) if "." in number and "e" not in number else 0
+        rounded = round(ours, digits)
+        return rounded >= value if op == ">=" else rounded <= value
+    return ours > value if op == ">" else ours < value
+
+
+def within_2x(ratio: float) -> bool:
+    return 0.5 <= ratio <= 2.0
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The paper's side of a row (see the module doc for the kinds)."""
+
+    kind: str
+    paper_value: float | None = None
+    bound: str = ""
+    reference: float = 0.0
+    paper_text: str = ""
+    unit: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"claim kind {self.kind!r}: expected one of {', '.join(KINDS)}")
+        if (self.kind == "bound") != bool(self.bound):
+            raise ValueError("a bound claim, and only a bound claim, has a bound")
+        if self.kind != "bound" and not self.paper_value:
+            raise ValueError(f"a {self.kind} claim needs the paper's (non-zero) value")
+
+
+def point(value: float, text: str = "", unit: str = "") -> Claim:
+    return Claim("point", value, paper_text=text, unit=unit)
+
+
+def direction(value: float, text: str = "", reference: float = 1.0) -> Claim:
+    return Claim("direction", value, reference=reference, paper_text=text)
+
+
+def bound(op: str, value: float, paper: float | None = None, text: str = "", unit: str = "") -> Claim:
+    return Claim("bound", paper, bound=bound_text(op, value), paper_text=text, unit=unit)
+
+
+@dataclass(frozen=True)
+class Measure:
+    """Ours: a mean over repetitions (or a ratio of two, paired by repetition), its 90%
+    interval when there are several, the repetitions and the runs it was read from."""
+
+    value: float = math.nan
+    ci: tuple[float, float] | None = None
+    repetitions: int = 0
+    runs: tuple[str, ...] = ()
+    absent: str = ""  # why there is no value, when the helper can tell
+    at: str = ""  # the sweep point an extreme was found at
+
+    @property
+    def ok(self) -> bool:
+        return not missing(self.value)
+
+
+@dataclass(frozen=True)
+class Why:
+    text: str
+    measured: bool = False
+
+
+def measured(text: str) -> Why:
+    return Why(text, True)
+
+
+def unexplained(text: str) -> Why:
+    return Why(text, False)
+
+
+@dataclass
+class Row:
+    experiment: str
+    claim: str
+    paper: Claim
+    ours: Measure
+    result_path: str
+    scale: str
+    why: Why | None = None
+    note: str = ""  # shown in the doc whatever the verdict (how ours was measured)
+
+    @property
+    def kind(self) -> str:
+        return self.paper.kind
+
+    @property
+    def ratio(self) -> float | None:
+        """ours / the paper's value; never to a bound."""
+        if not self.ours.ok or not self.paper.paper_value:
+            return None
+        return self.ours.value / self.paper.paper_value
+
+    def verdict(self) -> str:
+        if not self.ours.ok:
+            return "no result"
+        if self.kind == "bound":
+            return "met" if bound_met(self.paper.bound, self.ours.value) else "missed"
+        reference = self.paper.reference
+        if (self.paper.paper_value - reference) * (self.ours.value - reference) <= 0:
+            return "opposite"
+        return "same direction within 2x" if within_2x(self.ratio) else "same direction beyond 2x"
+
+    def reason(self) -> str:
+        if self.verdict() not in NEGATIVE:
+            return "—"
+        return "measured" if self.why is not None and self.why.measured else "unexplained"
+
+    def why_text(self) -> str:
+        """The reason of a negative verdict, or why there is no result (empty otherwise)."""
+        verdict = self.verdict()
+        if verdict == "no result":
+            return (self.why.text if self.why else "") or self.ours.absent or "not measured"
+        if verdict in NEGATIVE and self.why is not None:
+            return self.why.text
+        return ""

@@ -1,0 +1,78 @@
+"""The reproduction tables say what they mean (issue 26): every generated CSV and doc under
+docs/reproduction passes sojourn.reproduce.check, and the checker catches each defect the
+issue names when it is put into an otherwise good row or doc."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from sojourn.reproduce import CSV_COLUMNS, DOCS, PAPERS
+from sojourn.reproduce.check import check_csv, check_docs, check_row, check_text
+
+# A good bound row and a good direction row, as the generator writes them.
+BOUND = dict(zip(CSV_COLUMNS, ["000", "rtt", "least FAIR / SRPT over the RTTs", "bound", "", ">= 2.5", "1.81423", "",
+                               "", "", "missed", "unexplained", "compressed", "1", "docs/reproduction/000/rtt", "why"]))
+DIRECTION = dict(zip(CSV_COLUMNS, ["000", "baseline", "FAIR / SRPT mean response time", "direction", "7.97101", "",
+                                   "9.84511", "", "", "1.235", "same direction within 2x", "—", "compressed", "1",
+                                   "docs/reproduction/000/baseline", ""]))
+
+
+def test_every_paper_has_a_table_and_every_generated_doc_keeps_the_rules():
+    assert sorted(p.stem for p in DOCS.glob("*.csv")) == sorted(PAPERS)
+    assert (DOCS / "README.md").is_file()
+    assert check_docs(DOCS) == {}
+
+
+def test_the_good_rows_pass():
+    assert check_row(BOUND) == [] and check_row(DIRECTION) == []
+
+
+def test_a_row_without_an_existing_result_path_fails():
+    assert any("result_path" in p for p in check_row({**BOUND, "result_path": "docs/reproduction/000/nothing"}))
+    assert any("result_path" in p for p in check_row({**BOUND, "result_path": ""}))
+    assert any("result_path" in p for p in check_row({**BOUND, "result_path": str(DOCS / "000" / "rtt")}))
+
+
+def test_a_bound_row_without_a_bound_verdict_fails():
+    problems = check_row({**BOUND, "verdict": "same direction within 2x", "reason": "—"})
+    assert any("bound verdict" in p or "a bound is met or missed" in p for p in problems)
+    assert any("does not follow" in p for p in check_row({**BOUND, "verdict": "met", "reason": "—"}))
+    assert any("without a bound" in p for p in check_row({**BOUND, "bound": ""}))
+    assert any("bound verdict" in p for p in check_row({**DIRECTION, "verdict": "met"}))
+
+
+def test_a_ratio_taken_against_a_bound_fails():
+    against_bound = {**BOUND, "ratio": f"{1.81423 / 2.5:.4g}"}  # the old 0.7257
+    assert any("ratio" in p for p in check_row(against_bound))
+    wrong = {**BOUND, "paper_value": "2.0", "ratio": f"{1.81423 / 2.5:.4g}"}  # the paper's value is 2, not the bound
+    assert any("is not ours / paper_value" in p for p in check_row(wrong))
+    assert check_row({**BOUND, "paper_value": "2.5", "ratio": f"{1.81423 / 2.5:.4g}"}) == []  # printed by the paper
+
+
+def test_an_absolute_path_in_a_generated_doc_fails():
+    caption = "- [ideal references simulated while rendering: /work/main/results/reproduce/000-quick/x/0](000/a.png)"
+    assert check_text(caption)
+    assert check_text("see docs/reproduction/000/baseline and https://example.org/a/b, 1.1 s / 138 ms") == []
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    writer.writerow([*list(BOUND.values())[:-1], "in /home/someone/results/x/y"])
+    assert any("absolute path" in p for p in check_csv(out.getvalue()))
+
+
+def test_verdicts_and_reasons_follow_from_the_numbers():
+    assert any("does not follow" in p for p in check_row({**DIRECTION, "verdict": "same direction beyond 2x",
+                                                          "reason": "unexplained"}))
+    assert any("reason" in p for p in check_row({**BOUND, "reason": "—"}))  # a miss needs a reason
+    assert any("does not say" in p for p in check_row({**BOUND, "reason": "measured", "why": ""}))
+    no_result = {**BOUND, "ours": "", "verdict": "no result", "reason": "—", "why": ""}
+    assert any("no why" in p for p in check_row(no_result))
+    assert any("verdict" in p for p in check_row({**DIRECTION, "ours": "", "ratio": ""}))
+
+
+@pytest.mark.parametrize("column", ["kind", "verdict", "reason", "scale"])
+def test_the_vocabularies_are_closed(column):
+    assert any(column in p for p in check_row({**DIRECTION, column: "within_2x"}))
