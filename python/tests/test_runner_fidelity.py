@@ -55,6 +55,16 @@ def test_each_measure_is_judged_against_its_bound_and_zero_leaves_it_unjudged():
     assert fidelity.violations({**good, "uplink_rate": None}, bounds) == []  # does not apply: not judged
     lenient = fidelity.bounds_of({**DEFAULTS, "lag_p99_ms": 0, "cpu_idle_min": 0})
     assert fidelity.violations({**good, "lag_p99_s": 1.0, "cpu_idle": 0.0}, lenient) == []
+    # A CPU-bound run's lag and idle time are its results: recorded, not judged.
+    assert fidelity.bounds_of(DEFAULTS, cpu_bound_run=True) == lenient
+
+
+@pytest.mark.parametrize("workload, bound", [({"rho": 0.5}, False), ({"mode": "closed"}, True),
+                                             ({"mode": "capacity", "levels": [1, 2]}, True),
+                                             ({"load_fraction": 0.5, "levels": [1, 2]}, True)])
+def test_cpu_bound_runs_are_told_from_link_bound_ones(workload, bound):
+    config = validate({"name": "t", "workload": workload}).runs[0].config
+    assert fidelity.cpu_bound(config) is bound
 
 
 def test_a_cpu_bound_spec_refuses_concurrency(tmp_path):
@@ -62,6 +72,9 @@ def test_a_cpu_bound_spec_refuses_concurrency(tmp_path):
     path.write_text('name = "t"\n[workload]\nrho = 0.5\n[collect.fidelity]\ncpu_idle_min = 0\n'
                     '[variants.a]\n[variants.b]\n')
     with pytest.raises(ValueError, match="--concurrency 1"):
+        run_experiment(load_spec(path), tmp_path / "results", concurrency=2)
+    path.write_text('name = "t"\n[workload]\nmode = "closed"\n[variants.a]\n[variants.b]\n')
+    with pytest.raises(ValueError, match="CPU-bound"):
         run_experiment(load_spec(path), tmp_path / "results", concurrency=2)
 
 

@@ -273,8 +273,7 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
         on_progress(progress)
         _adopt_load_summary(directory)
         try:
-            record = fidelity.assess(directory, link_bps, fidelity.CpuTimes.now().shares_since(cpu_start),
-                                     collect["fidelity"])
+            record = fidelity.assess(directory, run.config, fidelity.CpuTimes.now().shares_since(cpu_start))
             if state == "complete" and not record["valid"]:
                 state, reason = "invalid", "fidelity: " + "; ".join(record["violations"])
             summary = summarize_repetition(directory, link_bps, run.config["network"]["groups"])
