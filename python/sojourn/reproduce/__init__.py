@@ -140,6 +140,15 @@ class Paper:
                        f"{', '.join(e.name for e in self.experiments)}")
 
 
+def rows_of(ctx: "Context", builders: dict[str, Callable[["Context"], list[Row]]]) -> list[Row]:
+    """The rows of every published experiment that has a builder, in the paper's order."""
+    rows: list[Row] = []
+    for entry in ctx.paper.experiments:
+        if entry.name in builders and ctx.has(entry.name):
+            rows += builders[entry.name](ctx)
+    return rows
+
+
 def load_paper(tag: str) -> Paper:
     if tag not in PAPERS:
         raise KeyError(f"no paper {tag!r}; accepted: {', '.join(PAPERS)}")

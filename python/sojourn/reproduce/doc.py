@@ -134,11 +134,9 @@ def markdown(paper: Paper, ctx: Context, rows: list[Row], beside: list[tuple[str
         for row in group:
             lines.append(f"| {row.claim} | {row.kind} | {paper_cell(row)} | {ours_cell(row)} | {number(row.ratio)} | "
                          f"{row.verdict()} | {row.reason()} | {row.scale} | {row.ours.repetitions} |")
-        notes = [(row.claim, " ".join(t for t in (row.why_text(), row.note) if t)) for row in group]
-        notes = [(claim, text) for claim, text in notes if text]
+        notes = [f"- *{row.claim}*: {text}" for row in group for text in (row.why_text(), row.note) if text]
         if notes:
-            lines.append("")
-            lines += [f"- *{claim}*: {text}" for claim, text in notes]
+            lines += [""] + notes
         figures = ctx.figures(entry.name)
         if figures:
             lines.append("")

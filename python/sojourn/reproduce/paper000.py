@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from sojourn import papers
-from sojourn.reproduce import Context, Entry, Paper
+from sojourn.reproduce import Context, Entry, Paper, rows_of
 from sojourn.reproduce.beside import Band, Panel, Printed, Series, draw
 from sojourn.reproduce.rows import NEGATIVE, Measure, Row, bound, direction, measured, point, unexplained, within_2x
 from sojourn.runner.spec import run_name
@@ -65,9 +65,34 @@ SWEEPS = {
     "rto": ("initial_rto_ms", 3000, [("fair", 1000, 0.65, "=", "0.65 s")]),
     "mtu": ("mtu", 1500, [("fair", 536, 1.6, "=", "1.6 s"), ("srpt", 536, 0.26, "=", "260 ms")]),
 }
-# How a sweep point reads in a claim.
-POINT_LABELS = {"rtt_ms": "{:g} ms RTT", "loss": "{:.0%} loss", "persistent": "{:g} requests per connection",
-                "initial_rto_ms": "{:g} ms initial RTO", "mtu": "{:g} bytes per packet"}
+# How a sweep point reads in a claim: its value, the quantity, and the points together.
+POINT_LABELS = {"rtt_ms": (lambda x: f"{x:g} ms", "RTT", "RTTs"), "loss": (lambda x: f"{x:.0%}", "loss", "loss rates"),
+                "persistent": (lambda x: f"{x:g}", "requests per connection", "requests per connection"),
+                "initial_rto_ms": (lambda x: f"{x / 1000:g} s", "initial RTO", "initial RTOs"),
+                "mtu": (lambda x: f"{x:g}", "bytes per packet", "packet lengths")}
+
+# The text's statements about each sweep (§5.1 (B)-(I)): (variant, a, b, claim) compares the
+# variant at sweep value a with itself at b; ("fair/srpt", x, None, claim) is FAIR / SRPT at x;
+# ("least", None, None, claim) the least FAIR / SRPT over the sweep.
+SWEEP_CLAIMS = {
+    "rtt": [("srpt", 100, 0, bound(">", 2, text="more than doubles")),
+            ("fair", 100, 0, point(1.0, "hardly affected")),
+            ("fair/srpt", 150, None, direction(2.5, "least at 150 ms, and even here 2.5")),
+            ("least", None, None, bound(">=", 2.5, text="at least 2.5 for all RTTs"))],
+    "loss": [("fair", 0.05, 0, direction(1.9 / FAIR_W1, "1.1 s -> 1.9 s")),
+             ("srpt", 0.05, 0, direction(0.93 / SRPT_W1, "under 140 ms -> around 930 ms")),
+             ("fair/srpt", 0.15, None, direction(1.5, "still about a factor of 1.5"))],
+    "persistent": [("fair", 1, 5, direction(2.0, "reduced by a factor of 2")),
+                   ("srpt", 1, 5, point(1.0, "hardly affected")),
+                   ("fair/srpt", 10, None, direction(3.0, "still a factor of 3"))],
+    "rto": [("fair", 1000, 3000, direction(0.65 / FAIR_W1, "1.1 s -> 0.65 s")),
+            ("srpt", 500, 3000, point(1.0, "SRPT does not improve with a lower RTO")),
+            ("fair/srpt", 500, None, direction(7.0, "§6: still a factor of 7")),
+            ("least", None, None, bound(">=", 4, text="at least 4 for every RTO"))],
+    "mtu": [("fair", 536, 1500, direction(1.6 / FAIR_W1, "up almost 50% to 1.6 s")),
+            ("srpt", 536, 1500, direction(0.26 / SRPT_W1, "doubles to 260 ms")),
+            ("least", None, None, bound(">=", 6, text="at least 6 for every length"))],
+}
 
 # Statements without a printed time, drawn beside ours as what they imply for the mean.
 IMPLIED = {"rtt": [("srpt", 100, 2 * SRPT_W1, ">", "SRPT more than doubles")],
@@ -148,14 +173,24 @@ def _compression_rows(ctx: Context) -> list[Row]:
     ]
 
 
-def _printed_rows(ctx: Context, e: str) -> list[Row]:
-    """The absolute means the text prints for a sweep (SWEEPS), as points or bounds."""
+def _sweep_rows(ctx: Context, e: str) -> list[Row]:
+    """A Table 2 sweep's rows: the means the text prints (SWEEPS), then its statements
+    (SWEEP_CLAIMS)."""
     key, _, printed = SWEEPS[e]
+    value, unit, plural = POINT_LABELS[key]
     rows = []
     for variant, x, seconds, op, words in printed:
         claim = point(seconds, words, unit="s") if op == "=" else bound(op, seconds, text=words, unit="s")
-        rows.append(ctx.row(e, f"{VARIANT_NAMES[variant]} mean at {POINT_LABELS[key].format(x)}", claim,
+        rows.append(ctx.row(e, f"{VARIANT_NAMES[variant]} mean at {value(x)} {unit}", claim,
                             ctx.measure(e, _run(variant, key, x), "response_mean")))
+    for what, a, b, claim in SWEEP_CLAIMS[e]:
+        if what == "least":
+            rows.append(ctx.row(e, f"least FAIR / SRPT over the {plural}", claim, ctx.extreme(e, min)))
+        elif what == "fair/srpt":
+            rows.append(ctx.row(e, f"FAIR / SRPT at {value(a)} {unit}", claim, _fair_over_srpt(ctx, e, key, a)))
+        else:
+            rows.append(ctx.row(e, f"{VARIANT_NAMES[what]} at {value(a)} / at {value(b)} {unit}", claim,
+                                _between(ctx, e, what, key, a, b)))
     return rows
 
 
@@ -166,20 +201,6 @@ def _between(ctx: Context, e: str, variant: str, key: str, a, b, metric: str = "
 
 def _fair_over_srpt(ctx: Context, e: str, key: str, x, metric: str = "response_mean") -> Measure:
     return ctx.ratio((e, _run("fair", key, x), metric), (e, _run("srpt", key, x), metric))
-
-
-def _rtt_rows(ctx: Context) -> list[Row]:
-    e = "rtt"
-    return [
-        ctx.row(e, "SRPT at 100 ms / at 0 ms RTT", bound(">", 2, text="more than doubles"),
-                _between(ctx, e, "srpt", "rtt_ms", 100, 0)),
-        ctx.row(e, "FAIR at 100 ms / at 0 ms RTT", point(1.0, "hardly affected"),
-                _between(ctx, e, "fair", "rtt_ms", 100, 0)),
-        ctx.row(e, "FAIR / SRPT at 150 ms RTT", direction(2.5, "least at 150 ms, and even here 2.5"),
-                _fair_over_srpt(ctx, e, "rtt_ms", 150)),
-        ctx.row(e, "least FAIR / SRPT over the RTTs", bound(">=", 2.5, text="at least 2.5 for all RTTs"),
-                ctx.extreme(e, min)),
-    ]
 
 
 def _rtt_group_rows(ctx: Context) -> list[Row]:
@@ -202,18 +223,6 @@ def _rtt_group_rows(ctx: Context) -> list[Row]:
     return rows
 
 
-def _loss_rows(ctx: Context) -> list[Row]:
-    e = "loss"
-    return _printed_rows(ctx, e) + [
-        ctx.row(e, "FAIR at 5% / at 0% loss", direction(1.9 / FAIR_W1, "1.1 s -> 1.9 s"),
-                _between(ctx, e, "fair", "loss", 0.05, 0)),
-        ctx.row(e, "SRPT at 5% / at 0% loss", direction(0.93 / SRPT_W1, "under 140 ms -> around 930 ms"),
-                _between(ctx, e, "srpt", "loss", 0.05, 0)),
-        ctx.row(e, "FAIR / SRPT at 15% loss", direction(1.5, "still about a factor of 1.5"),
-                _fair_over_srpt(ctx, e, "loss", 0.15)),
-    ]
-
-
 def _rtt_loss_rows(ctx: Context) -> list[Row]:
     e = "rtt-loss"
     rows = [ctx.row(e, f"{VARIANT_NAMES[v]} mean, 100 ms RTT and 5% loss", point(s, unit="s"),
@@ -221,32 +230,6 @@ def _rtt_loss_rows(ctx: Context) -> list[Row]:
     rows.append(ctx.row(e, "FAIR / SRPT", direction(RTT_LOSS["fair"] / RTT_LOSS["srpt"], "2.5 s / 1.2 s: a factor of 2"),
                         ctx.ratio((e, "fair", "response_mean"), (e, "srpt", "response_mean"))))
     return rows
-
-
-def _persistent_rows(ctx: Context) -> list[Row]:
-    e = "persistent"
-    return [
-        ctx.row(e, "FAIR with 1 / with 5 requests per connection", direction(2.0, "reduced by a factor of 2"),
-                _between(ctx, e, "fair", "persistent", 1, 5)),
-        ctx.row(e, "SRPT with 1 / with 5 requests per connection", point(1.0, "hardly affected"),
-                _between(ctx, e, "srpt", "persistent", 1, 5)),
-        ctx.row(e, "FAIR / SRPT at 10 requests per connection", direction(3.0, "still a factor of 3"),
-                _fair_over_srpt(ctx, e, "persistent", 10)),
-    ]
-
-
-def _rto_rows(ctx: Context) -> list[Row]:
-    e = "rto"
-    return _printed_rows(ctx, e) + [
-        ctx.row(e, "FAIR at 1 s / at 3 s initial RTO", direction(0.65 / FAIR_W1, "1.1 s -> 0.65 s"),
-                _between(ctx, e, "fair", "initial_rto_ms", 1000, 3000)),
-        ctx.row(e, "SRPT at 0.5 s / at 3 s initial RTO", point(1.0, "SRPT does not improve with a lower RTO"),
-                _between(ctx, e, "srpt", "initial_rto_ms", 500, 3000)),
-        ctx.row(e, "FAIR / SRPT at 0.5 s initial RTO", direction(7.0, "§6: still a factor of 7"),
-                _fair_over_srpt(ctx, e, "initial_rto_ms", 500)),
-        ctx.row(e, "least FAIR / SRPT over the initial RTOs", bound(">=", 4, text="at least 4 for every RTO"),
-                ctx.extreme(e, min)),
-    ]
 
 
 def _syncookies_rows(ctx: Context) -> list[Row]:
@@ -286,18 +269,6 @@ def _abort_rows(ctx: Context) -> list[Row]:
     return rows
 
 
-def _mtu_rows(ctx: Context) -> list[Row]:
-    e = "mtu"
-    return _printed_rows(ctx, e) + [
-        ctx.row(e, "FAIR at 536 / at 1500 bytes", direction(1.6 / FAIR_W1, "up almost 50% to 1.6 s"),
-                _between(ctx, e, "fair", "mtu", 536, 1500)),
-        ctx.row(e, "SRPT at 536 / at 1500 bytes", direction(0.26 / SRPT_W1, "doubles to 260 ms"),
-                _between(ctx, e, "srpt", "mtu", 536, 1500)),
-        ctx.row(e, "least FAIR / SRPT over the packet lengths", bound(">=", 6, text="at least 6 for every length"),
-                ctx.extreme(e, min)),
-    ]
-
-
 def _realistic_rows(ctx: Context) -> list[Row]:
     e = "realistic"
     rows = [ctx.row(e, f"{VARIANT_NAMES[v]} mean response time", point(s, unit="s"), ctx.measure(e, v, "response_mean"))
@@ -316,16 +287,15 @@ def _realistic_rows(ctx: Context) -> list[Row]:
     return rows
 
 
+def _range_rows(ctx: Context, e: str, factor: tuple[float, float], words: str) -> list[Row]:
+    """The least and largest FAIR / SRPT over the workloads, against the range the text prints."""
+    return [ctx.row(e, "least FAIR / SRPT over the workloads", direction(factor[0], words), ctx.extreme(e, min)),
+            ctx.row(e, "largest FAIR / SRPT over the workloads", direction(factor[1], words), ctx.extreme(e, max))]
+
+
 def _workload_rows(ctx: Context) -> list[Row]:
-    rows = []
-    for e, (low, high), words in (("workloads", FIG12_FACTOR, "2-8 across the ten workloads"),
-                                  ("workloads-realistic", REALISTIC_FACTOR, "1.4-4 across the eight workloads")):
-        if ctx.has(e):
-            rows += [ctx.row(e, "least FAIR / SRPT over the workloads", direction(low, words), ctx.extreme(e, min)),
-                     ctx.row(e, "largest FAIR / SRPT over the workloads", direction(high, words), ctx.extreme(e, max))]
     e = "workloads"
-    if not ctx.has(e):
-        return rows
+    rows = _range_rows(ctx, e, FIG12_FACTOR, "2-8 across the ten workloads")
     for variant, (low, high), part in (("fair", FIG12_FAIR, 1), ("srpt", FIG12_SRPT, 2)):
         words = f"{low:g} s - {high:g} s across the ten"
         rows += [ctx.row(e, f"{VARIANT_NAMES[variant]}: least mean over the workloads", point(low, words, "s"),
@@ -338,6 +308,14 @@ def _workload_rows(ctx: Context) -> list[Row]:
                             _between(ctx, e, "fair", "profile", a, b)))
     rows.append(ctx.row(e, "SRPT: most SYN drops over the workloads", bound("<=", 0, text="none under any workload"),
                         ctx.extreme(e, max, "syn_drops", part=2)))
+    return rows
+
+
+def _wc98_like(e: str, paper: float, words: str):
+    """NASA's FAIR / SRPT against WC98's (§A: "extremely similar")."""
+    def rows(ctx: Context) -> list[Row]:
+        return [ctx.row(e, "FAIR / SRPT mean", direction(paper, words),
+                        ctx.ratio((e, "fair", "response_mean"), (e, "srpt", "response_mean")))]
     return rows
 
 
@@ -395,27 +373,17 @@ def _overload_rows(ctx: Context) -> list[Row]:
 
 
 def claims(ctx: Context) -> list[Row]:
-    builders = {"baseline": _baseline_rows, "compression": _compression_rows, "rtt": _rtt_rows,
-                "rtt-groups": _rtt_group_rows, "loss": _loss_rows, "rtt-loss": _rtt_loss_rows,
-                "persistent": _persistent_rows, "rto": _rto_rows, "syncookies": _syncookies_rows,
-                "abort": _abort_rows, "mtu": _mtu_rows, "realistic": _realistic_rows,
-                "overload": _overload_rows}
-    rows: list[Row] = []
-    for entry in EXPERIMENTS:
-        if entry.name in builders and ctx.has(entry.name):
-            rows += builders[entry.name](ctx)
-        if entry.name == "workloads":
-            rows += _workload_rows(ctx)
-    if ctx.has("nasa"):
-        rows.append(ctx.row("nasa", "FAIR / SRPT mean", direction(FAIR_W1 / SRPT_W1, "\"extremely similar\" to WC98's "
-                                                                  "1.1 s / 138 ms"),
-                            ctx.ratio(("nasa", "fair", "response_mean"), ("nasa", "srpt", "response_mean"))))
-    if ctx.has("nasa-realistic"):
-        rows.append(ctx.row("nasa-realistic", "FAIR / SRPT mean",
-                            direction(REALISTIC["fair"] / REALISTIC["srpt"], "as WC98's (J): 1.48 s / 764 ms"),
-                            ctx.ratio(("nasa-realistic", "fair", "response_mean"),
-                                      ("nasa-realistic", "srpt", "response_mean"))))
-    return [_compressed_unexplained(ctx, row) for row in rows]
+    sweeps = {e: (lambda ctx, e=e: _sweep_rows(ctx, e)) for e in SWEEP_CLAIMS}
+    builders = {"baseline": _baseline_rows, "compression": _compression_rows, **sweeps,
+                "rtt-groups": _rtt_group_rows, "rtt-loss": _rtt_loss_rows, "syncookies": _syncookies_rows,
+                "abort": _abort_rows, "realistic": _realistic_rows, "workloads": _workload_rows,
+                "workloads-realistic": lambda ctx: _range_rows(ctx, "workloads-realistic", REALISTIC_FACTOR,
+                                                               "1.4-4 across the eight workloads"),
+                "overload": _overload_rows,
+                "nasa": _wc98_like("nasa", FAIR_W1 / SRPT_W1, "\"extremely similar\" to WC98's 1.1 s / 138 ms"),
+                "nasa-realistic": _wc98_like("nasa-realistic", REALISTIC["fair"] / REALISTIC["srpt"],
+                                             "as WC98's (J): 1.48 s / 764 ms")}
+    return [_compressed_unexplained(ctx, row) for row in rows_of(ctx, builders)]
 
 
 def _compressed_unexplained(ctx: Context, row: Row) -> Row:

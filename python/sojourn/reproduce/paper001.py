@@ -7,7 +7,7 @@ sojourn's /metrics), and the congestion-window clamp (Fig. 18).
 
 from __future__ import annotations
 
-from sojourn.reproduce import Context, Entry, Paper
+from sojourn.reproduce import Context, Entry, Paper, rows_of
 from sojourn.reproduce.rows import Measure, Row, bound, direction, point, unexplained
 from sojourn.runner.spec import run_name
 
@@ -44,7 +44,7 @@ def _latency_rows(ctx: Context) -> list[Row]:
     points = _points(ctx, e, "sojourn")
     if points:
         rows.append(ctx.row(e, "sojourn: mean ready events per epoll_wait at the highest load",
-                            point(EVENTS_FIXED, f"{EVENTS_FIXED:g} (fixed Flash), {EVENTS_ORIGINAL} (original Flash)"),
+                            point(EVENTS_FIXED, f"the fixed Flash; the original: {EVENTS_ORIGINAL}"),
                             ctx.measure(e, run_name("sojourn", "load_fraction", max(points)), "events_per_wait_mean"),
                             unexplained("not measured apart: each run's count includes its capacity probe at 1020 "
                                         "users, and the server's one worker shares the machine's two cores with the "
@@ -76,12 +76,7 @@ def _cwnd_rows(ctx: Context) -> list[Row]:
 
 
 def claims(ctx: Context) -> list[Row]:
-    rows: list[Row] = []
-    if ctx.has("latency"):
-        rows += _latency_rows(ctx)
-    if ctx.has("cwnd"):
-        rows += _cwnd_rows(ctx)
-    return rows
+    return rows_of(ctx, {"latency": _latency_rows, "cwnd": _cwnd_rows})
 
 
 def _mean_transfer(ctx: Context, e: str, run: str) -> Measure:

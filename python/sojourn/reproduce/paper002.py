@@ -8,7 +8,7 @@ and without SACK at 6% loss (Figs. 15-16).
 
 from __future__ import annotations
 
-from sojourn.reproduce import Context, Entry, Paper
+from sojourn.reproduce import Context, Entry, Paper, rows_of
 from sojourn.reproduce.rows import Claim, Row, bound, direction, measured
 from sojourn.runner.spec import run_name
 
@@ -43,29 +43,33 @@ def _capacity_row(ctx: Context, entry: str, server: str, parameter: str, high, l
     return ctx.row(entry, claim, paper, ctx.ratio((entry, top, "capacity_rps"), (entry, base, "capacity_rps")), why)
 
 
+def _loss_rows(ctx: Context) -> list[Row]:
+    return [
+        _capacity_row(ctx, "loss", "sojourn", "loss", 0.09, 0, "sojourn: capacity at 9% / at 0% loss",
+                      direction(LOSS_CAPACITY, "Flash: reduced by up to 50% at high loss")),
+        _capacity_row(ctx, "loss", "nginx", "loss", 0.09, 0, "nginx: capacity at 9% / at 0% loss",
+                      bound("<", 1, text="Apache: a noticeable reduction, less severe than Flash's")),
+    ]
+
+
+def _delay_rows(ctx: Context) -> list[Row]:
+    return [_capacity_row(ctx, "delay", server, "rtt_ms", 400, 0, f"{server}: capacity at 400 / at 0 ms RTT",
+                          direction(DELAY_CAPACITY, "reduced only 5%, and only at 400 ms")) for server in SERVERS]
+
+
+def _sack_rows(ctx: Context) -> list[Row]:
+    return [
+        ctx.row("sack", "NewReno / SACK mean response time at 6% loss",
+                direction(NEWRENO / SACK, "SACK 20% and New Reno 10% below Reno: 0.9 / 0.8"),
+                ctx.ratio(("sack", "newreno", "response_mean"), ("sack", "sack", "response_mean"))),
+        ctx.row("sack", "NewReno / SACK completed requests per second at the same load",
+                bound("<", 1, text="SACK has the highest observed throughput at a given load (Fig. 16)"),
+                ctx.ratio(("sack", "newreno", "throughput_rps"), ("sack", "sack", "throughput_rps"))),
+    ]
+
+
 def claims(ctx: Context) -> list[Row]:
-    rows: list[Row] = []
-    if ctx.has("loss"):
-        rows += [
-            _capacity_row(ctx, "loss", "sojourn", "loss", 0.09, 0, "sojourn: capacity at 9% / at 0% loss",
-                          direction(LOSS_CAPACITY, "Flash: reduced by up to 50% at high loss")),
-            _capacity_row(ctx, "loss", "nginx", "loss", 0.09, 0, "nginx: capacity at 9% / at 0% loss",
-                          bound("<", 1, text="Apache: a noticeable reduction, less severe than Flash's")),
-        ]
-    if ctx.has("delay"):
-        rows += [_capacity_row(ctx, "delay", server, "rtt_ms", 400, 0, f"{server}: capacity at 400 / at 0 ms RTT",
-                               direction(DELAY_CAPACITY, "reduced only 5%, and only at 400 ms"))
-                 for server in SERVERS]
-    if ctx.has("sack"):
-        rows += [
-            ctx.row("sack", "NewReno / SACK mean response time at 6% loss",
-                    direction(NEWRENO / SACK, "SACK 20% and New Reno 10% below Reno: 0.9 / 0.8"),
-                    ctx.ratio(("sack", "newreno", "response_mean"), ("sack", "sack", "response_mean"))),
-            ctx.row("sack", "NewReno / SACK completed requests per second at the same load",
-                    bound("<", 1, text="SACK has the highest observed throughput at a given load (Fig. 16)"),
-                    ctx.ratio(("sack", "newreno", "throughput_rps"), ("sack", "sack", "throughput_rps"))),
-        ]
-    return rows
+    return rows_of(ctx, {"loss": _loss_rows, "delay": _delay_rows, "sack": _sack_rows})
 
 
 def differences(ctx: Context) -> str:

@@ -12,7 +12,7 @@ import json
 import math
 
 from sojourn import papers
-from sojourn.reproduce import Context, Entry, Paper, summarize
+from sojourn.reproduce import Context, Entry, Paper, rows_of, summarize
 from sojourn.reproduce.dwfs_study import TABLE2 as TABLE2_ASSIGNMENTS
 from sojourn.reproduce.rows import Measure, Row, bound, direction, measured, unexplained, within_2x
 
@@ -221,20 +221,12 @@ def _timeout_rows(ctx: Context) -> list[Row]:
 
 
 def claims(ctx: Context) -> list[Row]:
-    rows: list[Row] = []
-    if ctx.has("productivity-study"):
-        rows += _study_rows(ctx)
-    if ctx.has("section5"):
-        rows += _section5_rows(ctx)
-    if ctx.has("section5-demand"):
-        rows += _section5_rows(ctx, "section5-demand")
-    if ctx.has("section5-demand20"):
-        rows += _drop_rows(ctx, "section5-demand20")
-    if ctx.has("section5-demand20-nothink"):
-        rows += _section5_rows(ctx, "section5-demand20-nothink", clients=(40, 60))
-    if ctx.has("timeouts"):
-        rows += _timeout_rows(ctx)
-    return rows
+    return rows_of(ctx, {
+        "productivity-study": _study_rows, "section5": _section5_rows,
+        "section5-demand": lambda ctx: _section5_rows(ctx, "section5-demand"),
+        "section5-demand20": lambda ctx: _drop_rows(ctx, "section5-demand20"),
+        "section5-demand20-nothink": lambda ctx: _section5_rows(ctx, "section5-demand20-nothink", clients=(40, 60)),
+        "timeouts": _timeout_rows})
 
 
 def _study_note(ctx: Context) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from sojourn.reproduce import Context, Entry, Paper, per_rep_quotient, quotient
+from sojourn.reproduce import Context, Entry, Paper, per_rep_quotient, quotient, rows_of
 from sojourn.reproduce.beside import Panel, Printed, Series, draw
 from sojourn.reproduce.rows import Measure, Row, bound, direction, measured, point
 from sojourn.runner.spec import run_name
@@ -121,39 +121,35 @@ def _write_concurrency_rows(ctx: Context) -> list[Row]:
     ]
 
 
-def _theory_rows(ctx: Context) -> list[Row]:
-    rows = []
-    if ctx.has("fig7"):
-        fig7 = _figure_csv(ctx, "fig7")
-        top = fig7[fig7["percentile"] >= FIG7_TOP]
-        rows += [
-            ctx.row("fig7", f"exponential: least mean slowdown of the largest {1 - FIG7_TOP:.0%} (rho 0.9)",
-                    bound(">=", FIG7_EXPONENTIAL, text="the largest 5% all 5.6 or more"),
-                    _computed("fig7", float(top["exponential"].min())), _fig7_why(fig7)),
-            ctx.row("fig7", "bounded Pareto alpha 1.1: most mean slowdown over the computed percentiles",
-                    bound("<=", FIG7_BP, text="no task size above 1.6"),
-                    _computed("fig7", float(fig7["bounded_pareto_1.1"].max())),
-                    note=f"computed up to the {fig7['percentile'].max() * 100:.0f}th percentile (fig7.csv)"),
-        ]
-    if ctx.has("fig8"):
-        fig8 = _figure_csv(ctx, "fig8")
-        last = fig8.iloc[-1]
-        rows += [ctx.row("fig8", f"alpha {alpha}: most mean slowdown over the computed percentiles",
-                         point(1.0, "so close to 1 as to be invisible"),
-                         _computed("fig8", float(fig8[f"alpha_{alpha}"].max()))) for alpha in ("0.5", "0.7")]
-        rows.append(ctx.row("fig8", f"alpha 1.9 / alpha 0.7 slowdown at the {last['percentile'] * 100:.0f}th percentile",
-                            bound(">", 1, text="high slowdowns only as alpha nears 2"),
-                            _computed("fig8", float(last["alpha_1.9"] / last["alpha_0.7"]))))
+def _fig7_rows(ctx: Context) -> list[Row]:
+    fig7 = _figure_csv(ctx, "fig7")
+    top = fig7[fig7["percentile"] >= FIG7_TOP]
+    return [
+        ctx.row("fig7", f"exponential: least mean slowdown of the largest {1 - FIG7_TOP:.0%} (rho 0.9)",
+                bound(">=", FIG7_EXPONENTIAL, text="the largest 5% all 5.6 or more"),
+                _computed("fig7", float(top["exponential"].min())), _fig7_why(fig7)),
+        ctx.row("fig7", "bounded Pareto alpha 1.1: most mean slowdown over the computed percentiles",
+                bound("<=", FIG7_BP, text="no task size above 1.6"),
+                _computed("fig7", float(fig7["bounded_pareto_1.1"].max())),
+                note=f"computed up to the {fig7['percentile'].max() * 100:.0f}th percentile (fig7.csv)"),
+    ]
+
+
+def _fig8_rows(ctx: Context) -> list[Row]:
+    fig8 = _figure_csv(ctx, "fig8")
+    last = fig8.iloc[-1]
+    rows = [ctx.row("fig8", f"alpha {alpha}: most mean slowdown over the computed percentiles",
+                    point(1.0, "so close to 1 as to be invisible"),
+                    _computed("fig8", float(fig8[f"alpha_{alpha}"].max()))) for alpha in ("0.5", "0.7")]
+    rows.append(ctx.row("fig8", f"alpha 1.9 / alpha 0.7 slowdown at the {last['percentile'] * 100:.0f}th percentile",
+                        bound(">", 1, text="high slowdowns only as alpha nears 2"),
+                        _computed("fig8", float(last["alpha_1.9"] / last["alpha_0.7"]))))
     return rows
 
 
 def claims(ctx: Context) -> list[Row]:
-    rows: list[Row] = []
-    if ctx.has("scf"):
-        rows += _scf_rows(ctx)
-    if ctx.has("write-concurrency"):
-        rows += _write_concurrency_rows(ctx)
-    return rows + _theory_rows(ctx)
+    return rows_of(ctx, {"scf": _scf_rows, "write-concurrency": _write_concurrency_rows, "fig7": _fig7_rows,
+                         "fig8": _fig8_rows})
 
 
 def figures(ctx: Context, out) -> list[tuple[str, str]]:
