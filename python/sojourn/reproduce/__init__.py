@@ -349,7 +349,9 @@ class Context:
         point = pick(found, key=lambda p: found[p].value)
         best = found[point]
         runs = tuple(run for m in found.values() for run in m.runs)
-        return Measure(best.value, best.ci, min(m.repetitions for m in found.values()), runs, at=str(point))
+        key = _sweep_parameter(self.directory(name) / "spec.toml").rsplit(".", 1)[-1]
+        at = f"{key}={point:g}" if isinstance(point, float) else f"{key}={point}"
+        return Measure(best.value, best.ci, min(m.repetitions for m in found.values()), runs, at=at)
 
     def _absent(self, name: str, run: str, metric: str) -> str:
         reps = [r for r in self.reps(name) if r.run == run]

@@ -87,4 +87,11 @@ def main(args: argparse.Namespace) -> int:
 
     md_path, csv_path = write_docs(paper, ctx)
     console.print(f"wrote {md_path} and {csv_path}", markup=False, highlight=False)
+    if Path(args.docs).resolve() == DOCS.resolve():
+        from sojourn.reproduce.check import check_docs
+
+        for name, problems in check_docs(DOCS).items():
+            for problem in problems:
+                console.print(f"[red]{name}: {problem}[/]", highlight=False)
+            status = status or 1
     return status

@@ -48,8 +48,8 @@ holds the papers' numbers and no number of ours. A row that could not fail (a co
 too short to see the event) is not written; a claim whose experiment ran but gave no value keeps
 its row as `no result`. An experiment not yet published has no rows; its doc lists it as not run.
 
-`python/tests/test_reproduce_tables.py` checks every CSV and doc against these rules
-(`sojourn.reproduce.check`): a row whose result_path does not exist, a bound row without a bound
+`python -m sojourn.reproduce.check` (which `sojourn reproduce` runs after writing the docs) and
+`python/tests/test_reproduce_tables.py` check every CSV and doc against these rules: a row whose result_path does not exist, a bound row without a bound
 verdict, a ratio taken to anything but the paper's value, a verdict that does not follow from the
 numbers, or an absolute path in a generated doc fails the suite.
 """
