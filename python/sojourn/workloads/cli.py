@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
 from . import docroot, importers, io, models, shaping, stats
 
@@ -89,10 +89,12 @@ def register(parser: argparse.ArgumentParser) -> None:
 
 
 def _register_import_and_stats(sub: argparse._SubParsersAction) -> None:
-    imp = sub.add_parser("import", help="import a CLF/Combined access log or World Cup 98 binary logs", description="Import logs as a trace. Unparseable lines are skipped, counted and reported, never fatal. 1-second timestamps are spread within their second by --seed.")
-    imp.add_argument("format", choices=sorted(importers.IMPORTERS), help="clf: Common or Combined Log Format (e.g. the NASA log, our server's access log); wc98: World Cup 98 binary records (gzip too)")
-    imp.add_argument("inputs", type=Path, nargs="+", help="log files, in time order")
+    imp = sub.add_parser("import", help="import access logs (any Apache/nginx format) or World Cup 98 binary logs", description="Import logs as a trace, streaming (memory does not grow with the log). Several files (rotated, .gz) are merged in time order. Unusable lines, and time outliers beyond a gap of most of the log's span, are skipped, counted and reported, never fatal. 1-second timestamps are spread within their second by --seed.")
+    imp.add_argument("format", choices=sorted(importers.IMPORTERS), help="clf: access logs, Common/Combined Log Format by default (e.g. the NASA log, our server's access log), --log-format for others; wc98: World Cup 98 binary records")
+    imp.add_argument("inputs", type=Path, nargs="+", help="log files (plain or gzip), in any order")
     imp.add_argument("-o", "--output", type=Path, required=True, help="trace CSV to write")
+    imp.add_argument("--log-format", metavar="FORMAT", help="clf: an Apache LogFormat ('%%h %%l %%u %%t \"%%r\" %%>s %%b %%D'), an nginx log_format ('$remote_addr - $remote_user [$time_local] \"$request\" $status $body_bytes_sent ...') or a preset (common, combined); default: Common/Combined, whatever follows it allowed (a number after it is the response time)")
+    imp.add_argument("--keep-outliers", action="store_true", help="keep lines cut off by a gap of most of the log's span (they are still named)")
     imp.add_argument("--seed", type=int, default=0)
     imp.set_defaults(func=cmd_import)
 
@@ -108,16 +110,22 @@ def cmd_import(args: argparse.Namespace) -> int:
     missing = [str(p) for p in args.inputs if not p.is_file()]
     if missing:
         return _fail(f"no such input file: {', '.join(missing)}")
+    columns = (TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), TimeElapsedColumn())
     try:
-        with console.status(f"importing {len(args.inputs)} {args.format} file(s)"):
-            trace, report = importers.IMPORTERS[args.format](args.inputs, seed=args.seed)
-            io.write_trace(trace, args.output)
+        with Progress(*columns, console=console, transient=True) as bar:
+            tasks = {"read": bar.add_task("read", total=None), "sort": bar.add_task("sort + write", total=None)}
+            report, chunks = importers.import_chunks(
+                args.format, args.inputs, seed=args.seed, log_format=args.log_format, keep_outliers=args.keep_outliers,
+                progress=lambda stage, done, total: bar.update(tasks[stage], completed=done, total=total))
+            with io.TraceWriter(args.output) as writer:
+                for chunk in chunks:
+                    writer.write(chunk)
     except ValueError as error:
         return _fail(str(error))
     print(report.summary())
     for example in report.examples:
         print(f"  skipped {example}")
-    print(f"wrote {args.output}: {len(trace)} requests, {trace['path'].nunique()} objects")
+    print(f"wrote {args.output}: {writer.rows} requests")
     return 0
 
 

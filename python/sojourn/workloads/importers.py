@@ -1,39 +1,92 @@
-"""Importing real logs as traces: Common/Combined Log Format and World Cup 98 binary.
+"""Importing real logs as traces: access logs (Common/Combined, or any Apache ``LogFormat``
+or nginx ``log_format``, :mod:`sojourn.workloads.logformat`) and World Cup 98 binary logs.
 
 Guarantees:
 
+- Streaming: files are read in blocks of :data:`BLOCK_BYTES` (gzip too, every member), each
+  block parsed with polars' vectorised kernels into a few integer columns kept in a
+  temporary directory; a second pass sorts :data:`BUCKET_ROWS` rows at a time and hands
+  them on. Memory grows with the number of distinct hosts and paths, not with lines.
 - Bad input is never fatal: every line or record that cannot be used is skipped and
-  counted in the returned :class:`ImportReport` (with the first few line/record numbers
-  and the reason), and the rest is imported. Only an input with *no* usable entry is an
-  error.
-- Logs have 1-second timestamps; each request is placed uniformly at random within its
-  second, deterministically by ``seed`` (same log and seed, same trace), then the trace
-  is sorted by time (stable) and starts at 0.
+  counted in the returned :class:`ImportReport` by reason, with the first few file names,
+  line numbers and texts. Only an input with *no* usable entry is an error.
+- Several files are merged in time order; the report counts each file's entries,
+  imports and skips. A truncated gzip stream is imported up to where it breaks and reported.
+- Time outliers: where one gap between consecutive logged seconds is more than
+  :data:`sojourn.workloads.stats.DOMINANT_GAP` of the whole span and the lines beyond
+  it are at most :data:`OUTLIER_SHARE` of all (a clock jump, a date in another century),
+  those lines are named in the report and skipped and counted (``keep_outliers`` keeps
+  them); repeated until no such gap is left. The largest remaining gap is named too.
+- Logs with 1-second timestamps: each request is placed uniformly within its second by
+  a hash of (``seed``, file, line), so the same log and seed give the same trace
+  however it is read; sub-second timestamps are spread within their resolution. The
+  trace is sorted by time and starts at 0.
 - ``size`` is the object's size: the largest body size logged for that path with
   status 200 (or with any status if it never had a 200), so trace and docroot agree on
-  one size per path; the logged ``status`` and per-line ``logged_size`` are kept as
-  extra columns. Query strings are dropped from paths. ``client`` numbers the distinct
-  hosts (CLF) or client IDs (WC98) in order of first appearance.
-- gzip-compressed input is recognized by its magic bytes; a truncated gzip stream is
-  imported up to where it breaks and reported.
+  one size per path; ``status`` and ``logged_size`` are kept as extra columns, and a
+  logged response time as ``response_s`` (``upstream_response_s`` for nginx's
+  ``$upstream_response_time``, summed over the upstreams tried). Query strings are
+  dropped from paths. ``client`` numbers the distinct clients in order of first
+  appearance in the trace: the first address of an X-Forwarded-For field where the
+  format has one (the client behind a proxy), else the logged host.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 import zlib
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
+from typing import Callable, Iterator
 
 import numpy as np
 import pandas as pd
+import polars as pl
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from .io import validate_trace
+from . import logformat
+from .logformat import FORWARDED, HOST, METHOD, PATH, REQUEST, RESPONSE, SIZE, STATUS, TIME, UPSTREAM, Layout
+from .stats import DOMINANT_GAP
 
 GZIP_MAGIC = b"\x1f\x8b"
 EXAMPLES = 5
+BLOCK_BYTES = 8 << 20
+BUCKET_ROWS = 1 << 20
+# Lines beyond a dominating gap are outliers when they are at most this share of all.
+OUTLIER_SHARE = 0.05
+# Sizes a double no longer counts exactly (2^53 bytes) are corrupt lines.
+MAX_SIZE = 2**53
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class FileCounts:
+    """One input file's share of an import."""
+
+    path: str
+    entries: int = 0
+    imported: int = 0
+    skipped: int = 0
+    truncated: bool = False
+    first_s: float | None = None  # earliest and latest logged time (Unix seconds)
+    last_s: float | None = None
+
+
+@dataclass
+class Outlier:
+    """Lines cut off from the rest by one gap."""
+
+    lines: int
+    first_s: float
+    last_s: float
+    gap_s: float
+    examples: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -51,15 +104,20 @@ class ImportReport:
     # every entry with GET (a server answers HEAD/POST/... of a static object with its
     # body anyway, or not at all), so a log rich in other methods replays as more bytes.
     methods: dict[str, int] = field(default_factory=dict)
+    files: list[FileCounts] = field(default_factory=list)
+    outliers: list[Outlier] = field(default_factory=list)
+    kept_outliers: bool = False
+    span_s: float = 0.0
+    largest_gap_s: float = 0.0
+    largest_gap_at_s: float | None = None
+    columns: list[str] = field(default_factory=list)
 
-    def skip(self, mask: np.ndarray, reason: str, label: str, numbers: np.ndarray) -> None:
-        count = int(mask.sum())
-        if not count:
-            return
-        self.skipped += count
-        self.reasons[reason] = self.reasons.get(reason, 0) + count
-        for number in numbers[mask][: max(0, EXAMPLES - len(self.examples))]:
-            self.examples.append(f"{label} {int(number)}: {reason}")
+    def skip(self, counts: FileCounts, skip: Skip) -> None:
+        self.skipped += skip.total
+        counts.skipped += skip.total
+        self.reasons[skip.reason] = self.reasons.get(skip.reason, 0) + skip.total
+        for number, text in list(zip(skip.numbers, skip.texts))[: max(0, EXAMPLES - len(self.examples))]:
+            self.examples.append(f"{counts.path} line {number}: {skip.reason}: {text[:100]!r}")
 
     def summary(self) -> str:
         text = f"{self.source}: {self.imported} of {self.entries} entries imported, {self.skipped} skipped"
@@ -69,137 +127,217 @@ class ImportReport:
             text += "; methods " + ", ".join(f"{m} {n}" for m, n in sorted(self.methods.items())) + " (all replayed as GET)"
         if self.truncated:
             text += "; input truncated"
-        return text
+        lines = [text]
+        if len(self.files) > 1:
+            for counts in self.files:
+                lines.append(f"  {counts.path}: {counts.imported} of {counts.entries} imported, {counts.skipped} skipped"
+                             + (f", {_utc(counts.first_s)} to {_utc(counts.last_s)}" if counts.first_s is not None else "")
+                             + ("; truncated" if counts.truncated else ""))
+        for outlier in self.outliers:
+            lines.append(f"  time outlier: {outlier.lines} line(s) {_utc(outlier.first_s)} to {_utc(outlier.last_s)}, "
+                         f"{_duration(outlier.gap_s)} from the rest, " + ("kept" if self.kept_outliers else "skipped")
+                         + (f" (e.g. {outlier.examples[0]})" if outlier.examples else ""))
+        if self.largest_gap_at_s is not None and self.span_s > 0:
+            lines.append(f"  span {_duration(self.span_s)}; largest gap {_duration(self.largest_gap_s)} "
+                         f"({self.largest_gap_s / self.span_s:.0%} of it) after {_utc(self.largest_gap_at_s)}")
+        if self.columns:
+            lines.append(f"  logged response times kept as {', '.join(self.columns)}")
+        return "\n".join(lines)
 
 
-def read_bytes(path: str | os.PathLike) -> tuple[bytes, bool]:
-    """The file's bytes, gunzipped if it is gzip (all members); and whether the
-    compressed stream ended early."""
-    data = Path(path).read_bytes()
-    if not data.startswith(GZIP_MAGIC):
-        return data, False
-    out = []
-    while data:
-        decompressor = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
-        try:
-            out.append(decompressor.decompress(data))
-        except zlib.error:
-            return b"".join(out), True
-        if not decompressor.eof:
-            return b"".join(out), True
-        data = decompressor.unused_data
-    return b"".join(out), False
+def _utc(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-# Common Log Format, optionally followed by the Combined fields and a service time:
-# host ident authuser [date] "request" status bytes ["referer" "user-agent" [micros]]
-# (quoted fields may hold backslash escapes, as Apache writes them; our server's log,
-# crates/server/src/access_log.rs, appends the microseconds like Apache's %D).
-QUOTED = r'"(?:[^"\\]|\\.)*"'
-CLF = (
-    r'^(?P<host>\S+) \S+ \S+ \[(?P<time>[^\]]+)\] "(?P<request>(?:[^"\\]|\\.)*)" '
-    rf"(?P<status>\d{{3}}) (?P<bytes>\d+|-)(?: {QUOTED} {QUOTED}(?: \d+)?)?\s*$"
-)
+def _duration(seconds: float) -> str:
+    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:g} s"
+
+
+@dataclass
+class Skip:
+    """Lines of one block skipped for one reason: the first few (number, text) and how many."""
+
+    reason: str
+    numbers: list[int]
+    texts: list[str]
+    total: int
+
+
+@dataclass
+class Parsed:
+    """One block: its usable rows, how many entries it had, what was skipped."""
+
+    frame: pl.DataFrame
+    entries: int
+    skips: list[Skip]
+
+
+# ---------------------------------------------------------------------------------------
+# Reading: decompressed bytes in blocks.
+
+
+def _decompressed(path: Path, counts: FileCounts, report: ImportReport, done: Callable[[int], None]) -> Iterator[bytes]:
+    """The file's bytes, gunzipped if gzip (every member), ``BLOCK_BYTES`` at most at a
+    time; a gzip stream that ends early or breaks is marked truncated."""
+    with open(path, "rb") as handle:
+        gz = handle.read(2) == GZIP_MAGIC
+        handle.seek(0)
+        decompressor = None
+        while raw := handle.read(BLOCK_BYTES):
+            done(len(raw))
+            if not gz:
+                yield raw
+                continue
+            while raw:
+                decompressor = decompressor or zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+                try:
+                    # Bounded output per call: a small file may unpack to gigabytes.
+                    out = decompressor.decompress(raw, BLOCK_BYTES)
+                except zlib.error:
+                    counts.truncated = report.truncated = True
+                    return
+                yield out
+                raw = decompressor.unconsumed_tail
+                if decompressor.eof:
+                    raw, decompressor = decompressor.unused_data, None
+        if decompressor is not None:
+            counts.truncated = report.truncated = True
+
+
+def _line_blocks(pieces: Iterator[bytes]) -> Iterator[bytes]:
+    """Whole lines, a piece at a time (the last line may lack its newline)."""
+    pending: list[bytes | memoryview] = []
+    for piece in pieces:
+        cut = piece.rfind(b"\n") + 1
+        if not cut:
+            pending.append(piece)
+            continue
+        view = memoryview(piece)
+        yield b"".join([*pending, view[:cut]])
+        pending = [view[cut:]]
+    if any(len(p) for p in pending):
+        yield b"".join(pending)
+
+
+# ---------------------------------------------------------------------------------------
+# Parsing access-log lines (one block at a time).
+
 # "METHOD target [HTTP/x.y]"; an absolute-form target keeps only its path, and the
 # query is dropped (a docroot file has one content per path; replay is of static objects).
-REQUEST = r"^(?P<method>[A-Z]+) (?:[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s]*)?(?P<path>/[^\s?#]*)[^\s]*(?: HTTP/\d\.\d)?$"
+REQUEST_LINE = r"^(?P<method>[A-Z]+) (?:[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s]*)?(?P<path>/[^\s?#]*)[^\s]*(?: HTTP/\d\.\d)?$"
+# After the Common prefix: Combined's "referer" "user-agent", then a number (the default
+# layout's response time, see sojourn.workloads.logformat).
+TRAILING_TIME = r'^(?: "[^"]*" "[^"]*")? ([0-9]+(?:\.[0-9]+)?)(?: |$)'
 
 
-def _percent_encode_escapes(paths: pa.Array) -> pa.Array:
-    """CLF-escaped and CSV-structural characters of logged paths, percent-encoded."""
-    for raw, encoded in (('\\"', "%22"), ("\\\\", "%5C"), ('"', "%22"), (",", "%2C")):
-        paths = pc.replace_substring(paths, raw, encoded)
-    return paths
+def _lines(block: bytes) -> pl.DataFrame:
+    """The block's lines as text (blank: null)."""
+    if not block.isascii():
+        # Latin-1: every byte is a character, so nothing is lost or refused.
+        block = block.decode("latin-1").encode("utf-8")
+    if b"\\" in block:
+        # Escaped quotes and backslashes (Apache \" \\, nginx escape=json \") become what
+        # a URL path carries (RFC 3986 §2.1), so no field holds a quote.
+        block = block.replace(b"\\\\", b"%5C").replace(b'\\"', b"%22")
+    if b"\x1f" in block:
+        # The unit separator never belongs in a log line: it splits nothing here.
+        block = block.replace(b"\x1f", b"?")
+    lines = pl.read_csv(block, has_header=False, separator="\x1f", quote_char=None, new_columns=["line"],
+                        schema={"line": pl.String}, comment_prefix=None)["line"]
+    return pl.DataFrame({"line": lines.str.strip_chars()})
 
 
-def _spread(seconds: np.ndarray, seed: int) -> np.ndarray:
-    """Place each 1-second timestamp uniformly within its second, by seed."""
-    rng = np.random.default_rng(seed)
-    return seconds + rng.random(len(seconds))
+def _time(column: pl.Expr, spec: logformat.Field) -> pl.Expr:
+    """Unix seconds (float) of a time field, null where it does not parse."""
+    if spec.time_format == "epoch":
+        return column.cast(pl.Float64, strict=False) * spec.unit
+    parsed = column.str.strptime(pl.Datetime("us", "UTC"), spec.time_format, strict=False)
+    return parsed.dt.epoch("us").cast(pl.Float64) / 1e6
 
 
-def _finish(frame: pd.DataFrame, report: ImportReport, source: str) -> pd.DataFrame:
-    if frame.empty:
-        raise ValueError(f"{report.summary()}; nothing usable to import")
-    frame = frame.sort_values("arrival_s", kind="stable").reset_index(drop=True)
-    frame["arrival_s"] -= frame["arrival_s"].iloc[0]
-    ok = frame["status"] == 200
-    best_ok = frame["logged_size"].where(ok).groupby(frame["path"]).transform("max")
-    best_any = frame.groupby("path")["logged_size"].transform("max")
-    frame["size"] = best_ok.fillna(best_any).astype(np.uint64)
-    frame["client"] = pd.factorize(frame["client"])[0].astype(np.uint32)
-    report.imported = len(frame)
-    trace = frame[["arrival_s", "client", "path", "size", "status", "logged_size"]]
-    validate_trace(trace, source=source)
-    return trace
+def _requests(frame: pl.DataFrame, layout: Layout) -> pl.DataFrame:
+    """``method`` and ``path`` (null for a bad request line), parsed once per distinct text."""
+    roles = layout.roles()
+    if REQUEST in roles:
+        request = pl.col(REQUEST)
+    else:
+        method = pl.col(METHOD) if METHOD in roles else pl.lit("GET")
+        request = pl.concat_str([method, pl.lit(" "), pl.col(PATH)])
+    frame = frame.with_columns(request.alias("_request"))
+    distinct = frame.select(pl.col("_request").unique())
+    parsed = distinct.with_columns(pl.col("_request").str.extract_groups(REQUEST_LINE).alias("_parts")).unnest("_parts")
+    # Escapes in the logged target become percent-encoding (Apache's \" and \\ above, nginx's
+    # \xHH), and ',' too so the trace CSV needs no quoting.
+    parsed = parsed.with_columns(
+        pl.col("path").str.replace_all(r"\\x([0-9A-Fa-f]{2})", "%$1").str.replace_all(",", "%2C", literal=True)
+        .str.replace_all('"', "%22", literal=True))
+    return frame.drop([c for c in (METHOD, PATH) if c in frame.columns]).join(
+        parsed, on="_request", how="left", maintain_order="left").drop("_request")
 
 
-def _sources(paths: list[str | os.PathLike] | str | os.PathLike) -> tuple[ImportReport, list[tuple[str | os.PathLike, bytes]]]:
-    """The import report for ``paths`` (one file or a list, concatenated in order) and each
-    file's bytes, the report noting any compressed stream that ended early."""
-    paths = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
-    report = ImportReport(source=", ".join(str(p) for p in paths))
-    contents = []
-    for path in paths:
-        data, truncated = read_bytes(path)
-        report.truncated |= truncated
-        contents.append((path, data))
-    return report, contents
+def _number(column: str, spec: logformat.Field) -> pl.Expr:
+    return pl.col(column).cast(pl.Float64, strict=False) * spec.unit
 
 
-def import_clf(paths: list[str | os.PathLike] | str | os.PathLike, seed: int = 0) -> tuple[pd.DataFrame, ImportReport]:
-    """Import Common or Combined Log Format files (concatenated in the given order)."""
-    report, contents = _sources(paths)
-    texts = [data.decode("latin-1") for _, data in contents]
-    # Arrow's RE2 kernels parse every line in C++: a million lines take seconds.
-    lines = pa.array("".join(texts).splitlines(), type=pa.large_string())
-    numbers = np.arange(1, len(lines) + 1)
-    nonblank = pc.invert(pc.match_substring_regex(lines, r"^\s*$")).to_numpy(zero_copy_only=False)
-    lines, numbers = lines.filter(pa.array(nonblank)), numbers[nonblank]
-    report.entries = len(lines)
+def _parse_access_block(block: bytes, first: int, layout: Layout) -> Parsed:
+    """The block's usable lines (``first``: the number of its first line) as rows for
+    :class:`_Stage`; the rest as skips."""
+    lines = _lines(block)
+    lines = lines.with_columns(pl.int_range(first, first + len(lines), eager=True).alias("number"))
+    lines = lines.filter(pl.col("line") != "")
+    skips: list[Skip] = []
+    frame = logformat.split(lines, layout)
+    fields = {f.role: f for f in layout.fields}
+    unparsed = "not Common/Combined Log Format" if layout is logformat.DEFAULT else f"not in the log format {layout.name!r}"
+    frame = _drop(frame, ~pl.col("fits"), unparsed, skips)
+    frame = _drop(_requests(frame, layout), pl.col("path").is_null(), "request line without METHOD /path", skips)
+    time_spec = fields[TIME]
+    expected = {logformat.CLF_TIME: "expected dd/Mon/yyyy:HH:MM:SS +zzzz", "epoch": "expected Unix seconds"}.get(
+        time_spec.time_format, f"expected {time_spec.time_format}")
+    frame = frame.with_columns(_time(pl.col(TIME), time_spec).alias("time_s"))
+    frame = _drop(frame, pl.col("time_s").is_null() | ~pl.col("time_s").is_finite(), f"bad timestamp ({expected})",
+                  skips)
+    frame = frame.with_columns(pl.col(STATUS).cast(pl.UInt16, strict=False).alias("status"),
+                               pl.col(SIZE).replace("-", "0").cast(pl.UInt64, strict=False).alias("logged_size"))
+    frame = _drop(frame, ~pl.col("status").is_between(100, 999).fill_null(False), "bad status (expected 100-999)",
+                  skips)
+    frame = _drop(frame, pl.col("logged_size").is_null(), "bad response size (expected digits or -)", skips)
+    frame = _drop(frame, pl.col("logged_size") > MAX_SIZE, "response size out of range", skips)
 
-    fields = pc.extract_regex(lines, CLF)
-    unparsed = fields.is_null().to_numpy(zero_copy_only=False)
-    report.skip(unparsed, "not Common/Combined Log Format", "line", numbers)
-    fields, numbers = fields.filter(pa.array(~unparsed)), numbers[~unparsed]
+    client = pl.col(HOST)
+    if FORWARDED in fields:
+        first = pl.col(FORWARDED).str.splitn(",", 2).struct.field("field_0").str.strip_chars()
+        client = pl.when(first.is_in(["", "-"]).not_()).then(first).otherwise(client)
+    columns = [client.alias("client"), pl.col("path"), pl.col("method"), pl.col("time_s"), pl.col("status"),
+               pl.col("logged_size"), pl.col("number")]
+    if RESPONSE in fields:
+        columns.append(_number(RESPONSE, fields[RESPONSE]).alias(RESPONSE))
+    elif "rest" in frame.columns and (frame["rest"] != "").any():
+        value = pl.col("rest").str.extract(TRAILING_TIME, 1)
+        unit = pl.when(value.str.contains(".", literal=True)).then(1.0).otherwise(1e-6)
+        columns.append((value.cast(pl.Float64, strict=False) * unit).alias(RESPONSE))
+    if UPSTREAM in fields:
+        # nginx lists one time per upstream tried ("0.010, 0.020 : 0.005"); "-": none.
+        times = pl.col(UPSTREAM).str.extract_all(r"[0-9]+(?:\.[0-9]+)?").list.eval(pl.element().cast(pl.Float64))
+        columns.append(pl.when(times.list.len() > 0).then(times.list.sum()).alias(UPSTREAM))
+    return Parsed(_keyed(frame.select(columns)), len(lines), skips)
 
-    request = pc.extract_regex(pc.struct_field(fields, "request"), REQUEST)
-    bad_request = request.is_null().to_numpy(zero_copy_only=False)
-    report.skip(bad_request, "request line without METHOD /path", "line", numbers)
-    keep = pa.array(~bad_request)
-    fields, request, numbers = fields.filter(keep), request.filter(keep), numbers[~bad_request]
 
-    when = pc.strptime(pc.struct_field(fields, "time"), format="%d/%b/%Y:%H:%M:%S %z", unit="s", error_is_null=True)
-    bad_time = when.is_null().to_numpy(zero_copy_only=False)
-    report.skip(bad_time, "bad timestamp (expected dd/Mon/yyyy:HH:MM:SS +zzzz)", "line", numbers)
-    keep = pa.array(~bad_time)
-    fields, request, when, numbers = fields.filter(keep), request.filter(keep), when.filter(keep), numbers[~bad_time]
+def _drop(frame: pl.DataFrame, bad: pl.Expr, reason: str, skips: list[Skip]) -> pl.DataFrame:
+    """``frame`` without the rows where ``bad`` holds, which are noted in ``skips``."""
+    frame = frame.with_columns(bad.fill_null(True).alias("_bad"))
+    dropped = frame.filter(pl.col("_bad"))
+    if len(dropped):
+        head = dropped.head(EXAMPLES)
+        skips.append(Skip(reason, head["number"].to_list(), head["line"].to_list(), len(dropped)))
+    return frame.filter(~pl.col("_bad")).drop("_bad")
 
-    # A size no response has (beyond 2^53 bytes, where a double stops counting bytes, or
-    # beyond uint64) is a corrupt line, not an error of the import.
-    logged = pc.struct_field(fields, "bytes")
-    sizes = pc.cast(pc.if_else(pc.equal(logged, "-"), "0", logged), pa.float64())
-    bad_size = pc.greater(sizes, float(2**53)).to_numpy(zero_copy_only=False)
-    report.skip(bad_size, "response size out of range", "line", numbers)
-    keep = pa.array(~bad_size)
-    fields, request, when, sizes = fields.filter(keep), request.filter(keep), when.filter(keep), sizes.filter(keep)
 
-    counts = pc.value_counts(pc.struct_field(request, "method")).to_pylist()
-    report.methods = {item["values"]: int(item["counts"]) for item in counts}
-    epoch = pc.cast(when, pa.int64()).to_numpy().astype(np.float64)
-    frame = pd.DataFrame(
-        {
-            "arrival_s": _spread(epoch - (epoch.min() if len(epoch) else 0.0), seed),
-            "client": pc.dictionary_encode(pc.struct_field(fields, "host")).indices.to_numpy(),
-            # Apache writes a quote inside the request line as \" (and a backslash as \\):
-            # percent-encoded here, as a URL path carries them (RFC 3986 §2.1).
-            "path": _percent_encode_escapes(pc.struct_field(request, "path")).to_numpy(zero_copy_only=False),
-            "status": pc.cast(pc.struct_field(fields, "status"), pa.uint16()).to_numpy(),
-            "logged_size": sizes.to_numpy(zero_copy_only=False).astype(np.uint64),
-        }
-    )
-    return _finish(frame, report, report.source), report
-
+# ---------------------------------------------------------------------------------------
+# World Cup 98 binary records.
 
 # World Cup 98 binary log record (Internet Traffic Archive): 20 bytes, big-endian.
 WC98_RECORD = np.dtype(
@@ -222,43 +360,370 @@ WC98_STATUS = np.array(
      500, 501, 502, 503, 504, 505],
     dtype=np.uint16,
 )
-# GET, HEAD, POST, PUT, DELETE, TRACE, OPTIONS, CONNECT, other.
-WC98_METHODS = 9
+WC98_METHODS = np.array(["GET", "HEAD", "POST", "PUT", "DELETE", "TRACE", "OPTIONS", "CONNECT", "other"])
 
 
-def import_wc98(paths: list[str | os.PathLike] | str | os.PathLike, seed: int = 0) -> tuple[pd.DataFrame, ImportReport]:
-    """Import World Cup 98 binary logs (plain or gzip), concatenated in order."""
-    report, contents = _sources(paths)
-    parts = []
-    for path, data in contents:
-        whole = len(data) - len(data) % WC98_RECORD.itemsize
-        if whole != len(data):
-            report.truncated = True
-            report.skipped += 1
-            report.reasons["partial record at end of file"] = report.reasons.get("partial record at end of file", 0) + 1
-            report.examples.append(f"{path}: {len(data) - whole} trailing bytes")
-            report.entries += 1
-        parts.append(np.frombuffer(data[:whole], dtype=WC98_RECORD))
-    records = np.concatenate(parts) if parts else np.empty(0, dtype=WC98_RECORD)
-    numbers = np.arange(1, len(records) + 1)
-    report.entries += len(records)
+def _record_blocks(pieces: Iterator[bytes]) -> Iterator[np.ndarray | bytes]:
+    """Whole records, about a block at a time; then the bytes of a partial last record."""
+    pending = b""
+    for piece in pieces:
+        pending += piece
+        whole = len(pending) - len(pending) % WC98_RECORD.itemsize
+        if whole >= BLOCK_BYTES // 2:
+            yield np.frombuffer(pending[:whole], dtype=WC98_RECORD)
+            pending = pending[whole:]
+    whole = len(pending) - len(pending) % WC98_RECORD.itemsize
+    if whole:
+        yield np.frombuffer(pending[:whole], dtype=WC98_RECORD)
+    if whole != len(pending):
+        yield pending[whole:]
 
+
+def _partial_record(tail: bytes, number: int) -> Parsed:
+    return Parsed(pl.DataFrame(), 1, [Skip("partial record at end of file", [number], [f"{len(tail)} trailing bytes"], 1)])
+
+
+def _parse_wc98_block(records: np.ndarray, first: int) -> Parsed:
+    numbers = np.arange(first, first + len(records))
     status_index = records["status"] & 0x3F
-    bad = (status_index >= len(WC98_STATUS)) | (records["method"] >= WC98_METHODS)
-    report.skip(bad, "unknown status or method code", "record", numbers)
-    records = records[~bad]
-    objects, distinct = pd.factorize(records["object"].astype(np.uint32))
-    names = np.array([f"/wc98/{int(object_id)}" for object_id in distinct], dtype=object)
-    frame = pd.DataFrame(
-        {
-            "arrival_s": _spread(records["timestamp"].astype(np.float64) - (records["timestamp"].min() if len(records) else 0), seed),
-            "client": records["client"].astype(np.uint32),
-            "path": names[objects],
-            "status": WC98_STATUS[records["status"] & 0x3F],
-            "logged_size": records["size"].astype(np.uint64),
+    bad = (status_index >= len(WC98_STATUS)) | (records["method"] >= len(WC98_METHODS))
+    skips = []
+    if bad.any():
+        shown = zip(records["status"][bad][:EXAMPLES], records["method"][bad][:EXAMPLES])
+        skips.append(Skip("unknown status or method code", numbers[bad][:EXAMPLES].tolist(),
+                          [f"status byte {s}, method {m}" for s, m in shown], int(bad.sum())))
+    entries = len(records)
+    records, numbers = records[~bad], numbers[~bad]
+    return Parsed(_keyed(pl.DataFrame({
+        "client": records["client"].astype(np.uint32),
+        "path": "/wc98/" + pl.Series(records["object"].astype(np.uint32)).cast(pl.String),
+        "method": WC98_METHODS[records["method"]],
+        "time_s": records["timestamp"].astype(np.float64),
+        "status": WC98_STATUS[records["status"] & 0x3F],
+        "logged_size": records["size"].astype(np.uint64),
+        "number": numbers,
+    })), entries, skips)
+
+
+# ---------------------------------------------------------------------------------------
+# Pass 1: parsed blocks staged on disk, with what pass 2 needs.
+
+
+@dataclass
+class _Block:
+    file: Path
+    low: int  # whole seconds
+    high: int
+
+
+def _keyed(frame: pl.DataFrame) -> pl.DataFrame:
+    """Clients and paths by 64-bit hash (polars'), so no dictionary of them is kept per
+    block; within one import a collision among even 10^8 distinct values has a chance
+    of about 3·10^-4."""
+    return frame.with_columns(pl.col("client").hash(), pl.col("path").hash().alias("path_key"))
+
+
+class _Stage:
+    """Parsed rows of every file (temporary Arrow files) and the tables over them: each
+    path's name and sizes, the count of lines per logged second."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+        self.blocks: list[_Block] = []
+        self.paths: list[pl.DataFrame] = []
+        self.seconds: list[pl.DataFrame] = []
+        self.columns: set[str] = set()
+
+    def add(self, frame: pl.DataFrame, file_index: int, counts: FileCounts, report: ImportReport) -> None:
+        if not len(frame):
+            return
+        for method, count in frame["method"].value_counts().iter_rows():
+            report.methods[method] = report.methods.get(method, 0) + count
+        self.paths.append(frame.group_by("path_key").agg(
+            pl.col("path").first(), pl.col("logged_size").max().alias("any"),
+            pl.col("logged_size").filter(pl.col("status") == 200).max().alias("ok")))
+        self.seconds.append(frame.group_by(pl.col("time_s").floor().cast(pl.Int64).alias("second")).len())
+        if len(self.seconds) > 64:
+            self.paths, self.seconds = [self.path_table()], [self._histogram()]
+        low, high = frame["time_s"].min(), frame["time_s"].max()
+        counts.first_s = low if counts.first_s is None else min(counts.first_s, low)
+        counts.last_s = high if counts.last_s is None else max(counts.last_s, high)
+        self.columns |= {c for c in (RESPONSE, UPSTREAM) if c in frame.columns}
+        path = self.directory / f"{len(self.blocks):06d}.arrow"
+        frame.drop("method", "path").with_columns(pl.lit(file_index, dtype=pl.UInt16).alias("file")).write_ipc(path)
+        self.blocks.append(_Block(path, int(np.floor(low)), int(np.floor(high))))
+
+    def path_table(self) -> pl.DataFrame:
+        """Per path (by key): its name and its largest logged sizes (any status; 200)."""
+        return pl.concat(self.paths).group_by("path_key").agg(
+            pl.col("path").first(), pl.col("any").max(), pl.col("ok").max())
+
+    def _histogram(self) -> pl.DataFrame:
+        return pl.concat(self.seconds).group_by("second").agg(pl.col("len").sum())
+
+    def histogram(self) -> tuple[np.ndarray, np.ndarray]:
+        """Logged seconds (sorted) and the lines in each."""
+        table = self._histogram().sort("second")
+        return table["second"].to_numpy(), table["len"].to_numpy().astype(np.int64)
+
+
+# ---------------------------------------------------------------------------------------
+# Time outliers and gaps.
+
+
+def _kept_range(seconds: np.ndarray, lines: np.ndarray, report: ImportReport) -> tuple[int, int]:
+    """Indexes (inclusive) into ``seconds`` of the lines kept in time, the outliers cut
+    off beyond dominating gaps recorded in the report."""
+    low, high = 0, len(seconds) - 1
+    total = int(lines.sum())
+    while high > low:
+        gaps = np.diff(seconds[low:high + 1])
+        at = int(np.argmax(gaps))
+        if gaps[at] <= DOMINANT_GAP * (seconds[high] - seconds[low]):
+            break
+        before, after = int(lines[low:low + at + 1].sum()), int(lines[low + at + 1:high + 1].sum())
+        if min(before, after) > OUTLIER_SHARE * total:
+            break  # two large parts: a real gap, named below and by `trace stats`
+        if before <= after:
+            cut = (low, low + at)
+            low = low + at + 1
+        else:
+            cut = (low + at + 1, high)
+            high = low + at
+        report.outliers.append(Outlier(int(lines[cut[0]:cut[1] + 1].sum()), float(seconds[cut[0]]),
+                                       float(seconds[cut[1]]), float(gaps[at])))
+    return low, high
+
+
+def _name_outliers(stage: _Stage, files: list[FileCounts], report: ImportReport) -> None:
+    """Example lines of each outlier group, and outliers counted as skipped unless kept."""
+    for outlier in report.outliers:
+        per_file = np.zeros(len(files), dtype=np.int64)
+        for block in stage.blocks:
+            if block.high < outlier.first_s or block.low > outlier.last_s:
+                continue
+            rows = pl.read_ipc(block.file, columns=["time_s", "file", "number"]).filter(
+                pl.col("time_s").floor().is_between(outlier.first_s, outlier.last_s))
+            per_file += np.bincount(rows["file"].to_numpy(), minlength=len(files))
+            for index, number in rows.head(EXAMPLES - len(outlier.examples)).select("file", "number").iter_rows():
+                outlier.examples.append(f"{files[index].path} line {number}")
+        if not report.kept_outliers:
+            reason = "time outlier (beyond a gap of most of the log's span)"
+            report.reasons[reason] = report.reasons.get(reason, 0) + outlier.lines
+            report.skipped += outlier.lines
+            for counts, skipped in zip(files, per_file):
+                counts.skipped += int(skipped)
+
+
+# ---------------------------------------------------------------------------------------
+# Pass 2: sorted rows, a bucket of whole seconds at a time.
+
+GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _uniform(seed: int, keys: np.ndarray) -> np.ndarray:
+    """A uniform number in [0, 1) per key: SplitMix64's output function (Steele, Lea and
+    Flood 2014) of key·golden + seed, so a line's place in its second depends on the seed
+    and the line alone, not on how the input was cut into blocks."""
+    with np.errstate(over="ignore"):
+        z = keys.astype(np.uint64) * GOLDEN + np.uint64(seed % 2**64)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        z ^= z >> np.uint64(31)
+    return (z >> np.uint64(11)).astype(np.float64) * 2.0**-53
+
+
+def _buckets(seconds: np.ndarray, lines: np.ndarray) -> list[tuple[int, int]]:
+    """Ranges [first, last] of whole seconds holding about BUCKET_ROWS lines each."""
+    cumulative = np.cumsum(lines)
+    ends = np.searchsorted(cumulative, np.arange(BUCKET_ROWS, cumulative[-1], BUCKET_ROWS), side="left")
+    ends = np.unique(np.append(ends, len(seconds) - 1))
+    starts = np.concatenate([[0], ends[:-1] + 1])
+    return [(int(seconds[s]), int(seconds[e])) for s, e in zip(starts, ends)]
+
+
+class _FirstSeen:
+    """Client numbers 0, 1, ... in order of first appearance, over successive chunks."""
+
+    def __init__(self):
+        self.keys = np.zeros(0, dtype=np.uint64)  # sorted
+        self.numbers = np.zeros(0, dtype=np.uint32)
+
+    def __call__(self, keys: np.ndarray) -> np.ndarray:
+        distinct, first_at = np.unique(keys, return_index=True)
+        where = np.searchsorted(self.keys, distinct).clip(max=max(len(self.keys) - 1, 0))
+        new = ~(self.keys[where] == distinct) if len(self.keys) else np.ones(len(distinct), bool)
+        fresh = distinct[new][np.argsort(first_at[new], kind="stable")]
+        numbers = np.arange(len(self.keys), len(self.keys) + len(fresh), dtype=np.uint32)
+        merged = np.concatenate([self.keys, fresh])
+        order = np.argsort(merged, kind="stable")
+        self.keys, self.numbers = merged[order], np.concatenate([self.numbers, numbers])[order]
+        return self.numbers[np.searchsorted(self.keys, keys)]
+
+
+def _sorted_chunks(stage: _Stage, files: list[FileCounts], rank: np.ndarray, seconds: np.ndarray,
+                   lines: np.ndarray, seed: int, resolution: float, progress: Progress | None) -> Iterator[pa.Table]:
+    """The trace, in time order, as Arrow tables of about BUCKET_ROWS rows."""
+    paths = stage.path_table().sort("path_key")
+    path_keys = paths["path_key"].to_numpy()
+    names = paths["path"].to_arrow()
+    # One size per path: its largest 200 response, else its largest of any status.
+    sizes = paths.select(pl.coalesce("ok", "any"))["ok"].to_numpy()
+    clients = _FirstSeen()
+    start = float(seconds[0])
+    offset = None
+    written = 0
+    total = int(lines.sum())
+    per_file = np.zeros(len(files), dtype=np.int64)
+    for first, last in _buckets(seconds, lines):
+        parts = [pl.read_ipc(b.file).filter(pl.col("time_s").floor().is_between(first, last))
+                 for b in stage.blocks if b.high >= first and b.low <= last]
+        chunk = pl.concat([p for p in parts if len(p)], how="diagonal_relaxed")
+        file = chunk["file"].to_numpy()
+        keys = (rank[file].astype(np.uint64) << np.uint64(40)) | chunk["number"].to_numpy().astype(np.uint64)
+        arrival = (chunk["time_s"].to_numpy() - start) + _uniform(seed, keys) * resolution
+        chunk = chunk.with_columns(pl.Series("arrival_s", arrival), pl.Series("_key", keys)).sort(["arrival_s", "_key"])
+        if offset is None:
+            offset = float(chunk["arrival_s"][0])
+        path_index = pa.array(np.searchsorted(path_keys, chunk["path_key"].to_numpy()))
+        columns = {
+            "arrival_s": pa.array(chunk["arrival_s"].to_numpy() - offset),
+            "client": pa.array(clients(chunk["client"].to_numpy())),
+            "path": names.take(path_index),
+            "size": pa.array(sizes).take(path_index),
+            "status": chunk["status"].to_arrow(),
+            "logged_size": chunk["logged_size"].to_arrow(),
         }
-    )
-    return _finish(frame, report, report.source), report
+        for name in (RESPONSE, UPSTREAM):
+            if name in stage.columns:
+                columns[name] = (chunk[name] if name in chunk.columns else pl.Series(name, [None] * len(chunk), pl.Float64)).to_arrow()
+        per_file += np.bincount(chunk["file"].to_numpy(), minlength=len(files))
+        written += len(chunk)
+        if progress:
+            progress("sort", written, total)
+        yield pa.table(columns)
+    for counts, imported in zip(files, per_file):
+        counts.imported = int(imported)
+
+
+# ---------------------------------------------------------------------------------------
+# The import.
+
+# Blocks parsed at once: polars' string kernels use one core per column of a block.
+WORKERS = 2
+
+
+def _parse_jobs(path: Path, layout: Layout | None, counts: FileCounts, report: ImportReport,
+                done: Callable[[int], None]) -> Iterator[Callable[[], Parsed]]:
+    """One parsing job per block of the file, numbered in order."""
+    pieces = _decompressed(path, counts, report, done)
+    first = 1
+    if layout is not None:
+        for block in _line_blocks(pieces):
+            yield partial(_parse_access_block, block, first, layout)
+            first += block.count(b"\n") + (not block.endswith(b"\n"))
+    else:
+        for records in _record_blocks(pieces):
+            if isinstance(records, bytes):
+                counts.truncated = report.truncated = True
+                yield partial(_partial_record, records, first)
+            else:
+                yield partial(_parse_wc98_block, records, first)
+                first += len(records)
+
+
+def _in_order(pool: ThreadPoolExecutor, jobs: Iterator[Callable[[], Parsed]]) -> Iterator[Parsed]:
+    """The jobs' results in order, at most WORKERS + 1 blocks in memory at once."""
+    running: deque = deque()
+    for job in jobs:
+        running.append(pool.submit(job))
+        if len(running) > WORKERS:
+            yield running.popleft().result()
+    while running:
+        yield running.popleft().result()
+
+
+def _paths(paths) -> list[Path]:
+    return [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
+
+
+def import_chunks(kind: str, paths, seed: int = 0, log_format: str | None = None, keep_outliers: bool = False,
+                  progress: Progress | None = None) -> tuple[ImportReport, Iterator[pa.Table]]:
+    """Read every file (pass 1) and return the report and the trace's rows in time order
+    (pass 2, lazily: consume the iterator, then the report's per-file import counts are
+    final). ``kind``: ``clf`` (access logs, any ``log_format``) or ``wc98``."""
+    layout = logformat.layout(log_format) if kind == "clf" else None
+    if kind == "wc98" and log_format is not None:
+        raise ValueError("a log format applies to access logs (clf), not to WC98 binary records")
+    paths = _paths(paths)
+    report = ImportReport(source=", ".join(str(p) for p in paths), kept_outliers=keep_outliers)
+    report.files = [FileCounts(str(p)) for p in paths]
+    temporary = tempfile.TemporaryDirectory(prefix="sojourn-import-")
+    stage = _Stage(Path(temporary.name))
+    total_bytes = sum(p.stat().st_size for p in paths)
+    read = [0]
+
+    def done(count: int) -> None:
+        read[0] += count
+        if progress:
+            progress("read", read[0], total_bytes)
+
+    try:
+        with ThreadPoolExecutor(WORKERS) as pool:
+            for index, (path, counts) in enumerate(zip(paths, report.files)):
+                for parsed in _in_order(pool, _parse_jobs(path, layout, counts, report, done)):
+                    counts.entries += parsed.entries
+                    for skip in parsed.skips:
+                        report.skip(counts, skip)
+                    stage.add(parsed.frame, index, counts, report)
+                report.entries += counts.entries
+        if not stage.blocks:
+            raise ValueError(f"{report.summary()}; nothing usable to import")
+    except BaseException:
+        temporary.cleanup()
+        raise
+
+    seconds, lines = stage.histogram()
+    low, high = _kept_range(seconds, lines, report)
+    _name_outliers(stage, report.files, report)
+    if not keep_outliers:
+        seconds, lines = seconds[low:high + 1], lines[low:high + 1]
+    report.span_s = float(seconds[-1] - seconds[0])
+    if len(seconds) > 1:
+        gaps = np.diff(seconds)
+        at = int(np.argmax(gaps))
+        report.largest_gap_s, report.largest_gap_at_s = float(gaps[at]), float(seconds[at])
+    report.imported = int(lines.sum())
+    report.columns = [c for c in (RESPONSE, UPSTREAM) if c in stage.columns]
+    # Files in time order (then by name): a line's key, hence its place in its second,
+    # does not depend on the order the files were named in.
+    given = list(report.files)
+    report.files.sort(key=lambda c: (c.first_s is None, c.first_s or 0.0, c.path))
+    rank = np.array([next(i for i, f in enumerate(report.files) if f is c) for c in given])
+
+    def chunks() -> Iterator[pa.Table]:
+        try:
+            yield from _sorted_chunks(stage, given, rank, seconds, lines, seed,
+                                      layout.resolution_s if layout else 1.0, progress)
+        finally:
+            temporary.cleanup()
+
+    return report, chunks()
+
+
+def _import(kind: str, paths, seed: int, log_format: str | None, keep_outliers: bool) -> tuple[pd.DataFrame, ImportReport]:
+    report, chunks = import_chunks(kind, paths, seed=seed, log_format=log_format, keep_outliers=keep_outliers)
+    return pa.concat_tables(list(chunks)).to_pandas(), report
+
+
+def import_clf(paths, seed: int = 0, log_format: str | None = None, keep_outliers: bool = False) -> tuple[pd.DataFrame, ImportReport]:
+    """Import access logs (Common/Combined by default, else ``log_format``) as a trace in memory."""
+    return _import("clf", paths, seed, log_format, keep_outliers)
+
+
+def import_wc98(paths, seed: int = 0, keep_outliers: bool = False) -> tuple[pd.DataFrame, ImportReport]:
+    """Import World Cup 98 binary logs (plain or gzip) as a trace in memory."""
+    return _import("wc98", paths, seed, None, keep_outliers)
 
 
 IMPORTERS = {"clf": import_clf, "wc98": import_wc98}

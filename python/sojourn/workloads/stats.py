@@ -12,6 +12,11 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
+# A trace whose one largest gap between requests is more than this share of its duration
+# is mostly idle time (a clock jump, logs from days apart): `trace stats` warns, and the
+# importers name such gaps and cut off the few lines beyond them (importers.py).
+DOMINANT_GAP = 0.5
+
 # The tail fit uses the sizes between these request quantiles (LLCD regression,
 # Crovella & Taqqu's log-log CCDF method): above the body, below the last few points.
 TAIL_FROM, TAIL_TO = 0.90, 0.999
@@ -33,6 +38,16 @@ class TraceStats:
     tail_alpha: float
     offered_rho: float | None
     link_bps: float | None
+    largest_gap_s: float
+    largest_gap_at_s: float
+
+    def warnings(self) -> list[str]:
+        """What makes the statistics misleading: one gap dominating the duration."""
+        if self.duration_s > 0 and self.largest_gap_s > DOMINANT_GAP * self.duration_s:
+            return [f"one gap of {self.largest_gap_s:.3f} s (after t = {self.largest_gap_at_s:.3f} s) is "
+                    f"{self.largest_gap_s / self.duration_s:.0%} of the trace's {self.duration_s:.3f} s: rates and "
+                    f"offered load over the duration are mostly idle time"]
+        return []
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -42,6 +57,7 @@ class TraceStats:
             ("requests", f"{self.requests}"),
             ("distinct objects", f"{self.objects}"),
             ("duration", f"{self.duration_s:.3f} s"),
+            ("largest gap", f"{self.largest_gap_s:.3f} s after t = {self.largest_gap_at_s:.3f} s"),
             ("total bytes", f"{self.total_bytes}"),
             ("mean size", f"{self.mean:.1f} B"),
             ("min size", f"{self.min} B"),
@@ -87,6 +103,8 @@ def describe(trace: pd.DataFrame, link_bps: float | None = None) -> TraceStats:
     sizes = np.sort(trace["size"].to_numpy(dtype=np.uint64))
     arrivals = trace["arrival_s"].to_numpy(dtype=np.float64)
     duration = float(arrivals[-1] - arrivals[0]) if len(arrivals) > 1 else 0.0
+    gaps = np.diff(arrivals)
+    gap_at = int(np.argmax(gaps)) if len(gaps) else 0
     total = int(sizes.sum(dtype=np.uint64))
     rho = total * 8.0 / (link_bps * duration) if link_bps and duration > 0 else None
     return TraceStats(
@@ -104,6 +122,8 @@ def describe(trace: pd.DataFrame, link_bps: float | None = None) -> TraceStats:
         tail_alpha=tail_alpha(sizes),
         offered_rho=rho,
         link_bps=link_bps if rho is not None else None,
+        largest_gap_s=float(gaps[gap_at]) if len(gaps) else 0.0,
+        largest_gap_at_s=float(arrivals[gap_at]) if len(gaps) else 0.0,
     )
 
 
