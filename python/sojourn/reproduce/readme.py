@@ -40,18 +40,20 @@ in these columns (the doc `<paper>.md` shows the same rows, with the reasons wri
 | scale | what the published result ran: `compressed` when its runs had workload.time_compression > 1; `paper` at the spec's full scale (not `--quick`) with at least 3 repetitions, or an exact computation (a formula); else `quick`. Read from the published run.json and meta.json of the runs the row uses |
 | repetitions | the complete repetitions the row's value is over (the fewest of its runs) |
 | result_path | the published directory the value comes from, relative to the repository |
-| why | the measured reason or the unexplained cause of a negative verdict, or why there is no result |
+| why | for a negative verdict, the measured reason or what is known of an unexplained one; for `no result`, why there is none |
 
 Every number in the generated docs comes from the published files under `<paper>/<experiment>/`
 (spec.toml, run.json, status.json, summary.json, counters.csv, a command's CSVs); the generator
-holds the papers' numbers and no number of ours. A row that could not fail (a count of 0 in a run
-too short to see the event) is not written; a claim whose experiment ran but gave no value keeps
-its row as `no result`. An experiment not yet published has no rows; its doc lists it as not run.
+holds the papers' numbers and no number of ours. No row passes by construction: where a run could
+not see what the paper measured (SRPT's first SYN drop near half an hour, in a run of minutes), or
+an experiment ran but gave no value, the claim keeps its row as `no result` and says why. An
+experiment not yet published has no rows; its doc lists it as not run.
 
 `python -m sojourn.reproduce.check` (which `sojourn reproduce` runs after writing the docs) and
-`python/tests/test_reproduce_tables.py` check every CSV and doc against these rules: a row whose result_path does not exist, a bound row without a bound
-verdict, a ratio taken to anything but the paper's value, a verdict that does not follow from the
-numbers, or an absolute path in a generated doc fails the suite.
+`python/tests/test_reproduce_tables.py` check every CSV and doc against these rules: a row whose
+result_path does not exist, a bound row without a bound verdict, a ratio taken to anything but
+the paper's value, a verdict that does not follow from the numbers, or an absolute path in a
+generated doc fails the suite.
 """
 
 
