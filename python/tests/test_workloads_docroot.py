@@ -1,6 +1,8 @@
 """Docroots: exact sizes, the shared content rule (docs/formats.md test vector),
-reuse of correct files, served byte-for-byte by a real server."""
+reuse of correct files, paths that cannot be files skipped and counted, built whole or
+not at all, served byte-for-byte by a real server."""
 
+import os
 import shutil
 import subprocess
 
@@ -71,12 +73,70 @@ def test_several_sizes_for_one_path_keep_the_largest(tmp_path):
     assert (tmp_path / "a").stat().st_size == 25
 
 
-def test_paths_leaving_the_root_are_refused(tmp_path):
-    trace = small_trace()
-    trace.loc[1, "path"] = "/d/../../etc/x"
-    with pytest.raises(ValueError, match=r"'\.\.' segment"):
-        docroot.materialize(trace, tmp_path / "root")
+def trace_of(paths):
+    return pd.DataFrame({"arrival_s": [0.1 * i for i in range(len(paths))], "client": [0] * len(paths),
+                         "path": paths, "size": [5] * len(paths)})
+
+
+def test_paths_that_cannot_be_files_are_skipped_and_counted(tmp_path):
+    root = tmp_path / "root"
+    stats = docroot.materialize(trace_of([
+        "/d/../../etc/x",          # would leave the docroot
+        "/a%00b",                  # NUL byte
+        "/" + "n" * 300,           # name longer than the file system holds
+        "/f", "/f/g",              # /f is a file, so /f/g cannot be
+        "/i/", "/i/index.html",    # two paths, one file
+        "/x//y", "/%C3%A9t%C3%A9", "/raw%FF",  # mapped: // merged, UTF-8 and raw bytes decoded
+    ]), root)
+    assert stats.objects == 10 and stats.written == 5
+    assert stats.skipped == {
+        "has a '.' or '..' segment (it would leave the docroot)": 1, "holds a NUL byte (%00)": 1,
+        "has a segment longer than 255 bytes": 1, "a file where a directory is needed": 1,
+        "the same file as '/i/'": 1,
+    }
+    assert "skipped 1: holds a NUL byte (%00)" in stats.summary()
+    assert (root / "x" / "y").read_bytes() == docroot.content("/x//y", 0, 5)
+    assert (root / "été").is_file() and (root / os.fsdecode(b"raw\xff")).is_file()
+    assert (root / "i" / "index.html").read_bytes() == docroot.content("/i/", 0, 5)
     assert not (tmp_path / "etc").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["root"]
+
+
+def test_an_interrupted_build_leaves_nothing_behind(tmp_path, monkeypatch):
+    root = tmp_path / "root"
+    writes = []
+    real_write = docroot._write
+
+    def interrupted(file, path, size):
+        if len(writes) == 2:
+            raise KeyboardInterrupt  # Ctrl-C half-way through
+        writes.append(path)
+        real_write(file, path, size)
+
+    monkeypatch.setattr(docroot, "_write", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        docroot.materialize(small_trace(), root)
+    assert list(tmp_path.iterdir()) == []  # no root, no half-built directory
+
+    # Over a previous docroot, a failure leaves the previous one whole and untouched.
+    monkeypatch.setattr(docroot, "_write", real_write)
+    docroot.materialize(small_trace(), root)
+    before = {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    bigger = small_trace()
+    bigger.loc[0, "size"] = 11
+    writes.clear()
+    monkeypatch.setattr(docroot, "_write", lambda *a: (_ for _ in ()).throw(OSError(28, "No space left on device")))
+    with pytest.raises(OSError, match="No space left"):
+        docroot.materialize(bigger, root)
+    assert {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["root"]
+
+
+def test_a_directory_not_made_here_is_not_replaced(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(ValueError, match="was not made by `sojourn trace docroot`"):
+        docroot.materialize(small_trace(), tmp_path)
+    assert (tmp_path / "notes.txt").read_text() == "mine"
 
 
 def test_a_generated_trace_materializes_every_object(tmp_path):

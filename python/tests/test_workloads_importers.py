@@ -47,7 +47,7 @@ def test_clf_imports_good_lines_and_counts_bad_ones(tmp_path):
         "request line without METHOD /path": 1,
         "bad timestamp (expected dd/Mon/yyyy:HH:MM:SS +zzzz)": 1,
     }
-    assert any(example.startswith("line 5:") for example in report.examples)
+    assert any(" line 5: not Common/Combined Log Format: 'this is not a log line'" in example for example in report.examples)
     assert list(trace["status"]) == [200, 200, 200, 304, 304, 200]
     # One size per path: the largest 200 response; the logged size is kept.
     apollo = trace[trace["path"] == "/history/apollo/"]
@@ -131,7 +131,8 @@ def test_wc98_binary_records(tmp_path):
     assert list(trace["path"][2:]) == ["/wc98/7", "/wc98/9"]
     assert dict(zip(trace["path"], trace["size"])) == {"/wc98/7": 500, "/wc98/8": 900, "/wc98/9": 100}
     assert trace["client"].nunique() == 3
-    assert trace["arrival_s"].max() < 4.0 and trace["arrival_s"].max() >= 3.0
+    # The last kept record, 3 s after the first, lands within a second of that.
+    assert 2.0 < trace["arrival_s"].max() < 4.0
 
 
 def test_wc98_big_endian_layout(tmp_path):

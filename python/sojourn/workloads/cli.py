@@ -148,6 +148,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
         for row in zip(*(d.rows() for d in described.values())):
             table.add_row(row[0][0], *(value for _, value in row))
         Console().print(table)
+    for name, described_trace in described.items():
+        for warning in described_trace.warnings():
+            console.print(f"[yellow]warning:[/yellow] {name}: {warning}", highlight=False)
     console.print(f"CCDF figure: {figure}", highlight=False)
     return 0
 

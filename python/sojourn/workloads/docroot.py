@@ -8,22 +8,29 @@ written by repeating one buffer whose length is a multiple of 251.
 Guarantees of :func:`materialize`:
 
 - each distinct path of the trace becomes ``root/<percent-decoded path>`` (a path that
-  ends in ``/`` becomes ``.../index.html``, as servers map directory requests) holding
-  exactly ``size`` bytes of the rule's content; if the trace names one path with several
-  sizes, the largest wins and the conflict is counted;
-- a file already present with the right size and the right first and last bytes
-  (up to 64 KiB of each) is reused, not rewritten; files are written to a temporary name
-  and renamed, so an interrupted run leaves no wrong file under a final name;
-- paths that would leave ``root`` (``..`` segments) are refused with an error naming them.
+  ends in ``/`` becomes ``.../index.html``, as servers map directory requests; ``//`` is
+  one separator) holding exactly ``size`` bytes of the rule's content; if the trace
+  names one path with several sizes, the largest wins and the conflict is counted;
+- the docroot is built under a temporary name beside ``root`` and renamed when whole:
+  an error or an interruption leaves ``root`` as it was (absent, or the previous one)
+  and nothing else behind; an existing ``root`` is replaced only if it is empty or was
+  made here (it holds :data:`MARKER`), else that is an error;
+- a file of the previous ``root`` with the right size and the right first and last
+  bytes (up to 64 KiB of each) is reused (hard-linked), not rewritten;
+- a path that cannot be a file (a ``.``/``..`` segment that would leave ``root``, a NUL
+  byte, a name too long, a file where a directory is needed, two paths naming one file)
+  is skipped and counted by reason, never an error.
 """
 
 from __future__ import annotations
 
+import errno
 import os
-from dataclasses import dataclass
+import shutil
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
-from urllib.parse import unquote
+from urllib.parse import unquote_to_bytes
 
 import numpy as np
 import pandas as pd
@@ -34,6 +41,10 @@ PERIOD = 251
 CHECK_BYTES = 64 * 1024
 # 4096 periods of 251 bytes: about 1 MB per write call.
 BUFFER_PERIODS = 4096
+NAME_MAX = 255  # bytes in one file name (Linux file systems)
+# In every docroot made here: a directory without it is not replaced (it may hold other files).
+MARKER = ".sojourn-docroot"
+EXAMPLES = 5
 
 
 def fnv1a64(data: bytes) -> int:
@@ -64,16 +75,27 @@ def content(path: str, offset: int = 0, length: int | None = None, size: int | N
     return ((start + np.arange(length, dtype=np.int64)) % PERIOD).astype(np.uint8).tobytes()
 
 
+class Unmappable(ValueError):
+    """A trace path that cannot be a file under the docroot; the message says why."""
+
+
 def file_for(root: Path, path: str) -> Path:
-    """Where ``path`` (a trace URL path) lives under ``root``."""
-    decoded = unquote(path)
+    """Where ``path`` (a trace URL path) lives under ``root``: its percent-decoded bytes
+    (as a server decodes them), ``index.html`` for a path ending in ``/``."""
+    decoded = os.fsdecode(unquote_to_bytes(path))
     if not decoded.startswith("/"):
-        raise ValueError(f"object path {path!r} does not start with '/'")
+        raise Unmappable("does not start with '/'")
+    if "\0" in decoded:
+        raise Unmappable("holds a NUL byte (%00)")
     parts = decoded.split("/")[1:]
     if any(part in ("..", ".") for part in parts):
-        raise ValueError(f"object path {path!r} has a '.' or '..' segment; refused (it would leave the docroot)")
+        raise Unmappable("has a '.' or '..' segment (it would leave the docroot)")
     if decoded.endswith("/"):
         parts[-1] = "index.html"
+    parts = [part for part in parts if part]  # '//' is one separator, as servers merge slashes
+    too_long = [part for part in parts if len(os.fsencode(part)) > NAME_MAX]
+    if too_long:
+        raise Unmappable(f"has a segment longer than {NAME_MAX} bytes")
     return root.joinpath(*parts)
 
 
@@ -85,14 +107,23 @@ class DocrootStats:
     bytes: int = 0
     disk_bytes: int = 0
     size_conflicts: int = 0
-    path_conflicts: int = 0
+    # Paths that cannot be a file, by reason, and the first few of them.
+    skipped: dict[str, int] = field(default_factory=dict)
+    examples: list[str] = field(default_factory=list)
+
+    def skip(self, path: str, reason: str) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+        if len(self.examples) < EXAMPLES:
+            self.examples.append(f"{path!r}: {reason}")
 
     def summary(self) -> str:
+        skipped = sum(self.skipped.values())
         return (
-            f"{self.objects} objects ({self.written} written, {self.reused} reused), "
+            f"{self.objects} objects ({self.written} written, {self.reused} reused, {skipped} skipped), "
             f"{self.bytes} bytes of content, {self.disk_bytes} bytes on disk"
             + (f", {self.size_conflicts} paths with several sizes (largest kept)" if self.size_conflicts else "")
-            + (f", {self.path_conflicts} paths skipped (file/directory clash)" if self.path_conflicts else "")
+            + "".join(f"\n  skipped {count}: {reason}" for reason, count in self.skipped.items())
+            + "".join(f"\n  e.g. {example}" for example in self.examples)
         )
 
 
@@ -118,15 +149,13 @@ _PATTERN = (np.arange(PERIOD * (BUFFER_PERIODS + 1)) % PERIOD).astype(np.uint8).
 def _write(file: Path, path: str, size: int) -> None:
     first = phase(path)
     buffer = memoryview(_PATTERN)[first : first + min(size, PERIOD * BUFFER_PERIODS)]
-    tmp = file.with_name(file.name + ".partial")
-    with open(tmp, "wb") as handle:
+    with open(file, "wb") as handle:
         remaining = size
         while remaining >= len(buffer) and buffer:
             handle.write(buffer)  # buffer length is a multiple of 251, so the phase repeats
             remaining -= len(buffer)
         if remaining:
             handle.write(buffer[:remaining])
-    os.replace(tmp, file)
 
 
 def objects_of(trace: pd.DataFrame) -> tuple[pd.DataFrame, int]:
@@ -137,6 +166,13 @@ def objects_of(trace: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     return objects, int((grouped["nunique"] > 1).sum())
 
 
+# errno of a path the file system cannot hold (a name or path too long, a file where a
+# directory is needed or the other way round, a name the file system refuses): skipped.
+UNHOLDABLE = {errno.ENAMETOOLONG: "name too long for the file system", errno.ENOTDIR: "a file where a directory is needed",
+              errno.EISDIR: "a directory where a file is needed", errno.EEXIST: "a file where a directory is needed",
+              errno.EINVAL: "a name the file system refuses", errno.EILSEQ: "a name the file system refuses"}
+
+
 def materialize(
     trace: pd.DataFrame,
     root: str | os.PathLike,
@@ -145,35 +181,74 @@ def materialize(
 ) -> DocrootStats:
     """Create every object of ``trace`` under ``root``; return what was done.
 
-    ``seed`` is accepted for symmetry with the other workload calls; the content depends
-    only on the path (the rule is shared with the load generator). ``progress(done,
-    total)`` is called as objects are finished.
+    The docroot is built beside ``root`` under a temporary name and renamed to ``root``
+    when whole; on any error or interruption the temporary one is removed and ``root``
+    is as it was. Files of a previous ``root`` that are already correct are reused
+    (hard-linked, not rewritten). A path that cannot be a file is skipped and counted
+    (:class:`DocrootStats`), never an error. ``seed`` is accepted for symmetry with
+    the other workload calls; the content depends only on the path (the rule is shared
+    with the load generator). ``progress(done, total)`` is called as objects are finished.
     """
     del seed
     root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
+    if root.is_dir() and any(root.iterdir()) and not (root / MARKER).is_file():
+        raise ValueError(f"{root} holds files and was not made by `sojourn trace docroot` (it has no {MARKER}); "
+                         f"it would be replaced whole: give a new or empty directory")
+    building = root.with_name(f".{root.name}.partial")
+    # A build that was killed (no chance to clean up) left this behind.
+    shutil.rmtree(building, ignore_errors=True)
+    building.mkdir(parents=True)
+    try:
+        stats = _build(trace, building, root, progress)
+        (building / MARKER).write_text("made by sojourn trace docroot; replaced whole by the next one\n")
+        if root.exists():
+            # Two renames: `root` is the old docroot or the new one, never a mix.
+            retired = root.with_name(f".{root.name}.old")
+            shutil.rmtree(retired, ignore_errors=True)
+            os.replace(root, retired)
+            os.replace(building, root)
+            shutil.rmtree(retired)
+        else:
+            os.replace(building, root)
+    except BaseException:
+        shutil.rmtree(building, ignore_errors=True)
+        raise
+    return stats
+
+
+def _build(trace: pd.DataFrame, building: Path, previous: Path, progress: Callable[[int, int], None] | None) -> DocrootStats:
     objects, conflicts = objects_of(trace)
     stats = DocrootStats(objects=len(objects), size_conflicts=conflicts)
-    made_dirs: set[Path] = set()
+    claimed: dict[Path, str] = {}
     total = len(objects)
     for done, (path, size) in enumerate(zip(objects["path"], objects["size"].tolist()), start=1):
-        file = file_for(root, path)
-        try:
-            if file.parent not in made_dirs:
-                file.parent.mkdir(parents=True, exist_ok=True)
-                made_dirs.add(file.parent)
-            if file.is_dir():
-                raise NotADirectoryError(file)
-        except (NotADirectoryError, FileExistsError):
-            stats.path_conflicts += 1
-            continue
-        if _is_correct(file, path, size):
-            stats.reused += 1
-        else:
-            _write(file, path, size)
-            stats.written += 1
-        stats.bytes += size
-        stats.disk_bytes += file.stat().st_blocks * 512
         if progress is not None and (done % 256 == 0 or done == total):
             progress(done, total)
+        try:
+            file = file_for(building, path)
+        except Unmappable as error:
+            stats.skip(path, str(error))
+            continue
+        if file in claimed:
+            stats.skip(path, f"the same file as {claimed[file]!r}")
+            continue
+        claimed[file] = path
+        try:
+            file.parent.mkdir(parents=True, exist_ok=True)
+            if file.is_dir():
+                raise IsADirectoryError(errno.EISDIR, "directory", str(file))
+            old = previous / file.relative_to(building)
+            if previous.is_dir() and _is_correct(old, path, size):
+                os.link(old, file)
+                stats.reused += 1
+            else:
+                _write(file, path, size)
+                stats.written += 1
+        except OSError as error:
+            if error.errno not in UNHOLDABLE:
+                raise
+            stats.skip(path, UNHOLDABLE[error.errno])
+            continue
+        stats.bytes += size
+        stats.disk_bytes += file.stat().st_blocks * 512
     return stats
