@@ -1,13 +1,17 @@
-"""Importers on hand-made CLF, Combined and WC98 binary samples, including malformed and
-truncated input: bad entries are counted and reported, never fatal; same seed, same trace."""
+"""Importers on hand-made access-log lines (Common, Combined, and the fields Apache and
+nginx write after them, Apache LogFormat and nginx log_format strings) and WC98 binary
+samples, including malformed and truncated input, rotated and compressed files, dates in
+another century and clock jumps: bad entries are counted and reported, never fatal; same
+seed, same trace, however the input is cut into blocks."""
 
 import gzip
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from sojourn.workloads import importers, io
+from sojourn.workloads import importers, io, logformat
 
 CLF_LINES = [
     '199.72.81.55 - - [01/Jul/1995:00:00:01 -0400] "GET /history/apollo/ HTTP/1.0" 200 6245',
@@ -188,3 +192,150 @@ def test_real_server_lines_import_or_are_counted(tmp_path):
     assert trace.loc[trace["path"] == "/form", "logged_size"].item() == 0
     back = io.read_trace(io.write_trace(trace, tmp_path / "real.csv"))
     assert list(back["path"]) == list(trace["path"])
+
+
+# Lines as servers write them with fields after Common/Combined (each from its server's docs).
+APACHE_D = [  # LogFormat "%h %l %u %t \"%r\" %>s %b \"%{Referer}i\" \"%{User-agent}i\" %D"
+    '192.0.2.1 - - [22/Nov/2026:10:00:00 +0000] "GET /a HTTP/1.1" 200 512 "-" "curl/8.5" 1520',
+    '192.0.2.2 - - [22/Nov/2026:10:00:01 +0000] "GET /b HTTP/1.1" 200 70000 "http://x/" "Mozilla/5.0 (X11)" 250000',
+]
+NGINX_REQUEST_TIME = [  # log_format ... '"$http_user_agent" $request_time'
+    '198.51.100.7 - - [22/Nov/2026:10:00:00 +0100] "GET /c HTTP/2.0" 200 99 "-" "Go-http-client/2.0" 0.004',
+    '198.51.100.8 - alice [22/Nov/2026:10:00:02 +0100] "POST /d HTTP/2.0" 201 0 "-" "-" 1.250',
+]
+NGINX_FORMAT = ('$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" '
+                '"$http_user_agent" "$http_x_forwarded_for" $request_time $upstream_response_time')
+NGINX_LINES = [
+    '10.0.0.1 - - [22/Nov/2026:10:00:00 +0000] "GET /e HTTP/1.1" 200 10 "-" "ua" "203.0.113.7, 10.0.0.1" 0.020 0.018',
+    '10.0.0.1 - - [22/Nov/2026:10:00:01 +0000] "GET /f HTTP/1.1" 502 0 "-" "ua" "203.0.113.8" 3.001 1.000, 2.000 : 0.001',
+    '10.0.0.1 - - [22/Nov/2026:10:00:02 +0000] "GET /e HTTP/1.1" 304 0 "-" "ua" "-" 0.000 -',
+]
+
+
+def test_trailing_response_times_import_with_the_default_format(tmp_path):
+    trace, report = importers.import_clf(write(tmp_path, "apache.log", APACHE_D + NGINX_REQUEST_TIME))
+    assert (report.imported, report.skipped) == (4, 0)
+    assert report.columns == ["response_s"] and "kept as response_s" in report.summary()
+    times = dict(zip(trace["path"], trace["response_s"]))
+    # %D is microseconds; $request_time seconds with millisecond resolution.
+    assert times == pytest.approx({"/a": 0.00152, "/b": 0.25, "/c": 0.004, "/d": 1.25})
+    back = io.read_trace(io.write_trace(trace, tmp_path / "t.csv"))
+    assert back["response_s"].tolist() == pytest.approx(trace["response_s"].tolist())
+
+
+def test_common_lines_followed_by_a_number_keep_it(tmp_path):
+    # Our server's log without referer and agent, and Apache's "%h %l %u %t \"%r\" %>s %b %D".
+    trace, report = importers.import_clf(write(tmp_path, "a.log", [
+        '10.0.0.2 - - [10/Oct/2000:20:55:39 +0000] "GET /o/1.bin HTTP/1.1" 200 1520 5321',
+        '10.0.0.2 - - [10/Oct/2000:20:55:40 +0000] "GET /o/2.bin HTTP/1.1" 200 1520',
+    ]))
+    assert report.skipped == 0
+    assert trace["response_s"].iloc[0] == pytest.approx(0.005321) and np.isnan(trace["response_s"].iloc[1])
+
+
+def test_nginx_log_format_with_upstream_times_and_forwarded_for(tmp_path):
+    trace, report = importers.import_clf(write(tmp_path, "nginx.log", NGINX_LINES), log_format=NGINX_FORMAT)
+    assert (report.imported, report.skipped) == (3, 0)
+    assert trace["response_s"].tolist() == pytest.approx([0.02, 3.001, 0.0])
+    # Upstream times of every upstream tried are summed; "-" is none.
+    assert trace["upstream_response_s"].tolist()[:2] == pytest.approx([0.018, 3.001])
+    assert np.isnan(trace["upstream_response_s"].iloc[2])
+    # Clients are the forwarded-for addresses (all three came through one proxy, 10.0.0.1).
+    assert trace["client"].tolist() == [0, 1, 2]
+    assert report.columns == ["response_s", "upstream_response_s"]
+
+
+def test_apache_log_formats_with_t_units(tmp_path):
+    lines = ['192.0.2.9 - - [22/Nov/2026:10:00:00 +0000] "GET /g HTTP/1.1" 200 5 2']
+    for spec, seconds in ((r'%h %l %u %t \"%r\" %>s %b %T', 2.0), ('%h %l %u %t "%r" %>s %b %{ms}T', 0.002)):
+        trace, _ = importers.import_clf(write(tmp_path, "t.log", lines), log_format=spec)
+        assert trace["response_s"].tolist() == [seconds]
+
+
+def test_a_line_not_in_the_given_format_is_counted(tmp_path):
+    trace, report = importers.import_clf(write(tmp_path, "n.log", NGINX_LINES + APACHE_D[:1]), log_format=NGINX_FORMAT)
+    assert report.imported == 3
+    assert report.reasons == {f"not in the log format {NGINX_FORMAT!r}": 1}
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("%h %t %>s %b", "lacks"),
+    ("%h %l %u %t %r%>s %b", "have nothing between them"),
+    ("no fields at all", "no Apache directive"),
+    ("%h [%t] %{fortnights}T \"%r\" %>s %b", "unknown unit 'fortnights'"),
+    ('%h %t "%r" %>s %b %b', "more than one field for size"),
+])
+def test_log_formats_sojourn_cannot_read_are_named(spec, message):
+    with pytest.raises(logformat.LogFormatError, match=message):
+        logformat.layout(spec)
+
+
+def line(host, when, path, size=100):
+    return f'{host} - - [{when}] "GET {path} HTTP/1.1" 200 {size} "-" "ua"'
+
+
+def test_rotated_and_compressed_files_merge_in_time_order(tmp_path):
+    # logrotate's names: the newest is access.log; .2.gz is the oldest.
+    old = [line("10.0.0.1", f"22/Nov/2026:08:00:0{i} +0000", f"/old{i}") for i in range(3)]
+    middle = [line("10.0.0.2", f"22/Nov/2026:09:00:0{i} +0000", f"/mid{i}") for i in range(2)] + ["garbage"]
+    new = [line("10.0.0.3", f"22/Nov/2026:10:00:0{i} +0000", f"/new{i}") for i in range(4)]
+    files = [write(tmp_path, "access.log", new), write(tmp_path, "access.log.1", middle),
+             write(tmp_path, "access.log.2.gz", old, compress=True)]
+    trace, report = importers.import_clf(files, seed=3)
+    assert [p[:4] for p in trace["path"]] == ["/old"] * 3 + ["/mid"] * 2 + ["/new"] * 4
+    assert [(Path(c.path).name, c.entries, c.imported, c.skipped) for c in report.files] == [
+        ("access.log.2.gz", 3, 3, 0), ("access.log.1", 3, 2, 1), ("access.log", 4, 4, 0)]
+    assert report.examples == [f"{files[1]} line 3: not Common/Combined Log Format: 'garbage'"]
+    assert "access.log.1: 2 of 3 imported, 1 skipped" in report.summary()
+    # The order the files are named in changes nothing.
+    again, _ = importers.import_clf(list(reversed(files)), seed=3)
+    pd.testing.assert_frame_equal(trace, again)
+
+
+def test_streaming_in_small_blocks_gives_the_same_trace(tmp_path, monkeypatch):
+    rng = np.random.default_rng(2)
+    lines = [line(f"10.0.{i % 7}.{i % 5}", f"22/Nov/2026:10:{i // 600 % 60:02d}:{i // 10 % 60:02d} +0000",
+                  f"/o/{rng.integers(50)}", int(rng.integers(1, 9999))) for i in range(3000)]
+    path = write(tmp_path, "big.log.gz", lines, compress=True)
+    whole, _ = importers.import_clf(path, seed=5)
+    monkeypatch.setattr(importers, "BLOCK_BYTES", 4096)
+    monkeypatch.setattr(importers, "BUCKET_ROWS", 100)
+    pieces, report = importers.import_clf(path, seed=5)
+    pd.testing.assert_frame_equal(whole, pieces)
+    assert report.imported == 3000 and len(whole) == 3000
+
+
+def test_a_date_in_another_century_is_named_and_skipped(tmp_path):
+    lines = [line("10.0.0.1", f"22/Nov/2026:10:{i // 60:02d}:{i % 60:02d} +0000", f"/p{i}") for i in range(0, 600, 20)]
+    lines.insert(7, line("10.0.0.9", "22/Nov/1926:10:00:00 +0000", "/old-clock"))
+    trace, report = importers.import_clf(write(tmp_path, "century.log", lines))
+    assert report.imported == 30 and "/old-clock" not in set(trace["path"])
+    assert report.reasons == {"time outlier (beyond a gap of most of the log's span)": 1}
+    outlier = report.outliers[0]
+    assert outlier.lines == 1 and outlier.gap_s > 99 * 365 * 86400
+    assert outlier.examples == [f"{tmp_path / 'century.log'} line 8"]
+    assert "time outlier: 1 line(s) 1926-11-22 10:00:00 UTC" in report.summary()
+    assert trace["arrival_s"].max() < 600  # minutes, not a century
+
+    kept, report = importers.import_clf(write(tmp_path, "century.log", lines), keep_outliers=True)
+    assert len(kept) == 31 and report.skipped == 0 and "kept" in report.summary()
+    assert kept["path"].iloc[0] == "/old-clock" and kept["arrival_s"].max() > 99 * 365 * 86400
+
+
+def test_a_clock_jump_is_named_and_skipped(tmp_path):
+    # Ten minutes of requests; for three lines the server's clock was an hour ahead.
+    lines = [line("10.0.0.1", f"22/Nov/2026:10:{i // 60:02d}:{i % 60:02d} +0000", f"/q{i}") for i in range(0, 600, 10)]
+    lines[20:23] = [line("10.0.0.1", f"22/Nov/2026:11:03:2{i} +0000", f"/jump{i}") for i in range(3)]
+    trace, report = importers.import_clf(write(tmp_path, "jump.log", lines))
+    assert len(trace) == 57 and not any(p.startswith("/jump") for p in trace["path"])
+    assert [o.lines for o in report.outliers] == [3]
+    assert report.outliers[0].examples[0].endswith("jump.log line 21")
+
+
+def test_two_days_far_apart_are_kept_and_the_gap_named(tmp_path):
+    lines = ([line("10.0.0.1", f"22/Nov/2026:10:00:{i:02d} +0000", f"/r{i}") for i in range(30)]
+             + [line("10.0.0.1", f"25/Nov/2026:10:00:{i:02d} +0000", f"/s{i}") for i in range(30)])
+    trace, report = importers.import_clf(write(tmp_path, "days.log", lines))
+    assert len(trace) == 60 and not report.outliers
+    assert report.largest_gap_s == pytest.approx(3 * 86400 - 29)
+    assert "largest gap 3.0 days (100% of it) after 2026-11-22 10:00:29 UTC" in report.summary()

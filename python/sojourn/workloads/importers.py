@@ -230,7 +230,7 @@ def _line_blocks(pieces: Iterator[bytes]) -> Iterator[bytes]:
 REQUEST_LINE = r"^(?P<method>[A-Z]+) (?:[a-zA-Z][a-zA-Z0-9+.-]*://[^/\s]*)?(?P<path>/[^\s?#]*)[^\s]*(?: HTTP/\d\.\d)?$"
 # After the Common prefix: Combined's "referer" "user-agent", then a number (the default
 # layout's response time, see sojourn.workloads.logformat).
-TRAILING_TIME = r'^(?: "[^"]*" "[^"]*")? ([0-9]+(?:\.[0-9]+)?)(?: |$)'
+TRAILING_TIME = r'^(?:"[^"]*" "[^"]*" ?)?([0-9]+(?:\.[0-9]+)?)(?: |$)'
 
 
 def _lines(block: bytes) -> pl.DataFrame:

@@ -221,7 +221,8 @@ def split(frame: pl.DataFrame, layout: Layout) -> pl.DataFrame:
         name = field.role or f"_ignored{index}"
         if index == last and not separator:
             if not layout.open_end:
-                frame = frame.with_columns(pl.col("rest").alias(name), pl.lit("").alias("rest"))
+                frame = frame.with_columns(pl.col("rest").alias(name),
+                                           pl.when(pl.col("rest").is_not_null()).then(pl.lit("")).alias("rest"))
                 break
             # The last field of an open layout ends at the first space.
             separator = " "
