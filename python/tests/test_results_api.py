@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import sojourn.results
-from sojourn.analysis.records import DTYPES, INTERVAL_DTYPES, read_intervals, read_records
+from sojourn.analysis.records import DTYPES, INTERVAL_DTYPES, STORED_INTEGERS, read_intervals, read_records
 from sojourn.analysis.results import FORMAT_VERSION, format_version, write_derived
 from sojourn.report.html import build_report
 from test_report_html import write_repetition
@@ -46,8 +46,11 @@ def test_parquet_copies_keep_values_and_documented_types(sweep):
     assert write_derived(rep, 10e6) == []
     assert format_version(rep) == FORMAT_VERSION == 2
     from_csv, from_parquet = read_records(rep / "records.csv"), read_records(rep / "records.parquet")
-    assert {c: str(t) for c, t in pd.read_parquet(rep / "records.parquet").dtypes.items() if c in DTYPES} == \
-        {c: str(pd.Series(dtype=t).dtype) for c, t in DTYPES.items()}
+    stored = pd.read_parquet(rep / "records.parquet")
+    assert {c: str(t) for c, t in stored.dtypes.items() if c in DTYPES} == \
+        {c: str(pd.Series(dtype=t).dtype) for c, t in {**DTYPES, **STORED_INTEGERS}.items()}
+    # Integers, not floats, with unknown values as nulls (an attempt with no response head).
+    assert stored["status"].dtype == "UInt16" and stored["bytes"].dtype == "UInt64"
     pd.testing.assert_frame_equal(from_csv, from_parquet)
     intervals = pd.read_parquet(rep / "intervals.parquet")
     assert dict(intervals.dtypes.astype(str)) == INTERVAL_DTYPES

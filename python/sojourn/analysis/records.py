@@ -34,6 +34,11 @@ DTYPES = {
     "last_byte_s": "float64", "outcome": "string", "error": "string",
 }
 DEFAULTS = {"attempt": 0, "client": 0, "session": -1, "class": 0}
+# records.parquet keeps these columns' integer types (docs/formats.md), nullable where the
+# CSV field is empty; read_records gives them back as float64, the type the analysis's
+# NaN arithmetic wants.
+STORED_INTEGERS = {"expected_size": "UInt64", "bytes": "UInt64", "status": "UInt16", "conn_id": "UInt64",
+                   "reuse_index": "UInt32"}
 
 OUTCOMES = ("ok", "http_error", "aborted", "gave_up", "connect_error", "reset", "timeout", "invalid", "interrupted")
 # Final outcomes that are failures of the server or network rather than the user giving up.
@@ -58,6 +63,11 @@ def read_records(path: str | Path) -> pd.DataFrame:
         frame = pd.read_csv(path, dtype={"path": "string", "outcome": "string", "error": "string"},
                             keep_default_na=False, na_values={c: [""] for c in DTYPES if c not in ("path", "outcome", "error")})
     return normalize(frame, source=str(path))
+
+
+def to_stored(records: pd.DataFrame) -> pd.DataFrame:
+    """``records`` (as :func:`read_records` returns them) with the types records.parquet stores."""
+    return records.astype(STORED_INTEGERS)
 
 
 def read_intervals(path: str | Path) -> pd.DataFrame:

@@ -26,7 +26,7 @@ import pandas as pd
 
 from sojourn.analysis.inversion import service_inversion_index
 from sojourn.analysis.metrics import by_group, counter_metrics, summarize
-from sojourn.analysis.records import read_intervals, read_records, requests
+from sojourn.analysis.records import read_intervals, read_records, requests, to_stored
 from sojourn.analysis.sweeps import over_repetitions
 
 # Summary keys the report's table shows (and the demo prints), with their labels.
@@ -71,7 +71,7 @@ def write_derived(directory: str | Path, link_bps: float, timestamps: bool = Tru
     records_csv = directory / "records.csv"
     if records_csv.is_file() and records_csv.stat().st_size > 0:
         records = read_records(records_csv)
-        records.to_parquet(directory / "records.parquet", compression=PARQUET_COMPRESSION, index=False)
+        to_stored(records).to_parquet(directory / "records.parquet", compression=PARQUET_COMPRESSION, index=False)
         reqs = requests(records)
         if reqs["completed"].any():
             try:
