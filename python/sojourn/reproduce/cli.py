@@ -32,6 +32,9 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--results", type=Path, default=REPO / "results", help="results root (default: %(default)s)")
     parser.add_argument("--docs", type=Path, default=DOCS, help="where the doc is written (default: %(default)s)")
     parser.add_argument("--prefix", default="sjrep", help="testbed namespace prefix (default: %(default)s)")
+    parser.add_argument("--concurrency", type=int, default=1, metavar="N",
+                        help="run N testbeds at once (sojourn run --concurrency; the fidelity guard redoes any "
+                             "repetition they disturb; CPU-bound experiments run one at a time) (default: %(default)s)")
     parser.set_defaults(func=main)
 
 
@@ -65,7 +68,8 @@ def main(args: argparse.Namespace) -> int:
         for number, entry in enumerate(chosen, 1):
             console.rule(f"{paper.tag} [{number}/{len(chosen)}] {entry.name}: {entry.title}")
             began = time.monotonic()
-            directory, code = run_entry(console, paper, entry, args.results, args.quick, args.prefix)
+            directory, code = run_entry(console, paper, entry, args.results, args.quick, args.prefix,
+                                        args.concurrency)
             if code == 130:  # Ctrl-C: the repetition is kept as partial; stop here, as `sojourn run` does
                 console.print(f"[yellow]{paper.tag}: interrupted at {entry.name}; rerun to resume[/]")
                 return 130

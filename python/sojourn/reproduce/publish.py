@@ -23,22 +23,30 @@ from sojourn.reproduce.doc import relative_paths
 
 # Per repetition: the files summary numbers come from (no per-request records; the kernel
 # counters' time series is small and holds the measured reasons, e.g. SYN_RECV build-up).
-REP_FILES = ("run.json", "status.json", "summary.json", "bands.json", "load_summary.json", "counters.csv")
+REP_FILES = ("run.json", "status.json", "summary.json", "bands.json", "load_summary.json", "counters.csv",
+             "fidelity.json", "attempts.json")
 
 
 def results_root(results: Path, paper: Paper, quick: bool) -> Path:
     return Path(results) / "reproduce" / (paper.tag + ("-quick" if quick else ""))
 
 
-def run_entry(console, paper: Paper, entry: Entry, results: Path, quick: bool, prefix: str) -> tuple[Path | None, int]:
-    """Runs what is missing of ``entry``; returns (its result directory, 0) or (None, status)."""
+def run_entry(console, paper: Paper, entry: Entry, results: Path, quick: bool, prefix: str,
+              concurrency: int = 1) -> tuple[Path | None, int]:
+    """Runs what is missing of ``entry`` (``concurrency`` testbeds at once where its runs
+    allow it); returns (its result directory, 0) or (None, status)."""
     root = results_root(results, paper, quick)
     if entry.spec:
         from sojourn.runner.cli import run_with_progress
         from sojourn.runner.spec import load_spec
 
+        from sojourn.runner.fidelity import may_share_the_machine
+
         experiment = load_spec(REPO / entry.spec, quick=quick)
-        outcome, status = run_with_progress(console, experiment, root, prefix)
+        # CPU-bound runs cannot share the machine unnoticed (sojourn.runner.fidelity).
+        if not all(may_share_the_machine(run.config) for run in experiment.runs):
+            concurrency = 1
+        outcome, status = run_with_progress(console, experiment, root, prefix, concurrency=concurrency)
         if outcome is None:
             return None, status
         return outcome.directory, (0 if outcome.complete else 1)

@@ -173,7 +173,7 @@ def _run_concurrently(todo: list[Point], directory: Path, spec_text: str, prefix
     """``todo`` on ``concurrency`` worker processes, each point in its own namespaces.
     Inputs are made here first, so workers never make the same inputs at once."""
     for point in todo:
-        if point.run.config["collect"]["fidelity"]["cpu_idle_min"] == 0 or fidelity.cpu_bound(point.run.config):
+        if not fidelity.may_share_the_machine(point.run.config):
             raise ValueError(f"run {point.run.name} is CPU-bound (or sets collect.fidelity.cpu_idle_min = 0): the guard "
                              "cannot tell its disturbance from its load, so run it with --concurrency 1")
     for point in todo:

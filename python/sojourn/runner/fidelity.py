@@ -47,6 +47,12 @@ def cpu_bound(config: dict) -> bool:
     return workload["mode"] != "open" or bool(workload["load_fraction"]) or bool(config["server"]["stages"])
 
 
+def may_share_the_machine(config: dict) -> bool:
+    """Whether a run may run beside other testbeds: the guard must be able to see its
+    disturbance, so not a CPU-bound run nor one whose idle time is not judged."""
+    return not cpu_bound(config) and config["collect"]["fidelity"]["cpu_idle_min"] > 0
+
+
 def bounds_of(settings: dict, cpu_bound_run: bool = False) -> Bounds:
     """measure -> (lowest, highest) accepted (None: unbounded on that side), from a
     run's ``collect.fidelity`` table; a setting of 0 leaves its measure unjudged, and so
