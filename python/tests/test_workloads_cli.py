@@ -81,3 +81,31 @@ def test_bad_input_is_named(tmp_path, monkeypatch, capsys, args, message):
     monkeypatch.chdir(tmp_path)
     assert cli.main(["trace", *args]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_import_several_files_with_a_log_format_then_docroot_and_stats(tmp_path, capsys):
+    fmt = '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent $request_time'
+    (tmp_path / "access.log.1").write_text('10.0.0.1 - - [22/Nov/2026:10:00:00 +0000] "GET /a HTTP/1.1" 200 10 0.010\n')
+    (tmp_path / "access.log").write_text('10.0.0.2 - - [25/Nov/2026:10:00:00 +0000] "GET /a/b HTTP/1.1" 200 20 0.020\n'
+                                         '10.0.0.2 - - [25/Nov/2026:10:00:01 +0000] "GET /%00 HTTP/1.1" 200 5 0.001\n')
+    trace = tmp_path / "t.csv"
+    assert cli.main(["trace", "import", "clf", str(tmp_path / "access.log"), str(tmp_path / "access.log.1"),
+                     "--log-format", fmt, "-o", str(trace)]) == 0
+    out = capsys.readouterr().out
+    assert "3 of 3 entries imported" in out and "access.log.1: 1 of 1 imported" in out
+    assert trace.read_text().splitlines()[0] == "arrival_s,client,path,size,status,logged_size,response_s"
+
+    # /a is a file, so /a/b cannot be; /%00 cannot be a name: both counted, exit 0.
+    assert cli.main(["trace", "docroot", str(trace), str(tmp_path / "root")]) == 0
+    out = capsys.readouterr().out
+    assert "1 written, 0 reused, 2 skipped" in out and "skipped 1: holds a NUL byte (%00)" in out
+
+    assert cli.main(["trace", "stats", str(trace), "--ccdf", str(tmp_path / "c.png")]) == 0
+    assert "one gap of" in capsys.readouterr().err  # three days between two days' requests
+
+
+def test_import_names_a_log_format_it_cannot_read(tmp_path, capsys):
+    (tmp_path / "a.log").write_text("x\n")
+    assert cli.main(["trace", "import", "clf", str(tmp_path / "a.log"), "--log-format", "%h %t", "-o", str(tmp_path / "t.csv")]) == 2
+    assert "lacks" in capsys.readouterr().err
+    assert not (tmp_path / "t.csv").exists() and not (tmp_path / "t.csv.partial").exists()

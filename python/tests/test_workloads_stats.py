@@ -51,3 +51,12 @@ def test_ccdf_figure_is_a_png(tmp_path):
     stats.plot_ccdf({"wc98": trace, "nasa": models.make_trace("nasa", n_requests=20_000, rate=100, seed=1)}, path)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert path.stat().st_size > 10_000
+
+
+def test_a_gap_dominating_the_duration_is_warned_about():
+    trace = trace_of([100] * 20)
+    assert stats.describe(trace).warnings() == []
+    trace["arrival_s"] = np.concatenate([np.linspace(0, 1, 10), np.linspace(100, 101, 10)])
+    described = stats.describe(trace)
+    assert described.largest_gap_s == pytest.approx(99.0) and described.largest_gap_at_s == pytest.approx(1.0)
+    assert "is 98% of the trace's 101.000 s" in described.warnings()[0]

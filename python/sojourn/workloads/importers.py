@@ -138,8 +138,12 @@ class ImportReport:
                          f"{_duration(outlier.gap_s)} from the rest, " + ("kept" if self.kept_outliers else "skipped")
                          + (f" (e.g. {outlier.examples[0]})" if outlier.examples else ""))
         if self.largest_gap_at_s is not None and self.span_s > 0:
+            share = self.largest_gap_s / self.span_s
             lines.append(f"  span {_duration(self.span_s)}; largest gap {_duration(self.largest_gap_s)} "
-                         f"({self.largest_gap_s / self.span_s:.0%} of it) after {_utc(self.largest_gap_at_s)}")
+                         f"({share:.0%} of it) after {_utc(self.largest_gap_at_s)}"
+                         + (f"; more than {DOMINANT_GAP:.0%}: the trace is mostly this gap (the lines on its "
+                            f"smaller side are over {OUTLIER_SHARE:.0%} of all, so not outliers)"
+                            if share > DOMINANT_GAP else ""))
         if self.columns:
             lines.append(f"  logged response times kept as {', '.join(self.columns)}")
         return "\n".join(lines)
