@@ -35,6 +35,16 @@ def table(root: Path) -> dict:
     return {row["run"]: row for row in stats.to_dict("records")}
 
 
+def _spec_of(root: Path) -> str:
+    """The spec the results came from, as the repository names it (its name line)."""
+    import tomllib
+
+    experiment = next(path for path in root.iterdir() if path.is_dir())
+    name = tomllib.loads((experiment / "spec.toml").read_text())["name"]
+    paper, _, stem = name.partition("-")
+    return f"experiments/{paper}/{stem}.toml"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("root", type=Path, help="results/concurrency (one results root per count: 1, 2, 3, 4)")
@@ -66,7 +76,14 @@ def main() -> int:
     largest = max((count for count in safe if all(c in safe for c in counts if c <= count)), default=1)
     print(f"largest safe count (every smaller count safe too): {largest}")
     if args.json:
-        args.json.write_text(json.dumps({"counts": out, "largest_safe": largest}, indent=2, default=float) + "\n")
+        solo = load_experiment(next(path for path in (args.root / "1").iterdir() if path.is_dir()))
+        trace_s = json.loads((solo[0].directory / "run.json").read_text())["inputs"]["duration_s"]
+        started = sorted(rep.status.get("started", "") for count in counts
+                         for rep in load_experiment(next(p for p in (args.root / str(count)).iterdir() if p.is_dir())))
+        record = {"spec": _spec_of(args.root / "1"), "run_length": f"{trace_s:.0f} s",
+                  "ran_on": f"{started[0][:16]}Z to {started[-1][:16]}Z", "counts": out, "largest_safe": largest}
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(record, indent=2, default=float) + "\n")
     return 0
 
 
