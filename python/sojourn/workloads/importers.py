@@ -47,7 +47,6 @@ from typing import Callable, Iterator
 import numpy as np
 import pandas as pd
 import polars as pl
-import pyarrow as pa
 
 from . import logformat
 from .logformat import FORWARDED, HOST, METHOD, PATH, REQUEST, RESPONSE, SIZE, STATUS, TIME, UPSTREAM, Layout
@@ -566,18 +565,14 @@ class _FirstSeen:
 
 
 def _sorted_chunks(stage: _Stage, files: list[FileCounts], rank: np.ndarray, seconds: np.ndarray,
-                   lines: np.ndarray, seed: int, resolution: float, progress: Progress | None) -> Iterator[pa.Table]:
-    """The trace, in time order, as Arrow tables of about BUCKET_ROWS rows."""
-    paths = stage.path_table().sort("path_key")
-    path_keys = paths["path_key"].to_numpy()
-    names = paths["path"].to_arrow()
+                   lines: np.ndarray, seed: int, resolution: float, progress: Progress | None) -> Iterator[pl.DataFrame]:
+    """The trace, in time order, about BUCKET_ROWS rows at a time."""
     # One size per path: its largest 200 response, else its largest of any status.
-    sizes = paths.select(pl.coalesce("ok", "any"))["ok"].to_numpy()
+    paths = stage.path_table().select("path_key", "path", pl.coalesce("ok", "any").alias("size"))
     clients = _FirstSeen()
     start = float(seconds[0])
     offset = None
     written = 0
-    total = int(lines.sum())
     per_file = np.zeros(len(files), dtype=np.int64)
     for first, last in _buckets(seconds, lines):
         parts = [pl.read_ipc(b.file).filter(pl.col("time_s").floor().is_between(first, last))
@@ -589,23 +584,15 @@ def _sorted_chunks(stage: _Stage, files: list[FileCounts], rank: np.ndarray, sec
         chunk = chunk.with_columns(pl.Series("arrival_s", arrival), pl.Series("_key", keys)).sort(["arrival_s", "_key"])
         if offset is None:
             offset = float(chunk["arrival_s"][0])
-        path_index = pa.array(np.searchsorted(path_keys, chunk["path_key"].to_numpy()))
-        columns = {
-            "arrival_s": pa.array(chunk["arrival_s"].to_numpy() - offset),
-            "client": pa.array(clients(chunk["client"].to_numpy())),
-            "path": names.take(path_index),
-            "size": pa.array(sizes).take(path_index),
-            "status": chunk["status"].to_arrow(),
-            "logged_size": chunk["logged_size"].to_arrow(),
-        }
-        for name in (RESPONSE, UPSTREAM):
-            if name in stage.columns:
-                columns[name] = (chunk[name] if name in chunk.columns else pl.Series(name, [None] * len(chunk), pl.Float64)).to_arrow()
-        per_file += np.bincount(chunk["file"].to_numpy(), minlength=len(files))
+        chunk = chunk.join(paths, on="path_key", how="left", maintain_order="left")
+        extra = [pl.col(c) if c in chunk.columns else pl.lit(None, pl.Float64).alias(c)
+                 for c in (RESPONSE, UPSTREAM) if c in stage.columns]
+        per_file += np.bincount(file, minlength=len(files))
         written += len(chunk)
         if progress:
-            progress("sort", written, total)
-        yield pa.table(columns)
+            progress("sort", written, int(lines.sum()))
+        yield chunk.select(pl.col("arrival_s") - offset, pl.Series("client", clients(chunk["client"].to_numpy())),
+                           "path", "size", "status", "logged_size", *extra)
     for counts, imported in zip(files, per_file):
         counts.imported = int(imported)
 
@@ -652,7 +639,7 @@ def _paths(paths) -> list[Path]:
 
 
 def import_chunks(kind: str, paths, seed: int = 0, log_format: str | None = None, keep_outliers: bool = False,
-                  progress: Progress | None = None) -> tuple[ImportReport, Iterator[pa.Table]]:
+                  progress: Progress | None = None) -> tuple[ImportReport, Iterator[pl.DataFrame]]:
     """Read every file (pass 1) and return the report and the trace's rows in time order
     (pass 2, lazily: consume the iterator, then the report's per-file import counts are
     final). ``kind``: ``clf`` (access logs, any ``log_format``) or ``wc98``."""
@@ -705,7 +692,7 @@ def import_chunks(kind: str, paths, seed: int = 0, log_format: str | None = None
     report.files.sort(key=lambda c: (c.first_s is None, c.first_s or 0.0, c.path))
     rank = np.array([next(i for i, f in enumerate(report.files) if f is c) for c in given])
 
-    def chunks() -> Iterator[pa.Table]:
+    def chunks() -> Iterator[pl.DataFrame]:
         try:
             yield from _sorted_chunks(stage, given, rank, seconds, lines, seed,
                                       layout.resolution_s if layout else 1.0, progress)
@@ -717,7 +704,7 @@ def import_chunks(kind: str, paths, seed: int = 0, log_format: str | None = None
 
 def _import(kind: str, paths, seed: int, log_format: str | None, keep_outliers: bool) -> tuple[pd.DataFrame, ImportReport]:
     report, chunks = import_chunks(kind, paths, seed=seed, log_format=log_format, keep_outliers=keep_outliers)
-    return pa.concat_tables(list(chunks)).to_pandas(), report
+    return pl.concat(list(chunks)).to_pandas(), report
 
 
 def import_clf(paths, seed: int = 0, log_format: str | None = None, keep_outliers: bool = False) -> tuple[pd.DataFrame, ImportReport]:

@@ -12,7 +12,7 @@ Guarantees:
   :class:`TraceFormatError` naming the first bad row (1-based data row, i.e. the line
   after the header) and column and saying what is accepted.
 
-Both use pyarrow's CSV reader/writer, so millions of rows take about a second.
+Reading uses pyarrow's CSV reader, writing polars' CSV writer: millions of rows take about a second.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
@@ -63,7 +64,7 @@ def validate_trace(df: pd.DataFrame, source: str = "trace") -> None:
     missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
     if missing:
         _missing(missing, source)
-    _check(pa.Table.from_pandas(df[list(REQUIRED_COLUMNS)], preserve_index=False), source)
+    _check(pl.from_pandas(df[list(REQUIRED_COLUMNS)]), source)
 
 
 def _missing(columns: list[str], source: str) -> None:
@@ -73,10 +74,10 @@ def _missing(columns: list[str], source: str) -> None:
     )
 
 
-def _check(table: pa.Table, source: str, first_row: int = 1, before: float = 0.0) -> None:
-    """Check the required columns of ``table``, whose first row is data row ``first_row``
+def _check(frame: pl.DataFrame, source: str, first_row: int = 1, before: float = 0.0) -> None:
+    """Check the required columns of ``frame``, whose first row is data row ``first_row``
     and follows a row at ``before`` seconds."""
-    arrival = table["arrival_s"].to_numpy().astype(np.float64)
+    arrival = frame["arrival_s"].cast(pl.Float64).fill_null(np.nan).to_numpy()
     bad = np.flatnonzero(~np.isfinite(arrival) | (arrival < 0))
     if bad.size:
         raise _bad(first_row + int(bad[0]), "arrival_s", float(arrival[bad[0]]), source)
@@ -88,24 +89,27 @@ def _check(table: pa.Table, source: str, first_row: int = 1, before: float = 0.0
             f"{source}: data row {first_row + row}, column 'arrival_s': {float(arrival[row])!r} is earlier "
             f"than the row before ({earlier!r}); arrival times must be non-decreasing"
         )
-    paths = table["path"].cast(pa.string())
-    ok = pc.and_(pc.starts_with(paths, "/"), pc.invert(pc.match_substring_regex(paths, "[, \t\r\n]")))
-    ok = pc.fill_null(ok, False).to_numpy(zero_copy_only=False)
-    bad = np.flatnonzero(~ok)
+    paths = frame["path"].cast(pl.String)
+    bad = np.flatnonzero((~paths.str.starts_with("/") | paths.str.contains("[, \t\r\n]")).fill_null(True).to_numpy())
     if bad.size:
-        raise _bad(first_row + int(bad[0]), "path", paths[int(bad[0])].as_py(), source)
+        raise _bad(first_row + int(bad[0]), "path", paths[int(bad[0])], source)
     for column in ("client", "size"):
-        values = table[column].to_numpy()
-        if values.dtype.kind in "fi":
-            bad = np.flatnonzero(~np.isfinite(values.astype(np.float64)) | (values < 0) | (values != np.floor(values)))
-            if bad.size:
-                raise _bad(first_row + int(bad[0]), column, values[bad[0]], source)
+        values = frame[column].cast(pl.Float64, strict=False).fill_null(np.nan).to_numpy()
+        bad = np.flatnonzero(~np.isfinite(values) | (values < 0) | (values != np.floor(values)))
+        if bad.size:
+            raise _bad(first_row + int(bad[0]), column, frame[column][int(bad[0])], source)
+
+
+# The trace columns' types for polars (the writer's side of REQUIRED/OPTIONAL_COLUMNS).
+_POLARS_TYPES = {name: pl.from_arrow(pa.array([], type=dtype)).dtype
+                 for name, dtype in {**REQUIRED_COLUMNS, **OPTIONAL_COLUMNS}.items()}
 
 
 class TraceWriter:
-    """A trace CSV written a chunk at a time (each a DataFrame or pyarrow Table, in time
-    order), checked as it goes, under a temporary name renamed by :meth:`close`; leaving
-    the ``with`` block by an error removes it, so a reader never sees half a trace."""
+    """A trace CSV written a chunk at a time (each a pandas or polars DataFrame or a
+    pyarrow Table, in time order), checked as it goes, under a temporary name renamed by
+    :meth:`close`; leaving the ``with`` block by an error removes it, so a reader never
+    sees half a trace."""
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
@@ -114,35 +118,30 @@ class TraceWriter:
         self._columns: list[str] | None = None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._tmp = self.path.with_name(self.path.name + ".partial")
-        self._sink = pa.OSFile(str(self._tmp), "wb")
+        self._sink = open(self._tmp, "wb")
 
-    def write(self, chunk: pd.DataFrame | pa.Table) -> None:
+    def write(self, chunk: pd.DataFrame | pl.DataFrame | pa.Table) -> None:
         if isinstance(chunk, pd.DataFrame):
-            missing = [c for c in REQUIRED_COLUMNS if c not in chunk.columns]
-            if missing:
-                _missing(missing, str(self.path))
-            chunk = pa.Table.from_pandas(chunk, preserve_index=False)
-        missing = [c for c in REQUIRED_COLUMNS if c not in chunk.column_names]
+            chunk = pl.from_pandas(chunk)
+        elif isinstance(chunk, pa.Table):
+            chunk = pl.from_arrow(chunk)
+        missing = [c for c in REQUIRED_COLUMNS if c not in chunk.columns]
         if missing:
             _missing(missing, str(self.path))
         if not len(chunk):
             return
         _check(chunk, str(self.path), first_row=self.rows + 1, before=self._last)
-        table = _formatted(chunk)
-        if self._columns is None:
-            self._columns = table.column_names
-            # The header is written here, unquoted (pyarrow only learnt to leave it unquoted in 23).
-            self._sink.write((",".join(self._columns) + "\n").encode())
-        elif table.column_names != self._columns:
-            raise TraceFormatError(f"{self.path}: a chunk has columns {table.column_names}, the trace {self._columns}")
-        # RFC 4180: a field with a quote (a path may hold one; commas and whitespace are
-        # refused above) is quoted, its quotes doubled. pyarrow's "needed" quotes every
-        # string, so the plain style is kept for the usual chunk that has no quote.
-        quoted = pc.any(pc.match_substring(table["path"], '"')).as_py()
-        options = pacsv.WriteOptions(include_header=False, quoting_style="needed" if quoted else "none")
-        pacsv.write_csv(table, self._sink, write_options=options)
-        self.rows += len(chunk)
-        self._last = float(pc.max(chunk["arrival_s"]).as_py())
+        # Required columns first, then the optional ones present, then any others.
+        order = [c for c in _POLARS_TYPES if c in chunk.columns] + [c for c in chunk.columns if c not in _POLARS_TYPES]
+        frame = chunk.select(pl.col(c).cast(_POLARS_TYPES[c]) if c in _POLARS_TYPES else pl.col(c) for c in order)
+        if self._columns is not None and frame.columns != self._columns:
+            raise TraceFormatError(f"{self.path}: a chunk has columns {frame.columns}, the trace {self._columns}")
+        # Six decimals: arrival_s in microseconds; RFC 4180 quotes only a field that needs it
+        # (a path may hold a quote; commas and whitespace are refused above).
+        frame.write_csv(self._sink, include_header=self._columns is None, float_precision=6, quote_style="necessary")
+        self._columns = frame.columns
+        self.rows += len(frame)
+        self._last = float(frame["arrival_s"][-1])
 
     def close(self) -> Path:
         if self._columns is None:
@@ -163,23 +162,6 @@ class TraceWriter:
             self.close()
         else:
             self.discard()
-
-
-def _formatted(table: pa.Table) -> pa.Table:
-    """The columns as written: required, then optional, then any others; ``arrival_s`` with
-    exactly six decimals."""
-    arrival = table["arrival_s"].to_numpy().astype(np.float64)
-    micros = np.rint(arrival * 1e6).astype(np.int64)
-    seconds = pa.array(micros // 1_000_000).cast(pa.string())
-    fraction = pc.utf8_lpad(pa.array(micros % 1_000_000).cast(pa.string()), width=6, padding="0")
-    columns = {"arrival_s": pc.binary_join_element_wise(seconds, fraction, ".")}
-    for name, dtype in {**REQUIRED_COLUMNS, **OPTIONAL_COLUMNS}.items():
-        if name in table.column_names and name != "arrival_s":
-            columns[name] = table[name].cast(dtype)
-    for name in table.column_names:
-        if name not in columns:
-            columns[name] = table[name]
-    return pa.table(columns)
 
 
 def write_trace(df: pd.DataFrame, path: str | os.PathLike) -> Path:
