@@ -157,6 +157,9 @@ def summarize_repetition(directory: Path, link_bps: float, groups: list[dict] | 
     capacity_file = directory / "capacity.json"
     if capacity_file.is_file():  # capacity mode (002 §4.4): the levels are in level-<users>/
         summary.update(json.loads(capacity_file.read_text()))
+    server_cpu = directory / "server_cpu.json"
+    if server_cpu.is_file():  # the server's CPU quota and how often it throttled (sojourn.testbed.cpu)
+        summary["server_cpu"] = json.loads(server_cpu.read_text())
     offered = directory / "offered.json"
     if offered.is_file():  # load relative to the measured capacity (001 §3.1)
         summary["offered"] = json.loads(offered.read_text())

@@ -63,7 +63,8 @@ def testbed_config(run: Run, prefix: str):
               for g in network["groups"]] or [WanGroup(name="lan", clients=1)]
     return TestbedConfig(prefix=prefix, link_bps=int(network["link_mbps"] * 1e6), queue_bytes=network["queue_bytes"] or None,
                          queue_packets=network["queue_packets"] or None,
-                         bands=network["bands"] or None, groups=groups, tcp=knobs, seed=run.config["workload"]["seed"])
+                         bands=network["bands"] or None, groups=groups, tcp=knobs, seed=run.config["workload"]["seed"],
+                         server_cpus=run.config["server"]["cpu_quota"] or None)
 
 
 def load_file(inputs: Inputs, target: str, out: Path, workload: dict, source_addrs: list[str],
@@ -223,7 +224,7 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                 admin_port=server_cfg["port"] + 1 if server_cfg["kind"] == "sojourn" else None,
                 access_log=directory / "access.log" if server_cfg["access_log"] else None,
                 stages=stages_path, extra_args=list(server_cfg["args"]), command=list(server_cfg["command"]),
-                preexec_fn=tb.preexec(tb.server_ns), max_connections=server_cfg["max_connections"] or None,
+                preexec_fn=tb.server_preexec(), max_connections=server_cfg["max_connections"] or None,
                 linger_close=server_cfg["linger_close"], write_concurrency=server_cfg["write_concurrency"] or None,
                 write_concurrency_from=server_cfg["write_concurrency_from"] or None,
                 notsent_lowat=server_cfg["notsent_lowat"] or None,
@@ -261,6 +262,8 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                 layout.write_json(directory / "network_end.json", {"qdisc": end["qdisc"], "class": end["class"],
                                                                    "emulator": end["emulator"]})
                 _save_bands(tb, engine, run.config["network"]["bands"], directory / "bands.json")
+                if tb.server_cpu:
+                    layout.write_json(directory / "server_cpu.json", tb.server_cpu.stats())
     except KeyboardInterrupt as interrupt:
         if state != "complete":  # the load generator had finished: its records are whole
             reason = f"interrupted ({interrupt or 'Ctrl-C'})"

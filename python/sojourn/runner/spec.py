@@ -105,6 +105,10 @@ SCHEMA: dict[str, Any] = {
                                       "kernel's accept queue, then SYNs drop), as Apache 1.3's 350 processes (000 §2); "
                                       "0 = the server's default (docs/experiments.md names each server's setting)",
                               minimum=0),
+        "cpu_quota": _k(NUMBER, 0.0, "CPUs' worth of time the server under test may use (a cgroup of its "
+                                     "processes alone, sojourn.testbed.cpu), so the server is the bottleneck as 002 "
+                                     "§3.1's CPU-bound server was; e.g. 0.5; 0 = no quota. Every summary states it "
+                                     "and how often it throttled the server (server_cpu)", minimum=0, maximum=1024),
         "linger_close": _k(bool, False, "sojourn: lingering close, Apache 1.3's lingering_close (000 §2): keep a "
                                         "finished connection until the client closes"),
         "write_concurrency": _k(int, 0, "sojourn: at most this many responses with unsent data in the kernel "

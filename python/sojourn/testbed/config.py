@@ -213,6 +213,8 @@ class TestbedConfig:
     emulator: bool | None = None
     emulator_offload: bool = True
     seed: int = 1
+    # CPUs' worth of time the server under test may use (sojourn.testbed.cpu); None = no quota.
+    server_cpus: float | None = None
 
     def __post_init__(self) -> None:
         _check(PREFIX_PATTERN.fullmatch(self.prefix) is not None,
@@ -226,6 +228,8 @@ class TestbedConfig:
         _check(not (self.queue_bytes and self.queue_packets),
                f"queue_bytes={self.queue_bytes} and queue_packets={self.queue_packets}: give one queue limit, not both")
         parse_bands(self.bands)
+        _check(self.server_cpus is None or 0.01 <= self.server_cpus <= 1024,
+               f"server_cpus={self.server_cpus}, accepted None or 0.01..1024")
         object.__setattr__(self, "groups", tuple(self.groups))
         _check(1 <= len(self.groups) <= MAX_GROUPS, f"{len(self.groups)} groups, accepted 1..{MAX_GROUPS}")
         names = [g.name for g in self.groups]

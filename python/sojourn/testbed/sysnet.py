@@ -198,8 +198,9 @@ def remove_prefix(prefix: str) -> list[str]:
     for dev in host_links_with_prefix(prefix):
         ip(None, "link", "delete", dev, check=False)
         removed.append(f"link {dev}")
-    from sojourn.testbed import rto  # the initial-RTO cgroups of the same prefix
+    from sojourn.testbed import cpu, rto  # the initial-RTO and CPU-quota cgroups of the same prefix
     removed += rto.remove_prefix(prefix)
+    removed += cpu.remove_prefix(prefix)
     release(prefix)
     return removed
 

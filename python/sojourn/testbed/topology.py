@@ -39,6 +39,7 @@ from .config import (
 )
 from .counters import CounterSampler
 from .emulator import Emulator
+from .cpu import ServerCpu
 from .rto import InitialRto
 
 ROLES = ("srv", "rtr", "cli")
@@ -72,6 +73,8 @@ class Testbed:
         self._is_up = False
         # Per side (server, client namespace): the cgroup whose sockets get the initial RTO.
         self._initial_rto: dict[str, InitialRto] = {}
+        # The server's CPU quota (a cgroup of the server's processes alone), when configured.
+        self.server_cpu: ServerCpu | None = None
         # What `up` removed of a run that died with this prefix (its owner record and the list).
         self.leftovers: dict | None = None
 
@@ -142,6 +145,8 @@ class Testbed:
         for ns, side, knobs in ((srv, "srv", cfg.tcp), (cli, "cli", client_tcp)):
             if knobs.initial_rto_ms is not None:
                 self._initial_rto[ns] = InitialRto(cfg.prefix, side, knobs.initial_rto_ms)
+        if cfg.server_cpus is not None:
+            self.server_cpu = ServerCpu(cfg.prefix, cfg.server_cpus)
         self._anchor = self._spawn(srv, ["sleep", "infinity"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         sysnet.wait_in_namespace(self._anchor.pid, srv)
         if cfg.uses_emulator:
@@ -196,6 +201,9 @@ class Testbed:
             for cgroup in self._initial_rto.values():
                 cgroup.remove()
             self._initial_rto.clear()
+            if self.server_cpu:
+                self.server_cpu.remove()
+                self.server_cpu = None
             if self._is_up:
                 sysnet.remove_prefix(self.config.prefix)
                 self._is_up = False
@@ -219,6 +227,18 @@ class Testbed:
         Pass it as ``preexec_fn`` to processes started elsewhere (sojourn.peers)."""
         cgroup = self._initial_rto.get(ns)
         return cgroup.preexec() if cgroup else None
+
+    def server_preexec(self):
+        """The ``preexec_fn`` of the server under test: the server side's settings that
+        follow processes (:meth:`preexec`) and the server's CPU quota."""
+        steps = [step for step in (self.preexec(self.server_ns), self.server_cpu and self.server_cpu.join) if step]
+        if len(steps) < 2:
+            return steps[0] if steps else None
+
+        def both() -> None:
+            for step in steps:
+                step()
+        return both
 
     def _spawn(self, ns: str, argv: list[str], **kwargs) -> subprocess.Popen:
         kwargs.setdefault("stdin", subprocess.DEVNULL)
@@ -280,6 +300,7 @@ class Testbed:
             "sysctls": {ns: sysnet.read_sysctls(ns, keys) for ns in (self.server_ns, self.client_ns)},
             "emulator": self.emulator.describe() if self.emulator else None,
             "initial_rto": {ns: cgroup.describe() for ns, cgroup in self._initial_rto.items()},
+            "server_cpu": self.server_cpu.describe() if self.server_cpu else None,
             "versions": {
                 "kernel": platform.release(),
                 "iproute2": sysnet.run(["ip", "-V"]).strip(),

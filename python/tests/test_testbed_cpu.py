@@ -1,0 +1,59 @@
+"""A CPU quota on the server under test (server.cpu_quota, sojourn.testbed.cpu): the server
+alone is throttled, every summary states the quota and how often it held the server, and
+the cgroup is gone after the run."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from sojourn.runner.experiment import run_experiment
+from sojourn.runner.spec import load_spec
+from sojourn.testbed import cpu
+
+pytestmark = [pytest.mark.netns, pytest.mark.skipif(os.geteuid() != 0, reason="needs root for namespaces and cgroups")]
+
+SPEC = """\
+name = "quota"
+[server]
+kind = "sojourn"
+[network]
+link_mbps = 1000
+[workload]
+mode = "closed"
+users = 40
+duration_s = 4
+model = "specweb99"
+seed = 2
+[collect]
+drain_s = 5
+interval_s = 0.5
+[variants.free]
+[variants.quota]
+server.cpu_quota = 0.05
+"""
+
+
+def test_a_quota_throttles_the_server_and_every_summary_says_so(tmp_path):
+    path = tmp_path / "quota.toml"
+    path.write_text(SPEC)
+    outcome = run_experiment(load_spec(path), tmp_path / "results", prefix="sjcq")
+    assert outcome.complete, outcome.states
+    summaries = {run: json.loads((tmp_path / "results" / "quota" / run / "0" / "summary.json").read_text())
+                 for run in ("free", "quota")}
+    held = summaries["quota"]["server_cpu"]
+    assert held["cpus"] == 0.05 and held["throttled_periods"] > 0 and held["throttled_s"] > 0
+    assert "server_cpu" not in summaries["free"]
+    # A twentieth of a CPU serves far fewer requests than the free server does.
+    assert summaries["quota"]["throughput_rps"] < 0.5 * summaries["free"]["throughput_rps"]
+    versions = json.loads((tmp_path / "results" / "quota" / "quota" / "0" / "versions.json").read_text())
+    assert versions["testbed"]["server_cpu"]["cpus"] == 0.05
+    root, _ = cpu.controller_root()
+    assert not (root / cpu.CGROUP_NAME.format(prefix="sjcq")).exists()
+
+
+def test_an_impossible_quota_is_refused_naming_it():
+    with pytest.raises(cpu.CpuQuotaError, match="quota 0.001"):
+        cpu.ServerCpu("sjcz", 0.001)
