@@ -11,6 +11,7 @@
 //!   answers (ties are broken by order of insertion, never by hashing);
 //! - `ReadyQueue::pop` is `O(log n)`, as are `push` and `remove`.
 
+pub mod admission;
 pub mod bands;
 pub mod dispatch;
 pub mod dwfs;
@@ -19,6 +20,7 @@ pub mod queue;
 pub mod rate;
 pub mod scheduler;
 
+pub use admission::{Admission, AdmissionSpec, Order, Reason, Verdict};
 pub use bands::Bands;
 pub use policy::{Fair, Las, Policy, PolicyKind, Progress, Srpt};
 pub use queue::{JobId, ReadyQueue, WriteSlots};
