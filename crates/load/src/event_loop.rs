@@ -656,7 +656,9 @@ impl<'a> EventLoop<'a> {
         let live = &self.live[&request];
         let head = state.reader.head().cloned().expect("complete responses have a head");
         let mismatch = state.check.as_ref().and_then(|check| check.first_mismatch());
-        let (outcome, error) = if head.status >= 400 {
+        let (outcome, error) = if head.status == 503 {
+            (Outcome::Refused, String::new())
+        } else if head.status >= 400 {
             (Outcome::HttpError, String::new())
         } else if let Some(at) = mismatch.filter(|_| head.status == 200) {
             (Outcome::Invalid, format!("body differs from the content rule at byte {at}"))

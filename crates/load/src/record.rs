@@ -114,6 +114,9 @@ use crate::workload::Nanos;
 pub enum Outcome {
     Ok,
     HttpError,
+    /// 503 Service Unavailable: the server refused the request under overload (RFC 9110
+    /// §15.6.4), e.g. by `serve --admission`; its own outcome, apart from other errors.
+    Refused,
     Aborted,
     GaveUp,
     ConnectError,
@@ -128,6 +131,7 @@ impl Outcome {
         match self {
             Outcome::Ok => "ok",
             Outcome::HttpError => "http_error",
+            Outcome::Refused => "refused",
             Outcome::Aborted => "aborted",
             Outcome::GaveUp => "gave_up",
             Outcome::ConnectError => "connect_error",
@@ -692,9 +696,9 @@ mod tests {
             expected_size: Option<u64>, bytes: u64, status: Option<u16>, scheduled in 0..u64::MAX / 2,
             issued in 0..u64::MAX / 2, dispatch in times(), connect_start in times(), connect_end in times(),
             conn_id: Option<u64>, reuse_index: Option<u32>, sent in times(), first_byte in times(),
-            last_byte in times(), now in 0..u64::MAX / 2, outcome_index in 0usize..9,
+            last_byte in times(), now in 0..u64::MAX / 2, outcome_index in 0usize..10,
         ) {
-            let outcomes = [Outcome::Ok, Outcome::HttpError, Outcome::Aborted, Outcome::GaveUp, Outcome::ConnectError,
+            let outcomes = [Outcome::Ok, Outcome::HttpError, Outcome::Refused, Outcome::Aborted, Outcome::GaveUp, Outcome::ConnectError,
                             Outcome::Reset, Outcome::Timeout, Outcome::Invalid, Outcome::Interrupted];
             let attempt = Attempt {
                 request_id, attempt: attempt_number, client, session, class, expected_size, bytes, status,

@@ -117,7 +117,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         }
         None => (None, None),
     };
-    let metrics = Arc::new(Metrics::new(settings.policy.name(), settings.threads));
+    let metrics = Arc::new(Metrics::new(settings.policy.name(), settings.threads).with_admission(settings.admission.as_ref().map(|a| a.name())));
     let band_count = settings.kernel_bands.as_ref().map_or(5, |b| b.count());
     let stages = settings.stages.clone().map(sojourn_stages::StagePool::start).transpose()?.map(Arc::new);
     if let Some(admin) = settings.admin {
@@ -143,6 +143,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         s.quantum,
         if s.kernel_bands.is_some() { ", kernel bands" } else { "" }
     );
+    if let Some(admission) = &s.admission {
+        eprintln!("sojourn-engine serve: admission {admission:?}");
+    }
     for worker in workers {
         worker.join().map_err(|_| anyhow::anyhow!("a worker thread panicked"))?.context("event loop failed")?;
     }

@@ -10,7 +10,7 @@ use anyhow::{bail, Context};
 use serde::Deserialize;
 use sojourn_http::{HeadFields, Limits};
 use sojourn_sched::bands::parse_bytes;
-use sojourn_sched::{Bands, PolicyKind, Scheduler};
+use sojourn_sched::{AdmissionSpec, Bands, Order, PolicyKind, Scheduler};
 
 /// Options of `sojourn-engine serve`; all optional so a config file can fill them.
 #[derive(Debug, Default, Clone, clap::Args, Deserialize)]
@@ -125,6 +125,11 @@ pub struct ServeOptions {
     /// TOML file configuring the dynamic `/stage/<name>/` endpoints (003; docs/dwfs.md) [default: none].
     #[arg(long)]
     pub stages: Option<PathBuf>,
+    /// Refuse requests early under overload with a 503, by a policy and its parameters,
+    /// NAME[:KEY=VALUE,...]: gradient, codel, delay, size (e.g. `codel:target=5ms`,
+    /// `size:rate=10mbit,deadline=10s`; docs/server.md lists the keys) [default: none].
+    #[arg(long)]
+    pub admission: Option<String>,
 }
 
 macro_rules! overlay {
@@ -139,7 +144,7 @@ impl ServeOptions {
         overlay!(
             self, base, root, listen, policy, threads, quantum, write_concurrency, write_concurrency_from, notsent_lowat, head_fields, delayed_ack, kernel_bands,
             cutoffs, max_connections, accept_limit, linger_close, linger_timeout, linger_read_timeout, header_timeout, keepalive_timeout, send_timeout, max_head_bytes, max_headers, max_target_bytes, cache_file_max,
-            cache_ttl, access_log, log_request_time, access_log_block, admin, shutdown_grace, stages
+            cache_ttl, access_log, log_request_time, access_log_block, admin, shutdown_grace, stages, admission
         )
     }
 
@@ -183,6 +188,8 @@ pub struct Settings {
     pub admin: Option<SocketAddr>,
     pub shutdown_grace: Duration,
     pub stages: Option<sojourn_stages::PoolSpec>,
+    /// The admission policy of each worker (`None`: every request is taken).
+    pub admission: Option<AdmissionSpec>,
 }
 
 fn bytes(option: &str, value: Option<&str>, default: u64) -> anyhow::Result<u64> {
@@ -198,6 +205,16 @@ fn seconds(option: &str, value: Option<f64>, default: f64) -> anyhow::Result<Dur
 }
 
 impl Settings {
+    /// The order the size-aware admission policy predicts with: fewest bytes left first under
+    /// SRPT, in the application or by the kernel's bands (000 §3), equal shares otherwise.
+    pub fn order(&self) -> Order {
+        if self.policy == PolicyKind::Srpt || self.kernel_bands.is_some() {
+            Order::ShortestFirst
+        } else {
+            Order::Shared
+        }
+    }
+
     pub fn from_options(o: ServeOptions) -> anyhow::Result<Settings> {
         let Some(root) = o.root else { bail!("--root DIR is required (or `root = \"DIR\"` in the config file)") };
         let root = root.canonicalize().with_context(|| format!("--root {}: not an accessible directory", root.display()))?;
@@ -279,6 +296,10 @@ impl Settings {
             access_log_block: o.access_log_block.unwrap_or(false),
             admin: o.admin,
             shutdown_grace: seconds("shutdown-grace", o.shutdown_grace, 10.0)?,
+            admission: match o.admission.as_deref().map(str::trim) {
+                None | Some("none") => None,
+                Some(text) => Some(text.parse().map_err(|e| anyhow::anyhow!("--admission: {e}"))?),
+            },
             stages: match &o.stages {
                 Some(path) => Some(sojourn_stages::StagesConfig::from_file(path).and_then(|c| c.validate()).map_err(|e| anyhow::anyhow!("--stages: {e}"))?),
                 None => None,
@@ -302,6 +323,14 @@ mod tests {
         assert_eq!(s.kernel_bands, Some(Bands::default()));
         assert!(s.access_log_block);
         assert_eq!(s.listen.to_string(), "127.0.0.1:8080");
+        assert!(s.admission.is_none());
+        let file: ServeOptions = toml::from_str("root = \"/\"\nadmission = \"size:rate=10mbit\"\nkernel-bands = true").unwrap();
+        let s = Settings::from_options(file).unwrap();
+        assert_eq!(s.admission.as_ref().map(|a| a.name()), Some("size"));
+        assert_eq!(s.order(), Order::ShortestFirst, "the kernel's bands order by bytes left");
+        let s = Settings::from_options(ServeOptions { root: Some("/".into()), admission: Some("none".into()), ..Default::default() }).unwrap();
+        assert!(s.admission.is_none());
+        assert_eq!(s.order(), Order::Shared);
     }
 
     #[test]
@@ -329,6 +358,8 @@ mod tests {
         let file: ServeOptions = toml::from_str("write-concurrency-from = \"5K\"").unwrap();
         assert_eq!(file.write_concurrency_from.as_deref(), Some("5K"));
         assert!(Settings::from_options(ServeOptions::default()).unwrap_err().to_string().contains("--root"));
+        assert!(with(ServeOptions { admission: Some("lifo".into()), ..Default::default() }).contains("--admission: unknown admission policy \"lifo\""));
+        assert!(with(ServeOptions { admission: Some("size".into()), ..Default::default() }).contains("rate=RATE"));
         let missing = Settings::from_options(ServeOptions { root: Some("/no/such/dir".into()), ..Default::default() });
         assert!(missing.unwrap_err().to_string().contains("/no/such/dir"));
     }

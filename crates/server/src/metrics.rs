@@ -6,6 +6,7 @@ use std::fmt::Write;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
 
 use sojourn_sched::bands::MAX_BANDS;
+use sojourn_sched::Reason;
 
 /// The statuses the server sends, in the order they are reported.
 pub const STATUSES: [u16; 15] = [200, 206, 304, 400, 403, 404, 405, 408, 413, 414, 416, 431, 500, 501, 503];
@@ -77,6 +78,10 @@ pub struct Shard {
     pub ready_queue_length: AtomicI64,
     pub events_per_wait: Histogram,
     pub service_time: Histogram,
+    /// Requests refused by --admission, by [`Reason::index`].
+    pub refusals: [AtomicU64; Reason::ALL.len()],
+    /// The admission policy's level (f64 bits; NaN until it has one).
+    pub admission_level: AtomicU64,
 }
 
 impl Shard {
@@ -98,6 +103,8 @@ impl Shard {
             ready_queue_length: AtomicI64::new(0),
             events_per_wait: Histogram::new(&EVENTS_BOUNDS),
             service_time: Histogram::new(&SERVICE_BOUNDS),
+            refusals: Default::default(),
+            admission_level: AtomicU64::new(f64::NAN.to_bits()),
         }
     }
 
@@ -111,12 +118,20 @@ impl Shard {
 #[derive(Debug)]
 pub struct Metrics {
     pub policy: &'static str,
+    /// The --admission policy's name, `none` without one.
+    pub admission: &'static str,
     shards: Vec<Shard>,
 }
 
 impl Metrics {
     pub fn new(policy: &'static str, workers: usize) -> Self {
-        Metrics { policy, shards: (0..workers.max(1)).map(|_| Shard::new()).collect() }
+        Metrics { policy, admission: "none", shards: (0..workers.max(1)).map(|_| Shard::new()).collect() }
+    }
+
+    /// Labels the refusal counters with the admission policy's name.
+    pub fn with_admission(mut self, admission: Option<&'static str>) -> Self {
+        self.admission = admission.unwrap_or("none");
+        self
     }
 
     /// The counters of worker `index`.
@@ -194,6 +209,25 @@ impl Metrics {
         for (worker, shard) in self.shards.iter().enumerate() {
             let _ = writeln!(out, "sojourn_ready_queue_length{{worker=\"{worker}\",policy=\"{policy}\"}} {}", shard.ready_queue_length.load(Relaxed));
         }
+        let admission = self.admission;
+        let _ = writeln!(
+            out,
+            "# HELP sojourn_admission_refusals_total Requests refused by --admission with a 503 before any byte of their response, by reason.\n# TYPE sojourn_admission_refusals_total counter"
+        );
+        for reason in Reason::ALL {
+            let refused = self.sum(|s| s.refusals[reason.index()].load(Relaxed));
+            let _ = writeln!(out, "sojourn_admission_refusals_total{{admission=\"{admission}\",reason=\"{}\"}} {refused}", reason.name());
+        }
+        let _ = writeln!(
+            out,
+            "# HELP sojourn_admission_level The admission policy's level by worker: gradient's concurrency limit, delay's share of arrivals admitted.\n# TYPE sojourn_admission_level gauge"
+        );
+        for (worker, shard) in self.shards.iter().enumerate() {
+            let level = f64::from_bits(shard.admission_level.load(Relaxed));
+            if !level.is_nan() {
+                let _ = writeln!(out, "sojourn_admission_level{{worker=\"{worker}\",admission=\"{admission}\"}} {level}");
+            }
+        }
         let histograms: Vec<&Histogram> = self.shards.iter().map(|s| &s.events_per_wait).collect();
         Histogram::render(&histograms, &mut out, "sojourn_epoll_ready_events", "Ready events returned per epoll_wait (001 §6.1).");
         let histograms: Vec<&Histogram> = self.shards.iter().map(|s| &s.service_time).collect();
@@ -240,5 +274,20 @@ mod tests {
         assert!(text.contains("sojourn_ready_queue_length{worker=\"1\",policy=\"srpt\"} 0\n"));
         assert!(text.contains("sojourn_write_quanta_total{policy=\"srpt\"} 0\n"));
         assert!(text.contains("sojourn_access_log_lines_dropped_total{policy=\"srpt\"} 0\n"));
+        assert!(text.contains("sojourn_admission_refusals_total{admission=\"none\",reason=\"deadline\"} 0\n"));
+        assert!(!text.contains("sojourn_admission_level{"), "no level without a policy that has one");
+    }
+
+    #[test]
+    fn refusals_are_counted_by_reason_and_levels_by_worker() {
+        let m = Metrics::new("srpt", 2).with_admission(Some("gradient"));
+        m.shard(0).refusals[Reason::ConcurrencyLimit.index()].fetch_add(2, Relaxed);
+        m.shard(1).refusals[Reason::ConcurrencyLimit.index()].fetch_add(1, Relaxed);
+        m.shard(1).admission_level.store(42.0f64.to_bits(), Relaxed);
+        let text = m.render(5);
+        assert!(text.contains("sojourn_admission_refusals_total{admission=\"gradient\",reason=\"concurrency_limit\"} 3\n"), "{text}");
+        assert!(text.contains("sojourn_admission_refusals_total{admission=\"gradient\",reason=\"codel\"} 0\n"));
+        assert!(text.contains("sojourn_admission_level{worker=\"1\",admission=\"gradient\"} 42\n"));
+        assert!(!text.contains("sojourn_admission_level{worker=\"0\""));
     }
 }

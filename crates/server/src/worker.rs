@@ -28,7 +28,7 @@ use std::time::{Duration, Instant, SystemTime};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token, Waker};
 use sojourn_http::{parse_request, resolve_target, select, write_head, Head, HeadCommon, HttpError, Method, Request, Selection};
-use sojourn_sched::{Bands, JobId, Progress, Scheduler};
+use sojourn_sched::{Admission, Bands, JobId, Progress, Scheduler, Verdict};
 
 use crate::access_log::{clf_time, format_line, Entry, LogSender};
 use crate::qdisc::so_priority;
@@ -43,7 +43,7 @@ mod accept;
 mod requests;
 mod response;
 
-use response::{error_response, first_line, new_response, respond, without_keep_alive, write_quantum};
+use response::{error_response, first_line, new_response, refusal, respond, without_keep_alive, write_quantum};
 
 /// What every worker shares.
 pub struct Shared {
@@ -130,6 +130,15 @@ struct Conn {
     priority: Option<u32>,
     /// The request's file is being opened by the opener threads.
     awaiting_file: bool,
+    /// The request in progress was admitted by `--admission` (and must leave it once).
+    admitted: Option<Admitted>,
+}
+
+/// An admitted request: when it arrived, and whether its first write was granted yet.
+#[derive(Clone, Copy)]
+struct Admitted {
+    arrived: Instant,
+    written: bool,
 }
 
 /// A request waiting for its file to be opened.
@@ -171,6 +180,9 @@ pub struct Worker {
     accept_paused: bool,
     /// When an accept error was last logged (they are rate-limited).
     accept_error_logged: Option<Instant>,
+    /// `--admission`: this worker's policy, which is told times since `origin`.
+    admission: Option<Box<dyn Admission>>,
+    origin: Instant,
 }
 
 fn is_transient(error: &io::Error) -> bool {
@@ -186,6 +198,7 @@ impl Worker {
         let waker = Arc::new(Waker::new(poll.registry(), WAKER)?);
         let stages = shared.stages.clone().map(|pool| StageRoute::new(pool, Arc::clone(&waker)));
         let opener = shared.opener.for_worker(waker);
+        let admission = settings.admission.as_ref().map(|spec| spec.build(settings.order()));
         Ok(Worker {
             index,
             poll,
@@ -206,6 +219,8 @@ impl Worker {
             stages,
             accept_paused: false,
             accept_error_logged: None,
+            admission,
+            origin: Instant::now(),
         })
     }
 
@@ -323,6 +338,23 @@ impl Worker {
                 continue;
             };
             self.shared.metrics.shard(self.index).quanta.fetch_add(1, Relaxed);
+            if let (Some(admission), Some(admitted)) = (self.admission.as_mut(), conn.admitted.as_mut().filter(|a| !a.written)) {
+                admitted.written = true;
+                let arrived = admitted.arrived.saturating_duration_since(self.origin);
+                if let Verdict::Refuse(reason) = admission.first_write(now.saturating_duration_since(self.origin), id, arrived) {
+                    // Nothing of the response was written: a 503 goes out instead (CoDel's drop at dequeue).
+                    admission.left(now.saturating_duration_since(self.origin), id, arrived, false);
+                    conn.admitted = None;
+                    let metrics = self.shared.metrics.shard(self.index);
+                    metrics.refusals[reason.index()].fetch_add(1, Relaxed);
+                    if let Some(old) = conn.response.take() {
+                        metrics.waiting_by_band[old.band].fetch_sub(1, Relaxed);
+                        let new = refusal(&self.bands, &self.heads, old.log.request_line, old.started);
+                        metrics.waiting_by_band[new.band].fetch_add(1, Relaxed);
+                        conn.response = Some(new);
+                    }
+                }
+            }
             let kernel_bands = self.shared.settings.kernel_bands.as_ref();
             match write_quantum(conn, grant.bytes, kernel_bands, &self.bands, self.shared.metrics.shard(self.index)) {
                 Err(_) => self.close(id),
@@ -352,6 +384,9 @@ impl Worker {
     fn finish(&mut self, id: JobId, now: Instant) {
         let Some(conn) = self.conns.get_mut(&id) else { return };
         let Some(response) = conn.response.take() else { return };
+        if let (Some(admission), Some(admitted)) = (self.admission.as_mut(), conn.admitted.take()) {
+            admission.left(now.saturating_duration_since(self.origin), id, admitted.arrived.saturating_duration_since(self.origin), true);
+        }
         let metrics = self.shared.metrics.shard(self.index);
         let service = now.duration_since(response.started);
         metrics.waiting_by_band[response.band].fetch_sub(1, Relaxed);
@@ -401,6 +436,10 @@ impl Worker {
             route.forget(id);
         }
         self.sched.closed(id);
+        if let (Some(admission), Some(admitted)) = (self.admission.as_mut(), conn.admitted) {
+            let origin = self.origin;
+            admission.left(Instant::now().saturating_duration_since(origin), id, admitted.arrived.saturating_duration_since(origin), false);
+        }
         let metrics = self.shared.metrics.shard(self.index);
         if conn.lingering.is_some() {
             metrics.lingering.fetch_sub(1, Relaxed);
@@ -450,7 +489,11 @@ impl Worker {
         for id in idle {
             self.close(id);
         }
-        self.shared.metrics.shard(self.index).linger_timeouts.fetch_add(lingered.len() as u64, Relaxed);
+        let metrics = self.shared.metrics.shard(self.index);
+        metrics.linger_timeouts.fetch_add(lingered.len() as u64, Relaxed);
+        if let Some(level) = self.admission.as_ref().and_then(|a| a.level()) {
+            metrics.admission_level.store(level.to_bits(), Relaxed);
+        }
         for id in lingered {
             self.close(id);
         }

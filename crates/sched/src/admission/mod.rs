@@ -21,7 +21,6 @@
 //! - [`Admission::first_write`]: an admitted response is granted its first write, `arrived`
 //!   being when its request came: go on, or refuse it now, before any byte (CoDel drops at
 //!   dequeue, RFC 8289 §3.2, and the first write is a request's dequeue);
-//! - [`Admission::wrote`]: bytes of an admitted response went to the kernel;
 //! - [`Admission::left`]: an admitted response is done (`completed`) or its connection gone.
 //!   Every admitted request leaves exactly once, also after a refusal at its first write.
 //!
@@ -89,8 +88,6 @@ pub trait Admission: Send + fmt::Debug {
     fn first_write(&mut self, _now: Duration, _job: JobId, _arrived: Duration) -> Verdict {
         Verdict::Admit
     }
-    /// `bytes` of the admitted `job`'s response were handed to the kernel.
-    fn wrote(&mut self, _now: Duration, _job: JobId, _bytes: u64) {}
     /// The admitted `job` (arrived at `arrived`) is done (`completed`) or was dropped.
     fn left(&mut self, _now: Duration, _job: JobId, _arrived: Duration, _completed: bool) {}
     /// The policy's current level, for a gauge: the gradient's limit, the share admitted by

@@ -81,6 +81,7 @@ impl Worker {
                     lingering: None,
                     priority: None,
                     awaiting_file: false,
+                    admitted: None,
                 },
             );
         }

@@ -62,7 +62,14 @@ impl Worker {
         let response = match parse_request(&conn.read_buf, &settings.limits) {
             Ok(Some((request, used))) => {
                 conn.read_buf.drain(..used);
-                if let Some((route, stage)) = self.stages.as_mut().and_then(|r| r.stage_of(&request.target).map(|s| (r, s))) {
+                let peer = conn.peer;
+                if let Some(stage) = self.stages.as_ref().and_then(|r| r.stage_of(&request.target)) {
+                    // The reply's size is not known before the stage made it.
+                    if self.admit(id, None, now, now) {
+                        let response = refusal(&self.bands, &self.heads, request.request_line(), now);
+                        self.start(id, response);
+                        return;
+                    }
                     let pending = Pending {
                         arrived: now,
                         keep_alive: request.keep_alive && self.shutdown_deadline.is_none(),
@@ -72,7 +79,9 @@ impl Worker {
                         referer: request.referer.clone(),
                         user_agent: request.user_agent.clone(),
                     };
-                    route.submit(id, stage, conn.peer, pending);
+                    if let Some(route) = self.stages.as_mut() {
+                        route.submit(id, stage, peer, pending);
+                    }
                     return;
                 }
                 let lookup = match resolve_target(&request.target) {
@@ -90,7 +99,7 @@ impl Worker {
                         }
                     }
                 };
-                let response = respond(lookup, &self.bands, &self.heads, &request, now);
+                let response = self.admitted_or_refused(id, respond(lookup, &self.bands, &self.heads, &request, now), now);
                 Some(if self.shutdown_deadline.is_some() { without_keep_alive(response) } else { response })
             }
             Ok(None) if conn.peer_closed => None,
@@ -104,6 +113,34 @@ impl Worker {
         match response {
             Some(response) => self.start(id, response),
             None => self.close(id),
+        }
+    }
+
+    /// `--admission` at a request's arrival (`arrived`; judged `now`): whether it is refused.
+    /// `size`: the response's bytes, `None` when not known yet. An admitted request is marked
+    /// on its connection, to leave the policy when it is done.
+    fn admit(&mut self, id: JobId, size: Option<u64>, arrived: Instant, now: Instant) -> bool {
+        let Some(admission) = self.admission.as_mut() else { return false };
+        match admission.arrive(now.saturating_duration_since(self.origin), id, size) {
+            Verdict::Admit => {
+                if let Some(conn) = self.conns.get_mut(&id) {
+                    conn.admitted = Some(Admitted { arrived, written: false });
+                }
+                false
+            }
+            Verdict::Refuse(reason) => {
+                self.shared.metrics.shard(self.index).refusals[reason.index()].fetch_add(1, Relaxed);
+                true
+            }
+        }
+    }
+
+    /// `response`, or a 503 in its place if `--admission` refuses its request.
+    fn admitted_or_refused(&mut self, id: JobId, response: Box<Response>, now: Instant) -> Box<Response> {
+        if self.admit(id, Some(response.progress.remaining), response.started, now) {
+            refusal(&self.bands, &self.heads, response.log.request_line, response.started)
+        } else {
+            response
         }
     }
 
@@ -140,6 +177,7 @@ impl Worker {
                 conn.awaiting_file = false;
                 let lookup = lookup.clone().map_err(Refusal::status);
                 let response = respond(lookup, &self.bands, &self.heads, &waiting.request, waiting.arrived);
+                let response = self.admitted_or_refused(waiting.conn, response, now);
                 let response = if self.shutdown_deadline.is_some() { without_keep_alive(response) } else { response };
                 self.start(waiting.conn, response);
             }

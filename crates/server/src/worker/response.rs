@@ -106,9 +106,18 @@ pub(super) fn first_line(buf: &[u8]) -> String {
 
 /// A response to a request the parser or a timeout rejected: always closes.
 pub(super) fn error_response(bands: &Bands, common: &HeadCommon, status: u16, error: &HttpError, request_line: String, now: Instant) -> Box<Response> {
+    closing_response(bands, common, status, matches!(error, HttpError::MethodNotAllowed), request_line, now)
+}
+
+/// A request refused by `--admission`: a short 503 ("temporary overload", RFC 9110 §15.6.4)
+/// that closes the connection, so a refused client does not queue its next request here.
+pub(super) fn refusal(bands: &Bands, common: &HeadCommon, request_line: String, arrived: Instant) -> Box<Response> {
+    closing_response(bands, common, 503, false, request_line, arrived)
+}
+
+fn closing_response(bands: &Bands, common: &HeadCommon, status: u16, allow: bool, request_line: String, now: Instant) -> Box<Response> {
     let body = format!("{status} {}\n", sojourn_http::response::reason(status));
     let mut head = Vec::new();
-    let allow = matches!(error, HttpError::MethodNotAllowed);
     write_head(
         &Head { status, minor_version: 1, keep_alive: false, content_length: body.len() as u64, content_type: Some("text/plain; charset=utf-8"), allow, ..Default::default() },
         common,
@@ -191,6 +200,7 @@ mod tests {
             lingering: None,
             priority: None,
             awaiting_file: false,
+            admitted: None,
         };
         (conn, client)
     }
