@@ -14,12 +14,22 @@ import polars as pl
 
 HOSTS, PATHS = 20_000, 5_000
 START = 804_571_200  # 1 July 1995, as the NASA log
+# Each child prints, last, the seconds its work took after start-up and imports.
 PLAIN_READ = """
-import sys, pyarrow as pa, pyarrow.csv as csv
+import sys, time, pyarrow as pa, pyarrow.csv as csv
+start = time.perf_counter()
 table = csv.read_csv(sys.argv[1], read_options=csv.ReadOptions(column_names=["line"], block_size=16 << 20),
                      parse_options=csv.ParseOptions(delimiter="\\x1f", quote_char=False),
                      convert_options=csv.ConvertOptions(column_types={"line": pa.string()}))
-print(table.num_rows)
+print(time.perf_counter() - start)
+"""
+SOJOURN_IMPORT = """
+import sys, time
+from sojourn import cli
+import sojourn.workloads.cli  # the subcommand's modules, imported lazily by cli.main
+start = time.perf_counter()
+assert cli.main(["trace", "import", "clf", sys.argv[1], "-o", sys.argv[2]]) == 0
+print(time.perf_counter() - start)
 """
 
 
@@ -42,11 +52,11 @@ def synthetic(path: Path, lines: int, seed: int = 1) -> None:
             )).write_csv(out, include_header=False, quote_style="never")
 
 
-def timed(command: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of one process, from GNU time."""
+def timed(command: list[str]) -> tuple[float, float, float]:
+    """Seconds of work (after start-up), wall seconds and peak RSS (MiB) of one process."""
     result = subprocess.run(["/usr/bin/time", "-f", "%e %M", *command], capture_output=True, text=True, check=True)
     wall, rss_kib = result.stderr.strip().splitlines()[-1].split()
-    return float(wall), int(rss_kib) / 1024
+    return float(result.stdout.strip().splitlines()[-1]), float(wall), int(rss_kib) / 1024
 
 
 def main() -> None:
@@ -60,18 +70,20 @@ def main() -> None:
         log = args.out / f"clf-{lines}.log"
         if not log.is_file():
             synthetic(log, lines)
-        sojourn = timed([sys.executable, "-m", "sojourn.cli", "trace", "import", "clf", str(log), "-o",
-                         str(args.out / "trace.csv")])
+        sojourn = timed([sys.executable, "-c", SOJOURN_IMPORT, str(log), str(args.out / "trace.csv")])
         plain = timed([sys.executable, "-c", PLAIN_READ, str(log)])
-        rows.append({"lines": lines, "mb": round(log.stat().st_size / 1e6), "sojourn_s": sojourn[0],
-                     "sojourn_rss_mib": round(sojourn[1]), "pyarrow_s": plain[0], "pyarrow_rss_mib": round(plain[1])})
+        rows.append({"lines": lines, "mb": round(log.stat().st_size / 1e6),
+                     "sojourn_s": sojourn[0], "sojourn_wall_s": sojourn[1], "sojourn_rss_mib": round(sojourn[2]),
+                     "pyarrow_s": plain[0], "pyarrow_wall_s": plain[1], "pyarrow_rss_mib": round(plain[2])})
         (args.out / "trace.csv").unlink()
-    print(f"{'lines':>10} {'MB':>5} | {'sojourn s':>9} {'lines/s':>9} {'RSS MiB':>7} | {'pyarrow s':>9} {'lines/s':>9} "
+    print("seconds of work after start-up (wall of the whole process in brackets), peak RSS of the process")
+    print(f"{'lines':>9} {'MB':>4} | {'sojourn s':>14} {'lines/s':>9} {'RSS MiB':>7} | {'pyarrow s':>12} {'lines/s':>9} "
           f"{'RSS MiB':>7} | {'time x':>6} {'RSS x':>5}")
     for r in rows:
-        print(f"{r['lines']:>10} {r['mb']:>5} | {r['sojourn_s']:>9.2f} {r['lines'] / r['sojourn_s']:>9.0f} "
-              f"{r['sojourn_rss_mib']:>7} | {r['pyarrow_s']:>9.2f} {r['lines'] / r['pyarrow_s']:>9.0f} "
-              f"{r['pyarrow_rss_mib']:>7} | {r['sojourn_s'] / r['pyarrow_s']:>6.2f} {r['sojourn_rss_mib'] / r['pyarrow_rss_mib']:>5.2f}")
+        print(f"{r['lines']:>9} {r['mb']:>4} | {r['sojourn_s']:>6.2f} ({r['sojourn_wall_s']:>5.2f}) "
+              f"{r['lines'] / r['sojourn_s']:>9.0f} {r['sojourn_rss_mib']:>7} | {r['pyarrow_s']:>5.2f} ({r['pyarrow_wall_s']:>4.2f}) "
+              f"{r['lines'] / r['pyarrow_s']:>9.0f} {r['pyarrow_rss_mib']:>7} | {r['sojourn_s'] / r['pyarrow_s']:>6.2f} "
+              f"{r['sojourn_rss_mib'] / r['pyarrow_rss_mib']:>5.2f}")
     (args.out / "result.json").write_text(json.dumps(rows, indent=2) + "\n")
 
 

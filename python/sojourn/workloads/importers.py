@@ -55,7 +55,7 @@ from .stats import DOMINANT_GAP
 GZIP_MAGIC = b"\x1f\x8b"
 EXAMPLES = 5
 BLOCK_BYTES = 8 << 20
-BUCKET_ROWS = 1 << 20
+BUCKET_ROWS = 1 << 18
 # Lines beyond a dominating gap are outliers when they are at most this share of all.
 OUTLIER_SHARE = 0.05
 # Sizes a double no longer counts exactly (2^53 bytes) are corrupt lines.
