@@ -670,27 +670,27 @@ def import_chunks(kind: str, paths, seed: int = 0, log_format: str | None = None
                 report.entries += counts.entries
         if not stage.blocks:
             raise ValueError(f"{report.summary()}; nothing usable to import")
+
+        seconds, lines = stage.histogram()
+        low, high = _kept_range(seconds, lines, report)
+        _name_outliers(stage, report.files, report)
+        if not keep_outliers:
+            seconds, lines = seconds[low:high + 1], lines[low:high + 1]
+        report.span_s = float(seconds[-1] - seconds[0])
+        if len(seconds) > 1:
+            gaps = np.diff(seconds)
+            at = int(np.argmax(gaps))
+            report.largest_gap_s, report.largest_gap_at_s = float(gaps[at]), float(seconds[at])
+        report.imported = int(lines.sum())
+        report.columns = [c for c in (RESPONSE, UPSTREAM) if c in stage.columns]
+        # Files in time order (then by name): a line's key, hence its place in its second,
+        # does not depend on the order the files were named in.
+        given = list(report.files)
+        report.files.sort(key=lambda c: (c.first_s is None, c.first_s or 0.0, c.path))
+        rank = np.array([next(i for i, f in enumerate(report.files) if f is c) for c in given])
     except BaseException:
         temporary.cleanup()
         raise
-
-    seconds, lines = stage.histogram()
-    low, high = _kept_range(seconds, lines, report)
-    _name_outliers(stage, report.files, report)
-    if not keep_outliers:
-        seconds, lines = seconds[low:high + 1], lines[low:high + 1]
-    report.span_s = float(seconds[-1] - seconds[0])
-    if len(seconds) > 1:
-        gaps = np.diff(seconds)
-        at = int(np.argmax(gaps))
-        report.largest_gap_s, report.largest_gap_at_s = float(gaps[at]), float(seconds[at])
-    report.imported = int(lines.sum())
-    report.columns = [c for c in (RESPONSE, UPSTREAM) if c in stage.columns]
-    # Files in time order (then by name): a line's key, hence its place in its second,
-    # does not depend on the order the files were named in.
-    given = list(report.files)
-    report.files.sort(key=lambda c: (c.first_s is None, c.first_s or 0.0, c.path))
-    rank = np.array([next(i for i, f in enumerate(report.files) if f is c) for c in given])
 
     def chunks() -> Iterator[pl.DataFrame]:
         try:

@@ -25,7 +25,6 @@ import numpy as np
 import pandas as pd
 import polars as pl
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 REQUIRED_COLUMNS: dict[str, pa.DataType] = {
