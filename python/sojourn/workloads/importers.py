@@ -269,16 +269,17 @@ def _requests(frame: pl.DataFrame, layout: Layout) -> pl.DataFrame:
     else:
         method = pl.col(METHOD) if METHOD in roles else pl.lit("GET")
         request = pl.concat_str([method, pl.lit(" "), pl.col(PATH)])
-    frame = frame.with_columns(request.alias("_request"))
-    distinct = frame.select(pl.col("_request").unique())
-    parsed = distinct.with_columns(pl.col("_request").str.extract_groups(REQUEST_LINE).alias("_parts")).unnest("_parts")
+    # Joined back by hash: an integer key joins several times faster than the text.
+    frame = frame.with_columns(request.alias("_request")).with_columns(pl.col("_request").hash().alias("_key"))
+    distinct = frame.group_by("_key").agg(pl.col("_request").first())
+    parsed = distinct.select("_key", pl.col("_request").str.extract_groups(REQUEST_LINE).alias("_parts")).unnest("_parts")
     # Escapes in the logged target become percent-encoding (Apache's \" and \\ above, nginx's
     # \xHH), and ',' too so the trace CSV needs no quoting.
     parsed = parsed.with_columns(
         pl.col("path").str.replace_all(r"\\x([0-9A-Fa-f]{2})", "%$1").str.replace_all(",", "%2C", literal=True)
         .str.replace_all('"', "%22", literal=True))
-    return frame.drop([c for c in (METHOD, PATH) if c in frame.columns]).join(
-        parsed, on="_request", how="left", maintain_order="left").drop("_request")
+    return frame.drop([c for c in (METHOD, PATH, "_request") if c in frame.columns]).join(
+        parsed, on="_key", how="left", maintain_order="left").drop("_key")
 
 
 def _number(column: str, spec: logformat.Field) -> pl.Expr:
@@ -426,9 +427,43 @@ def _keyed(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(pl.col("client").hash(), pl.col("path").hash().alias("path_key"))
 
 
+@dataclass
+class _Staged:
+    """A parsed block as the report and pass 2 need it (its rows are in ``block.file``)."""
+
+    entries: int
+    skips: list[Skip]
+    block: _Block | None = None
+    first_s: float = 0.0
+    last_s: float = 0.0
+    paths: pl.DataFrame | None = None
+    seconds: pl.DataFrame | None = None
+    methods: dict[str, int] = field(default_factory=dict)
+    columns: set[str] = field(default_factory=set)
+
+
+def _staged(parse: Callable[[], Parsed], file_index: int, out: Path) -> _Staged:
+    """On a worker: parse a block, write its rows to ``out``, and sum them up: each path's
+    name and largest sizes, lines per logged second, requests per method."""
+    parsed = parse()
+    frame, staged = parsed.frame, _Staged(parsed.entries, parsed.skips)
+    if not len(frame):
+        return staged
+    staged.methods = dict(frame["method"].value_counts().iter_rows())
+    staged.paths = frame.group_by("path_key").agg(
+        pl.col("path").first(), pl.col("logged_size").max().alias("any"),
+        pl.col("logged_size").filter(pl.col("status") == 200).max().alias("ok"))
+    staged.seconds = frame.group_by(pl.col("time_s").floor().cast(pl.Int64).alias("second")).len()
+    staged.columns = {c for c in (RESPONSE, UPSTREAM) if c in frame.columns}
+    staged.first_s, staged.last_s = frame["time_s"].min(), frame["time_s"].max()
+    frame.drop("method", "path").with_columns(pl.lit(file_index, dtype=pl.UInt16).alias("file")).write_ipc(out)
+    staged.block = _Block(out, int(np.floor(staged.first_s)), int(np.floor(staged.last_s)))
+    return staged
+
+
 class _Stage:
-    """Parsed rows of every file (temporary Arrow files) and the tables over them: each
-    path's name and sizes, the count of lines per logged second."""
+    """Every block's rows (temporary Arrow files) and the tables over them: each path's
+    name and sizes, the count of lines per logged second."""
 
     def __init__(self, directory: Path):
         self.directory = directory
@@ -436,25 +471,29 @@ class _Stage:
         self.paths: list[pl.DataFrame] = []
         self.seconds: list[pl.DataFrame] = []
         self.columns: set[str] = set()
+        self._files = 0
 
-    def add(self, frame: pl.DataFrame, file_index: int, counts: FileCounts, report: ImportReport) -> None:
-        if not len(frame):
+    def next_file(self) -> Path:
+        """Where the next block's rows go."""
+        self._files += 1
+        return self.directory / f"{self._files:06d}.arrow"
+
+    def add(self, staged: _Staged, counts: FileCounts, report: ImportReport) -> None:
+        counts.entries += staged.entries
+        for skip in staged.skips:
+            report.skip(counts, skip)
+        if staged.block is None:
             return
-        for method, count in frame["method"].value_counts().iter_rows():
+        for method, count in staged.methods.items():
             report.methods[method] = report.methods.get(method, 0) + count
-        self.paths.append(frame.group_by("path_key").agg(
-            pl.col("path").first(), pl.col("logged_size").max().alias("any"),
-            pl.col("logged_size").filter(pl.col("status") == 200).max().alias("ok")))
-        self.seconds.append(frame.group_by(pl.col("time_s").floor().cast(pl.Int64).alias("second")).len())
+        self.paths.append(staged.paths)
+        self.seconds.append(staged.seconds)
         if len(self.seconds) > 64:
             self.paths, self.seconds = [self.path_table()], [self._histogram()]
-        low, high = frame["time_s"].min(), frame["time_s"].max()
-        counts.first_s = low if counts.first_s is None else min(counts.first_s, low)
-        counts.last_s = high if counts.last_s is None else max(counts.last_s, high)
-        self.columns |= {c for c in (RESPONSE, UPSTREAM) if c in frame.columns}
-        path = self.directory / f"{len(self.blocks):06d}.arrow"
-        frame.drop("method", "path").with_columns(pl.lit(file_index, dtype=pl.UInt16).alias("file")).write_ipc(path)
-        self.blocks.append(_Block(path, int(np.floor(low)), int(np.floor(high))))
+        counts.first_s = staged.first_s if counts.first_s is None else min(counts.first_s, staged.first_s)
+        counts.last_s = staged.last_s if counts.last_s is None else max(counts.last_s, staged.last_s)
+        self.columns |= staged.columns
+        self.blocks.append(staged.block)
 
     def path_table(self) -> pl.DataFrame:
         """Per path (by key): its name and its largest logged sizes (any status; 200)."""
@@ -601,29 +640,29 @@ def _sorted_chunks(stage: _Stage, files: list[FileCounts], rank: np.ndarray, sec
 # The import.
 
 # Blocks parsed at once: polars' string kernels use one core per column of a block.
-WORKERS = 2
+WORKERS = 3
 
 
-def _parse_jobs(path: Path, layout: Layout | None, counts: FileCounts, report: ImportReport,
-                done: Callable[[int], None]) -> Iterator[Callable[[], Parsed]]:
-    """One parsing job per block of the file, numbered in order."""
+def _jobs(path: Path, file_index: int, layout: Layout | None, counts: FileCounts, report: ImportReport,
+          stage: _Stage, done: Callable[[int], None]) -> Iterator[Callable[[], _Staged]]:
+    """One job per block of the file: parse it (lines numbered from 1) and stage its rows."""
     pieces = _decompressed(path, counts, report, done)
     first = 1
     if layout is not None:
         for block in _line_blocks(pieces):
-            yield partial(_parse_access_block, block, first, layout)
+            yield partial(_staged, partial(_parse_access_block, block, first, layout), file_index, stage.next_file())
             first += block.count(b"\n") + (not block.endswith(b"\n"))
     else:
         for records in _record_blocks(pieces):
             if isinstance(records, bytes):
                 counts.truncated = report.truncated = True
-                yield partial(_partial_record, records, first)
+                yield partial(_staged, partial(_partial_record, records, first), file_index, stage.next_file())
             else:
-                yield partial(_parse_wc98_block, records, first)
+                yield partial(_staged, partial(_parse_wc98_block, records, first), file_index, stage.next_file())
                 first += len(records)
 
 
-def _in_order(pool: ThreadPoolExecutor, jobs: Iterator[Callable[[], Parsed]]) -> Iterator[Parsed]:
+def _in_order(pool: ThreadPoolExecutor, jobs: Iterator[Callable[[], _Staged]]) -> Iterator[_Staged]:
     """The jobs' results in order, at most WORKERS + 1 blocks in memory at once."""
     running: deque = deque()
     for job in jobs:
@@ -662,11 +701,8 @@ def import_chunks(kind: str, paths, seed: int = 0, log_format: str | None = None
     try:
         with ThreadPoolExecutor(WORKERS) as pool:
             for index, (path, counts) in enumerate(zip(paths, report.files)):
-                for parsed in _in_order(pool, _parse_jobs(path, layout, counts, report, done)):
-                    counts.entries += parsed.entries
-                    for skip in parsed.skips:
-                        report.skip(counts, skip)
-                    stage.add(parsed.frame, index, counts, report)
+                for staged in _in_order(pool, _jobs(path, index, layout, counts, report, stage, done)):
+                    stage.add(staged, counts, report)
                 report.entries += counts.entries
         if not stage.blocks:
             raise ValueError(f"{report.summary()}; nothing usable to import")

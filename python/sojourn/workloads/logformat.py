@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import takewhile
 
 import polars as pl
 
@@ -214,24 +215,29 @@ def split(frame: pl.DataFrame, layout: Layout) -> pl.DataFrame:
     field, named by role; ``fits``: the line has all of the layout's text; for an open
     layout, ``rest``: what follows the last field."""
     first = layout.separators[0]
-    frame = frame.with_columns(
-        pl.when(pl.col("line").str.starts_with(first)).then(pl.col("line").str.strip_prefix(first)).alias("rest"))
-    last = len(layout.fields) - 1
-    for index, (field, separator) in enumerate(zip(layout.fields, layout.separators[1:])):
-        name = field.role or f"_ignored{index}"
-        if index == last and not separator:
-            if not layout.open_end:
-                frame = frame.with_columns(pl.col("rest").alias(name),
-                                           pl.when(pl.col("rest").is_not_null()).then(pl.lit("")).alias("rest"))
-                break
-            # The last field of an open layout ends at the first space.
-            separator = " "
-        # One cut per step, the remainder a column of its own (string views: no copy). Once
-        # a separator is missing the remainder is null, and so is every later one.
-        frame = frame.with_columns(
-            pl.col("rest").str.splitn(separator, 2).struct.rename_fields([name, "rest"]).alias("rest")).unnest("rest")
-        if index == last:
-            frame = frame.with_columns(pl.when(pl.col(name).is_not_null()).then(pl.col("rest").fill_null("")))
+    line = pl.col("line")
+    frame = frame.with_columns((pl.when(line.str.starts_with(first)).then(line.str.strip_prefix(first)) if first
+                                else line).alias("rest"))
+    # (column, the text after it); the last field of an open layout ends at a space.
+    cuts = [(f.role or f"_ignored{i}", separator) for i, (f, separator) in enumerate(zip(layout.fields, layout.separators[1:]))]
+    tail = cuts.pop()[0] if not cuts[-1][1] and not layout.open_end else None
+    open_cut = layout.open_end and not cuts[-1][1]
+    if open_cut:
+        cuts[-1] = (cuts[-1][0], " ")
+    at = 0
+    while at < len(cuts):
+        # Fields followed by the same text are cut in one pass; the remainder is a column
+        # of its own (string views: no copy). Once a text is missing the remainder is
+        # null, and so is every later one.
+        run = [name for name, _ in takewhile(lambda cut: cut[1] == cuts[at][1], cuts[at:])]
+        frame = frame.with_columns(pl.col("rest").str.splitn(cuts[at][1], len(run) + 1)
+                                   .struct.rename_fields([*run, "rest"]).alias("rest")).unnest("rest")
+        at += len(run)
+    if tail is not None:
+        frame = frame.with_columns(pl.col("rest").alias(tail),
+                                   pl.when(pl.col("rest").is_not_null()).then(pl.lit("")).alias("rest"))
+    elif open_cut:  # nothing after the last field is fine too
+        frame = frame.with_columns(pl.when(pl.col(cuts[-1][0]).is_not_null()).then(pl.col("rest").fill_null("")))
     frame = frame.drop(f"_ignored{i}" for i, f in enumerate(layout.fields) if not f.role)
     fits = pl.col("rest").is_not_null() if layout.open_end else pl.col("rest") == ""
     frame = frame.with_columns(fits.fill_null(False).alias("fits"))
