@@ -93,6 +93,8 @@ class PeerConfig:
     quantum: str | None = None
     # sojourn only: the stage pool's TOML (003; `serve --stages`), None = no /stage/ endpoints.
     stages: Path | None = None
+    # sojourn only: `serve --admission NAME[:KEY=VALUE,...]`, None = every request taken.
+    admission: str | None = None
     extra_args: list[str] = field(default_factory=list)
     # kind == "command": the argv to run.
     command: list[str] = field(default_factory=list)
@@ -115,7 +117,7 @@ class PeerConfig:
                             "write_concurrency_from": self.write_concurrency_from, "notsent_lowat": self.notsent_lowat,
                             "head_fields": self.head_fields != "full", "delayed_ack": self.delayed_ack,
                             "quantum": self.quantum,
-                            "stages": self.stages}
+                            "stages": self.stages, "admission": self.admission}
             given = [name for name, value in sojourn_only.items() if value]
             if given:
                 raise PeerError(f"{given[0]} applies to the sojourn server only, not {self.kind}")
@@ -152,6 +154,7 @@ class ServeFile:
     delayed_ack: bool | None = None
     quantum: str | None = None
     stages: str | None = None
+    admission: str | None = None
 
     @classmethod
     def of(cls, c: PeerConfig) -> "ServeFile":
@@ -163,7 +166,8 @@ class ServeFile:
                    accept_limit=c.max_connections, linger_close=c.linger_close or None,
                    write_concurrency=c.write_concurrency, write_concurrency_from=c.write_concurrency_from,
                    notsent_lowat=c.notsent_lowat, head_fields=None if c.head_fields == "full" else c.head_fields,
-                   delayed_ack=c.delayed_ack or None, quantum=c.quantum, stages=text(c.stages))
+                   delayed_ack=c.delayed_ack or None, quantum=c.quantum, stages=text(c.stages),
+                   admission=c.admission)
 
     def toml(self) -> str:
         return options_toml(self)

@@ -72,6 +72,7 @@ def summarize(requests: pd.DataFrame, link_bps: float | None = None, duration_s:
         "incomplete": int(len(requests) - len(done)),
         "errors": int(sum(outcomes[o] for o in ERROR_OUTCOMES)),
         "gave_up": outcomes["gave_up"],
+        "refused": outcomes["refused"],
         "retried_requests": int((requests["attempts"] > 1).sum()),
         "outcomes": outcomes,
         **_percentiles(response, "response"),

@@ -40,8 +40,9 @@ DEFAULTS = {"attempt": 0, "client": 0, "session": -1, "class": 0}
 STORED_INTEGERS = {"expected_size": "UInt64", "bytes": "UInt64", "status": "UInt16", "conn_id": "UInt64",
                    "reuse_index": "UInt32"}
 
-OUTCOMES = ("ok", "http_error", "aborted", "gave_up", "connect_error", "reset", "timeout", "invalid", "interrupted")
-# Final outcomes that are failures of the server or network rather than the user giving up.
+OUTCOMES = ("ok", "http_error", "refused", "aborted", "gave_up", "connect_error", "reset", "timeout", "invalid", "interrupted")
+# Final outcomes that are failures of the server or network rather than the user giving up
+# (``refused``, a 503 under overload, is the server's choice: counted apart).
 ERROR_OUTCOMES = ("http_error", "connect_error", "reset", "timeout", "invalid")
 
 

@@ -33,7 +33,7 @@ from sojourn.runner import fidelity, layout
 from sojourn.runner import sessions
 from sojourn.runner.inputs import Inputs, poisson_from_catalogue
 from sojourn.runner.loadfile import LoadFile
-from sojourn.runner.spec import Run
+from sojourn.runner.spec import Run, admission_arg
 
 
 @dataclass
@@ -229,6 +229,7 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                 write_concurrency_from=server_cfg["write_concurrency_from"] or None,
                 notsent_lowat=server_cfg["notsent_lowat"] or None,
                 head_fields=server_cfg["head_fields"], delayed_ack=server_cfg["delayed_ack"],
+                admission=admission_arg(server_cfg, run.config["network"]),
                 quantum=server_cfg["quantum"] if server_cfg["kind"] == "sojourn" else None)
             progress.phase = "server"
             on_progress(progress)

@@ -34,6 +34,9 @@ CONGESTION = ("reno", "cubic", "bbr")
 LOSS_MODELS = ("bernoulli", "two-state")
 LOAD_MODES = ("open", "sessions", "closed", "capacity")
 DISPATCH_POLICIES = ("fifo", "rr", "edf", "wfs", "dwfs")
+# serve --admission NAME[:KEY=VALUE,...] (crates/sched/src/admission; docs/server.md).
+ADMISSIONS = ("gradient", "codel", "delay", "size")
+ADMISSION_RE = re.compile(r"^(%s)(:[a-z_]+=[^,=:]+(,[a-z_]+=[^,=:]+)*)?$" % "|".join(ADMISSIONS))
 CUTOFFS_RE = re.compile(r"^\d+[KMG]?(,\d+[KMG]?)*$")
 
 
@@ -125,6 +128,9 @@ SCHEMA: dict[str, Any] = {
                                        "on the uplink)", choices=("full", "minimal")),
         "delayed_ack": _k(bool, False, "sojourn: TCP_QUICKACK off on the listener, so a request's ACK leaves with "
                                        "the response instead of in a packet of its own"),
+        "admission": _k(str, "", "sojourn: refuse requests early under overload with a 503 (serve --admission): "
+                                 "NAME[:KEY=VALUE,...] with NAME one of gradient, codel, delay, size (docs/server.md); "
+                                 "size's rate defaults to network.link_mbps; empty = none"),
         "stages": _k((str, dict), "", "sojourn: serve /stage/<name>/ on a CPU worker pool (serve --stages): a TOML "
                                       "file (path relative to the spec) or an inline table of its keys (docs/dwfs.md)"),
     },
@@ -252,6 +258,15 @@ QUICK_KEYS = ("repetitions", "sweep") + ("server", "network", "workload", "colle
 RUN_SECTIONS = ("server", "network", "workload", "collect")
 
 
+def admission_arg(server: dict, network: dict) -> str | None:
+    """``serve --admission`` for a run: the spec's value, with the size policy's rate taken
+    from the uplink when the spec leaves it out (the server cannot see its bottleneck)."""
+    admission = server["admission"]
+    if admission.split(":")[0] == "size" and "rate=" not in admission:
+        admission += ("," if ":" in admission else ":") + f"rate={network['link_mbps']}mbit"
+    return admission or None
+
+
 class SpecError(ValueError):
     """A spec that cannot run; the message names the key and what is accepted."""
 
@@ -356,7 +371,8 @@ def _check_combinations(config: dict, where: str) -> None:
                             f"(got {server['kind']!r}, which schedules as it does)")
         if server["kernel_bands"]:
             raise SpecError(f"{where}server.kernel_bands needs server.kind = 'sojourn' (got {server['kind']!r})")
-        for key in ("linger_close", "write_concurrency", "write_concurrency_from", "notsent_lowat", "delayed_ack"):
+        for key in ("linger_close", "write_concurrency", "write_concurrency_from", "notsent_lowat", "delayed_ack",
+                    "admission"):
             if server[key]:
                 raise SpecError(f"{where}server.{key} needs server.kind = 'sojourn' (got {server['kind']!r}; apache2 "
                                 "and nginx linger on close by themselves)")
@@ -380,6 +396,9 @@ def _check_combinations(config: dict, where: str) -> None:
         if not server["write_concurrency"]:
             raise SpecError(f"{where}server.write_concurrency_from needs server.write_concurrency (without it no "
                             "response waits for a slot)")
+    if server["admission"] and not ADMISSION_RE.match(server["admission"]):
+        raise SpecError(f"{where}server.admission = {server['admission']!r}: expected NAME[:KEY=VALUE,...] with NAME "
+                        f"one of {', '.join(ADMISSIONS)}, e.g. \"codel:target=5ms\"")
     if network["queue_bytes"] and network["queue_packets"]:
         raise SpecError(f"{where}network.queue_bytes and network.queue_packets are exclusive: give one queue limit")
     if server["kernel_bands"] and not network["bands"]:
