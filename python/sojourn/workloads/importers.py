@@ -292,24 +292,32 @@ def _parse_access_block(block: bytes, first: int, layout: Layout) -> Parsed:
     lines = _lines(block)
     lines = lines.with_columns(pl.int_range(first, first + len(lines), eager=True).alias("number"))
     lines = lines.filter(pl.col("line") != "")
-    skips: list[Skip] = []
     frame = logformat.split(lines, layout)
     fields = {f.role: f for f in layout.fields}
-    unparsed = "not Common/Combined Log Format" if layout is logformat.DEFAULT else f"not in the log format {layout.name!r}"
-    frame = _drop(frame, ~pl.col("fits"), unparsed, skips)
-    frame = _drop(_requests(frame, layout), pl.col("path").is_null(), "request line without METHOD /path", skips)
     time_spec = fields[TIME]
     expected = {logformat.CLF_TIME: "expected dd/Mon/yyyy:HH:MM:SS +zzzz", "epoch": "expected Unix seconds"}.get(
         time_spec.time_format, f"expected {time_spec.time_format}")
-    frame = frame.with_columns(_time(pl.col(TIME), time_spec).alias("time_s"))
-    frame = _drop(frame, pl.col("time_s").is_null() | ~pl.col("time_s").is_finite(), f"bad timestamp ({expected})",
-                  skips)
-    frame = frame.with_columns(pl.col(STATUS).cast(pl.UInt16, strict=False).alias("status"),
-                               pl.col(SIZE).replace("-", "0").cast(pl.UInt64, strict=False).alias("logged_size"))
-    frame = _drop(frame, ~pl.col("status").is_between(100, 999).fill_null(False), "bad status (expected 100-999)",
-                  skips)
-    frame = _drop(frame, pl.col("logged_size").is_null(), "bad response size (expected digits or -)", skips)
-    frame = _drop(frame, pl.col("logged_size") > MAX_SIZE, "response size out of range", skips)
+    frame = _requests(frame, layout).with_columns(
+        _time(pl.col(TIME), time_spec).alias("time_s"), pl.col(STATUS).cast(pl.UInt16, strict=False).alias("status"),
+        pl.col(SIZE).replace("-", "0").cast(pl.UInt64, strict=False).alias("logged_size"))
+    # The first check a line fails, in this order, is why it is skipped.
+    checks = [
+        (~pl.col("fits"), "not Common/Combined Log Format" if layout is logformat.DEFAULT
+         else f"not in the log format {layout.name!r}"),
+        (pl.col("path").is_null(), "request line without METHOD /path"),
+        (pl.col("time_s").is_null() | ~pl.col("time_s").is_finite(), f"bad timestamp ({expected})"),
+        (~pl.col("status").is_between(100, 999).fill_null(False), "bad status (expected 100-999)"),
+        (pl.col("logged_size").is_null(), "bad response size (expected digits or -)"),
+        (pl.col("logged_size") > MAX_SIZE, "response size out of range"),
+    ]
+    reason = pl.when(checks[0][0]).then(pl.lit(checks[0][1]))
+    for bad, why in checks[1:]:
+        reason = reason.when(bad).then(pl.lit(why))
+    frame = frame.with_columns(reason.alias("_reason"))
+    skipped = frame.filter(pl.col("_reason").is_not_null()).group_by("_reason", maintain_order=True).agg(
+        pl.len(), pl.col("number").head(EXAMPLES), pl.col("line").head(EXAMPLES))
+    skips = [Skip(why, numbers, texts, total) for why, total, numbers, texts in skipped.iter_rows()]
+    frame = frame.filter(pl.col("_reason").is_null())
 
     client = pl.col(HOST)
     if FORWARDED in fields:
@@ -328,16 +336,6 @@ def _parse_access_block(block: bytes, first: int, layout: Layout) -> Parsed:
         times = pl.col(UPSTREAM).str.extract_all(r"[0-9]+(?:\.[0-9]+)?").list.eval(pl.element().cast(pl.Float64))
         columns.append(pl.when(times.list.len() > 0).then(times.list.sum()).alias(UPSTREAM))
     return Parsed(_keyed(frame.select(columns)), len(lines), skips)
-
-
-def _drop(frame: pl.DataFrame, bad: pl.Expr, reason: str, skips: list[Skip]) -> pl.DataFrame:
-    """``frame`` without the rows where ``bad`` holds, which are noted in ``skips``."""
-    frame = frame.with_columns(bad.fill_null(True).alias("_bad"))
-    dropped = frame.filter(pl.col("_bad"))
-    if len(dropped):
-        head = dropped.head(EXAMPLES)
-        skips.append(Skip(reason, head["number"].to_list(), head["line"].to_list(), len(dropped)))
-    return frame.filter(~pl.col("_bad")).drop("_bad")
 
 
 # ---------------------------------------------------------------------------------------
