@@ -638,7 +638,7 @@ def _sorted_chunks(stage: _Stage, files: list[FileCounts], rank: np.ndarray, sec
 # The import.
 
 # Blocks parsed at once: polars' string kernels use one core per column of a block.
-WORKERS = 3
+WORKERS = 2
 
 
 def _jobs(path: Path, file_index: int, layout: Layout | None, counts: FileCounts, report: ImportReport,
