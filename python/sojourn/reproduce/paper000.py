@@ -551,7 +551,8 @@ def _compressed_unexplained(ctx: Context, row: Row) -> Row:
 MECHANISM_COLUMNS = {
     "response_mean": "mean (s)", "response_largest_1pct_mean": "largest 1% (s)", "incomplete": "incomplete",
     "syn_drops": "SYN drops", "connect_slow_share": "handshakes >= 0.9 s", "uplink_drops": "uplink drops",
-    "retransmitted_segments": "retransmitted segments",
+    "retransmitted_segments": "retransmitted segments", "connect_mean": "handshake mean (s)",
+    "first_period_wire_rho": "wire rho, first period",
 }
 
 
@@ -604,7 +605,9 @@ def notes(ctx: Context) -> str:
     """Where ours differs and why, the set-up study and per-workload means (Fig. 12 has no
     per-workload numbers in the text)."""
     parts = [differences(ctx)]
-    for entry, title in (("mechanisms", "The paper's set-up, one setting at a time"),
+    for entry, title in (("baseline-why", "W1 at the paper's time scale, load on bodies: one factor at a time"),
+                         ("baseline-wire", "W1 at the paper's time scale, load on the wire (000 §2.3)"),
+                         ("mechanisms", "The paper's set-up, one setting at a time"),
                          ("app-order", "Kernel-level SRPT and application-level ordering")):
         if not ctx.has(entry):
             continue
