@@ -590,15 +590,16 @@ class _FirstSeen:
         self.numbers = np.zeros(0, dtype=np.uint32)
 
     def __call__(self, keys: np.ndarray) -> np.ndarray:
-        distinct, first_at = np.unique(keys, return_index=True)
+        codes, distinct = pd.factorize(keys)  # distinct in order of first appearance
         where = np.searchsorted(self.keys, distinct).clip(max=max(len(self.keys) - 1, 0))
-        new = ~(self.keys[where] == distinct) if len(self.keys) else np.ones(len(distinct), bool)
-        fresh = distinct[new][np.argsort(first_at[new], kind="stable")]
-        numbers = np.arange(len(self.keys), len(self.keys) + len(fresh), dtype=np.uint32)
-        merged = np.concatenate([self.keys, fresh])
+        known = (self.keys[where] == distinct) if len(self.keys) else np.zeros(len(distinct), bool)
+        numbers = np.empty(len(distinct), dtype=np.uint32)
+        numbers[known] = self.numbers[where[known]]
+        numbers[~known] = np.arange(len(self.keys), len(self.keys) + int((~known).sum()), dtype=np.uint32)
+        merged = np.concatenate([self.keys, distinct[~known]])
         order = np.argsort(merged, kind="stable")
-        self.keys, self.numbers = merged[order], np.concatenate([self.numbers, numbers])[order]
-        return self.numbers[np.searchsorted(self.keys, keys)]
+        self.keys, self.numbers = merged[order], np.concatenate([self.numbers, numbers[~known]])[order]
+        return numbers[codes]
 
 
 def _sorted_chunks(stage: _Stage, files: list[FileCounts], rank: np.ndarray, seconds: np.ndarray,
