@@ -1,0 +1,49 @@
+"""Issue 32: adaptive admission (``serve --admission``) beside SRPT and DWFS on the papers'
+overloads, and docs/overload-control.md built from its published results.
+
+Three stages, as the reproductions (sojourn.reproduce) have, each rerunnable alone:
+
+1. ``sojourn run experiments/overload-control/<spec>.toml`` (long: see each spec's note);
+2. ``python -m sojourn.overload publish results/<name>``: the per-repetition numbers the doc
+   needs (:mod:`sojourn.overload.derive`) into docs/overload-control/<experiment>/, small
+   JSON only, the per-request records staying under results/;
+3. ``python -m sojourn.overload doc``: docs/overload-control.md and its figures from
+   docs/overload-control/ alone (:mod:`sojourn.overload.doc`); an experiment with nothing
+   published is named as having no result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+PUBLISHED = REPO / "docs" / "overload-control"
+DOC = REPO / "docs" / "overload-control.md"
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One spec of the set: its result name (the spec's ``name``), path and what it shows."""
+
+    name: str
+    spec: str
+    title: str
+
+
+EXPERIMENTS = (
+    Experiment("overload-control-persistent", "experiments/overload-control/persistent.toml",
+               "Persistent overload (000 §4): rho 1.2 and 1.4 for 10 minutes"),
+    Experiment("overload-control-transient", "experiments/overload-control/transient.toml",
+               "Transient overload (000 Table 1): W4 and W7 at the paper's time scale"),
+    Experiment("overload-control-dwfs", "experiments/overload-control/dwfs.toml",
+               "Session overload (003 §5): DWFS at 1.2 and 1.4 times its CPU"),
+)
+
+
+def experiment_named(name: str) -> Experiment:
+    for experiment in EXPERIMENTS:
+        if experiment.name == name:
+            return experiment
+    raise ValueError(f"{name!r} is not an overload-control experiment; expected one of "
+                     f"{', '.join(e.name for e in EXPERIMENTS)}")

@@ -1,0 +1,136 @@
+"""The numbers docs/overload-control.md shows, derived from one repetition's result directory
+(records, run.json, load_summary.json, server_metrics.txt) into one small JSON document.
+
+Definitions (issue 32), over the final attempt of every request (sojourn.analysis.records):
+
+* goodput: body bytes of completed (``ok``) requests per second, and completed requests per
+  second, over the run's span;
+* response time: mean and p99 of completed requests, overall and in bins of scheduled time;
+* refusals (outcome ``refused``, a 503) and requests by size class (000 §3.2's band cutoffs);
+* time to settle after each step up in offered load (the start of every period whose target
+  rho exceeds 1, running to the next such start or the trace's end): in bins of a sixtieth of
+  that span (at least 1 s), the mean response time of the requests scheduled in each bin; the
+  level is the median over the span's second half; the settle time is when the bins enter
+  ``[level / 1.25, level x 1.25]`` to stay. A run that only settles in the span's last quarter
+  (response time still climbing, as FAIR's under persistent overload, 000 §4) did not settle;
+* completed sessions per second (003's productivity of sessions), in session mode;
+* the server's refusals by reason (``sojourn_admission_refusals_total``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from prometheus_client.parser import text_string_to_metric_families
+
+from sojourn import analysis
+from sojourn.analysis.metrics import run_span
+
+# 000 §3.2's cutoffs (1 KB, 2 KB, 5 KB, 50 KB) as size classes.
+SIZE_CUTOFFS = (1024, 2048, 5 * 1024, 50 * 1024)
+SIZE_CLASSES = ("<1K", "1K-2K", "2K-5K", "5K-50K", ">=50K")
+SETTLE_BAND = 1.25
+BINS = 100  # bins of the response-time-over-time series
+
+
+def refusals_by_reason(metrics_text: str) -> dict[str, float]:
+    """``sojourn_admission_refusals_total`` by reason from the server's /metrics text."""
+    out: dict[str, float] = {}
+    for family in text_string_to_metric_families(metrics_text):
+        if family.name == "sojourn_admission_refusals":
+            for sample in family.samples:
+                if sample.name.endswith("_total"):
+                    out[sample.labels["reason"]] = out.get(sample.labels["reason"], 0.0) + sample.value
+    return out
+
+
+def size_class(sizes: pd.Series) -> pd.Series:
+    return pd.Series(np.asarray(SIZE_CLASSES)[np.searchsorted(SIZE_CUTOFFS, sizes.fillna(0), side="right")],
+                     index=sizes.index)
+
+
+def binned_response(done: pd.DataFrame, start: float, end: float, width: float) -> pd.DataFrame:
+    """Mean and p99 response time of completed requests by bin of scheduled time."""
+    edges = np.arange(start, end + width, width)
+    inside = done[(done["scheduled_s"] >= start) & (done["scheduled_s"] < end)]
+    bins = pd.cut(inside["scheduled_s"], edges, right=False, labels=edges[:-1])
+    grouped = inside.groupby(bins, observed=False)["response_s"]
+    return pd.DataFrame({"t": edges[:-1], "mean": grouped.mean().to_numpy(),
+                         "p99": grouped.quantile(0.99).to_numpy(), "completed": grouped.count().to_numpy()})
+
+
+def settle_time(done: pd.DataFrame, start: float, end: float) -> float:
+    """Seconds from ``start`` until the binned mean response time stays within the settle
+    band of its second-half level (module notes); NaN when it never does."""
+    width = max(1.0, (end - start) / 60)
+    series = binned_response(done, start, end, width).dropna(subset=["mean"])
+    late = series[series["t"] >= start + (end - start) / 2]
+    if late.empty:
+        return math.nan
+    level = float(late["mean"].median())
+    outside = series[(series["mean"] > level * SETTLE_BAND) | (series["mean"] < level / SETTLE_BAND)]
+    settled = start if outside.empty else float(outside["t"].max()) + width
+    return settled - start if settled - start <= 0.75 * (end - start) else math.nan
+
+
+def step_ups(periods: list[dict]) -> list[tuple[float, float]]:
+    """(start, end) of each span from a step up into overload to the next one (or the end)."""
+    starts = [float(p["start_s"]) for p in periods if float(p.get("target_rho", 0)) > 1.0]
+    end = max((float(p["end_s"]) for p in periods), default=0.0)
+    return list(zip(starts, starts[1:] + [end]))
+
+
+def scheduler(server: dict) -> str:
+    """What orders the work, apart from admission: the stage pool's dispatch policy (003),
+    else the write order and the kernel's bands (000 §3)."""
+    stages = server.get("stages")
+    if isinstance(stages, dict):
+        return stages.get("policy", "dwfs")
+    return server["policy"] + ("+bands" if server.get("kernel_bands") else "")
+
+
+def derive(directory: str | Path) -> dict:
+    """The doc's numbers for one repetition directory (results/<name>/<run>/<rep>/)."""
+    directory = Path(directory)
+    run = json.loads((directory / "run.json").read_text())
+    status = json.loads((directory / "status.json").read_text())
+    requests = analysis.requests(analysis.read_records(directory / "records.csv"))
+    done = requests[requests["completed"]]
+    span = run_span(requests)
+    refused = requests["outcome"] == "refused"
+    classes = size_class(requests["size"])
+    start = float(requests["scheduled_s"].min()) if len(requests) else 0.0
+    width = max(1.0, span / BINS)
+    over_time = binned_response(done, start, start + span, width)
+    settles = [settle_time(done, start, end) for start, end in step_ups(run["inputs"].get("periods", []))]
+    load_summary = directory / "load_summary.json"
+    workload = (json.loads(load_summary.read_text()).get("workload") if load_summary.is_file() else None) or {}
+    metrics = directory / "server_metrics.txt"
+    out = {
+        "run": run["run"], "repetition": run["repetition"], "variant": run.get("variant"),
+        "sweep_value": run.get("sweep_value"), "state": status.get("state"),
+        "admission": run["config"]["server"].get("admission", ""), "scheduler": scheduler(run["config"]["server"]),
+        "duration_s": span, "requests": int(len(requests)), "completed": int(len(done)),
+        "refused": int(refused.sum()),
+        "goodput_bps": float(done["bytes"].sum()) * 8 / span if span > 0 else math.nan,
+        "goodput_rps": len(done) / span if span > 0 else math.nan,
+        "response_mean": float(done["response_s"].mean()) if len(done) else math.nan,
+        "response_p99": float(done["response_s"].quantile(0.99)) if len(done) else math.nan,
+        "refused_by_size": {c: [int((refused & (classes == c)).sum()), int((classes == c).sum())] for c in SIZE_CLASSES},
+        "settle_s": [_finite(s) for s in settles],
+        "sessions_per_s": (workload["sessions_completed"] / span
+                           if "sessions_completed" in workload and span > 0 else None),
+        "server_refusals": refusals_by_reason(metrics.read_text()) if metrics.is_file() else {},
+        "over_time": {"bin_s": width, "t": [round(t - start, 3) for t in over_time["t"]],
+                      "mean": [_finite(v) for v in over_time["mean"]], "p99": [_finite(v) for v in over_time["p99"]]},
+    }
+    return {key: _finite(value) for key, value in out.items()}
+
+
+def _finite(value):
+    """NaN -> None (JSON has no NaN); other values as they are."""
+    return None if isinstance(value, float) and math.isnan(value) else value

@@ -1,0 +1,204 @@
+"""docs/overload-control.md and its figures from docs/overload-control/ alone (the numbers
+:mod:`sojourn.overload.derive` published per repetition), so this stage reruns offline.
+
+Each experiment of :data:`sojourn.overload.EXPERIMENTS` gets a table per sweep value (mean
+over repetitions with the 90% interval of 002 §3.5, Student's t), its refusals by size class
+and a figure of mean response time over time; an experiment with nothing published says so
+and what running it takes. The closing note is computed from the same tables: per metric,
+the best run and how it compares with the same scheduler without admission.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections import defaultdict
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from sojourn import analysis  # noqa: E402
+from sojourn.overload import DOC, EXPERIMENTS, PUBLISHED, REPO, Experiment  # noqa: E402
+from sojourn.overload.derive import SIZE_CLASSES  # noqa: E402
+from sojourn.runner.spec import load_spec  # noqa: E402
+
+# (key, column title, scale, True when higher is better)
+METRICS = (
+    ("goodput_bps", "goodput Mbit/s", 1e-6, True),
+    ("goodput_rps", "completed/s", 1.0, True),
+    ("response_mean", "mean response s", 1.0, False),
+    ("response_p99", "p99 response s", 1.0, False),
+    ("refused_share", "refused %", 100.0, False),
+    ("settle", "settle s", 1.0, False),
+    ("sessions_per_s", "sessions/s", 1.0, True),
+)
+SETUP_S = 30  # testbed set-up and tear-down per repetition, for the wall-time estimate
+
+
+def read_published(root: Path, experiment: Experiment) -> tuple[list[dict], str]:
+    """Every published repetition of ``experiment`` (docs/overload-control/<name>/<run>/<rep>.json)
+    and its scale: the full one, else the quick one (``<name>-quick``) if only that ran."""
+    for scale, name in (("full", experiment.name), ("quick", f"{experiment.name}-quick")):
+        reps = [json.loads(path.read_text()) for path in sorted((root / name).glob("*/*.json"))]
+        if reps:
+            return reps, scale
+    return [], "none"
+
+
+def _value(rep: dict, key: str) -> float:
+    if key == "refused_share":
+        return rep["refused"] / rep["requests"] if rep["requests"] else math.nan
+    if key == "settle":
+        # A span that did not settle counts as its whole length would: never, shown as such.
+        settles = rep["settle_s"]
+        if not settles:
+            return math.nan
+        return math.inf if any(s is None for s in settles) else float(np.mean(settles))
+    value = rep.get(key)
+    return math.nan if value is None else float(value)
+
+
+def summarize(reps: list[dict]) -> dict[str, tuple[float, float, float]]:
+    """Each metric's (mean, low, high) over the repetitions of one run."""
+    out = {}
+    for key, *_ in METRICS:
+        values = [_value(rep, key) for rep in reps]
+        out[key] = (math.inf,) * 3 if any(math.isinf(v) for v in values) else analysis.confidence_interval(values)
+    return out
+
+
+def cell(interval: tuple[float, float, float], scale: float) -> str:
+    mean, low, high = interval
+    if math.isinf(mean):
+        return "never"
+    if math.isnan(mean):
+        return "—"
+    if math.isclose(low, high):
+        return f"{mean * scale:.3g}"
+    return f"{mean * scale:.3g} [{low * scale:.3g}, {high * scale:.3g}]"
+
+
+def expected_hours(spec: str) -> tuple[int, int, float]:
+    """(runs, repetitions in all, hours at least) of a spec at one testbed at a time."""
+    experiment = load_spec(REPO / spec)
+    seconds = sum(run.config["workload"]["duration_s"] + run.config["collect"]["drain_s"] + SETUP_S for run in experiment.runs)
+    return len(experiment.runs), experiment.repetitions * len(experiment.runs), experiment.repetitions * seconds / 3600
+
+
+def figure(runs: dict[str, list[dict]], title: str, path: Path) -> None:
+    """Mean response time of completed requests over time, one line per run (bins averaged over repetitions)."""
+    fig, ax = plt.subplots(figsize=(8, 4))
+    for name, reps in runs.items():
+        length = min(len(rep["over_time"]["mean"]) for rep in reps)
+        means = pd.DataFrame([rep["over_time"]["mean"][:length] for rep in reps], dtype=float).mean(axis=0)
+        ax.plot(reps[0]["over_time"]["t"][:length], means, label=name, linestyle="--" if reps[0]["admission"] else "-")
+    ax.set(xlabel="time since the first request (s)", ylabel="mean response time (s)", yscale="log", title=title)
+    ax.legend(fontsize=7, ncol=2)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+    plt.close(fig)
+
+
+def _by_sweep(reps: list[dict]) -> dict[str, dict[str, list[dict]]]:
+    """Sweep value -> run name -> repetitions, in the order they were published."""
+    grouped: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
+    for rep in sorted(reps, key=lambda r: (str(r["sweep_value"]), r["run"], r["repetition"])):
+        grouped["all runs" if rep["sweep_value"] is None else str(rep["sweep_value"])][rep["run"]].append(rep)
+    return grouped
+
+
+def section(experiment: Experiment, reps: list[dict], scale: str, figures: Path, doc: Path) -> tuple[list[str], list[str]]:
+    """Markdown lines of one experiment, and its lines of the closing note."""
+    lines = [f"## {experiment.title}", "", f"Spec: `{experiment.spec}`.", ""]
+    if scale == "quick":
+        lines += [f"Only the quick scale (`sojourn run --quick`, results/{experiment.name}-quick) is published: "
+                  "shorter and with one repetition, not the experiment the issue asks for.", ""]
+    if not reps:
+        runs, repetitions, hours = expected_hours(experiment.spec)
+        lines += [f"**No result yet.** Nothing of `{experiment.name}` is published: {runs} runs, {repetitions} "
+                  f"repetitions in all, at least {hours:.1f} h at one testbed at a time. Run it with "
+                  f"`sojourn run {experiment.spec}`, then `python -m sojourn.overload publish results/{experiment.name}` "
+                  "and `python -m sojourn.overload doc`.", ""]
+        return lines, []
+    note = []
+    for sweep, runs in _by_sweep(reps).items():
+        summaries = {name: summarize(run_reps) for name, run_reps in runs.items()}
+        lines += [f"### {experiment.name}, {sweep}", "",
+                  "| run | reps | " + " | ".join(title for _, title, _, _ in METRICS) + " |",
+                  "|---|---|" + "---|" * len(METRICS)]
+        for name, summary in summaries.items():
+            lines.append(f"| {name} | {len(runs[name])} | " +
+                         " | ".join(cell(summary[key], scale) for key, _, scale, _ in METRICS) + " |")
+        lines += ["", "Refused / requests by size class (summed over repetitions):", "",
+                  "| run | " + " | ".join(SIZE_CLASSES) + " |", "|---|" + "---|" * len(SIZE_CLASSES)]
+        for name, run_reps in runs.items():
+            counts = [[sum(rep["refused_by_size"][c][i] for rep in run_reps) for i in (0, 1)] for c in SIZE_CLASSES]
+            lines.append(f"| {name} | " + " | ".join(f"{r} / {n}" for r, n in counts) + " |")
+        png = figures / f"{experiment.name}-{sweep}.png".replace(" ", "-")
+        figure(runs, f"{experiment.name}, {sweep}", png)
+        lines += ["", f"![mean response time over time, {sweep}]({os.path.relpath(png, doc.parent)})", ""]
+        note += closing(experiment, sweep, runs, summaries)
+    return lines, note
+
+
+def closing(experiment: Experiment, sweep: str, runs: dict[str, list[dict]], summaries: dict[str, dict]) -> list[str]:
+    """Per metric: the best run, its ratio to the next best, and to the same scheduler
+    without admission when the best has one."""
+    out = []
+    without = {reps[0]["scheduler"]: name for name, reps in runs.items() if not reps[0]["admission"]}
+    for key, title, scale, higher in METRICS:
+        known = {name: s[key][0] for name, s in summaries.items() if math.isfinite(s[key][0])}
+        if not known:
+            continue
+        ranked = sorted(known, key=known.get, reverse=higher)
+        best = ranked[0]
+        text = f"{experiment.name}, {sweep}: best {title}: {best} ({cell(summaries[best][key], scale)})"
+        others = [name for name in (ranked[1:2] + [without.get(runs[best][0]["scheduler"])]) if name and name != best]
+        for other in dict.fromkeys(others):
+            if other in known and known[other] != 0:
+                text += f"; {known[best] / known[other]:.2f}x {other} ({cell(summaries[other][key], scale)})"
+        out.append(f"- {text}.")
+    return out
+
+
+def build(published: Path = PUBLISHED, doc: Path = DOC) -> str:
+    """Writes ``doc`` (and its figures under ``published``/figures) and returns its text."""
+    lines = [
+        "# Adaptive admission beside SRPT and DWFS (issue 32)", "",
+        "Generated by `python -m sojourn.overload doc` from the published results under "
+        "docs/overload-control/ (nothing else is read). The policies are `serve --admission`'s "
+        "(docs/server.md): gradient (Envoy's adaptive concurrency), codel (RFC 8289 on the wait before "
+        "a response's first byte), delay (DAGOR's 20 ms queueing-delay threshold) and size (refuse "
+        "what would complete later than 10 s, 000 (H)'s abort time, under the server's own order, the "
+        "largest first). A refusal is a 503 the load generator records as outcome `refused`.", "",
+        "Metrics: goodput counts the body bytes and the requests of completed responses per second; "
+        "response times are of completed requests; settle is the time from a step up in load until "
+        "the mean response time stays within 25% of its level (never: it did not, e.g. still "
+        "climbing); sessions/s is 003's completed sessions per second. Cells are means over "
+        "repetitions with their 90% interval.", "",
+    ]
+    note, missing = [], []
+    for experiment in EXPERIMENTS:
+        reps, scale = read_published(published, experiment)
+        part, part_note = section(experiment, reps, scale, published / "figures", doc)
+        lines += part
+        note += part_note
+        if scale != "full":
+            missing.append(experiment.name)
+    lines += ["## Closing note", ""]
+    if note:
+        lines += ["Which run wins on which metric, and by how much against the same scheduler without admission:", "",
+                  *note]
+    else:
+        lines.append("No experiment has a published result yet, so no combination can be said to win on any metric.")
+    if note and missing:
+        lines += ["", f"Without a full-scale result yet: {', '.join(missing)}."]
+    text = "\n".join(lines) + "\n"
+    doc.write_text(text)
+    return text

@@ -1,0 +1,186 @@
+"""Admission control outside the testbed: the spec key ``server.admission`` and its way to
+``serve --admission`` (ServeFile, a real server on loopback), outcome ``refused`` in the
+analysis, the overload-control specs, and docs/overload-control.md's stages (derive, publish,
+doc) on hand-made results whose answers are computed by hand below."""
+
+from __future__ import annotations
+
+import io
+import json
+import urllib.request
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from sojourn import analysis
+from sojourn.overload import EXPERIMENTS, REPO, doc
+from sojourn.overload.derive import derive, refusals_by_reason, settle_time, size_class
+from sojourn.overload.publish import publish
+from sojourn.peers import Peer, PeerConfig, PeerError, ServeFile, free_port
+from sojourn.runner.spec import SpecError, admission_arg, load_spec, validate
+
+
+def spec(**server) -> dict:
+    return {"name": "t", "workload": {"rho": 0.5}, "server": server}
+
+
+@pytest.mark.parametrize("value", ["gradient", "codel:target=10ms,interval=200ms", "delay:decrease=25%", "size",
+                                   "size:deadline=7s,rate=10mbit"])
+def test_admission_values_are_accepted(value):
+    (run,) = validate(spec(admission=value)).runs
+    assert run.config["server"]["admission"] == value
+
+
+@pytest.mark.parametrize("raw, message", [
+    (spec(admission="lifo"), r"server\.admission = 'lifo': expected NAME\[:KEY=VALUE,\.\.\.\] with NAME one of "
+                             r"gradient, codel, delay, size"),
+    (spec(admission="codel:target"), r"server\.admission = 'codel:target'"),
+    (spec(kind="nginx", admission="codel"), r"server\.admission needs server\.kind = 'sojourn'"),
+])
+def test_bad_admission_is_named(raw, message):
+    with pytest.raises(SpecError, match=message):
+        validate(raw)
+
+
+def test_size_takes_its_rate_from_the_uplink_unless_given():
+    network = {"link_mbps": 10.0}
+    assert admission_arg({"admission": ""}, network) is None
+    assert admission_arg({"admission": "codel"}, network) == "codel"
+    assert admission_arg({"admission": "size"}, network) == "size:rate=10.0mbit"
+    assert admission_arg({"admission": "size:deadline=5s"}, network) == "size:deadline=5s,rate=10.0mbit"
+    assert admission_arg({"admission": "size:rate=8mbit"}, network) == "size:rate=8mbit"
+
+
+def test_the_serve_file_carries_admission_to_a_real_server(tmp_path):
+    (tmp_path / "root").mkdir()
+    (tmp_path / "root" / "a.bin").write_bytes(b"x" * 100)
+    with pytest.raises(PeerError, match="admission applies to the sojourn server only"):
+        PeerConfig(kind="nginx", root=tmp_path / "root", port=8080, admission="codel").validate()
+    admin = free_port()
+    config = PeerConfig(kind="sojourn", root=tmp_path / "root", port=free_port(), admin_port=admin, admission="gradient")
+    assert 'admission = "gradient"' in ServeFile.of(config).toml()
+    with Peer(config, log_dir=tmp_path) as peer:
+        with urllib.request.urlopen(peer.url + "/a.bin", timeout=5) as response:
+            assert response.read() == b"x" * 100
+        metrics = urllib.request.urlopen(f"http://127.0.0.1:{admin}/metrics", timeout=5).read().decode()
+    assert refusals_by_reason(metrics) == {"concurrency_limit": 0, "codel": 0, "queueing_delay": 0, "deadline": 0}
+    assert 'sojourn_admission_refusals_total{admission="gradient",reason="concurrency_limit"} 0' in metrics
+    # Its first minRTT probe holds the limit at Envoy's minimum of 3.
+    assert 'sojourn_admission_level{worker="0",admission="gradient"} 3' in metrics
+
+
+# request 0 ok (1000 B), 1 refused (60 KiB), 2 ok (3000 B), 3 refused (500 B), 4 http_error.
+RECORDS = """\
+request_id,attempt,final,client,path,expected_size,bytes,status,scheduled_s,dispatch_s,sent_s,first_byte_s,last_byte_s,outcome,error
+0,0,1,0,/a,1000,1000,200,0.0,0.0,0.01,0.02,1.0,ok,
+1,0,1,1,/b,61440,0,503,0.5,0.5,0.51,0.6,0.6,refused,
+2,0,1,2,/c,3000,3000,200,1.0,1.0,1.01,1.1,4.0,ok,
+3,0,1,3,/d,500,0,503,1.5,1.5,1.51,1.6,1.6,refused,
+4,0,1,0,/e,100,0,404,1.8,1.8,1.81,1.9,1.9,http_error,
+"""
+
+METRICS = """\
+# HELP sojourn_admission_refusals_total Requests refused.
+# TYPE sojourn_admission_refusals_total counter
+sojourn_admission_refusals_total{admission="size",reason="deadline"} 2
+sojourn_admission_refusals_total{admission="size",reason="codel"} 0
+"""
+
+
+def result_dir(root: Path, run: str = "srpt-size-rho=1.2", rep: int = 0, admission: str = "size") -> Path:
+    directory = root / run / str(rep)
+    directory.mkdir(parents=True)
+    (directory / "records.csv").write_text(RECORDS)
+    (directory / "status.json").write_text(json.dumps({"state": "complete"}))
+    (directory / "server_metrics.txt").write_text(METRICS)
+    (directory / "load_summary.json").write_text(json.dumps({"workload": None}))
+    server = {"policy": "srpt", "kernel_bands": True, "admission": admission, "stages": ""}
+    (directory / "run.json").write_text(json.dumps({
+        "run": run, "repetition": rep, "variant": run.rsplit("-", 1)[0], "sweep_value": 1.2, "config": {"server": server},
+        "inputs": {"periods": [{"start_s": 0.0, "end_s": 2.0, "target_rho": 1.2}]}}))
+    return directory
+
+
+def test_refused_is_an_outcome_of_its_own():
+    requests = analysis.requests(analysis.normalize(pd.read_csv(io.StringIO(RECORDS))))
+    summary = analysis.summarize(requests)
+    assert summary["refused"] == 2 and summary["outcomes"]["refused"] == 2
+    assert summary["errors"] == 1, "a refusal is the server's choice, not an error"
+    assert summary["completed"] == 2
+
+
+def test_derive_counts_what_the_doc_shows(tmp_path):
+    d = derive(result_dir(tmp_path))
+    # Span 0 .. 4.0 s; completed: 4000 bytes, 2 requests.
+    assert d["duration_s"] == pytest.approx(4.0)
+    assert d["goodput_bps"] == pytest.approx(4000 * 8 / 4.0) and d["goodput_rps"] == pytest.approx(0.5)
+    assert d["response_mean"] == pytest.approx((1.0 + 3.0) / 2)
+    assert (d["requests"], d["completed"], d["refused"]) == (5, 2, 2)
+    assert d["refused_by_size"] == {"<1K": [1, 3], "1K-2K": [0, 0], "2K-5K": [0, 1], "5K-50K": [0, 0], ">=50K": [1, 1]}
+    assert d["server_refusals"] == {"deadline": 2, "codel": 0}
+    assert d["scheduler"] == "srpt+bands" and d["admission"] == "size"
+    assert d["sessions_per_s"] is None and len(d["settle_s"]) == 1
+    json.dumps(d, allow_nan=False)  # publishable as is
+
+
+def test_settle_time_and_size_classes():
+    # Mean response 4 s for the first 10 s after the step, then 1 s: settled after 10 s of 40.
+    t = [i + 0.5 for i in range(40)]
+    done = pd.DataFrame({"scheduled_s": t, "response_s": [4.0 if x < 10 else 1.0 for x in t]})
+    assert settle_time(done, 0.0, 40.0) == pytest.approx(10.0)
+    # Still climbing at the end: never settled (NaN).
+    climbing = pd.DataFrame({"scheduled_s": t, "response_s": [1.0 + x for x in t]})
+    assert settle_time(climbing, 0.0, 40.0) != settle_time(climbing, 0.0, 40.0)
+    assert list(size_class(pd.Series([0, 1023, 1024, 5120, 51199, 51200]))) == \
+        ["<1K", "<1K", "1K-2K", "5K-50K", "5K-50K", ">=50K"]
+
+
+def test_doc_says_plainly_what_has_no_result(tmp_path):
+    text = doc.build(tmp_path / "published", tmp_path / "doc.md")
+    for experiment in EXPERIMENTS:
+        assert f"**No result yet.** Nothing of `{experiment.name}` is published" in text
+    assert "No experiment has a published result yet, so no combination can be said to win on any metric." in text
+    assert (tmp_path / "doc.md").read_text() == text
+
+
+def test_publish_then_doc_from_the_published_numbers_alone(tmp_path):
+    results = tmp_path / "results" / "overload-control-persistent"
+    result_dir(results, "srpt-size-rho=1.2", 0)
+    result_dir(results, "srpt-size-rho=1.2", 1)
+    result_dir(results, "srpt-rho=1.2", 0, admission="")
+    (results / "spec.toml").write_text("")
+    published = tmp_path / "published"
+    destination = publish(results, published)
+    assert sorted(p.relative_to(destination).as_posix() for p in destination.rglob("*.json")) == \
+        ["srpt-rho=1.2/0.json", "srpt-size-rho=1.2/0.json", "srpt-size-rho=1.2/1.json"]
+    text = doc.build(published, tmp_path / "doc.md")
+    # 4000 body bytes of completed responses in 4 s: 0.008 Mbit/s; both repetitions alike.
+    assert "| srpt-size-rho=1.2 | 2 | 0.008 | 0.5 | 2 | 2.98 | 40 | 1 | — |" in text
+    assert "| srpt-size-rho=1.2 | 2 / 6 | 0 / 0 | 0 / 2 | 0 / 0 | 2 / 2 |" in text
+    assert "- overload-control-persistent, 1.2: best mean response s: srpt-rho=1.2 (2); 1.00x srpt-size-rho=1.2 (2)." in text
+    assert "**No result yet.** Nothing of `overload-control-transient`" in text
+    assert "Without a full-scale result yet: overload-control-transient, overload-control-dwfs." in text
+    assert (published / "figures" / "overload-control-persistent-1.2.png").is_file()
+    with pytest.raises(ValueError, match="not an overload-control experiment"):
+        other = tmp_path / "results" / "000-baseline"
+        other.mkdir()
+        (other / "spec.toml").write_text("")
+        publish(other, published)
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "experiments" / "overload-control").glob("*.toml")), ids=lambda p: p.name)
+def test_overload_control_specs_cover_every_combination(path):
+    experiment = load_spec(path)
+    assert experiment.name in {e.name for e in EXPERIMENTS}
+    assert experiment.repetitions == 3
+    admissions = {run.config["server"]["admission"].split(":")[0] for run in experiment.runs}
+    assert admissions >= {"", "gradient", "codel", "delay"}
+    for run in experiment.runs:
+        workload = run.config["workload"]
+        assert workload["time_compression"] == 1, "the paper's time scale"
+        if workload["profile"]:
+            assert workload["profile"] in ("W4", "W7")
+        else:
+            assert workload["duration_s"] >= 600, "at least 10 minutes of persistent overload"
+    load_spec(path, quick=True)
