@@ -7,7 +7,7 @@ use std::time::Instant;
 use anyhow::{bail, Context};
 use clap::ValueEnum;
 use serde::Serialize;
-use sojourn_sched::{Bands, PolicyKind, Scheduler};
+use sojourn_sched::{AdmissionSpec, Bands, Order, PolicyKind, Scheduler};
 
 use crate::fluid::{simulate, FluidPolicy, Job, Served};
 use crate::output::{outcomes, write_records, Outcomes};
@@ -73,6 +73,11 @@ pub struct SimArgs {
     /// (TCP_NOTSENT_LOWAT); default unlimited (every write is accepted).
     #[arg(long, requires = "quantum", value_parser = sojourn_sched::bands::parse_bytes)]
     pub kernel_buffer: Option<u64>,
+    /// Refuse requests as `serve --admission` does, NAME[:KEY=VALUE,...] (docs/server.md);
+    /// refused jobs are records of outcome `refused`. The size policy predicts in the
+    /// scheduler's order and needs `rate=` (e.g. the --link rate).
+    #[arg(long, requires = "quantum", value_parser = parse_admission)]
+    pub admission: Option<AdmissionSpec>,
     /// Trace to replay (arrival_s, client, path, size).
     #[arg(long, conflicts_with_all = ["sizes", "rho", "profile"])]
     pub trace: Option<PathBuf>,
@@ -123,6 +128,11 @@ pub struct SimArgs {
     pub timing: bool,
 }
 
+/// Parses an admission policy as `serve --admission` does.
+pub fn parse_admission(s: &str) -> Result<AdmissionSpec, String> {
+    s.parse().map_err(|err: sojourn_sched::admission::AdmissionError| err.to_string())
+}
+
 /// Parses a link rate in bits per second ([`sojourn_sched::rate`]'s grammar: `10Mbit`, `10M`, ...).
 pub fn parse_rate(s: &str) -> Result<f64, String> {
     sojourn_sched::rate::parse_rate(s).map_err(|err| err.to_string())
@@ -136,6 +146,8 @@ struct RunInfo {
     write_concurrency: Option<usize>,
     write_concurrency_from: Option<u64>,
     kernel_buffer: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    admission: Option<&'static str>,
     bands: Option<Vec<u64>>,
     link_bps: f64,
     source: String,
@@ -229,6 +241,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
     let Input { jobs, rows, source, profile } = input(&args, rate)?;
     let started = (Instant::now(), thread_cpu_seconds());
     let mut quanta = None;
+    let mut refused = None;
     let served: Vec<Served> = match (quantum_policy, args.quantum) {
         (Some(policy), Some(quantum)) => {
             let config = QuantumConfig {
@@ -239,8 +252,14 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
                 kernel_buffer: args.kernel_buffer,
             };
             let mut scheduler = Quantum::new(config);
+            if let Some(admission) = &args.admission {
+                // As the server's Settings::order: only SRPT orders by bytes left here (no kernel bands).
+                let order = if policy == PolicyKind::Srpt { Order::ShortestFirst } else { Order::Shared };
+                scheduler = scheduler.with_admission(admission.build(order));
+            }
             let served = simulate(&mut scheduler, &jobs, rate);
             quanta = Some(scheduler.quanta());
+            refused = args.admission.is_some().then(|| scheduler.refused());
             served
         }
         _ => fluid_policy(&args).run(&jobs, rate),
@@ -262,6 +281,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
             write_concurrency: args.write_concurrency,
             write_concurrency_from: args.write_concurrency_from,
             kernel_buffer: args.kernel_buffer,
+            admission: args.admission.as_ref().map(|a| a.name()),
             bands: (args.policy == PolicyArg::Bands).then(|| args.bands.cutoffs().to_vec()),
             link_bps: args.link,
             source,
@@ -269,7 +289,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
             seed: rows.is_none().then_some(args.seed),
             quanta,
         },
-        outcomes: outcomes(&jobs, &served, rate, args.size_bins),
+        outcomes: outcomes(&jobs, &served, refused.as_deref(), rate, args.size_bins),
     };
     let json = serde_json::to_string_pretty(&summary)?;
     let Some(dir) = &args.out else {
@@ -280,7 +300,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
     if !args.no_records {
         let path = dir.join("records.csv");
         let file = std::fs::File::create(&path).with_context(|| format!("cannot write {}", path.display()))?;
-        write_records(std::io::BufWriter::new(file), &jobs, &served, rows.as_deref())
+        write_records(std::io::BufWriter::new(file), &jobs, &served, refused.as_deref().unwrap_or_default(), rows.as_deref())
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     let path = dir.join("summary.json");

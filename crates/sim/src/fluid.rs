@@ -57,6 +57,9 @@ pub trait Discipline {
     fn serve(&mut self, work: f64);
     /// Handles the internal event that is due now; returns the job that finished, if one did.
     fn fire(&mut self, serving: &mut Vec<JobIndex>) -> Option<JobIndex>;
+    /// The time in seconds, told before each `admit` and `fire`: for disciplines whose
+    /// decisions depend on it (admission control in [`crate::quantum`]); the fluid ones ignore it.
+    fn clock(&mut self, _now: f64) {}
 }
 
 /// Runs `jobs` (sorted by arrival) through `discipline` on a link of `rate` bytes/s.
@@ -77,6 +80,7 @@ pub fn simulate<D: Discipline>(discipline: &mut D, jobs: &[Job], rate: f64) -> V
         if let (true, Some(w)) = (event_first, work) {
             discipline.serve(w);
             now += w / rate;
+            discipline.clock(now);
             if let Some(job) = discipline.fire(&mut serving) {
                 served[job as usize].finish = now;
             }
@@ -86,6 +90,7 @@ pub fn simulate<D: Discipline>(discipline: &mut D, jobs: &[Job], rate: f64) -> V
                 discipline.serve(((a - now) * rate).min(w));
             }
             now = a;
+            discipline.clock(now);
             discipline.admit(next as JobIndex, jobs[next].size, &mut serving);
             next += 1;
         }

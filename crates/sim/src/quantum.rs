@@ -17,6 +17,11 @@
 //! link. Sharing uses virtual time like [`crate::ps`], with stale heap entries
 //! skipped by generation, so every event is `O(log n)`.
 //!
+//! With an admission policy (`serve --admission`, `sojourn_sched::admission`), the policy is
+//! asked as the server's worker asks it: at a response's arrival, at its first grant (a
+//! refusal then frees the grant's slot before any byte is written) and when its last byte
+//! leaves; a refused response is reported finished at once and listed by [`Quantum::refused`].
+//!
 //! Guarantees: deterministic; a response's bytes go out in writes of at most
 //! `quantum` bytes; at most `write_concurrency` responses are blocked in the
 //! kernel at once, as in the server.
@@ -24,7 +29,9 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use sojourn_sched::{JobId, PolicyKind, Progress, Scheduler};
+use std::time::Duration;
+
+use sojourn_sched::{Admission, JobId, PolicyKind, Progress, Scheduler, Verdict};
 
 use crate::fluid::Discipline;
 use crate::ps::{Amount, JobIndex};
@@ -59,6 +66,11 @@ struct Socket {
     generation: u64,
     /// Bytes written to the socket so far (the server's view).
     progress: Progress,
+    /// When the response arrived (seconds).
+    arrived: f64,
+    /// The admission policy was asked at the first grant; the response was refused.
+    first_granted: bool,
+    refused: bool,
 }
 
 /// The server's scheduler over per-socket kernel buffers sharing the link.
@@ -74,6 +86,13 @@ pub struct Quantum {
     /// Responses with nothing to send (size 0), finished as soon as they arrive.
     empty: Vec<JobIndex>,
     quanta: u64,
+    admission: Option<Box<dyn Admission>>,
+    /// The simulated time in seconds (see `Discipline::clock`).
+    now: f64,
+}
+
+fn at(seconds: f64) -> Duration {
+    Duration::from_secs_f64(seconds.max(0.0))
 }
 
 impl Quantum {
@@ -87,7 +106,20 @@ impl Quantum {
             events: BinaryHeap::new(),
             empty: Vec::new(),
             quanta: 0,
+            admission: None,
+            now: 0.0,
         }
+    }
+
+    /// Asks `admission` about every response, as the server's worker does.
+    pub fn with_admission(mut self, admission: Box<dyn Admission>) -> Self {
+        self.admission = Some(admission);
+        self
+    }
+
+    /// Whether each response (by job index) was refused by the admission policy.
+    pub fn refused(&self) -> Vec<bool> {
+        self.sockets.iter().map(|s| s.refused).collect()
     }
 
     /// Writes handed to the kernel so far.
@@ -133,6 +165,17 @@ impl Quantum {
     fn dispatch(&mut self, serving: &mut Vec<JobIndex>) {
         while let Some(grant) = self.scheduler.grant() {
             let job = grant.job as JobIndex;
+            let s = &mut self.sockets[job as usize];
+            if let (Some(admission), false) = (self.admission.as_mut(), s.first_granted) {
+                s.first_granted = true;
+                if let Verdict::Refuse(_) = admission.first_write(at(self.now), grant.job, at(s.arrived)) {
+                    admission.left(at(self.now), grant.job, at(s.arrived), false);
+                    s.refused = true;
+                    self.scheduler.closed(grant.job);
+                    self.empty.push(job); // reported finished at once, as the server's 503
+                    continue;
+                }
+            }
             self.quanta += 1;
             if !self.accepts(job) {
                 // Blocked: the slot stays taken until the Writable event.
@@ -152,16 +195,25 @@ impl Quantum {
             }
             s.drained_at += grant.bytes as f64;
             s.generation += 1;
-            let progress = s.progress;
+            let (progress, arrived) = (s.progress, s.arrived);
             self.schedule(job, Event::Drained);
             serving.push(job);
-            self.scheduler.wrote(grant.job, progress);
+            if !self.scheduler.wrote(grant.job, progress) {
+                // The last byte went to the kernel: where the server's worker finishes it.
+                if let Some(admission) = self.admission.as_mut() {
+                    admission.left(at(self.now), grant.job, at(arrived), true);
+                }
+            }
         }
         self.skip_stale();
     }
 }
 
 impl Discipline for Quantum {
+    fn clock(&mut self, now: f64) {
+        self.now = now;
+    }
+
     fn admit(&mut self, job: JobIndex, size: f64, serving: &mut Vec<JobIndex>) {
         let index = job as usize;
         if self.sockets.len() <= index {
@@ -169,7 +221,19 @@ impl Discipline for Quantum {
         }
         let bytes = size.max(0.0).round() as u64;
         self.sockets[index].progress = Progress::new(bytes);
+        self.sockets[index].arrived = self.now;
+        if let Some(admission) = self.admission.as_mut() {
+            if let Verdict::Refuse(_) = admission.arrive(at(self.now), job as JobId, Some(bytes)) {
+                self.sockets[index].refused = true;
+                serving.push(job);
+                self.empty.push(job);
+                return;
+            }
+        }
         if bytes == 0 {
+            if let Some(admission) = self.admission.as_mut() {
+                admission.left(at(self.now), job as JobId, at(self.now), true);
+            }
             serving.push(job);
             self.empty.push(job);
             return;
@@ -290,6 +354,65 @@ mod tests {
         // the link for a quantum, so each completion can shift others by one quantum.
         for (a, b) in q.iter().zip(&fluid) {
             assert!((a - b.finish).abs() <= list.len() as f64, "{a} vs {}", b.finish);
+        }
+    }
+
+    /// Runs `list` under SRPT with one slot, a quantum of 1 and no socket buffer, asking `admission`.
+    fn with_admission(admission: &str, list: &[(f64, f64)]) -> (Vec<f64>, Vec<bool>) {
+        let jobs: Vec<Job> = list.iter().map(|&(arrival, size)| Job { arrival, size }).collect();
+        let config = QuantumConfig { policy: PolicyKind::Srpt, quantum: 1, write_concurrency: Some(1), write_concurrency_from: None, kernel_buffer: Some(0) };
+        let spec: sojourn_sched::AdmissionSpec = admission.parse().unwrap();
+        let mut q = Quantum::new(config).with_admission(spec.build(sojourn_sched::Order::ShortestFirst));
+        let finish = simulate(&mut q, &jobs, 1.0).iter().map(|s| s.finish).collect();
+        (finish, q.refused())
+    }
+
+    #[test]
+    fn size_refuses_at_arrival_what_would_miss_the_deadline() {
+        // 1 byte/s, deadline 10 s (size.rs's hand example): at t=0, 6 and 3 bytes are taken,
+        // 7 would complete after 3 + 6 + 7 = 16 s and is refused at once, 1 byte is taken.
+        let (finish, refused) = with_admission("size:rate=8bit,deadline=10s", &[(0.0, 6.0), (0.0, 3.0), (0.0, 7.0), (0.0, 1.0)]);
+        assert_eq!(refused, vec![false, false, true, false]);
+        assert_eq!(finish[2], 0.0, "refused at its arrival");
+        // The others go as SRPT with one slot: 1 byte, then 3, then 6 (plus the quantum's shifts).
+        assert!(finish[3] < finish[1] && finish[1] < finish[0], "{finish:?}");
+        assert!((finish[0] - 10.0).abs() <= 2.0, "{finish:?}");
+    }
+
+    #[test]
+    fn codel_refuses_at_the_first_grant_only() {
+        // Ten 3-byte responses at t=0, one slot, 1 byte/s: a response blocks on its second
+        // quantum holding the slot, so the next one's first grant waits ~3 s. The second's wait
+        // starts CoDel's interval; the third, ~3 s later, is refused at its grant, which frees the
+        // slot at once for the fourth (its next drop is 100 ms later). When the fourth is done, 3 s
+        // on, the next drop times (100 ms / sqrt(count) apart, RFC 8289 §3.2) are long past, so the
+        // rest are refused one grant after the other, as the RFC's dequeue loop would.
+        let list: Vec<(f64, f64)> = (0..10).map(|_| (0.0, 3.0)).collect();
+        let (finish, refused) = with_admission("codel", &list);
+        let expected: Vec<bool> = (0..10).map(|k| k == 2 || k >= 4).collect();
+        assert_eq!(refused, expected, "{finish:?}");
+        for (f, r) in finish.iter().zip(&refused) {
+            assert!(!f.is_nan(), "every response ends: {finish:?}");
+            assert!(*r || *f >= 3.0, "a served response took its bytes' seconds");
+        }
+    }
+
+    proptest::proptest! {
+        /// Whatever the admission policy: every job ends once, refused or served; the served
+        /// ones no sooner than their bytes allow; no more quanta than bytes of the served ones.
+        #[test]
+        fn admitted_or_refused(sizes in proptest::collection::vec((0u32..3, 1u32..20), 1..40), kind in 0usize..4) {
+            let admission = ["gradient:min_rtt_requests=3", "codel:target=1s,interval=2s", "delay:threshold=1s", "size:rate=8bit,deadline=15s"][kind];
+            let mut t = 0.0;
+            let list: Vec<(f64, f64)> = sizes.iter().map(|&(gap, size)| { t += gap as f64; (t, size as f64) }).collect();
+            let (finish, refused) = with_admission(admission, &list);
+            proptest::prop_assert_eq!(refused.len(), list.len());
+            for ((f, r), &(arrival, size)) in finish.iter().zip(&refused).zip(&list) {
+                proptest::prop_assert!(!f.is_nan());
+                if !r {
+                    proptest::prop_assert!(*f >= arrival + size - 1e-6);
+                }
+            }
         }
     }
 
