@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -60,21 +57,12 @@ CASES = {
 }
 
 
-@pytest.fixture
-def results_root():
-    root = Path(tempfile.mkdtemp(prefix="sjrn-adm-", dir="/tmp"))
-    try:
-        yield root
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
-
-
 @pytest.mark.parametrize("label", list(CASES))
-def test_admission_refuses_under_overload(label, tmp_path, results_root):
+def test_admission_refuses_under_overload(label, tmp_path):
     admission, server, network, reason = CASES[label]
     spec = tmp_path / f"adm-{label}.toml"
     spec.write_text(SPEC.format(name=f"adm-{label}", admission=admission, server=server, network=network))
-    outcome = run_experiment(load_spec(spec), results_root, prefix=f"sjad{list(CASES).index(label)}")
+    outcome = run_experiment(load_spec(spec), tmp_path / "results", prefix=f"sjad{list(CASES).index(label)}")
     assert outcome.complete
     directory = outcome.directory / "run" / "0"
     assert json.loads((directory / "status.json").read_text())["state"] == "complete"
