@@ -92,14 +92,18 @@ def expected_hours(spec: str) -> tuple[int, int, float]:
 
 
 def figure(runs: dict[str, list[dict]], title: str, path: Path) -> None:
-    """Mean response time of completed requests over time, one line per run (bins averaged over repetitions)."""
-    fig, ax = plt.subplots(figsize=(8, 4))
+    """Mean and p99 response time of completed requests over time, one line per run (each
+    bin averaged over the repetitions); dashed: with an admission policy."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4), sharex=True)
     for name, reps in runs.items():
         length = min(len(rep["over_time"]["mean"]) for rep in reps)
-        means = pd.DataFrame([rep["over_time"]["mean"][:length] for rep in reps], dtype=float).mean(axis=0)
-        ax.plot(reps[0]["over_time"]["t"][:length], means, label=name, linestyle="--" if reps[0]["admission"] else "-")
-    ax.set(xlabel="time since the first request (s)", ylabel="mean response time (s)", yscale="log", title=title)
-    ax.legend(fontsize=7, ncol=2)
+        for ax, key in zip(axes, ("mean", "p99")):
+            values = pd.DataFrame([rep["over_time"][key][:length] for rep in reps], dtype=float).mean(axis=0)
+            ax.plot(reps[0]["over_time"]["t"][:length], values, label=name, linestyle="--" if reps[0]["admission"] else "-")
+    for ax, key in zip(axes, ("mean", "p99")):
+        ax.set(xlabel="time since the first request (s)", ylabel=f"{key} response time (s)", yscale="log")
+    fig.suptitle(title)
+    axes[0].legend(fontsize=7, ncol=2)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100, bbox_inches="tight")
     plt.close(fig)
@@ -142,7 +146,7 @@ def section(experiment: Experiment, reps: list[dict], scale: str, figures: Path,
             lines.append(f"| {name} | " + " | ".join(f"{r} / {n}" for r, n in counts) + " |")
         png = figures / f"{experiment.name}-{sweep}.png".replace(" ", "-")
         figure(runs, f"{experiment.name}, {sweep}", png)
-        lines += ["", f"![mean response time over time, {sweep}]({os.path.relpath(png, doc.parent)})", ""]
+        lines += ["", f"![mean and p99 response time over time, {sweep}]({os.path.relpath(png, doc.parent)})", ""]
         note += closing(experiment, sweep, runs, summaries)
     return lines, note
 
