@@ -17,7 +17,12 @@
 //! `s`, so under overload the largest requests are refused first: under SRPT those are the
 //! ones it starves anyway (000 §4: SRPT's backlog under persistent overload is of large
 //! requests). The default deadline is 10 s, when 000 Table 2 (H)'s users abort and reload.
-//! The rate must be given: the server cannot see its bottleneck.
+//!
+//! A response admitted in time can still be pushed back by smaller ones arriving after it
+//! (SRPT's starvation of the large). When it is at last granted its first write, it is refused
+//! (no byte of it sent) if even alone on the link it would end past the deadline: `waited +
+//! s / rate > deadline`, a lower bound on its completion. The rate must be given: the server
+//! cannot see its bottleneck.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -63,6 +68,8 @@ pub struct Size {
     at: Duration,
     /// Bytes left of each admitted response still in the server, as the model drains them.
     left: BTreeMap<JobId, f64>,
+    /// The size of each admitted response still in the server.
+    sizes: BTreeMap<JobId, u64>,
 }
 
 impl Size {
@@ -70,7 +77,7 @@ impl Size {
     /// Without a rate: [`super::AdmissionSpec`] refuses such a config.
     pub fn new(config: SizeConfig, order: Order) -> Self {
         let rate = config.rate_bytes_per_s.expect("the size policy's rate is checked when it is parsed");
-        Size { deadline: config.deadline.as_secs_f64(), rate, order, at: Duration::ZERO, left: BTreeMap::new() }
+        Size { deadline: config.deadline.as_secs_f64(), rate, order, at: Duration::ZERO, left: BTreeMap::new(), sizes: BTreeMap::new() }
     }
 
     /// The model's responses with bytes left, fewest first (ties by job: deterministic).
@@ -139,12 +146,23 @@ impl Admission for Size {
             return Verdict::Refuse(Reason::Deadline);
         }
         self.left.insert(job, size as f64);
+        self.sizes.insert(job, size);
         Verdict::Admit
+    }
+
+    fn first_write(&mut self, now: Duration, job: JobId, arrived: Duration) -> Verdict {
+        let Some(&size) = self.sizes.get(&job) else { return Verdict::Admit };
+        if now.saturating_sub(arrived).as_secs_f64() + size as f64 / self.rate > self.deadline {
+            Verdict::Refuse(Reason::Deadline)
+        } else {
+            Verdict::Admit
+        }
     }
 
     fn left(&mut self, now: Duration, job: JobId, _arrived: Duration, _completed: bool) {
         self.drain(now);
         self.left.remove(&job);
+        self.sizes.remove(&job);
     }
 }
 
@@ -192,6 +210,18 @@ mod tests {
         assert_eq!(m.backlog(), vec![(3000.0, 1)]);
         assert_eq!(m.arrive(s(5.0), 3, Some(1)), Verdict::Admit);
         assert_eq!(m.arrive(s(5.0), 4, None), Verdict::Admit, "an unknown size is not judged");
+    }
+
+    #[test]
+    fn a_response_pushed_back_past_its_deadline_is_refused_at_its_first_write() {
+        let mut m = size(Order::ShortestFirst);
+        assert_eq!(m.arrive(s(0.0), 1, Some(5000)), Verdict::Admit, "5 s alone");
+        // Granted at 4 s: 4 + 5 = 9 s <= 10 s; at 6 s: 11 s, it would miss the deadline anyway.
+        assert_eq!(m.first_write(s(4.0), 1, s(0.0)), Verdict::Admit);
+        assert_eq!(m.first_write(s(6.0), 1, s(0.0)), Verdict::Refuse(Reason::Deadline));
+        assert_eq!(m.first_write(s(60.0), 2, s(0.0)), Verdict::Admit, "a size never known is not judged");
+        m.left(s(6.0), 1, s(0.0), false);
+        assert!(m.sizes.is_empty() && m.left.is_empty());
     }
 
     fn arb_order() -> impl Strategy<Value = Order> {
