@@ -37,11 +37,14 @@ def counters(rates_bps: list[float], backlog: list[int]) -> pd.DataFrame:
     return pd.DataFrame({"t_s": seconds, "uplink_tx_bytes": sent, "q1_20_backlog_bytes": [0, *backlog]})
 
 
-def test_uplink_rate_counts_only_intervals_busy_at_both_ends():
-    # Busy from sample 2 to 4: the intervals 2-3 and 3-4 count (9.9 Mbit/s), the others do not.
-    table = counters([3e6, 5e6, 9.9e6, 9.9e6, 2e6], [0, 5000, 6000, 7000, 0])
+def test_uplink_rate_counts_only_intervals_inside_busy_stretches():
+    # Samples 1-5 hold two frames or more: the intervals 2-3 and 3-4 lie inside the stretch
+    # (9.9 Mbit/s); its edges (1-2, 4-5) and the rest do not count.
+    table = counters([3e6, 5e6, 9.9e6, 9.9e6, 8e6, 2e6], [5000, 6000, 7000, 8000, 9000, 0])
     assert fidelity.uplink_rate(table, 10e6) == pytest.approx(0.99)
-    assert fidelity.uplink_rate(counters([3e6, 3e6, 3e6], [0, 0, 0]), 10e6) is None
+    # Momentary backlogs of a lightly loaded run: no stretch, nothing judged.
+    assert fidelity.uplink_rate(counters([3e6] * 5, [0, 4000, 0, 4000, 0]), 10e6) is None
+    assert fidelity.uplink_rate(counters([3e6] * 5, [1000] * 5), 10e6) is None  # under two frames
 
 
 def test_each_measure_is_judged_against_its_bound_and_zero_leaves_it_unjudged():
@@ -162,8 +165,13 @@ def test_concurrent_testbeds_each_complete_in_their_own_namespaces(tmp_path):
     path.write_text(SPEC.format(name="many", redo=0).replace("cpu_idle_min = 0.3", "cpu_idle_min = 0.05")
                     + '[variants.a]\nserver.policy = "fair"\n[variants.b]\nserver.policy = "srpt"\n'
                       '[variants.c]\nserver.policy = "las"\n')
-    outcome = run_experiment(load_spec(path), tmp_path / "results", prefix="sjfc", concurrency=3)
-    assert outcome.states == {(name, 0): "complete" for name in ("a", "b", "c")}
+    # Through the installed command: its worker processes import it again (multiprocessing's spawn).
+    command = Path(sys.executable).with_name("sojourn")
+    done = subprocess.run([str(command), "run", str(path), "--results", str(tmp_path / "results"), "--prefix", "sjfc",
+                           "--concurrency", "3", "--no-report"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    for name in ("a", "b", "c"):
+        assert json.loads((tmp_path / "results" / "many" / name / "0" / "status.json").read_text())["state"] == "complete"
     prefixes = set()
     for name in ("a", "b", "c"):
         directory = tmp_path / "results" / "many" / name / "0"

@@ -9,7 +9,7 @@ kept their promises while it ran, so every repetition records its own fidelity i
 |---|---|---|
 | ``lag_p99_s``: how late the generator issued its requests, 99th percentile | ``load_summary.json`` | <= 5 ms (``lag_p99_ms``) |
 | ``emulator_late_p99_s``: how late the WAN emulator released packets, 99th percentile | ``testbed/wan_summary.json`` | <= 1 ms (``emulator_late_p99_ms``) |
-| ``uplink_rate``: the uplink's rate over the link rate in the intervals its queue was never empty | ``counters.csv`` | 1 +- 0.03 (``uplink_rate_tolerance``) |
+| ``uplink_rate``: the uplink's rate over the link rate in the intervals inside busy stretches (queue >= two frames at four samples in a row) | ``counters.csv`` | 1 +- 0.03 (``uplink_rate_tolerance``) |
 | ``cpu_idle``: the machine's idle share of CPU time over the run | ``/proc/stat`` | >= 0.2 (``cpu_idle_min``) |
 | ``cpu_steal``: the hypervisor's share (time taken by other guests) | ``/proc/stat`` | <= 0.05 (``cpu_steal_max``) |
 
@@ -95,19 +95,26 @@ class CpuTimes:
         return {"cpu_idle": (self.idle - start.idle) / elapsed, "cpu_steal": (self.steal - start.steal) / elapsed}
 
 
+# A sample counts as busy when the uplink's queues hold at least two full frames: a queue that
+# deep at both ends of an interval, and at the samples either side, was not idle in between.
+BUSY_BACKLOG_BYTES = 2 * 1514
+
+
 def uplink_rate(counters: pd.DataFrame, link_bps: float) -> float | None:
-    """The uplink's measured rate over ``link_bps`` in the intervals whose queue held
-    packets at both ends (so the link was busy throughout): the shaper's accuracy."""
+    """The uplink's measured rate over ``link_bps`` in the intervals inside a busy stretch
+    (four busy samples in a row, the two inner ones the interval's ends): the shaper's
+    accuracy while it had work throughout. None when no stretch was that long (a lightly
+    loaded run), so nothing is judged."""
     backlog = [c for c in counters.columns if c.endswith("_backlog_bytes")]
-    if "uplink_tx_bytes" not in counters or not backlog or len(counters) < 3:
+    if "uplink_tx_bytes" not in counters or not backlog or len(counters) < 4:
         return None
-    busy = (counters[backlog].sum(axis=1) > 0).to_numpy()
-    both = busy[1:] & busy[:-1]
-    seconds = counters["t_s"].diff().to_numpy()[1:]
-    sent = counters["uplink_tx_bytes"].diff().to_numpy()[1:]
-    if not both.any() or seconds[both].sum() <= 0:
+    busy = (counters[backlog].sum(axis=1) >= BUSY_BACKLOG_BYTES).to_numpy()
+    inside = busy[:-3] & busy[1:-2] & busy[2:-1] & busy[3:]  # interval k+1 -> k+2
+    seconds = counters["t_s"].diff().to_numpy()[2:-1]
+    sent = counters["uplink_tx_bytes"].diff().to_numpy()[2:-1]
+    if not inside.any() or seconds[inside].sum() <= 0:
         return None
-    return float(sent[both].sum() * 8 / seconds[both].sum() / link_bps)
+    return float(sent[inside].sum() * 8 / seconds[inside].sum() / link_bps)
 
 
 def measure(directory: Path, link_bps: float, cpu: dict[str, float | None]) -> dict[str, float | None]:
