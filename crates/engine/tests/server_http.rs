@@ -175,6 +175,25 @@ fn idle_timeout_and_max_connections() {
 }
 
 #[test]
+fn admission_refuses_with_a_503_counted_by_reason() {
+    // size at 8 kbit/s (1000 B/s) with a 1 s deadline: 1000-byte small.txt (plus its head) would
+    // take just over 1 s alone, 14-byte index.html plus head well under it.
+    let dir = TempDir::new("http-admission");
+    let root = docroot(&dir);
+    let admin = format!("127.0.0.1:{}", free_port());
+    let server = Server::start(&root, &["--threads", "1", "--admin", &admin, "--admission", "size:rate=8kbit,deadline=1s"]);
+    let refused = get(&server, "/small.txt", "");
+    assert_eq!((refused.status, refused.header("Connection")), (503, Some("close")));
+    assert_eq!(get(&server, "/index.html", "").status, 200);
+    let metrics = Command::new("curl").args(["-s", &format!("http://{admin}/metrics")]).output().unwrap();
+    let metrics = String::from_utf8_lossy(&metrics.stdout).into_owned();
+    assert!(metrics.contains("sojourn_admission_refusals_total{admission=\"size\",reason=\"deadline\"} 1\n"), "{metrics}");
+    assert!(metrics.contains("sojourn_requests_total{status=\"503\"} 1\n"), "{metrics}");
+    let err = Command::new(ENGINE).args(["serve", "--root", "/", "--admission", "size"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&err.stderr).contains("--admission: admission size needs rate=RATE"));
+}
+
+#[test]
 fn traversal_never_leaves_the_root() {
     let dir = TempDir::new("http-trav");
     let root = docroot(&dir);
