@@ -24,6 +24,9 @@ enum Command {
     Sim(sojourn_sim::cli::SimArgs),
     /// Simulate dispatch among CPU-bound stage queues (003 §4.1).
     Stages(sojourn_stages::cli::StagesArgs),
+    /// Parse access-log blocks for `sojourn trace import clf` (stdin to stdout; not for people).
+    #[command(hide = true)]
+    Logparse(sojourn_logparse::cli::LogparseArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -38,6 +41,7 @@ fn main() -> std::process::ExitCode {
         Command::Wan(args) => sojourn_wan::cli::run(args),
         Command::Sim(args) => sojourn_sim::cli::run(args),
         Command::Stages(args) => sojourn_stages::cli::run(args),
+        Command::Logparse(args) => sojourn_logparse::cli::run(args),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -33,8 +33,15 @@ Guarantees:
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import json
 import os
+import queue
+import struct
+import subprocess
 import tempfile
+import threading
 import zlib
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -171,11 +178,15 @@ class Skip:
 
 @dataclass
 class Parsed:
-    """One block: its usable rows, how many entries it had, what was skipped."""
+    """One block: its usable rows, how many entries it had, what was skipped. Rows keep
+    their ``path`` and ``method`` texts, or (from the engine) ``names`` holds each
+    ``path_key``'s path and ``methods`` the requests by method."""
 
     frame: pl.DataFrame
     entries: int
     skips: list[Skip]
+    names: pl.DataFrame | None = None
+    methods: dict[str, int] | None = None
 
 
 # ---------------------------------------------------------------------------------------
@@ -291,7 +302,13 @@ def _parse_access_block(block: bytes, first: int, layout: Layout) -> Parsed:
     :class:`_Stage`; the rest as skips."""
     lines = _lines(block)
     lines = lines.with_columns(pl.int_range(first, first + len(lines), eager=True).alias("number"))
-    lines = lines.filter(pl.col("line") != "")
+    return _parse_lines(lines.filter(pl.col("line") != ""), layout)
+
+
+def _parse_lines(lines: pl.DataFrame, layout: Layout) -> Parsed:
+    """Lines that are not blank (``line``, ``number``) as rows and skips: the reference
+    the engine's fast path (crates/logparse) agrees with, and the judge of every line
+    that fast path leaves (see :func:`_engine_parsed`)."""
     frame = logformat.split(lines, layout)
     fields = {f.role: f for f in layout.fields}
     time_spec = fields[TIME]
@@ -447,14 +464,18 @@ def _staged(parse: Callable[[], Parsed], file_index: int, out: Path) -> _Staged:
     frame, staged = parsed.frame, _Staged(parsed.entries, parsed.skips)
     if not len(frame):
         return staged
-    staged.methods = dict(frame["method"].value_counts().iter_rows())
-    staged.paths = frame.group_by("path_key").agg(
-        pl.col("path").first(), pl.col("logged_size").max().alias("any"),
-        pl.col("logged_size").filter(pl.col("status") == 200).max().alias("ok"))
+    sizes = [pl.col("logged_size").max().alias("any"), pl.col("logged_size").filter(pl.col("status") == 200).max().alias("ok")]
+    if parsed.names is None:
+        staged.methods = dict(frame["method"].value_counts().iter_rows())
+        staged.paths = frame.group_by("path_key").agg(pl.col("path").first(), *sizes)
+    else:
+        staged.methods = parsed.methods
+        staged.paths = frame.group_by("path_key").agg(*sizes).join(parsed.names, on="path_key", how="left").select(
+            "path_key", "path", "any", "ok")
     staged.seconds = frame.group_by(pl.col("time_s").floor().cast(pl.Int64).alias("second")).len()
     staged.columns = {c for c in (RESPONSE, UPSTREAM) if c in frame.columns}
     staged.first_s, staged.last_s = frame["time_s"].min(), frame["time_s"].max()
-    frame.drop("method", "path").with_columns(pl.lit(file_index, dtype=pl.UInt16).alias("file")).write_ipc(out)
+    frame.drop("method", "path", strict=False).with_columns(pl.lit(file_index, dtype=pl.UInt16).alias("file")).write_ipc(out)
     staged.block = _Block(out, int(np.floor(staged.first_s)), int(np.floor(staged.last_s)))
     return staged
 
@@ -672,6 +693,160 @@ def _in_order(pool: ThreadPoolExecutor, jobs: Iterator[Callable[[], _Staged]]) -
         yield running.popleft().result()
 
 
+# ---------------------------------------------------------------------------------------
+# Access logs parsed by the engine (`sojourn-engine logparse`, crates/logparse): its fast
+# path takes the lines it can decide exactly as :func:`_parse_lines` does and hands back
+# the rest, which :func:`_parse_lines` judges. Cutting with polars' string kernels was the
+# bottleneck (540-620k lines/s on two threads, docs/workloads.md "Import speed").
+
+# SOJOURN_IMPORT_PARSER=polars: parse with polars only (the reference; slower).
+PARSER_VARIABLE = "SOJOURN_IMPORT_PARSER"
+ENGINE_TIMES = {logformat.CLF_TIME: "clf", "%Y-%m-%dT%H:%M:%S%z": "iso", "epoch": "epoch"}
+
+
+def _engine_layout(layout: Layout) -> str | None:
+    """The layout as the engine reads it (crates/logparse/src/layout.rs); None for one
+    it does not take: a time written otherwise, a separator no Latin-1 line holds."""
+    if any(ord(c) > 0xFF for text in layout.separators for c in text):
+        return None
+    fields = []
+    for spec in layout.fields:
+        item = {"role": spec.role}
+        if spec.role == TIME:
+            if spec.time_format not in ENGINE_TIMES:
+                return None
+            item |= {"time": ENGINE_TIMES[spec.time_format], "unit": repr(spec.unit)}
+        elif spec.role == RESPONSE:
+            item["unit"] = repr(spec.unit)
+        fields.append(item)
+    return json.dumps({"separators": list(layout.separators), "fields": fields, "open_end": layout.open_end})
+
+
+@functools.cache
+def _engine_parses(engine: str, modified: float) -> bool:
+    """The engine has `logparse` (a binary built before it has not)."""
+    try:
+        return subprocess.run([engine, "logparse", "--layout", _engine_layout(logformat.DEFAULT)],
+                              stdin=subprocess.DEVNULL, capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def _engine_command(layout: Layout) -> list[str] | None:
+    """How to run the engine's parser for ``layout``; None: parse with polars."""
+    if os.environ.get(PARSER_VARIABLE, "engine") == "polars" or (spec := _engine_layout(layout)) is None:
+        return None
+    from sojourn.engine import engine_path
+
+    try:
+        engine = engine_path(build=False)
+    except FileNotFoundError:
+        return None
+    if not _engine_parses(str(engine), engine.stat().st_mtime):
+        return None
+    return [str(engine), "logparse", "--layout", spec]
+
+
+def _names(blob: memoryview, count: int) -> list[str]:
+    return bytes(blob).decode("utf-8").split("\n") if count else []
+
+
+def _engine_parsed(header: dict, sections: dict[str, memoryview], layout: Layout) -> Parsed:
+    """A block as the engine parsed it, its pending lines judged by :func:`_parse_lines`."""
+    paths = _names(sections["paths"], header["paths"])
+    path_keys = pl.Series(paths, dtype=pl.String).hash().to_numpy()
+    client_keys = pl.Series(_names(sections["clients"], header["clients"]), dtype=pl.String).hash().to_numpy()
+    column = partial(np.frombuffer, count=header["rows"])
+    frame = pl.DataFrame({
+        "client": client_keys[column(sections["client"], dtype="<u4")],
+        "path_key": path_keys[column(sections["path"], dtype="<u4")],
+        "time_s": column(sections["time_s"], dtype="<f8"),
+        "status": column(sections["status"], dtype="<u2"),
+        "logged_size": column(sections["logged_size"], dtype="<u8"),
+        "number": column(sections["number"], dtype="<i8"),
+    })
+    roles = layout.roles()
+    for role, present in ((RESPONSE, RESPONSE in roles or (layout.open_end and header["rest"])), (UPSTREAM, UPSTREAM in roles)):
+        if present:  # NaN: none (the engine writes no NaN otherwise)
+            frame = frame.with_columns(pl.Series(role, column(sections[role], dtype="<f8")).fill_nan(None))
+    parsed = Parsed(frame, header["entries"], [], pl.DataFrame({"path_key": path_keys, "path": paths}),
+                    dict(header["methods"]))
+    if not header["pending"]:
+        return parsed
+    lines = _lines(bytes(sections["pending_lines"])).with_columns(
+        pl.Series("number", np.frombuffer(sections["pending_numbers"], dtype="<i8")))
+    judged = _parse_lines(lines, layout)
+    parsed.skips = judged.skips
+    if len(judged.frame):
+        for method, count in judged.frame["method"].value_counts().iter_rows():
+            parsed.methods[method] = parsed.methods.get(method, 0) + count
+        parsed.names = pl.concat([parsed.names, judged.frame.select("path_key", "path")]).unique("path_key", keep="first")
+        parsed.frame = pl.concat([frame, judged.frame.drop("method", "path")], how="diagonal_relaxed")
+    return parsed
+
+
+def _read_reply(stream) -> tuple[dict, dict[str, memoryview]] | None:
+    """One reply of `sojourn-engine logparse` (crates/logparse/src/block.rs); None at its end."""
+    head = stream.read(8)
+    if len(head) < 8:
+        return None
+    header = json.loads(stream.read(int.from_bytes(head, "little")))
+    body = memoryview(stream.read(sum(size for _, size in header["sections"])))
+    sections, at = {}, 0
+    for name, size in header["sections"]:
+        sections[name] = body[at:at + size]
+        at += size
+    return header, sections
+
+
+def _engine_staged(command: list[str], paths: list[Path], layout: Layout, report: ImportReport, stage: _Stage,
+                   done: Callable[[int], None]) -> Iterator[tuple[FileCounts, _Staged]]:
+    """Every block of every file parsed by the engine, staged in order: a thread reads and
+    sends the blocks while the engine parses one and this thread stages the one before."""
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    sent: queue.SimpleQueue = queue.SimpleQueue()
+    failed: list[BaseException] = []
+
+    def send() -> None:
+        try:
+            for index, (path, counts) in enumerate(zip(paths, report.files)):
+                first = 1
+                for block in _line_blocks(_decompressed(path, counts, report, done)):
+                    sent.put(index)
+                    process.stdin.write(struct.pack("<Qq", len(block), first))
+                    process.stdin.write(block)
+                    first += block.count(b"\n") + (not block.endswith(b"\n"))
+        except BaseException as err:  # noqa: BLE001 - raised in the caller's thread below
+            failed.append(err)
+        finally:
+            with contextlib.suppress(OSError):
+                process.stdin.close()
+            sent.put(None)
+
+    sender = threading.Thread(target=send, name="sojourn-import-read", daemon=True)
+    sender.start()
+    finished = False
+    try:
+        while (index := sent.get()) is not None:
+            reply = _read_reply(process.stdout)
+            if reply is None:
+                break
+            yield report.files[index], _staged(partial(_engine_parsed, *reply, layout), index, stage.next_file())
+        finished = True
+    finally:
+        if not finished or failed:
+            process.kill()
+        sender.join()
+        errors = process.stderr.read().decode(errors="replace").strip()
+        process.wait()
+        process.stdout.close()
+        process.stderr.close()
+    if failed:
+        raise failed[0]
+    if process.returncode != 0 or index is not None:
+        raise RuntimeError(f"sojourn-engine logparse failed (exit {process.returncode}): {errors or 'no message'}")
+
+
 def _paths(paths) -> list[Path]:
     return [Path(paths)] if isinstance(paths, (str, os.PathLike)) else [Path(p) for p in paths]
 
@@ -698,11 +873,17 @@ def import_chunks(kind: str, paths, seed: int = 0, log_format: str | None = None
             progress("read", read[0], total_bytes)
 
     try:
-        with ThreadPoolExecutor(WORKERS) as pool:
-            for index, (path, counts) in enumerate(zip(paths, report.files)):
-                for staged in _in_order(pool, _jobs(path, index, layout, counts, report, stage, done)):
-                    stage.add(staged, counts, report)
-                report.entries += counts.entries
+        command = _engine_command(layout) if layout is not None else None
+        if command is not None:
+            for counts, staged in _engine_staged(command, paths, layout, report, stage, done):
+                stage.add(staged, counts, report)
+            report.entries = sum(counts.entries for counts in report.files)
+        else:
+            with ThreadPoolExecutor(WORKERS) as pool:
+                for index, (path, counts) in enumerate(zip(paths, report.files)):
+                    for staged in _in_order(pool, _jobs(path, index, layout, counts, report, stage, done)):
+                        stage.add(staged, counts, report)
+                    report.entries += counts.entries
         if not stage.blocks:
             raise ValueError(f"{report.summary()}; nothing usable to import")
 
