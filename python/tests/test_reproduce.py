@@ -132,7 +132,7 @@ def test_quick_reproduction_of_one_factor_end_to_end(tmp_path):
     docs = tmp_path / "docs"
     done = subprocess.run([sys.executable, "-m", "sojourn.cli", "reproduce", "000", "--quick", "--only", "baseline",
                            "--results", str(tmp_path / "results"), "--docs", str(docs), "--prefix", "sjrpt"],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     meta = json.loads((docs / "000" / "baseline" / "meta.json").read_text())
     assert meta["scale"] == "quick" and meta["spec"] == "experiments/000/baseline.toml"
