@@ -142,3 +142,10 @@ def test_formats_the_engine_does_not_take_are_parsed_by_polars():
     assert importers._engine_layout(strftime) is None
     assert importers._engine_layout(logformat.layout('$remote_addr → [$time_local] "$request" $status $body_bytes_sent')) is None
     assert importers._engine_layout(logformat.layout("combined")) is not None
+
+
+def test_text_keys_are_the_engines():
+    # The vectors of crates/logparse/src/block.rs `text_keys`.
+    assert importers._text_key("") == 0x9E3779B97F4A7C15
+    assert importers._text_key("/a") == 0xAA99F946D7846937
+    assert importers._text_key("/shuttle/missions/sts-73/mission-sts-73.html\xe9") == 0xD2A40A28B9376B7E

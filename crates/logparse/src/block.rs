@@ -1,80 +1,171 @@
 //! A block of lines parsed into columns, and the bytes `importers.py` reads back: a u64
-//! length and a JSON header (counts, methods, the byte length of each section) then the sections, in the
-//! header's order, little-endian:
+//! length and a JSON header (counts, methods, the byte length of each section) then the
+//! sections, in the header's order, little-endian. Clients and paths are keyed by
+//! [`text_key`]; paths are also numbered over the whole run (one import) by first
+//! appearance, and a block sends the texts of the paths it adds.
 //!
 //! | section | type | what |
 //! |---|---|---|
-//! | `clients`, `paths` | UTF-8 text, `\n`-joined | the block's distinct clients and (encoded) paths, by first appearance |
-//! | `client`, `path` | u32 per row | index into those |
+//! | `paths` | UTF-8 text, `\n`-joined | (encoded) paths first seen in this block |
+//! | `client`, `path` | u64 per row | keys of the client and path texts |
 //! | `time_s` | f64 | Unix seconds |
 //! | `status` | u16 | |
 //! | `logged_size` | u64 | |
 //! | `number` | i64 | the line's number in its file |
-//! | `response_s`, `upstream_response_s` | f64, NaN: none | |
+//! | `response_s`, `upstream_response_s` | f64, NaN: none | empty when every row has none |
 //! | `pending_numbers` | i64 | lines left to the Python reference |
 //! | `pending_lines` | bytes, `\n`-joined | those lines as read |
+//! | `block_paths`, `block_keys`, `block_any`, `block_ok` | u32, u64, u64, i64 (-1: none) | each path of the block (number, key), its largest logged size, and with status 200 |
+//! | `seconds`, `lines` | i64, u32 | lines per whole second (floor of `time_s`), ascending |
 
 use crate::layout::Layout;
 use crate::line::{parse_line, Outcome, Scratch};
 use memchr::memchr_iter;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{self, Write};
 
-/// FxHash (rustc's): a multiply-rotate hash for the block's small dictionaries of
-/// clients and paths; the keys are never stored beyond one block.
-#[derive(Default)]
-struct Fx(u64);
-
-impl Hasher for Fx {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            self.add(u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
-        }
-        for &b in chunks.remainder() {
-            self.add(u64::from(b));
-        }
+/// The key of a client or path text: its Latin-1 bytes as little-endian 64-bit words
+/// (the last zero-padded), each xored into the state and mixed by SplitMix64's output
+/// function (Steele, Lea and Flood 2014). `importers._text_key` computes the same in
+/// Python for the lines it judges (test vector below). Two texts with one key would be
+/// one client or path; among 10^8 distinct texts the chance is about 3·10^-4, as for the
+/// 64-bit keys the polars path stages rows by (importers._keyed).
+pub fn text_key(bytes: &[u8]) -> u64 {
+    #[inline]
+    fn mix(mut z: u64) -> u64 {
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
     }
-    fn write_usize(&mut self, n: usize) {
-        self.add(n as u64);
+    let mut h = 0x9e37_79b9_7f4a_7c15 ^ bytes.len() as u64;
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        h = mix(h ^ u64::from_le_bytes(chunk.try_into().expect("8 bytes")));
+    }
+    let tail = chunks.remainder();
+    if !tail.is_empty() {
+        let mut word = [0u8; 8];
+        word[..tail.len()].copy_from_slice(tail);
+        h = mix(h ^ u64::from_le_bytes(word));
+    }
+    h
+}
+
+/// Hashes in a `HashMap` are already hashes: passed through.
+#[derive(Default)]
+struct Identity(u64);
+
+impl Hasher for Identity {
+    fn write(&mut self, _: &[u8]) {
+        unreachable!("only u64 keys")
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
     }
     fn finish(&self) -> u64 {
-        self.0 ^ (self.0 >> 29)
+        self.0
     }
 }
 
-impl Fx {
-    #[inline]
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-/// Distinct texts numbered by first appearance; their names as UTF-8 (from Latin-1).
+/// Distinct paths numbered by first appearance (by key); the names added since the last
+/// [`Dict::sent`] as UTF-8 (from Latin-1).
 #[derive(Default)]
 struct Dict {
-    index: HashMap<Box<[u8]>, u32, BuildHasherDefault<Fx>>,
+    index: HashMap<u64, u32, BuildHasherDefault<Identity>>,
+    keys: Vec<u64>,
     names: Vec<u8>,
+    added: usize,
 }
 
 impl Dict {
-    fn code(&mut self, key: &[u8]) -> u32 {
-        if let Some(&code) = self.index.get(key) {
-            return code;
+    /// The text's number and key.
+    #[inline]
+    fn code(&mut self, text: &[u8]) -> (u32, u64) {
+        let key = text_key(text);
+        let next = u32::try_from(self.index.len()).expect("fewer than 2^32 distinct paths");
+        let code = *self.index.entry(key).or_insert(next);
+        if code == next {
+            if self.added > 0 {
+                self.names.push(b'\n');
+            }
+            push_latin1(&mut self.names, text);
+            self.added += 1;
+            self.keys.push(key);
         }
-        let code = self.index.len() as u32;
-        if code > 0 {
-            self.names.push(b'\n');
-        }
-        push_latin1(&mut self.names, key);
-        self.index.insert(key.into(), code);
-        code
+        (code, key)
     }
 
-    fn clear(&mut self) {
-        self.index.clear();
+    fn sent(&mut self) {
         self.names.clear();
+        self.added = 0;
+    }
+}
+
+/// Per path of the block: the largest logged size, and with status 200 (-1: none).
+#[derive(Default)]
+struct PathSizes {
+    block: u64,
+    stamp: Vec<u64>,
+    any: Vec<u64>,
+    ok: Vec<i64>,
+    touched: Vec<u32>,
+}
+
+impl PathSizes {
+    fn start(&mut self) {
+        self.block += 1;
+        self.touched.clear();
+    }
+
+    #[inline]
+    fn add(&mut self, code: u32, status: u16, size: u64) {
+        let at = code as usize;
+        if at >= self.stamp.len() {
+            self.stamp.resize(at + 1, 0);
+            self.any.resize(at + 1, 0);
+            self.ok.resize(at + 1, -1);
+        }
+        if self.stamp[at] != self.block {
+            self.stamp[at] = self.block;
+            self.any[at] = 0;
+            self.ok[at] = -1;
+            self.touched.push(code);
+        }
+        self.any[at] = self.any[at].max(size);
+        if status == 200 {
+            // Sizes are at most 2^53 (line.rs): no overflow.
+            self.ok[at] = self.ok[at].max(size as i64);
+        }
+    }
+}
+
+/// Lines per whole second; consecutive lines of one second (most logs) counted without a lookup.
+#[derive(Default)]
+struct Seconds {
+    counts: BTreeMap<i64, u32>,
+    run: Option<(i64, u32)>,
+}
+
+impl Seconds {
+    #[inline]
+    fn add(&mut self, time_s: f64) {
+        let second = time_s.floor() as i64;
+        match &mut self.run {
+            Some((s, n)) if *s == second => *n += 1,
+            run => {
+                if let Some((s, n)) = run.take() {
+                    *self.counts.entry(s).or_default() += n;
+                }
+                *run = Some((second, 1));
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        if let Some((s, n)) = self.run.take() {
+            *self.counts.entry(s).or_default() += n;
+        }
     }
 }
 
@@ -97,11 +188,11 @@ fn push_latin1(out: &mut Vec<u8>, bytes: &[u8]) {
 pub struct BlockOut {
     /// Lines that are not blank.
     pub entries: u64,
-    clients: Dict,
     paths: Dict,
     pub methods: Vec<(Vec<u8>, u64)>,
-    pub client: Vec<u32>,
-    pub path: Vec<u32>,
+    /// Keys ([`text_key`]) of the client and path texts.
+    pub client: Vec<u64>,
+    pub path: Vec<u64>,
     pub time_s: Vec<f64>,
     pub status: Vec<u16>,
     pub logged_size: Vec<u64>,
@@ -112,14 +203,17 @@ pub struct BlockOut {
     pub rest: bool,
     pub pending_numbers: Vec<i64>,
     pub pending_lines: Vec<u8>,
+    sizes: PathSizes,
+    seconds: Seconds,
     scratch: Scratch,
 }
 
 impl BlockOut {
     fn clear(&mut self) {
         self.entries = 0;
-        self.clients.clear();
-        self.paths.clear();
+        self.paths.sent();
+        self.sizes.start();
+        self.seconds.counts.clear();
         self.methods.clear();
         self.client.clear();
         self.path.clear();
@@ -138,13 +232,9 @@ impl BlockOut {
         self.time_s.len()
     }
 
-    /// The distinct paths, `\n`-joined UTF-8.
+    /// The paths first seen in the block, `\n`-joined UTF-8.
     pub fn path_names(&self) -> &[u8] {
         &self.paths.names
-    }
-
-    pub fn client_names(&self) -> &[u8] {
-        &self.clients.names
     }
 
     /// The header and sections (see the module doc).
@@ -156,19 +246,26 @@ impl BlockOut {
             }
             out
         }
-        let sections: [(&str, Vec<u8>); 12] = [
-            ("clients", self.clients.names.clone()),
+        let some = |values: &[f64]| if values.iter().all(|v| v.is_nan()) { Vec::new() } else { bytes(values, f64::to_le_bytes) };
+        let touched = &self.sizes.touched;
+        let sections: [(&str, Vec<u8>); 17] = [
             ("paths", self.paths.names.clone()),
-            ("client", bytes(&self.client, u32::to_le_bytes)),
-            ("path", bytes(&self.path, u32::to_le_bytes)),
+            ("client", bytes(&self.client, u64::to_le_bytes)),
+            ("path", bytes(&self.path, u64::to_le_bytes)),
             ("time_s", bytes(&self.time_s, f64::to_le_bytes)),
             ("status", bytes(&self.status, u16::to_le_bytes)),
             ("logged_size", bytes(&self.logged_size, u64::to_le_bytes)),
             ("number", bytes(&self.number, i64::to_le_bytes)),
-            ("response_s", bytes(&self.response_s, f64::to_le_bytes)),
-            ("upstream_response_s", bytes(&self.upstream_response_s, f64::to_le_bytes)),
+            ("response_s", some(&self.response_s)),
+            ("upstream_response_s", some(&self.upstream_response_s)),
             ("pending_numbers", bytes(&self.pending_numbers, i64::to_le_bytes)),
             ("pending_lines", self.pending_lines.clone()),
+            ("block_paths", bytes(touched, u32::to_le_bytes)),
+            ("block_keys", touched.iter().flat_map(|&c| self.paths.keys[c as usize].to_le_bytes()).collect()),
+            ("block_any", touched.iter().flat_map(|&c| self.sizes.any[c as usize].to_le_bytes()).collect()),
+            ("block_ok", touched.iter().flat_map(|&c| self.sizes.ok[c as usize].to_le_bytes()).collect()),
+            ("seconds", self.seconds.counts.keys().flat_map(|s| s.to_le_bytes()).collect()),
+            ("lines", self.seconds.counts.values().flat_map(|n| n.to_le_bytes()).collect()),
         ];
         let methods: serde_json::Map<String, serde_json::Value> = self
             .methods
@@ -179,8 +276,7 @@ impl BlockOut {
             "entries": self.entries,
             "rows": self.rows(),
             "pending": self.pending_numbers.len(),
-            "clients": self.clients.index.len(),
-            "paths": self.paths.index.len(),
+            "paths": self.paths.added,
             "rest": self.rest,
             "methods": methods,
             "sections": sections.iter().map(|(name, data)| serde_json::json!([name, data.len()])).collect::<Vec<_>>(),
@@ -219,12 +315,14 @@ pub fn parse_block(layout: &Layout, block: &[u8], first: i64, out: &mut BlockOut
             }
             Outcome::Row(line) => {
                 out.entries += 1;
-                let client = out.clients.code(&out.scratch.client);
-                let path = out.paths.code(&out.scratch.path);
+                let client = text_key(&out.scratch.client);
+                let (code, path) = out.paths.code(&out.scratch.path);
                 match out.methods.iter_mut().find(|(m, _)| *m == out.scratch.method) {
                     Some((_, count)) => *count += 1,
                     None => out.methods.push((out.scratch.method.clone(), 1)),
                 }
+                out.sizes.add(code, line.status, line.size);
+                out.seconds.add(line.time_s);
                 out.client.push(client);
                 out.path.push(path);
                 out.time_s.push(line.time_s);
@@ -237,11 +335,15 @@ pub fn parse_block(layout: &Layout, block: &[u8], first: i64, out: &mut BlockOut
             }
         }
     }
+    out.seconds.finish();
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const TEXT_KEY_A: u64 = 0xaa99_f946_d784_6937;
+    const TEXT_KEY_LONG: u64 = 0xd2a4_0a28_b937_6b7e;
 
     #[test]
     fn a_block_in_columns_and_pending_lines() {
@@ -254,14 +356,17 @@ mod tests {
         let mut out = BlockOut::default();
         parse_block(&layout, block, 10, &mut out);
         assert_eq!(out.entries, 4);
-        assert_eq!(out.client, [0, 1, 0]);
-        assert_eq!(out.path, [0, 0, 1]);
+        let (a, b) = (text_key(b"a"), text_key(b"b\xe9"));
+        assert_eq!(out.client, [a, b, a]);
+        assert_eq!(out.path, [text_key(b"/x"), text_key(b"/x"), text_key(b"/y")]);
         assert_eq!(out.number, [10, 13, 14]);
-        assert_eq!(out.client_names(), "a\nbé".as_bytes());
         assert_eq!(out.path_names(), b"/x\n/y");
         assert_eq!(out.methods, [(b"GET".to_vec(), 2), (b"POST".to_vec(), 1)]);
         assert_eq!(out.pending_numbers, [12]);
         assert_eq!(out.pending_lines, b"junk\r");
+        assert_eq!((out.sizes.touched.as_slice(), out.sizes.any[0], out.sizes.ok[0]), ([0, 1].as_slice(), 10, 10));
+        assert_eq!(out.seconds.counts.iter().map(|(&s, &n)| (s, n)).collect::<Vec<_>>(),
+                   [(804571201, 1), (804571202, 1), (804571203, 1)]);
         assert!(out.rest);
         assert_eq!(out.response_s[1], 7e-6);
         assert!(out.response_s[0].is_nan());
@@ -272,6 +377,19 @@ mod tests {
         assert_eq!(header["rows"], 3);
         let total: u64 = header["sections"].as_array().unwrap().iter().map(|s| s[1].as_u64().unwrap()).sum();
         assert_eq!(bytes.len() as u64, 8 + header_len as u64 + total);
+        // The next block numbers on and sends only the names it adds.
+        parse_block(&layout, b"c - - [01/Jul/1995:00:00:04 -0400] \"GET /x\" 304 0\na - - [01/Jul/1995:00:00:04 -0400] \"GET /z\" 200 1", 20, &mut out);
+        assert_eq!(out.path_names(), b"/z");
+        assert_eq!((out.sizes.touched.as_slice(), out.sizes.any[0], out.sizes.ok[0]), ([0, 2].as_slice(), 0, -1));
+    }
+
+    /// The vector importers._text_key is tested against (python/tests/test_workloads_logparse.py).
+    #[test]
+    fn text_keys() {
+        assert_eq!(text_key(b""), 0x9e37_79b9_7f4a_7c15);
+        assert_eq!(text_key(b"/a"), TEXT_KEY_A);
+        assert_eq!(text_key(b"/shuttle/missions/sts-73/mission-sts-73.html\xe9"), TEXT_KEY_LONG);
+        assert_ne!(text_key(b"a"), text_key(b"a\0"));
     }
 
     #[test]

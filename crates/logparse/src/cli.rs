@@ -1,25 +1,52 @@
-//! `sojourn-engine logparse --layout JSON`: blocks in on stdin, columns out on stdout, one
-//! reply per block, in order. What `sojourn.workloads.importers` runs; not meant for people.
+//! `sojourn-engine logparse --layout JSON --out DIR`: what `sojourn.workloads.importers`
+//! runs to parse access logs; not meant for people.
 //!
-//! A request is a u64 (little-endian) byte length, an i64 first line number, then the
-//! block; a reply is the block's header and sections ([`crate::block`]). End of input ends
-//! the program.
+//! Requests come on stdin, each a 24-byte head of three little-endian words (kind,
+//! length, first line number) and `length` bytes:
+//!
+//! - kind 0, a block: whole lines (decompressed by the caller), numbered from `first`;
+//! - kind 1, a file: its path; the file is read here in blocks of `--block-bytes` cut at
+//!   the last newline, lines numbered from 1 (no pipe carries its bytes).
+//!
+//! Each block parsed is written to `DIR/NNNNNN.bin` (a u64 header length, the JSON header
+//! and the sections of [`crate::block`]) and named on stdout by a JSON line
+//! `{"file": path, "bytes": n, "last": bool}`: `bytes` read from a file for that block,
+//! `last` on the last block of a request. End of input ends the program.
 
 use crate::block::{parse_block, BlockOut};
 use crate::layout::Layout;
 use anyhow::Context;
+use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
+use std::path::PathBuf;
+use std::sync::mpsc;
+use std::thread;
 
 #[derive(clap::Args, Debug)]
 pub struct LogparseArgs {
     /// The log format as `sojourn.workloads.logformat` compiles it (JSON; see crates/logparse/src/layout.rs).
     #[arg(long)]
     pub layout: String,
+    /// Where each parsed block is written.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Bytes read from a file at a time.
+    #[arg(long, default_value_t = 8 << 20)]
+    pub block_bytes: usize,
 }
 
-/// Reads a request's 16-byte head; `None` at a clean end of input.
-fn head(input: &mut impl Read) -> io::Result<Option<(u64, i64)>> {
-    let mut buf = [0u8; 16];
+/// A block to parse: its first line's number, its bytes, the bytes read from a file for
+/// it, and whether it ends its request.
+struct Unit {
+    first: i64,
+    block: Vec<u8>,
+    bytes: u64,
+    last: bool,
+}
+
+/// A request's head; `None` at a clean end of input.
+fn head(input: &mut impl Read) -> io::Result<Option<[u64; 3]>> {
+    let mut buf = [0u8; 24];
     let mut got = 0;
     while got < buf.len() {
         match input.read(&mut buf[got..])? {
@@ -28,23 +55,132 @@ fn head(input: &mut impl Read) -> io::Result<Option<(u64, i64)>> {
             n => got += n,
         }
     }
-    let length = u64::from_le_bytes(buf[..8].try_into().expect("8 bytes"));
-    let first = i64::from_le_bytes(buf[8..].try_into().expect("8 bytes"));
-    Ok(Some((length, first)))
+    let word = |i: usize| u64::from_le_bytes(buf[i * 8..i * 8 + 8].try_into().expect("8 bytes"));
+    Ok(Some([word(0), word(1), word(2)]))
+}
+
+/// Up to `want` more bytes of `file` appended to `buf`; how many.
+fn fill(file: &mut File, buf: &mut Vec<u8>, want: usize) -> io::Result<usize> {
+    let start = buf.len();
+    buf.resize(start + want, 0);
+    let mut got = 0;
+    while got < want {
+        match file.read(&mut buf[start + got..])? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    buf.truncate(start + got);
+    Ok(got)
+}
+
+/// A file's lines in blocks of about `block_bytes`; false once the receiver has gone.
+fn file_units(path: &[u8], block_bytes: usize, send: &mpsc::SyncSender<io::Result<Unit>>) -> io::Result<bool> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut file = File::open(std::ffi::OsStr::from_bytes(path))?;
+    let mut carry = Vec::new();
+    let mut first = 1i64;
+    let mut unreported = 0u64;
+    loop {
+        let mut buf = std::mem::take(&mut carry);
+        let got = fill(&mut file, &mut buf, block_bytes.max(1))?;
+        unreported += got as u64;
+        if got == 0 {
+            return Ok(send.send(Ok(Unit { first, block: buf, bytes: unreported, last: true })).is_ok());
+        }
+        // A line longer than a block is read on until its end.
+        let Some(cut) = memchr::memrchr(b'\n', &buf) else {
+            carry = buf;
+            continue;
+        };
+        carry = buf[cut + 1..].to_vec();
+        buf.truncate(cut + 1);
+        let lines = memchr::memchr_iter(b'\n', &buf).count() as i64;
+        if send.send(Ok(Unit { first, block: buf, bytes: std::mem::take(&mut unreported), last: false })).is_err() {
+            return Ok(false);
+        }
+        first += lines;
+    }
+}
+
+/// The requests as units, read on a thread of their own so the next block is read while
+/// this one is parsed.
+fn units(input: impl Read + Send + 'static, block_bytes: usize) -> mpsc::Receiver<io::Result<Unit>> {
+    let (send, receive) = mpsc::sync_channel(1);
+    thread::spawn(move || {
+        let mut input = input;
+        let result = (|| -> io::Result<()> {
+            while let Some([kind, length, first]) = head(&mut input)? {
+                let mut bytes = vec![0; usize::try_from(length).map_err(io::Error::other)?];
+                input.read_exact(&mut bytes)?;
+                let open = match kind {
+                    0 => send.send(Ok(Unit { first: first as i64, block: bytes, bytes: 0, last: true })).is_ok(),
+                    1 => file_units(&bytes, block_bytes, &send)?,
+                    _ => return Err(io::Error::new(io::ErrorKind::InvalidData, format!("unknown request kind {kind}"))),
+                };
+                if !open {
+                    return Ok(());
+                }
+            }
+            Ok(())
+        })();
+        if let Err(err) = result {
+            let _ = send.send(Err(err));
+        }
+    });
+    receive
 }
 
 pub fn run(args: LogparseArgs) -> anyhow::Result<()> {
     let layout = Layout::from_json(&args.layout).context("--layout")?;
-    let mut input = io::stdin().lock();
-    let mut output = BufWriter::with_capacity(1 << 20, io::stdout().lock());
-    let mut block = Vec::new();
+    let mut stdout = io::stdout().lock();
     let mut out = BlockOut::default();
-    while let Some((length, first)) = head(&mut input)? {
-        block.resize(usize::try_from(length).context("block length")?, 0);
-        input.read_exact(&mut block).context("reading a block")?;
-        parse_block(&layout, &block, first, &mut out);
-        out.write_to(&mut output)?;
-        output.flush()?;
+    for (index, unit) in units(io::stdin(), args.block_bytes).into_iter().enumerate() {
+        let unit = unit.context("reading the input")?;
+        parse_block(&layout, &unit.block, unit.first, &mut out);
+        let path = args.out.join(format!("{index:06}.bin"));
+        let mut file = BufWriter::with_capacity(1 << 20, File::create(&path).with_context(|| format!("{}", path.display()))?);
+        out.write_to(&mut file)?;
+        file.flush()?;
+        let line = serde_json::json!({"file": path, "bytes": unit.bytes, "last": unit.last});
+        writeln!(stdout, "{line}")?;
+        stdout.flush()?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(kind: u64, first: i64, bytes: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for word in [kind, bytes.len() as u64, first as u64] {
+            out.extend_from_slice(&word.to_le_bytes());
+        }
+        out.extend_from_slice(bytes);
+        out
+    }
+
+    #[test]
+    fn files_are_cut_at_newlines_and_numbered_on() {
+        let dir = std::env::temp_dir().join(format!("sojourn-logparse-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("log");
+        std::fs::write(&file, b"a\nbb\nccc\n\nlong line without end").unwrap();
+        let mut input = request(0, 7, b"x\ny\n");
+        input.extend(request(1, 0, file.as_os_str().as_encoded_bytes()));
+        let got: Vec<Unit> = units(io::Cursor::new(input), 4).into_iter().map(Result::unwrap).collect();
+        let seen: Vec<(i64, &[u8], u64, bool)> = got.iter().map(|u| (u.first, u.block.as_slice(), u.bytes, u.last)).collect();
+        assert_eq!(seen, [
+            (7, b"x\ny\n".as_slice(), 0, true),
+            (1, b"a\n".as_slice(), 4, false),
+            (2, b"bb\n".as_slice(), 4, false),
+            (3, b"ccc\n\n".as_slice(), 4, false),
+            (5, b"long line without end".as_slice(), 19, true),
+        ]);
+        let bad = units(io::Cursor::new(request(1, 0, b"/nonexistent/sojourn")), 4).into_iter().next().unwrap();
+        assert!(bad.is_err());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }

@@ -4,7 +4,7 @@
 //! character), as Python reads a block that is not ASCII.
 
 use crate::layout::{Layout, Role, TimeKind};
-use memchr::{memchr, memchr2};
+use memchr::{memchr, memchr2, memchr3};
 
 /// What a line is.
 #[derive(Debug, PartialEq)]
@@ -50,6 +50,13 @@ const MAX_SIZE: u64 = 1 << 53;
 #[inline]
 fn is_space(b: u8) -> bool {
     matches!(b, 9..=13 | b' ' | 0x85 | 0xA0)
+}
+
+/// Whether `s` holds white space: a branch-free fold the compiler vectorises (this scan
+/// over every request was a tenth of the parse as a `position` loop).
+#[inline]
+fn has_space(s: &[u8]) -> bool {
+    s.iter().fold(false, |any, &b| any | is_space(b))
 }
 
 fn trim(mut s: &[u8]) -> &[u8] {
@@ -178,21 +185,20 @@ fn request(text: &[u8], method: &mut Vec<u8>, path: &mut Vec<u8>) -> bool {
     }
     let target = &text[letters + 1..];
     // The target holds no white space but for a final " HTTP/d.d".
-    let target = match target.iter().position(|&b| is_space(b)) {
-        None => target,
-        Some(at) => {
-            let version = &target[at..];
-            let ok = version.len() == 9
-                && version.starts_with(b" HTTP/")
+    let target = match target.len().checked_sub(9).map(|at| target.split_at(at)) {
+        Some((head, version))
+            if version.starts_with(b" HTTP/")
                 && version[6].is_ascii_digit()
                 && version[7] == b'.'
-                && version[8].is_ascii_digit();
-            if !ok {
-                return false;
-            }
-            &target[..at]
+                && version[8].is_ascii_digit() =>
+        {
+            head
         }
+        _ => target,
     };
+    if has_space(target) {
+        return false;
+    }
     let start = match target.first() {
         Some(b'/') => 0,
         Some(b) if b.is_ascii_alphabetic() => {
@@ -222,6 +228,17 @@ fn encode_path(raw: &[u8], out: &mut Vec<u8>) {
     out.clear();
     let mut i = 0;
     while i < raw.len() {
+        // Most paths have none of the three: copied in one piece.
+        match memchr3(b'\\', b',', b'"', &raw[i..]) {
+            None => {
+                out.extend_from_slice(&raw[i..]);
+                return;
+            }
+            Some(at) => {
+                out.extend_from_slice(&raw[i..i + at]);
+                i += at;
+            }
+        }
         match raw[i] {
             b'\\' if raw.get(i + 1) == Some(&b'x')
                 && raw.get(i + 2).is_some_and(u8::is_ascii_hexdigit)

@@ -34,6 +34,7 @@ Guarantees:
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import json
 import os
@@ -178,15 +179,11 @@ class Skip:
 
 @dataclass
 class Parsed:
-    """One block: its usable rows, how many entries it had, what was skipped. Rows keep
-    their ``path`` and ``method`` texts, or (from the engine) ``names`` holds each
-    ``path_key``'s path and ``methods`` the requests by method."""
+    """One block: its usable rows, how many entries it had, what was skipped."""
 
     frame: pl.DataFrame
     entries: int
     skips: list[Skip]
-    names: pl.DataFrame | None = None
-    methods: dict[str, int] | None = None
 
 
 # ---------------------------------------------------------------------------------------
@@ -305,10 +302,11 @@ def _parse_access_block(block: bytes, first: int, layout: Layout) -> Parsed:
     return _parse_lines(lines.filter(pl.col("line") != ""), layout)
 
 
-def _parse_lines(lines: pl.DataFrame, layout: Layout) -> Parsed:
+def _parse_lines(lines: pl.DataFrame, layout: Layout, keyed: Callable[[pl.DataFrame], pl.DataFrame] | None = None) -> Parsed:
     """Lines that are not blank (``line``, ``number``) as rows and skips: the reference
     the engine's fast path (crates/logparse) agrees with, and the judge of every line
-    that fast path leaves (see :func:`_engine_parsed`)."""
+    that fast path leaves (see :func:`_engine_block`). ``keyed``: how clients and paths
+    become keys (:func:`_keyed`)."""
     frame = logformat.split(lines, layout)
     fields = {f.role: f for f in layout.fields}
     time_spec = fields[TIME]
@@ -352,7 +350,7 @@ def _parse_lines(lines: pl.DataFrame, layout: Layout) -> Parsed:
         # nginx lists one time per upstream tried ("0.010, 0.020 : 0.005"); "-": none.
         times = pl.col(UPSTREAM).str.extract_all(r"[0-9]+(?:\.[0-9]+)?").list.eval(pl.element().cast(pl.Float64))
         columns.append(pl.when(times.list.len() > 0).then(times.list.sum()).alias(UPSTREAM))
-    return Parsed(_keyed(frame.select(columns)), len(lines), skips)
+    return Parsed((keyed or _keyed)(frame.select(columns)), len(lines), skips)
 
 
 # ---------------------------------------------------------------------------------------
@@ -461,23 +459,28 @@ def _staged(parse: Callable[[], Parsed], file_index: int, out: Path) -> _Staged:
     """On a worker: parse a block, write its rows to ``out``, and sum them up: each path's
     name and largest sizes, lines per logged second, requests per method."""
     parsed = parse()
-    frame, staged = parsed.frame, _Staged(parsed.entries, parsed.skips)
-    if not len(frame):
-        return staged
-    sizes = [pl.col("logged_size").max().alias("any"), pl.col("logged_size").filter(pl.col("status") == 200).max().alias("ok")]
-    if parsed.names is None:
-        staged.methods = dict(frame["method"].value_counts().iter_rows())
-        staged.paths = frame.group_by("path_key").agg(pl.col("path").first(), *sizes)
-    else:
-        staged.methods = parsed.methods
-        staged.paths = frame.group_by("path_key").agg(*sizes).join(parsed.names, on="path_key", how="left").select(
-            "path_key", "path", "any", "ok")
-    staged.seconds = frame.group_by(pl.col("time_s").floor().cast(pl.Int64).alias("second")).len()
+    staged = _Staged(parsed.entries, parsed.skips)
+    if len(parsed.frame):
+        staged.methods, staged.paths, staged.seconds = _summary(parsed.frame)
+        _write_rows(staged, parsed.frame.drop("method", "path"), file_index, out)
+    return staged
+
+
+def _summary(frame: pl.DataFrame) -> tuple[dict[str, int], pl.DataFrame, pl.DataFrame]:
+    """Requests per method; per path (by key) its name and largest logged sizes (any
+    status; 200); lines per logged second."""
+    return (dict(frame["method"].value_counts().iter_rows()),
+            frame.group_by("path_key").agg(pl.col("path").first(), pl.col("logged_size").max().alias("any"),
+                                           pl.col("logged_size").filter(pl.col("status") == 200).max().alias("ok")),
+            frame.group_by(pl.col("time_s").floor().cast(pl.Int64).alias("second")).len())
+
+
+def _write_rows(staged: _Staged, frame: pl.DataFrame, file_index: int, out: Path) -> None:
+    """The block's rows to ``out`` (with their file), and their time range."""
     staged.columns = {c for c in (RESPONSE, UPSTREAM) if c in frame.columns}
     staged.first_s, staged.last_s = frame["time_s"].min(), frame["time_s"].max()
-    frame.drop("method", "path", strict=False).with_columns(pl.lit(file_index, dtype=pl.UInt16).alias("file")).write_ipc(out)
+    frame.with_columns(pl.lit(file_index, dtype=pl.UInt16).alias("file")).write_ipc(out)
     staged.block = _Block(out, int(np.floor(staged.first_s)), int(np.floor(staged.last_s)))
-    return staged
 
 
 class _Stage:
@@ -699,6 +702,7 @@ def _in_order(pool: ThreadPoolExecutor, jobs: Iterator[Callable[[], _Staged]]) -
 # the rest, which :func:`_parse_lines` judges. Cutting with polars' string kernels was the
 # bottleneck (540-620k lines/s on two threads, docs/workloads.md "Import speed").
 
+PIPE_BYTES = 1 << 20
 # SOJOURN_IMPORT_PARSER=polars: parse with polars only (the reference; slower).
 PARSER_VARIABLE = "SOJOURN_IMPORT_PARSER"
 ENGINE_TIMES = {logformat.CLF_TIME: "clf", "%Y-%m-%dT%H:%M:%S%z": "iso", "epoch": "epoch"}
@@ -726,7 +730,7 @@ def _engine_layout(layout: Layout) -> str | None:
 def _engine_parses(engine: str, modified: float) -> bool:
     """The engine has `logparse` (a binary built before it has not)."""
     try:
-        return subprocess.run([engine, "logparse", "--layout", _engine_layout(logformat.DEFAULT)],
+        return subprocess.run([engine, "logparse", "--layout", _engine_layout(logformat.DEFAULT), "--out", "."],
                               stdin=subprocess.DEVNULL, capture_output=True, timeout=60).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
@@ -747,75 +751,144 @@ def _engine_command(layout: Layout) -> list[str] | None:
     return [str(engine), "logparse", "--layout", spec]
 
 
-def _names(blob: memoryview, count: int) -> list[str]:
-    return bytes(blob).decode("utf-8").split("\n") if count else []
+MASK64 = (1 << 64) - 1
 
 
-def _engine_parsed(header: dict, sections: dict[str, memoryview], layout: Layout) -> Parsed:
-    """A block as the engine parsed it, its pending lines judged by :func:`_parse_lines`."""
-    paths = _names(sections["paths"], header["paths"])
-    path_keys = pl.Series(paths, dtype=pl.String).hash().to_numpy()
-    client_keys = pl.Series(_names(sections["clients"], header["clients"]), dtype=pl.String).hash().to_numpy()
-    column = partial(np.frombuffer, count=header["rows"])
-    frame = pl.DataFrame({
-        "client": client_keys[column(sections["client"], dtype="<u4")],
-        "path_key": path_keys[column(sections["path"], dtype="<u4")],
-        "time_s": column(sections["time_s"], dtype="<f8"),
-        "status": column(sections["status"], dtype="<u2"),
-        "logged_size": column(sections["logged_size"], dtype="<u8"),
-        "number": column(sections["number"], dtype="<i8"),
-    })
-    roles = layout.roles()
-    for role, present in ((RESPONSE, RESPONSE in roles or (layout.open_end and header["rest"])), (UPSTREAM, UPSTREAM in roles)):
-        if present:  # NaN: none (the engine writes no NaN otherwise)
-            frame = frame.with_columns(pl.Series(role, column(sections[role], dtype="<f8")).fill_nan(None))
-    parsed = Parsed(frame, header["entries"], [], pl.DataFrame({"path_key": path_keys, "path": paths}),
-                    dict(header["methods"]))
-    if not header["pending"]:
-        return parsed
-    lines = _lines(bytes(sections["pending_lines"])).with_columns(
-        pl.Series("number", np.frombuffer(sections["pending_numbers"], dtype="<i8")))
-    judged = _parse_lines(lines, layout)
-    parsed.skips = judged.skips
-    if len(judged.frame):
-        for method, count in judged.frame["method"].value_counts().iter_rows():
-            parsed.methods[method] = parsed.methods.get(method, 0) + count
-        parsed.names = pl.concat([parsed.names, judged.frame.select("path_key", "path")]).unique("path_key", keep="first")
-        parsed.frame = pl.concat([frame, judged.frame.drop("method", "path")], how="diagonal_relaxed")
-    return parsed
+def _text_key(text: str) -> int:
+    """The engine's key of a client or path text (crates/logparse/src/block.rs
+    ``text_key``): its Latin-1 bytes as little-endian 64-bit words, the last zero-padded,
+    each xored in and mixed by SplitMix64's output function."""
+    data = text.encode("latin-1")
+    h = 0x9E3779B97F4A7C15 ^ len(data)
+    for at in range(0, len(data), 8):
+        z = h ^ int.from_bytes(data[at:at + 8].ljust(8, b"\0"), "little")
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+        h = z ^ (z >> 31)
+    return h
 
 
-def _read_reply(stream) -> tuple[dict, dict[str, memoryview]] | None:
-    """One reply of `sojourn-engine logparse` (crates/logparse/src/block.rs); None at its end."""
-    head = stream.read(8)
-    if len(head) < 8:
-        return None
-    header = json.loads(stream.read(int.from_bytes(head, "little")))
-    body = memoryview(stream.read(sum(size for _, size in header["sections"])))
-    sections, at = {}, 0
+def _text_keys(texts: pl.Series) -> np.ndarray:
+    known = {text: _text_key(text) for text in texts.unique()}
+    return np.array([known[text] for text in texts], dtype=np.uint64)
+
+
+def _engine_keyed(frame: pl.DataFrame) -> pl.DataFrame:
+    """:func:`_keyed` with the engine's keys, for the lines :func:`_parse_lines` judges
+    beside the engine (few: most logs have none)."""
+    return frame.with_columns(pl.Series("client", _text_keys(frame["client"])),
+                              pl.Series("path_key", _text_keys(frame["path"])))
+
+
+class _Names:
+    """The texts of the engine's path numbers (one import)."""
+
+    def __init__(self):
+        self.paths = pl.Series("path", [], dtype=pl.String)
+
+    def add(self, header: dict, sections: dict[str, memoryview]) -> None:
+        """The paths a block adds (in the order of the blocks)."""
+        if header["paths"]:
+            texts = pl.Series("path", bytes(sections["paths"]).decode("utf-8").split("\n"), dtype=pl.String)
+            self.paths = pl.concat([self.paths, texts], rechunk=False)
+
+
+def _engine_block(header: dict, sections: dict[str, memoryview], names: _Names, layout: Layout, file_index: int,
+                  out: Path) -> _Staged:
+    """On a worker: a block as the engine parsed and summed it up, its pending lines
+    judged by :func:`_parse_lines`, staged as :func:`_staged` does."""
+    staged = _Staged(header["entries"], [])
+    rows = header["rows"]
+    column = partial(np.frombuffer, count=rows)
+    frames, paths, seconds = [], [], []
+    if rows:
+        frame = pl.DataFrame({
+            "client": column(sections["client"], dtype="<u8"),
+            "path_key": column(sections["path"], dtype="<u8"),
+            "time_s": column(sections["time_s"], dtype="<f8"),
+            "status": column(sections["status"], dtype="<u2"),
+            "logged_size": column(sections["logged_size"], dtype="<u8"),
+            "number": column(sections["number"], dtype="<i8"),
+        })
+        roles = layout.roles()
+        for role, present in ((RESPONSE, RESPONSE in roles or (layout.open_end and header["rest"])),
+                              (UPSTREAM, UPSTREAM in roles)):
+            if present and len(sections[role]):  # NaN: none (the engine writes no NaN otherwise)
+                frame = frame.with_columns(pl.Series(role, column(sections[role], dtype="<f8")).fill_nan(None))
+            elif present:
+                frame = frame.with_columns(pl.lit(None, pl.Float64).alias(role))
+        frames.append(frame)
+        codes = np.frombuffer(sections["block_paths"], dtype="<u4")
+        ok = np.frombuffer(sections["block_ok"], dtype="<i8")
+        paths.append(pl.DataFrame({
+            "path_key": np.frombuffer(sections["block_keys"], dtype="<u8"), "path": names.paths.gather(codes),
+            "any": np.frombuffer(sections["block_any"], dtype="<u8"),
+            "ok": pl.Series(ok.astype(np.uint64)).scatter(np.flatnonzero(ok < 0), None)}))
+        seconds.append(pl.DataFrame({"second": np.frombuffer(sections["seconds"], dtype="<i8"),
+                                     "len": np.frombuffer(sections["lines"], dtype="<u4")}))
+        staged.methods = dict(header["methods"])
+    if header["pending"]:
+        lines = _lines(bytes(sections["pending_lines"])).with_columns(
+            pl.Series("number", np.frombuffer(sections["pending_numbers"], dtype="<i8")))
+        judged = _parse_lines(lines, layout, _engine_keyed)
+        staged.skips = judged.skips
+        if len(judged.frame):
+            methods, judged_paths, judged_seconds = _summary(judged.frame)
+            for method, count in methods.items():
+                staged.methods[method] = staged.methods.get(method, 0) + count
+            paths.append(judged_paths)
+            seconds.append(judged_seconds)
+            frames.append(judged.frame.drop("method", "path"))
+    if frames:
+        staged.paths, staged.seconds = pl.concat(paths), pl.concat(seconds)
+        _write_rows(staged, pl.concat(frames, how="diagonal_relaxed"), file_index, out)
+    return staged
+
+
+def _reply(data: bytes) -> tuple[dict, dict[str, memoryview]]:
+    """A block as `sojourn-engine logparse` wrote it (crates/logparse/src/block.rs)."""
+    view = memoryview(data)
+    at = 8 + int.from_bytes(view[:8], "little")
+    header = json.loads(bytes(view[8:at]))
+    sections = {}
     for name, size in header["sections"]:
-        sections[name] = body[at:at + size]
+        sections[name] = view[at:at + size]
         at += size
     return header, sections
 
 
 def _engine_staged(command: list[str], paths: list[Path], layout: Layout, report: ImportReport, stage: _Stage,
                    done: Callable[[int], None]) -> Iterator[tuple[FileCounts, _Staged]]:
-    """Every block of every file parsed by the engine, staged in order: a thread reads and
-    sends the blocks while the engine parses one and this thread stages the one before."""
+    """Every block of every file parsed by the engine, staged in order. The engine reads
+    plain files itself; a thread sends it gzip files' blocks, decompressed. While the engine
+    parses a block, workers stage the ones before (:func:`_engine_block`)."""
+    command = [*command, "--out", str(stage.directory), "--block-bytes", str(BLOCK_BYTES)]
     process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    with contextlib.suppress(AttributeError, OSError):  # Linux: fewer, larger pipe transfers
+        fcntl.fcntl(process.stdin.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
     sent: queue.SimpleQueue = queue.SimpleQueue()
     failed: list[BaseException] = []
+
+    def request(kind: int, data: bytes, first: int = 0) -> None:
+        process.stdin.write(struct.pack("<QQq", kind, len(data), first))
+        process.stdin.write(data)
 
     def send() -> None:
         try:
             for index, (path, counts) in enumerate(zip(paths, report.files)):
+                with open(path, "rb") as handle:
+                    gz = handle.read(2) == GZIP_MAGIC
+                if not gz:
+                    sent.put((index, True))
+                    request(1, os.fsencode(path.resolve()))
+                    process.stdin.flush()
+                    continue
                 first = 1
                 for block in _line_blocks(_decompressed(path, counts, report, done)):
-                    sent.put(index)
-                    process.stdin.write(struct.pack("<Qq", len(block), first))
-                    process.stdin.write(block)
+                    sent.put((index, False))
+                    request(0, block, first)
                     first += block.count(b"\n") + (not block.endswith(b"\n"))
+                process.stdin.flush()
         except BaseException as err:  # noqa: BLE001 - raised in the caller's thread below
             failed.append(err)
         finally:
@@ -823,15 +896,32 @@ def _engine_staged(command: list[str], paths: list[Path], layout: Layout, report
                 process.stdin.close()
             sent.put(None)
 
+    def replies() -> Iterator[Callable[[], tuple[FileCounts, _Staged]]]:
+        names = _Names()
+        while (item := sent.get()) is not None:
+            index, whole_file = item
+            while True:
+                line = process.stdout.readline()
+                if not line:
+                    raise RuntimeError(f"sojourn-engine logparse stopped: {process.stderr.read().decode(errors='replace')}")
+                told = json.loads(line)
+                written = Path(told["file"])
+                header, sections = _reply(written.read_bytes())
+                written.unlink()
+                if whole_file:
+                    done(told["bytes"])
+                names.add(header, sections)  # in block order, here
+                yield partial(lambda i, job: (report.files[i], job()), index,
+                              partial(_engine_block, header, sections, names, layout, index, stage.next_file()))
+                if told["last"]:
+                    break
+
     sender = threading.Thread(target=send, name="sojourn-import-read", daemon=True)
     sender.start()
     finished = False
     try:
-        while (index := sent.get()) is not None:
-            reply = _read_reply(process.stdout)
-            if reply is None:
-                break
-            yield report.files[index], _staged(partial(_engine_parsed, *reply, layout), index, stage.next_file())
+        with ThreadPoolExecutor(WORKERS) as pool:
+            yield from _in_order(pool, replies())
         finished = True
     finally:
         if not finished or failed:
@@ -843,8 +933,17 @@ def _engine_staged(command: list[str], paths: list[Path], layout: Layout, report
         process.stderr.close()
     if failed:
         raise failed[0]
-    if process.returncode != 0 or index is not None:
+    if process.returncode != 0:
         raise RuntimeError(f"sojourn-engine logparse failed (exit {process.returncode}): {errors or 'no message'}")
+
+
+def _ahead(items: Iterator[pl.DataFrame]) -> Iterator[pl.DataFrame]:
+    """``items``, the next one made on a thread while the caller writes this one."""
+    with ThreadPoolExecutor(1) as pool:
+        future = pool.submit(next, items, None)
+        while (item := future.result()) is not None:
+            future = pool.submit(next, items, None)
+            yield item
 
 
 def _paths(paths) -> list[Path]:
@@ -910,8 +1009,8 @@ def import_chunks(kind: str, paths, seed: int = 0, log_format: str | None = None
 
     def chunks() -> Iterator[pl.DataFrame]:
         try:
-            yield from _sorted_chunks(stage, given, rank, seconds, lines, seed,
-                                      layout.resolution_s if layout else 1.0, progress)
+            yield from _ahead(_sorted_chunks(stage, given, rank, seconds, lines, seed,
+                                             layout.resolution_s if layout else 1.0, progress))
         finally:
             temporary.cleanup()
 
