@@ -392,6 +392,38 @@ mod tests {
         assert_ne!(text_key(b"a"), text_key(b"a\0"));
     }
 
+    /// fuzz/fuzz_targets/logparse.rs's checks on seeded random edits of good lines.
+    #[test]
+    fn every_line_is_a_row_pending_or_blank() {
+        let layout = Layout::common(true);
+        let good = b"h - - [01/Jul/1995:00:00:01 -0400] \"GET /a?b HTTP/1.0\" 200 10 \"r\" \"u\" 15\n".to_vec();
+        let alphabet = b" \"[]/:-+.,?#\\x09AZaz\t\r\n\x1f\x85\xa0\xe9";
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let mut out = BlockOut::default();
+        for _ in 0..2000 {
+            let mut block = good.repeat(3);
+            for _ in 0..next(6) {
+                let at = next(block.len());
+                match next(3) {
+                    0 => drop(block.remove(at)),
+                    1 => block.insert(at, alphabet[next(alphabet.len())]),
+                    _ => block[at] = alphabet[next(alphabet.len())],
+                }
+            }
+            parse_block(&layout, &block, 1, &mut out);
+            let lines = block.split(|&b| b == b'\n').count() - usize::from(block.ends_with(b"\n"));
+            assert!(out.entries as usize <= lines);
+            assert_eq!(out.rows() + out.pending_numbers.len(), out.entries as usize);
+            assert!(out.time_s.iter().all(|t| t.is_finite()));
+        }
+    }
+
     #[test]
     fn an_empty_block_and_one_without_a_final_newline() {
         let layout = Layout::common(true);

@@ -643,7 +643,11 @@ def _sorted_chunks(stage: _Stage, files: list[FileCounts], rank: np.ndarray, sec
         file = chunk["file"].to_numpy()
         keys = (rank[file].astype(np.uint64) << np.uint64(40)) | chunk["number"].to_numpy().astype(np.uint64)
         arrival = (chunk["time_s"].to_numpy() - start) + _uniform(seed, keys) * resolution
-        chunk = chunk.with_columns(pl.Series("arrival_s", arrival), pl.Series("_key", keys)).sort(["arrival_s", "_key"])
+        # By arrival, then key: one stable sort by arrival suffices unless two are equal.
+        order = np.argsort(arrival, kind="stable")
+        if (np.diff(arrival[order]) == 0).any():
+            order = np.lexsort((keys, arrival))
+        chunk = chunk[order].with_columns(pl.Series("arrival_s", arrival[order]), pl.Series("_key", keys[order]))
         if offset is None:
             offset = float(chunk["arrival_s"][0])
         chunk = chunk.join(paths, on="path_key", how="left", maintain_order="left")
