@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use sojourn_logparse::{parse_block, BlockOut, Layout};
+use sojourn_logparse::{parse_block, BlockOut, Layout, Numbering};
 
 const LAYOUTS: [&str; 4] = [
     r#"{"separators": ["", " ", " ", " [", "] \"", "\" ", " ", ""], "open_end": true,
@@ -34,5 +34,6 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(out.rows() + out.pending_numbers.len(), out.entries as usize);
     assert!(out.time_s.iter().all(|t| t.is_finite()));
     let mut bytes = Vec::new();
-    out.write_to(&mut bytes).expect("writing to memory");
+    let numbered = Numbering::default().number(&out);
+    out.write_to(&numbered, &mut bytes).expect("writing to memory");
 });

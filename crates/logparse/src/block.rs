@@ -68,75 +68,86 @@ impl Hasher for Identity {
     }
 }
 
-/// Distinct paths numbered by first appearance (by key); the names added since the last
-/// [`Dict::sent`] as UTF-8 (from Latin-1).
+/// The distinct paths of one block (by key) in order of first appearance: their texts
+/// and largest logged sizes (any status; 200, -1: none).
 #[derive(Default)]
-struct Dict {
+struct BlockPaths {
     index: HashMap<u64, u32, BuildHasherDefault<Identity>>,
     keys: Vec<u64>,
-    names: Vec<u8>,
-    added: usize,
-}
-
-impl Dict {
-    /// The text's number and key.
-    #[inline]
-    fn code(&mut self, text: &[u8]) -> (u32, u64) {
-        let key = text_key(text);
-        let next = u32::try_from(self.index.len()).expect("fewer than 2^32 distinct paths");
-        let code = *self.index.entry(key).or_insert(next);
-        if code == next {
-            if self.added > 0 {
-                self.names.push(b'\n');
-            }
-            push_latin1(&mut self.names, text);
-            self.added += 1;
-            self.keys.push(key);
-        }
-        (code, key)
-    }
-
-    fn sent(&mut self) {
-        self.names.clear();
-        self.added = 0;
-    }
-}
-
-/// Per path of the block: the largest logged size, and with status 200 (-1: none).
-#[derive(Default)]
-struct PathSizes {
-    block: u64,
-    stamp: Vec<u64>,
+    texts: Vec<u8>,
+    ends: Vec<usize>,
     any: Vec<u64>,
     ok: Vec<i64>,
-    touched: Vec<u32>,
 }
 
-impl PathSizes {
-    fn start(&mut self) {
-        self.block += 1;
-        self.touched.clear();
+impl BlockPaths {
+    fn clear(&mut self) {
+        self.index.clear();
+        self.keys.clear();
+        self.texts.clear();
+        self.ends.clear();
+        self.any.clear();
+        self.ok.clear();
     }
 
+    /// The path's key, its sizes counted.
     #[inline]
-    fn add(&mut self, code: u32, status: u16, size: u64) {
-        let at = code as usize;
-        if at >= self.stamp.len() {
-            self.stamp.resize(at + 1, 0);
-            self.any.resize(at + 1, 0);
-            self.ok.resize(at + 1, -1);
-        }
-        if self.stamp[at] != self.block {
-            self.stamp[at] = self.block;
-            self.any[at] = 0;
-            self.ok[at] = -1;
-            self.touched.push(code);
+    fn add(&mut self, text: &[u8], status: u16, size: u64) -> u64 {
+        let key = text_key(text);
+        let next = self.keys.len() as u32;
+        let at = *self.index.entry(key).or_insert(next) as usize;
+        if at == self.keys.len() {
+            self.keys.push(key);
+            self.texts.extend_from_slice(text);
+            self.ends.push(self.texts.len());
+            self.any.push(0);
+            self.ok.push(-1);
         }
         self.any[at] = self.any[at].max(size);
         if status == 200 {
             // Sizes are at most 2^53 (line.rs): no overflow.
             self.ok[at] = self.ok[at].max(size as i64);
         }
+        key
+    }
+
+    fn text(&self, at: usize) -> &[u8] {
+        &self.texts[if at == 0 { 0 } else { self.ends[at - 1] }..self.ends[at]]
+    }
+}
+
+/// Paths numbered over a run by first appearance, block after block (in the blocks' order,
+/// whichever thread parsed them).
+#[derive(Default)]
+pub struct Numbering {
+    index: HashMap<u64, u32, BuildHasherDefault<Identity>>,
+}
+
+/// A block's paths numbered: the number of each (in the block's order), and the texts of
+/// those first seen in it (`\n`-joined UTF-8).
+#[derive(Default)]
+pub struct Numbered {
+    pub codes: Vec<u32>,
+    pub names: Vec<u8>,
+    pub added: usize,
+}
+
+impl Numbering {
+    pub fn number(&mut self, out: &BlockOut) -> Numbered {
+        let mut numbered = Numbered::default();
+        for (at, &key) in out.paths.keys.iter().enumerate() {
+            let next = u32::try_from(self.index.len()).expect("fewer than 2^32 distinct paths");
+            let code = *self.index.entry(key).or_insert(next);
+            if code == next {
+                if numbered.added > 0 {
+                    numbered.names.push(b'\n');
+                }
+                push_latin1(&mut numbered.names, out.paths.text(at));
+                numbered.added += 1;
+            }
+            numbered.codes.push(code);
+        }
+        numbered
     }
 }
 
@@ -188,7 +199,7 @@ fn push_latin1(out: &mut Vec<u8>, bytes: &[u8]) {
 pub struct BlockOut {
     /// Lines that are not blank.
     pub entries: u64,
-    paths: Dict,
+    paths: BlockPaths,
     pub methods: Vec<(Vec<u8>, u64)>,
     /// Keys ([`text_key`]) of the client and path texts.
     pub client: Vec<u64>,
@@ -203,7 +214,6 @@ pub struct BlockOut {
     pub rest: bool,
     pub pending_numbers: Vec<i64>,
     pub pending_lines: Vec<u8>,
-    sizes: PathSizes,
     seconds: Seconds,
     scratch: Scratch,
 }
@@ -211,8 +221,7 @@ pub struct BlockOut {
 impl BlockOut {
     fn clear(&mut self) {
         self.entries = 0;
-        self.paths.sent();
-        self.sizes.start();
+        self.paths.clear();
         self.seconds.counts.clear();
         self.methods.clear();
         self.client.clear();
@@ -232,13 +241,8 @@ impl BlockOut {
         self.time_s.len()
     }
 
-    /// The paths first seen in the block, `\n`-joined UTF-8.
-    pub fn path_names(&self) -> &[u8] {
-        &self.paths.names
-    }
-
     /// The header and sections (see the module doc).
-    pub fn write_to(&self, out: &mut impl Write) -> io::Result<()> {
+    pub fn write_to(&self, numbered: &Numbered, out: &mut impl Write) -> io::Result<()> {
         fn bytes<T: Copy, const N: usize>(values: &[T], le: fn(T) -> [u8; N]) -> Vec<u8> {
             let mut out = Vec::with_capacity(values.len() * N);
             for &v in values {
@@ -247,9 +251,8 @@ impl BlockOut {
             out
         }
         let some = |values: &[f64]| if values.iter().all(|v| v.is_nan()) { Vec::new() } else { bytes(values, f64::to_le_bytes) };
-        let touched = &self.sizes.touched;
         let sections: [(&str, Vec<u8>); 17] = [
-            ("paths", self.paths.names.clone()),
+            ("paths", numbered.names.clone()),
             ("client", bytes(&self.client, u64::to_le_bytes)),
             ("path", bytes(&self.path, u64::to_le_bytes)),
             ("time_s", bytes(&self.time_s, f64::to_le_bytes)),
@@ -260,10 +263,10 @@ impl BlockOut {
             ("upstream_response_s", some(&self.upstream_response_s)),
             ("pending_numbers", bytes(&self.pending_numbers, i64::to_le_bytes)),
             ("pending_lines", self.pending_lines.clone()),
-            ("block_paths", bytes(touched, u32::to_le_bytes)),
-            ("block_keys", touched.iter().flat_map(|&c| self.paths.keys[c as usize].to_le_bytes()).collect()),
-            ("block_any", touched.iter().flat_map(|&c| self.sizes.any[c as usize].to_le_bytes()).collect()),
-            ("block_ok", touched.iter().flat_map(|&c| self.sizes.ok[c as usize].to_le_bytes()).collect()),
+            ("block_paths", bytes(&numbered.codes, u32::to_le_bytes)),
+            ("block_keys", bytes(&self.paths.keys, u64::to_le_bytes)),
+            ("block_any", bytes(&self.paths.any, u64::to_le_bytes)),
+            ("block_ok", bytes(&self.paths.ok, i64::to_le_bytes)),
             ("seconds", self.seconds.counts.keys().flat_map(|s| s.to_le_bytes()).collect()),
             ("lines", self.seconds.counts.values().flat_map(|n| n.to_le_bytes()).collect()),
         ];
@@ -276,7 +279,7 @@ impl BlockOut {
             "entries": self.entries,
             "rows": self.rows(),
             "pending": self.pending_numbers.len(),
-            "paths": self.paths.added,
+            "paths": numbered.added,
             "rest": self.rest,
             "methods": methods,
             "sections": sections.iter().map(|(name, data)| serde_json::json!([name, data.len()])).collect::<Vec<_>>(),
@@ -316,12 +319,11 @@ pub fn parse_block(layout: &Layout, block: &[u8], first: i64, out: &mut BlockOut
             Outcome::Row(line) => {
                 out.entries += 1;
                 let client = text_key(&out.scratch.client);
-                let (code, path) = out.paths.code(&out.scratch.path);
+                let path = out.paths.add(&out.scratch.path, line.status, line.size);
                 match out.methods.iter_mut().find(|(m, _)| *m == out.scratch.method) {
                     Some((_, count)) => *count += 1,
                     None => out.methods.push((out.scratch.method.clone(), 1)),
                 }
-                out.sizes.add(code, line.status, line.size);
                 out.seconds.add(line.time_s);
                 out.client.push(client);
                 out.path.push(path);
@@ -360,18 +362,20 @@ mod tests {
         assert_eq!(out.client, [a, b, a]);
         assert_eq!(out.path, [text_key(b"/x"), text_key(b"/x"), text_key(b"/y")]);
         assert_eq!(out.number, [10, 13, 14]);
-        assert_eq!(out.path_names(), b"/x\n/y");
         assert_eq!(out.methods, [(b"GET".to_vec(), 2), (b"POST".to_vec(), 1)]);
         assert_eq!(out.pending_numbers, [12]);
         assert_eq!(out.pending_lines, b"junk\r");
-        assert_eq!((out.sizes.touched.as_slice(), out.sizes.any[0], out.sizes.ok[0]), ([0, 1].as_slice(), 10, 10));
+        let mut numbering = Numbering::default();
+        let numbered = numbering.number(&out);
+        assert_eq!((numbered.codes.as_slice(), numbered.names.as_slice(), numbered.added), ([0, 1].as_slice(), b"/x\n/y".as_slice(), 2));
+        assert_eq!((out.paths.any.as_slice(), out.paths.ok.as_slice()), ([10, 3].as_slice(), [10, 3].as_slice()));
         assert_eq!(out.seconds.counts.iter().map(|(&s, &n)| (s, n)).collect::<Vec<_>>(),
                    [(804571201, 1), (804571202, 1), (804571203, 1)]);
         assert!(out.rest);
         assert_eq!(out.response_s[1], 7e-6);
         assert!(out.response_s[0].is_nan());
         let mut bytes = Vec::new();
-        out.write_to(&mut bytes).unwrap();
+        out.write_to(&numbered, &mut bytes).unwrap();
         let header_len = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
         let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + header_len]).unwrap();
         assert_eq!(header["rows"], 3);
@@ -379,8 +383,9 @@ mod tests {
         assert_eq!(bytes.len() as u64, 8 + header_len as u64 + total);
         // The next block numbers on and sends only the names it adds.
         parse_block(&layout, b"c - - [01/Jul/1995:00:00:04 -0400] \"GET /x\" 304 0\na - - [01/Jul/1995:00:00:04 -0400] \"GET /z\" 200 1", 20, &mut out);
-        assert_eq!(out.path_names(), b"/z");
-        assert_eq!((out.sizes.touched.as_slice(), out.sizes.any[0], out.sizes.ok[0]), ([0, 2].as_slice(), 0, -1));
+        let numbered = numbering.number(&out);
+        assert_eq!((numbered.codes.as_slice(), numbered.names.as_slice()), ([0, 2].as_slice(), b"/z".as_slice()));
+        assert_eq!((out.paths.any.as_slice(), out.paths.ok.as_slice()), ([0, 1].as_slice(), [-1, 1].as_slice()));
     }
 
     /// The vector importers._text_key is tested against (python/tests/test_workloads_logparse.py).

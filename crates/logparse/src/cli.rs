@@ -13,7 +13,7 @@
 //! `{"file": path, "bytes": n, "last": bool}`: `bytes` read from a file for that block,
 //! `last` on the last block of a request. End of input ends the program.
 
-use crate::block::{parse_block, BlockOut};
+use crate::block::{parse_block, BlockOut, Numbering};
 use crate::layout::Layout;
 use anyhow::Context;
 use std::fs::File;
@@ -33,6 +33,9 @@ pub struct LogparseArgs {
     /// Bytes read from a file at a time.
     #[arg(long, default_value_t = 8 << 20)]
     pub block_bytes: usize,
+    /// Blocks parsed at once.
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
 }
 
 /// A block to parse: its first line's number, its bytes, the bytes read from a file for
@@ -61,17 +64,8 @@ fn head(input: &mut impl Read) -> io::Result<Option<[u64; 3]>> {
 
 /// Up to `want` more bytes of `file` appended to `buf`; how many.
 fn fill(file: &mut File, buf: &mut Vec<u8>, want: usize) -> io::Result<usize> {
-    let start = buf.len();
-    buf.resize(start + want, 0);
-    let mut got = 0;
-    while got < want {
-        match file.read(&mut buf[start + got..])? {
-            0 => break,
-            n => got += n,
-        }
-    }
-    buf.truncate(start + got);
-    Ok(got)
+    buf.reserve(want);
+    Ok(file.take(want as u64).read_to_end(buf)?)
 }
 
 /// A file's lines in blocks of about `block_bytes`; false once the receiver has gone.
@@ -131,22 +125,73 @@ fn units(input: impl Read + Send + 'static, block_bytes: usize) -> mpsc::Receive
     receive
 }
 
+/// Parses blocks on `threads` threads, in turn, and hands the results back in order.
+struct Parsers<'scope> {
+    jobs: Vec<mpsc::SyncSender<(Unit, BlockOut)>>,
+    done: Vec<mpsc::Receiver<(Unit, BlockOut)>>,
+    _scope: std::marker::PhantomData<&'scope ()>,
+}
+
+impl<'scope> Parsers<'scope> {
+    fn new<'env>(scope: &'scope thread::Scope<'scope, 'env>, layout: &'env Layout, threads: usize) -> Self {
+        let (mut jobs, mut done) = (Vec::new(), Vec::new());
+        for _ in 0..threads {
+            let (job, jobs_in) = mpsc::sync_channel::<(Unit, BlockOut)>(1);
+            let (result, results) = mpsc::sync_channel(1);
+            scope.spawn(move || {
+                for (unit, mut out) in jobs_in {
+                    parse_block(layout, &unit.block, unit.first, &mut out);
+                    if result.send((unit, out)).is_err() {
+                        return;
+                    }
+                }
+            });
+            jobs.push(job);
+            done.push(results);
+        }
+        Parsers { jobs, done, _scope: std::marker::PhantomData }
+    }
+}
+
 pub fn run(args: LogparseArgs) -> anyhow::Result<()> {
     let layout = Layout::from_json(&args.layout).context("--layout")?;
+    let threads = args.threads.max(1);
     let mut stdout = io::stdout().lock();
-    let mut out = BlockOut::default();
-    for (index, unit) in units(io::stdin(), args.block_bytes).into_iter().enumerate() {
-        let unit = unit.context("reading the input")?;
-        parse_block(&layout, &unit.block, unit.first, &mut out);
-        let path = args.out.join(format!("{index:06}.bin"));
-        let mut file = BufWriter::with_capacity(1 << 20, File::create(&path).with_context(|| format!("{}", path.display()))?);
-        out.write_to(&mut file)?;
-        file.flush()?;
-        let line = serde_json::json!({"file": path, "bytes": unit.bytes, "last": unit.last});
-        writeln!(stdout, "{line}")?;
-        stdout.flush()?;
-    }
-    Ok(())
+    let mut numbering = Numbering::default();
+    let mut spare: Vec<BlockOut> = (0..threads).map(|_| BlockOut::default()).collect();
+    let mut input = units(io::stdin(), args.block_bytes).into_iter();
+    thread::scope(|scope| -> anyhow::Result<()> {
+        let parsers = Parsers::new(scope, &layout, threads);
+        // Block i goes to thread i % threads; at most one block per thread in flight.
+        let (mut sent, mut received) = (0usize, 0usize);
+        loop {
+            while sent - received < threads {
+                match input.next() {
+                    Some(unit) => {
+                        let unit = unit.context("reading the input")?;
+                        let out = spare.pop().expect("one output per thread");
+                        parsers.jobs[sent % threads].send((unit, out)).context("a parser thread stopped")?;
+                        sent += 1;
+                    }
+                    None => break,
+                }
+            }
+            if received == sent {
+                return Ok(());
+            }
+            let (unit, out) = parsers.done[received % threads].recv().context("a parser thread stopped")?;
+            let numbered = numbering.number(&out);
+            let path = args.out.join(format!("{received:06}.bin"));
+            let mut file = BufWriter::with_capacity(1 << 20, File::create(&path).with_context(|| format!("{}", path.display()))?);
+            out.write_to(&numbered, &mut file)?;
+            file.flush()?;
+            let line = serde_json::json!({"file": path, "bytes": unit.bytes, "last": unit.last});
+            writeln!(stdout, "{line}")?;
+            stdout.flush()?;
+            spare.push(out);
+            received += 1;
+        }
+    })
 }
 
 #[cfg(test)]

@@ -11,7 +11,6 @@
 //! Times are `clf` (`%d/%b/%Y:%H:%M:%S %z`), `iso` (`%Y-%m-%dT%H:%M:%S%z`) or `epoch`
 //! (seconds times `unit`); units are decimal text (`"1e-06"`), parsed exactly.
 
-use memchr::memmem;
 use serde::Deserialize;
 use std::fmt;
 
@@ -51,7 +50,6 @@ pub struct Layout {
     pub separators: Vec<Vec<u8>>,
     /// Anything may follow the last field (the default Common/Combined layout).
     pub open_end: bool,
-    pub(crate) finders: Vec<memmem::Finder<'static>>,
 }
 
 /// A layout this parser cannot take (the Python reference then reads the log).
@@ -146,8 +144,7 @@ impl Layout {
         if roles.is_empty() || separators.len() != roles.len() + 1 {
             return Err(LayoutError::Shape);
         }
-        let finders = separators.iter().map(|s| memmem::Finder::new(s).into_owned()).collect();
-        Ok(Layout { roles, separators, open_end, finders })
+        Ok(Layout { roles, separators, open_end })
     }
 
     /// The default layout: the Common prefix `%h %l %u %t "%r" %>s %b`, anything after.

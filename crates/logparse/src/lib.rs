@@ -25,6 +25,6 @@ pub mod cli;
 pub mod layout;
 pub mod line;
 
-pub use block::{parse_block, BlockOut};
+pub use block::{parse_block, text_key, BlockOut, Numbered, Numbering};
 pub use layout::{Layout, LayoutError, Role, TimeKind};
 pub use line::{parse_line, Line, Scratch};

@@ -122,6 +122,23 @@ struct Cut<'a> {
     rest: &'a [u8],
 }
 
+/// The first occurrence of `separator` (not empty) in `text`. The separators are a few
+/// bytes and the fields before them short: a memchr for the first byte and a compare beat
+/// a general substring search here (measured: memmem's searcher was a tenth of the parse).
+#[inline]
+fn find(separator: &[u8], text: &[u8]) -> Option<usize> {
+    let (&first, tail) = separator.split_first()?;
+    let mut from = 0;
+    while let Some(at) = memchr(first, &text[from..]) {
+        let at = from + at;
+        if text[at + 1..].starts_with(tail) {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
+}
+
 /// `logformat.split`: each field ends at the first occurrence of the text after it; the
 /// last field of an open layout with nothing after it ends at a space (or the line's end);
 /// a closed layout's line ends with its last text. `None`: the line does not fit.
@@ -133,7 +150,7 @@ fn cut<'a>(layout: &Layout, line: &'a [u8]) -> Option<Cut<'a>> {
         let separator = &layout.separators[i + 1];
         let field;
         if !separator.is_empty() {
-            let at = layout.finders[i + 1].find(rest)?;
+            let at = find(separator, rest)?;
             field = &rest[..at];
             rest = &rest[at + separator.len()..];
         } else if i < last {
