@@ -629,17 +629,19 @@ class _FirstSeen:
 def _sorted_chunks(stage: _Stage, files: list[FileCounts], rank: np.ndarray, seconds: np.ndarray,
                    lines: np.ndarray, seed: int, resolution: float, progress: Progress | None) -> Iterator[pl.DataFrame]:
     """The trace, in time order, about BUCKET_ROWS rows at a time."""
-    # One size per path: its largest 200 response, else its largest of any status.
-    paths = stage.path_table().select("path_key", "path", pl.coalesce("ok", "any").alias("size"))
+    # One size per path: its largest 200 response, else its largest of any status; found
+    # by key with a binary search (every row's path is in the table).
+    paths = stage.path_table().select("path_key", "path", pl.coalesce("ok", "any").alias("size")).sort("path_key")
+    path_keys, path_sizes = paths["path_key"].to_numpy(), paths["size"].to_numpy()
     clients = _FirstSeen()
     start = float(seconds[0])
     offset = None
     written = 0
     per_file = np.zeros(len(files), dtype=np.int64)
     for first, last in _buckets(seconds, lines):
-        parts = [pl.read_ipc(b.file).filter(pl.col("time_s").floor().is_between(first, last))
-                 for b in stage.blocks if b.high >= first and b.low <= last]
-        chunk = pl.concat([p for p in parts if len(p)], how="diagonal_relaxed")
+        parts = [pl.scan_ipc(b.file) for b in stage.blocks if b.high >= first and b.low <= last]
+        chunk = pl.concat(parts, how="diagonal_relaxed").filter(
+            (pl.col("time_s") >= first) & (pl.col("time_s") < last + 1)).collect()
         file = chunk["file"].to_numpy()
         keys = (rank[file].astype(np.uint64) << np.uint64(40)) | chunk["number"].to_numpy().astype(np.uint64)
         arrival = (chunk["time_s"].to_numpy() - start) + _uniform(seed, keys) * resolution
@@ -647,18 +649,20 @@ def _sorted_chunks(stage: _Stage, files: list[FileCounts], rank: np.ndarray, sec
         order = np.argsort(arrival, kind="stable")
         if (np.diff(arrival[order]) == 0).any():
             order = np.lexsort((keys, arrival))
-        chunk = chunk[order].with_columns(pl.Series("arrival_s", arrival[order]), pl.Series("_key", keys[order]))
+        arrival = arrival[order]
         if offset is None:
-            offset = float(chunk["arrival_s"][0])
-        chunk = chunk.join(paths, on="path_key", how="left", maintain_order="left")
-        extra = [pl.col(c) if c in chunk.columns else pl.lit(None, pl.Float64).alias(c)
+            offset = float(arrival[0])
+        at = np.searchsorted(path_keys, chunk["path_key"].to_numpy()[order])
+        extra = [chunk[c].gather(order) if c in chunk.columns else pl.Series(c, [None] * len(chunk), dtype=pl.Float64)
                  for c in (RESPONSE, UPSTREAM) if c in stage.columns]
         per_file += np.bincount(file, minlength=len(files))
         written += len(chunk)
         if progress:
             progress("sort", written, int(lines.sum()))
-        yield chunk.select(pl.col("arrival_s") - offset, pl.Series("client", clients(chunk["client"].to_numpy())),
-                           "path", "size", "status", "logged_size", *extra)
+        yield pl.DataFrame([
+            pl.Series("arrival_s", arrival - offset), pl.Series("client", clients(chunk["client"].to_numpy()[order])),
+            paths["path"].gather(at), pl.Series("size", path_sizes[at]), chunk["status"].gather(order),
+            chunk["logged_size"].gather(order), *extra])
     for counts, imported in zip(files, per_file):
         counts.imported = int(imported)
 
