@@ -93,8 +93,11 @@ def _check(frame: pl.DataFrame, source: str, first_row: int = 1, before: float =
     if bad.size:
         raise _bad(first_row + int(bad[0]), "path", paths[int(bad[0])], source)
     for column in ("client", "size"):
-        values = frame[column].cast(pl.Float64, strict=False).fill_null(np.nan).to_numpy()
-        bad = np.flatnonzero(~np.isfinite(values) | (values < 0) | (values != np.floor(values)))
+        if frame[column].dtype.is_unsigned_integer():  # whole and non-negative by type (an importer's chunks)
+            bad = np.flatnonzero(frame[column].is_null().to_numpy())
+        else:
+            values = frame[column].cast(pl.Float64, strict=False).fill_null(np.nan).to_numpy()
+            bad = np.flatnonzero(~np.isfinite(values) | (values < 0) | (values != np.floor(values)))
         if bad.size:
             raise _bad(first_row + int(bad[0]), column, frame[column][int(bad[0])], source)
 
