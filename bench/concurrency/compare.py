@@ -28,10 +28,14 @@ def table(root: Path) -> dict:
     fidelity = [rep.summary.get("fidelity", {}) for rep in reps]
     frame["valid"] = [bool(record.get("valid")) for record in fidelity]
     frame["idle"] = [record.get("values", {}).get("cpu_idle") for record in fidelity]
+    # Invalid attempts the guard redid (attempts.json beside each repetition).
+    frame["redone"] = [len(json.loads((rep.directory / "attempts.json").read_text()))
+                       if (rep.directory / "attempts.json").is_file() else 0 for rep in reps]
     stats = over_repetitions(frame, ["run"], METRICS)
     stats["valid"] = stats["run"].map(frame.groupby("run")["valid"].sum())
     stats["complete"] = stats["run"].map(frame.groupby("run")["state"].apply(lambda s: int((s == "complete").sum())))
     stats["cpu_idle"] = stats["run"].map(frame.groupby("run")["idle"].mean())
+    stats["redone"] = stats["run"].map(frame.groupby("run")["redone"].sum())
     return {row["run"]: row for row in stats.to_dict("records")}
 
 
@@ -68,7 +72,8 @@ def main() -> int:
             print(f"{count:>5} {run:6} {row['n']:>4} {row['valid']:>5} {row['cpu_idle']:>5.2f} {row['response_mean']:>9.3f} "
                   f"{f'[{low:.3f}, {high:.3f}]':>20} {'yes' if inside else 'no':>6} {row['syn_drops']:>9.0f} "
                   f"{row['incomplete']:>10.0f}")
-            out.setdefault(str(count), {})[run] = {**{k: row[k] for k in ("n", "valid", "complete", "cpu_idle")},
+            out.setdefault(str(count), {})[run] = {**{k: row[k] for k in ("n", "valid", "complete", "cpu_idle",
+                                                                           "redone")},
                                                    **{m: row[m] for m in METRICS}, "solo_lo": low, "solo_hi": high,
                                                    "inside_solo_interval": inside}
         if ok:

@@ -13,6 +13,12 @@ from rich.console import Console
 from sojourn.reproduce import DOCS, PAPERS, REPO, Context, load_paper
 
 
+# Testbeds at once: the largest count measured not to move the paper-scale baseline's means out
+# of its solo runs' 90% intervals, every repetition valid (bench/concurrency/run.sh, the table in
+# docs/reproduction/README.md from docs/reproduction/concurrency/000-concurrency.json).
+DEFAULT_CONCURRENCY = 4
+
+
 def register(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Reproduce one paper: run each of its experiments (specs under experiments/<paper>/, or commands), "
@@ -32,7 +38,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--results", type=Path, default=REPO / "results", help="results root (default: %(default)s)")
     parser.add_argument("--docs", type=Path, default=DOCS, help="where the doc is written (default: %(default)s)")
     parser.add_argument("--prefix", default="sjrep", help="testbed namespace prefix (default: %(default)s)")
-    parser.add_argument("--concurrency", type=int, default=1, metavar="N",
+    parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY, metavar="N",
                         help="run N testbeds at once (sojourn run --concurrency; the fidelity guard redoes any "
                              "repetition they disturb; CPU-bound experiments run one at a time) (default: %(default)s)")
     parser.set_defaults(func=main)

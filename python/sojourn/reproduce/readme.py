@@ -113,14 +113,16 @@ def concurrency_lines(docs: Path) -> list[str]:
              "valid."]
     for path in files:
         data = json.loads(path.read_text())
-        lines += ["", f"`{data['spec']}` ({data['run_length']} of load per repetition, ran {data['ran_on']}; "
-                      f"largest safe count: **{data['largest_safe']}**):", "",
-                  "| testbeds at once | run | repetitions (valid) | CPU idle | mean (s) | solo 90% interval (s) | inside "
-                  "| SYN drops | incomplete |", "|---|---|---|---|---|---|---|---|---|"]
+        measured_counts = ", ".join(sorted(data["counts"], key=int))
+        lines += ["", f"`{data['spec']}` ({data['run_length']} of load per repetition, ran {data['ran_on']}; counts "
+                      f"measured: {measured_counts}; largest safe count: **{data['largest_safe']}**):", "",
+                  "| testbeds at once | run | repetitions (valid) | invalid attempts redone | CPU idle | mean (s) | "
+                  "solo 90% interval (s) | inside | SYN drops | incomplete |", "|---|---|---|---|---|---|---|---|---|---|"]
         for count, runs in sorted(data["counts"].items(), key=lambda kv: int(kv[0])):
             for run, row in runs.items():
                 inside = "—" if count == "1" else ("yes" if row["inside_solo_interval"] else "no")
-                lines.append(f"| {count} | {run} | {row['n']} ({row['valid']}) | {row['cpu_idle']:.2f} | "
+                lines.append(f"| {count} | {run} | {row['n']} ({row['valid']}) | {row.get('redone', 0):.0f} | "
+                             f"{row['cpu_idle']:.2f} | "
                              f"{row['response_mean']:.3g} | {row['solo_lo']:.3g}-{row['solo_hi']:.3g} | {inside} | "
                              f"{row['syn_drops']:.0f} | {row['incomplete']:.0f} |")
     return lines
