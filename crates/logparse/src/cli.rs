@@ -45,6 +45,8 @@ struct Unit {
     block: Vec<u8>,
     bytes: u64,
     last: bool,
+    /// Read here from a file: its memory goes back to the reader once parsed.
+    reuse: bool,
 }
 
 /// A request's head; `None` at a clean end of input.
@@ -69,28 +71,32 @@ fn fill(file: &mut File, buf: &mut Vec<u8>, want: usize) -> io::Result<usize> {
 }
 
 /// A file's lines in blocks of about `block_bytes`; false once the receiver has gone.
-fn file_units(path: &[u8], block_bytes: usize, send: &mpsc::SyncSender<io::Result<Unit>>) -> io::Result<bool> {
+fn file_units(path: &[u8], block_bytes: usize, send: &mpsc::SyncSender<io::Result<Unit>>,
+              recycled: &mpsc::Receiver<Vec<u8>>) -> io::Result<bool> {
     use std::os::unix::ffi::OsStrExt;
     let mut file = File::open(std::ffi::OsStr::from_bytes(path))?;
     let mut carry = Vec::new();
     let mut first = 1i64;
     let mut unreported = 0u64;
     loop {
-        let mut buf = std::mem::take(&mut carry);
+        // A block already parsed lends its memory (no fresh pages to fault in).
+        let mut buf = recycled.try_recv().unwrap_or_default();
+        buf.clear();
+        buf.append(&mut carry);
         let got = fill(&mut file, &mut buf, block_bytes.max(1))?;
         unreported += got as u64;
         if got == 0 {
-            return Ok(send.send(Ok(Unit { first, block: buf, bytes: unreported, last: true })).is_ok());
+            return Ok(send.send(Ok(Unit { first, block: buf, bytes: unreported, last: true, reuse: true })).is_ok());
         }
         // A line longer than a block is read on until its end.
         let Some(cut) = memchr::memrchr(b'\n', &buf) else {
             carry = buf;
             continue;
         };
-        carry = buf[cut + 1..].to_vec();
+        carry.extend_from_slice(&buf[cut + 1..]);
         buf.truncate(cut + 1);
         let lines = memchr::memchr_iter(b'\n', &buf).count() as i64;
-        if send.send(Ok(Unit { first, block: buf, bytes: std::mem::take(&mut unreported), last: false })).is_err() {
+        if send.send(Ok(Unit { first, block: buf, bytes: std::mem::take(&mut unreported), last: false, reuse: true })).is_err() {
             return Ok(false);
         }
         first += lines;
@@ -99,7 +105,8 @@ fn file_units(path: &[u8], block_bytes: usize, send: &mpsc::SyncSender<io::Resul
 
 /// The requests as units, read on a thread of their own so the next block is read while
 /// this one is parsed.
-fn units(input: impl Read + Send + 'static, block_bytes: usize) -> mpsc::Receiver<io::Result<Unit>> {
+fn units(input: impl Read + Send + 'static, block_bytes: usize, recycled: mpsc::Receiver<Vec<u8>>)
+         -> mpsc::Receiver<io::Result<Unit>> {
     let (send, receive) = mpsc::sync_channel(1);
     thread::spawn(move || {
         let mut input = input;
@@ -108,8 +115,8 @@ fn units(input: impl Read + Send + 'static, block_bytes: usize) -> mpsc::Receive
                 let mut bytes = vec![0; usize::try_from(length).map_err(io::Error::other)?];
                 input.read_exact(&mut bytes)?;
                 let open = match kind {
-                    0 => send.send(Ok(Unit { first: first as i64, block: bytes, bytes: 0, last: true })).is_ok(),
-                    1 => file_units(&bytes, block_bytes, &send)?,
+                    0 => send.send(Ok(Unit { first: first as i64, block: bytes, bytes: 0, last: true, reuse: false })).is_ok(),
+                    1 => file_units(&bytes, block_bytes, &send, &recycled)?,
                     _ => return Err(io::Error::new(io::ErrorKind::InvalidData, format!("unknown request kind {kind}"))),
                 };
                 if !open {
@@ -159,7 +166,8 @@ pub fn run(args: LogparseArgs) -> anyhow::Result<()> {
     let mut stdout = io::stdout().lock();
     let mut numbering = Numbering::default();
     let mut spare: Vec<BlockOut> = (0..threads).map(|_| BlockOut::default()).collect();
-    let mut input = units(io::stdin(), args.block_bytes).into_iter();
+    let (recycle, recycled) = mpsc::channel();
+    let mut input = units(io::stdin(), args.block_bytes, recycled).into_iter();
     thread::scope(|scope| -> anyhow::Result<()> {
         let parsers = Parsers::new(scope, &layout, threads);
         // Block i goes to thread i % threads; at most one block per thread in flight.
@@ -189,6 +197,9 @@ pub fn run(args: LogparseArgs) -> anyhow::Result<()> {
             writeln!(stdout, "{line}")?;
             stdout.flush()?;
             spare.push(out);
+            if unit.reuse {
+                let _ = recycle.send(unit.block); // the reader may have finished
+            }
             received += 1;
         }
     })
@@ -215,7 +226,7 @@ mod tests {
         std::fs::write(&file, b"a\nbb\nccc\n\nlong line without end").unwrap();
         let mut input = request(0, 7, b"x\ny\n");
         input.extend(request(1, 0, file.as_os_str().as_encoded_bytes()));
-        let got: Vec<Unit> = units(io::Cursor::new(input), 4).into_iter().map(Result::unwrap).collect();
+        let got: Vec<Unit> = units(io::Cursor::new(input), 4, mpsc::channel().1).into_iter().map(Result::unwrap).collect();
         let seen: Vec<(i64, &[u8], u64, bool)> = got.iter().map(|u| (u.first, u.block.as_slice(), u.bytes, u.last)).collect();
         assert_eq!(seen, [
             (7, b"x\ny\n".as_slice(), 0, true),
@@ -224,7 +235,7 @@ mod tests {
             (3, b"ccc\n\n".as_slice(), 4, false),
             (5, b"long line without end".as_slice(), 19, true),
         ]);
-        let bad = units(io::Cursor::new(request(1, 0, b"/nonexistent/sojourn")), 4).into_iter().next().unwrap();
+        let bad = units(io::Cursor::new(request(1, 0, b"/nonexistent/sojourn")), 4, mpsc::channel().1).into_iter().next().unwrap();
         assert!(bad.is_err());
         std::fs::remove_dir_all(dir).unwrap();
     }

@@ -4,7 +4,18 @@
 //! character), as Python reads a block that is not ASCII.
 
 use crate::layout::{Layout, Role, TimeKind};
-use memchr::{memchr, memchr2, memchr3};
+use memchr::{memchr2, memchr3};
+
+/// The first `byte` in `text`: a plain loop for the short fields of a log line (a call
+/// into memchr's vector code costs more than it saves below a few dozen bytes).
+#[inline]
+fn memchr(byte: u8, text: &[u8]) -> Option<usize> {
+    if text.len() < 64 {
+        text.iter().position(|&b| b == byte)
+    } else {
+        memchr::memchr(byte, text)
+    }
+}
 
 /// What a line is.
 #[derive(Debug, PartialEq)]
