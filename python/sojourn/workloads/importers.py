@@ -428,9 +428,46 @@ def _parse_wc98_block(records: np.ndarray, first: int) -> Parsed:
 
 @dataclass
 class _Block:
-    file: Path
+    file: Path | None  # rows as an Arrow file
     low: int  # whole seconds
     high: int
+    engine: _EngineRows | None = None  # and rows as the engine wrote them
+
+    def rows(self) -> pl.DataFrame:
+        """The block's rows (with their ``file``)."""
+        parts = [pl.read_ipc(self.file)] if self.file is not None else []
+        if self.engine is not None:
+            parts.append(self.engine.frame())
+        return parts[0] if len(parts) == 1 else pl.concat(parts, how="diagonal_relaxed")
+
+
+# The engine's row columns (crates/logparse/src/block.rs) and their types.
+ENGINE_COLUMNS = {"client": "<u8", "path_key": "<u8", "time_s": "<f8", "status": "<u2", "logged_size": "<u8",
+                  "number": "<i8", RESPONSE: "<f8", UPSTREAM: "<f8"}
+ENGINE_SECTIONS = {"path_key": "path"}
+
+
+@dataclass
+class _EngineRows:
+    """A block's rows where the engine wrote them: read in pass 2, never copied in pass 1."""
+
+    path: Path
+    rows: int
+    file_index: int
+    offsets: dict[str, int]  # section -> byte offset in the file
+    columns: dict[str, bool]  # optional column -> has values (else all null)
+
+    def frame(self) -> pl.DataFrame:
+        data = {}
+        for name, dtype in ENGINE_COLUMNS.items():
+            if name in (RESPONSE, UPSTREAM) and name not in self.columns:
+                continue
+            if name in self.columns and not self.columns[name]:
+                data[name] = pl.Series(name, [None] * self.rows, dtype=pl.Float64)
+                continue
+            values = np.fromfile(self.path, dtype=dtype, count=self.rows, offset=self.offsets[ENGINE_SECTIONS.get(name, name)])
+            data[name] = pl.Series(name, values).fill_nan(None) if name in (RESPONSE, UPSTREAM) else values
+        return pl.DataFrame(data).with_columns(pl.lit(self.file_index, dtype=pl.UInt16).alias("file"))
 
 
 def _keyed(frame: pl.DataFrame) -> pl.DataFrame:
@@ -566,7 +603,7 @@ def _name_outliers(stage: _Stage, files: list[FileCounts], report: ImportReport)
         for block in stage.blocks:
             if block.high < outlier.first_s or block.low > outlier.last_s:
                 continue
-            rows = pl.read_ipc(block.file, columns=["time_s", "file", "number"]).filter(
+            rows = block.rows().select("time_s", "file", "number").filter(
                 pl.col("time_s").floor().is_between(outlier.first_s, outlier.last_s))
             per_file += np.bincount(rows["file"].to_numpy(), minlength=len(files))
             for index, number in rows.head(EXAMPLES - len(outlier.examples)).select("file", "number").iter_rows():
@@ -639,9 +676,8 @@ def _sorted_chunks(stage: _Stage, files: list[FileCounts], rank: np.ndarray, sec
     written = 0
     per_file = np.zeros(len(files), dtype=np.int64)
     for first, last in _buckets(seconds, lines):
-        parts = [pl.scan_ipc(b.file) for b in stage.blocks if b.high >= first and b.low <= last]
-        chunk = pl.concat(parts, how="diagonal_relaxed").filter(
-            (pl.col("time_s") >= first) & (pl.col("time_s") < last + 1)).collect()
+        parts = [b.rows() for b in stage.blocks if b.high >= first and b.low <= last]
+        chunk = pl.concat(parts, how="diagonal_relaxed").filter((pl.col("time_s") >= first) & (pl.col("time_s") < last + 1))
         file = chunk["file"].to_numpy()
         keys = (rank[file].astype(np.uint64) << np.uint64(40)) | chunk["number"].to_numpy().astype(np.uint64)
         arrival = (chunk["time_s"].to_numpy() - start) + _uniform(seed, keys) * resolution
@@ -801,31 +837,23 @@ class _Names:
             self.paths = pl.concat([self.paths, texts], rechunk=False)
 
 
-def _engine_block(header: dict, sections: dict[str, memoryview], names: _Names, layout: Layout, file_index: int,
-                  out: Path) -> _Staged:
-    """On a worker: a block as the engine parsed and summed it up, its pending lines
-    judged by :func:`_parse_lines`, staged as :func:`_staged` does."""
+def _engine_block(header: dict, sections: dict[str, memoryview], offsets: dict[str, int], written: Path,
+                  layout: Layout, names: _Names, file_index: int, out: Path) -> _Staged:
+    """On a worker: a block as the engine parsed and summed it up (its rows stay in the
+    engine's file ``written``), its pending lines judged by :func:`_parse_lines`, staged as
+    :func:`_staged` does."""
     staged = _Staged(header["entries"], [])
     rows = header["rows"]
-    column = partial(np.frombuffer, count=rows)
-    frames, paths, seconds = [], [], []
+    paths, seconds, times = [], [], []
+    block = _Block(None, 0, 0)
     if rows:
-        frame = pl.DataFrame({
-            "client": column(sections["client"], dtype="<u8"),
-            "path_key": column(sections["path"], dtype="<u8"),
-            "time_s": column(sections["time_s"], dtype="<f8"),
-            "status": column(sections["status"], dtype="<u2"),
-            "logged_size": column(sections["logged_size"], dtype="<u8"),
-            "number": column(sections["number"], dtype="<i8"),
-        })
         roles = layout.roles()
-        for role, present in ((RESPONSE, RESPONSE in roles or (layout.open_end and header["rest"])),
-                              (UPSTREAM, UPSTREAM in roles)):
-            if present and len(sections[role]):  # NaN: none (the engine writes no NaN otherwise)
-                frame = frame.with_columns(pl.Series(role, column(sections[role], dtype="<f8")).fill_nan(None))
-            elif present:
-                frame = frame.with_columns(pl.lit(None, pl.Float64).alias(role))
-        frames.append(frame)
+        present = {RESPONSE: RESPONSE in roles or (layout.open_end and header["rest"]), UPSTREAM: UPSTREAM in roles}
+        block.engine = _EngineRows(written, rows, file_index, offsets,
+                                   {c: len(sections[c]) > 0 for c, there in present.items() if there})
+        staged.columns = set(block.engine.columns)
+        time_s = np.frombuffer(sections["time_s"], dtype="<f8")
+        times += [time_s.min(), time_s.max()]
         codes = np.frombuffer(sections["block_paths"], dtype="<u4")
         ok = np.frombuffer(sections["block_ok"], dtype="<i8")
         paths.append(pl.DataFrame({
@@ -846,23 +874,30 @@ def _engine_block(header: dict, sections: dict[str, memoryview], names: _Names, 
                 staged.methods[method] = staged.methods.get(method, 0) + count
             paths.append(judged_paths)
             seconds.append(judged_seconds)
-            frames.append(judged.frame.drop("method", "path"))
-    if frames:
+            frame = judged.frame.drop("method", "path")
+            staged.columns |= {c for c in (RESPONSE, UPSTREAM) if c in frame.columns}
+            times += [frame["time_s"].min(), frame["time_s"].max()]
+            frame.with_columns(pl.lit(file_index, dtype=pl.UInt16).alias("file")).write_ipc(out)
+            block.file = out
+    if times:
         staged.paths, staged.seconds = pl.concat(paths), pl.concat(seconds)
-        _write_rows(staged, pl.concat(frames, how="diagonal_relaxed"), file_index, out)
+        staged.first_s, staged.last_s = float(min(times)), float(max(times))
+        block.low, block.high = int(np.floor(staged.first_s)), int(np.floor(staged.last_s))
+        staged.block = block
     return staged
 
 
-def _reply(data: bytes) -> tuple[dict, dict[str, memoryview]]:
-    """A block as `sojourn-engine logparse` wrote it (crates/logparse/src/block.rs)."""
+def _reply(data: bytes) -> tuple[dict, dict[str, memoryview], dict[str, int]]:
+    """A block as `sojourn-engine logparse` wrote it (crates/logparse/src/block.rs): its
+    header, sections and their offsets in the file."""
     view = memoryview(data)
     at = 8 + int.from_bytes(view[:8], "little")
     header = json.loads(bytes(view[8:at]))
-    sections = {}
+    sections, offsets = {}, {}
     for name, size in header["sections"]:
-        sections[name] = view[at:at + size]
+        sections[name], offsets[name] = view[at:at + size], at
         at += size
-    return header, sections
+    return header, sections, offsets
 
 
 def _engine_staged(command: list[str], paths: list[Path], layout: Layout, report: ImportReport, stage: _Stage,
@@ -914,13 +949,13 @@ def _engine_staged(command: list[str], paths: list[Path], layout: Layout, report
                     raise RuntimeError(f"sojourn-engine logparse stopped: {process.stderr.read().decode(errors='replace')}")
                 told = json.loads(line)
                 written = Path(told["file"])
-                header, sections = _reply(written.read_bytes())
-                written.unlink()
+                header, sections, offsets = _reply(written.read_bytes())
                 if whole_file:
                     done(told["bytes"])
                 names.add(header, sections)  # in block order, here
                 yield partial(lambda i, job: (report.files[i], job()), index,
-                              partial(_engine_block, header, sections, names, layout, index, stage.next_file()))
+                              partial(_engine_block, header, sections, offsets, written, layout, names, index,
+                                      stage.next_file()))
                 if told["last"]:
                     break
 
