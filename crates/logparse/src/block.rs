@@ -241,34 +241,36 @@ impl BlockOut {
         self.time_s.len()
     }
 
-    /// The header and sections (see the module doc).
+    /// The header and sections (see the module doc), written as they are (no copy).
     pub fn write_to(&self, numbered: &Numbered, out: &mut impl Write) -> io::Result<()> {
-        fn bytes<T: Copy, const N: usize>(values: &[T], le: fn(T) -> [u8; N]) -> Vec<u8> {
-            let mut out = Vec::with_capacity(values.len() * N);
-            for &v in values {
-                out.extend_from_slice(&le(v));
-            }
-            out
+        type Writer<'a> = Box<dyn Fn(&mut dyn Write) -> io::Result<()> + 'a>;
+        fn le<'a, T: Copy, const N: usize>(values: &'a [T], bytes: fn(T) -> [u8; N]) -> (usize, Writer<'a>) {
+            (values.len() * N, Box::new(move |out: &mut dyn Write| values.iter().try_for_each(|&v| out.write_all(&bytes(v)))))
         }
-        let some = |values: &[f64]| if values.iter().all(|v| v.is_nan()) { Vec::new() } else { bytes(values, f64::to_le_bytes) };
-        let sections: [(&str, Vec<u8>); 17] = [
-            ("paths", numbered.names.clone()),
-            ("client", bytes(&self.client, u64::to_le_bytes)),
-            ("path", bytes(&self.path, u64::to_le_bytes)),
-            ("time_s", bytes(&self.time_s, f64::to_le_bytes)),
-            ("status", bytes(&self.status, u16::to_le_bytes)),
-            ("logged_size", bytes(&self.logged_size, u64::to_le_bytes)),
-            ("number", bytes(&self.number, i64::to_le_bytes)),
+        fn raw(data: &[u8]) -> (usize, Writer<'_>) {
+            (data.len(), Box::new(move |out: &mut dyn Write| out.write_all(data)))
+        }
+        let some = |values| if values_all_nan(values) { raw(&[]) } else { le(values, f64::to_le_bytes) };
+        let seconds: Vec<i64> = self.seconds.counts.keys().copied().collect();
+        let lines: Vec<u32> = self.seconds.counts.values().copied().collect();
+        let sections: [(&str, (usize, Writer)); 17] = [
+            ("paths", raw(&numbered.names)),
+            ("client", le(&self.client, u64::to_le_bytes)),
+            ("path", le(&self.path, u64::to_le_bytes)),
+            ("time_s", le(&self.time_s, f64::to_le_bytes)),
+            ("status", le(&self.status, u16::to_le_bytes)),
+            ("logged_size", le(&self.logged_size, u64::to_le_bytes)),
+            ("number", le(&self.number, i64::to_le_bytes)),
             ("response_s", some(&self.response_s)),
             ("upstream_response_s", some(&self.upstream_response_s)),
-            ("pending_numbers", bytes(&self.pending_numbers, i64::to_le_bytes)),
-            ("pending_lines", self.pending_lines.clone()),
-            ("block_paths", bytes(&numbered.codes, u32::to_le_bytes)),
-            ("block_keys", bytes(&self.paths.keys, u64::to_le_bytes)),
-            ("block_any", bytes(&self.paths.any, u64::to_le_bytes)),
-            ("block_ok", bytes(&self.paths.ok, i64::to_le_bytes)),
-            ("seconds", self.seconds.counts.keys().flat_map(|s| s.to_le_bytes()).collect()),
-            ("lines", self.seconds.counts.values().flat_map(|n| n.to_le_bytes()).collect()),
+            ("pending_numbers", le(&self.pending_numbers, i64::to_le_bytes)),
+            ("pending_lines", raw(&self.pending_lines)),
+            ("block_paths", le(&numbered.codes, u32::to_le_bytes)),
+            ("block_keys", le(&self.paths.keys, u64::to_le_bytes)),
+            ("block_any", le(&self.paths.any, u64::to_le_bytes)),
+            ("block_ok", le(&self.paths.ok, i64::to_le_bytes)),
+            ("seconds", le(&seconds, i64::to_le_bytes)),
+            ("lines", le(&lines, u32::to_le_bytes)),
         ];
         let methods: serde_json::Map<String, serde_json::Value> = self
             .methods
@@ -282,16 +284,20 @@ impl BlockOut {
             "paths": numbered.added,
             "rest": self.rest,
             "methods": methods,
-            "sections": sections.iter().map(|(name, data)| serde_json::json!([name, data.len()])).collect::<Vec<_>>(),
+            "sections": sections.iter().map(|(name, (len, _))| serde_json::json!([name, len])).collect::<Vec<_>>(),
         })
         .to_string();
         out.write_all(&(header.len() as u64).to_le_bytes())?;
         out.write_all(header.as_bytes())?;
-        for (_, data) in &sections {
-            out.write_all(data)?;
+        for (_, (_, write)) in &sections {
+            write(out)?;
         }
         Ok(())
     }
+}
+
+fn values_all_nan(values: &[f64]) -> bool {
+    values.iter().all(|v| v.is_nan())
 }
 
 /// Parse `block` (whole lines; the last may lack its newline), its first line numbered

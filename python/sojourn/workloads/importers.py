@@ -837,7 +837,7 @@ class _Names:
             self.paths = pl.concat([self.paths, texts], rechunk=False)
 
 
-def _engine_block(header: dict, sections: dict[str, memoryview], offsets: dict[str, int], written: Path,
+def _engine_block(header: dict, sections: dict[str, memoryview], places: dict[str, tuple[int, int]], written: Path,
                   layout: Layout, names: _Names, file_index: int, out: Path) -> _Staged:
     """On a worker: a block as the engine parsed and summed it up (its rows stay in the
     engine's file ``written``), its pending lines judged by :func:`_parse_lines`, staged as
@@ -849,8 +849,8 @@ def _engine_block(header: dict, sections: dict[str, memoryview], offsets: dict[s
     if rows:
         roles = layout.roles()
         present = {RESPONSE: RESPONSE in roles or (layout.open_end and header["rest"]), UPSTREAM: UPSTREAM in roles}
-        block.engine = _EngineRows(written, rows, file_index, offsets,
-                                   {c: len(sections[c]) > 0 for c, there in present.items() if there})
+        block.engine = _EngineRows(written, rows, file_index, {name: at for name, (at, _) in places.items()},
+                                   {c: places[c][1] > 0 for c, there in present.items() if there})
         staged.columns = set(block.engine.columns)
         time_s = np.frombuffer(sections["time_s"], dtype="<f8")
         times += [time_s.min(), time_s.max()]
@@ -887,17 +887,26 @@ def _engine_block(header: dict, sections: dict[str, memoryview], offsets: dict[s
     return staged
 
 
-def _reply(data: bytes) -> tuple[dict, dict[str, memoryview], dict[str, int]]:
+# The sections of an engine block read in pass 1; the rows' other columns wait for pass 2.
+PASS1_SECTIONS = ("paths", "time_s", "pending_numbers", "pending_lines", "block_paths", "block_keys", "block_any",
+                  "block_ok", "seconds", "lines")
+
+
+def _reply(path: Path) -> tuple[dict, dict[str, memoryview], dict[str, tuple[int, int]]]:
     """A block as `sojourn-engine logparse` wrote it (crates/logparse/src/block.rs): its
-    header, sections and their offsets in the file."""
-    view = memoryview(data)
-    at = 8 + int.from_bytes(view[:8], "little")
-    header = json.loads(bytes(view[8:at]))
-    sections, offsets = {}, {}
-    for name, size in header["sections"]:
-        sections[name], offsets[name] = view[at:at + size], at
-        at += size
-    return header, sections, offsets
+    header, the sections pass 1 reads, and every section's (offset, size) in the file."""
+    with open(path, "rb") as handle:
+        length = int.from_bytes(handle.read(8), "little")
+        header = json.loads(handle.read(length))
+        places, at = {}, 8 + length
+        for name, size in header["sections"]:
+            places[name] = (at, size)
+            at += size
+        sections = {}
+        for name in PASS1_SECTIONS:
+            handle.seek(places[name][0])
+            sections[name] = memoryview(handle.read(places[name][1]))
+    return header, sections, places
 
 
 def _engine_staged(command: list[str], paths: list[Path], layout: Layout, report: ImportReport, stage: _Stage,
@@ -949,12 +958,12 @@ def _engine_staged(command: list[str], paths: list[Path], layout: Layout, report
                     raise RuntimeError(f"sojourn-engine logparse stopped: {process.stderr.read().decode(errors='replace')}")
                 told = json.loads(line)
                 written = Path(told["file"])
-                header, sections, offsets = _reply(written.read_bytes())
+                header, sections, places = _reply(written)
                 if whole_file:
                     done(told["bytes"])
                 names.add(header, sections)  # in block order, here
                 yield partial(lambda i, job: (report.files[i], job()), index,
-                              partial(_engine_block, header, sections, offsets, written, layout, names, index,
+                              partial(_engine_block, header, sections, places, written, layout, names, index,
                                       stage.next_file()))
                 if told["last"]:
                     break
