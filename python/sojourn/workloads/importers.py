@@ -4,9 +4,14 @@ or nginx ``log_format``, :mod:`sojourn.workloads.logformat`) and World Cup 98 bi
 Guarantees:
 
 - Streaming: files are read in blocks of :data:`BLOCK_BYTES` (gzip too, every member), each
-  block parsed with polars' vectorised kernels into a few integer columns kept in a
-  temporary directory; a second pass sorts :data:`BUCKET_ROWS` rows at a time and hands
-  them on. Memory grows with the number of distinct hosts and paths, not with lines.
+  block parsed into a few integer columns kept in a temporary directory; a second pass
+  sorts :data:`BUCKET_ROWS` rows at a time and hands them on. Memory grows with the number
+  of distinct paths, not with lines. Access-log lines are parsed by ``sojourn-engine
+  logparse`` (crates/logparse) where the engine has it and the format's time is Common,
+  ISO 8601 or epoch: its fast path takes the lines it decides exactly as
+  :func:`_parse_lines` (the polars reference) does and hands the rest to it, so results
+  and skip counts are the same either way; otherwise, or with ``SOJOURN_IMPORT_PARSER=polars``,
+  polars' vectorised kernels parse every block.
 - Bad input is never fatal: every line or record that cannot be used is skipped and
   counted in the returned :class:`ImportReport` by reason, with the first few file names,
   line numbers and texts. Only an input with *no* usable entry is an error.

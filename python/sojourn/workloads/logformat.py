@@ -1,9 +1,11 @@
 """Access-log layouts: Common/Combined, an Apache ``LogFormat`` or an nginx ``log_format``.
 
 A :class:`Layout` is the format read as fields and the literal text between them; lines
-are cut into fields at that text, left to right (the way the servers write them), with
-polars' vectorised string kernels, then each field sojourn uses is checked and converted
-by :mod:`sojourn.workloads.importers`. Guarantees:
+are cut into fields at that text, left to right (the way the servers write them), by
+:func:`split` with polars' vectorised string kernels or, the same cuts, by the engine's
+parser (crates/logparse, which reads the layout from ``importers._engine_layout``); then
+each field sojourn uses is checked and converted by :mod:`sojourn.workloads.importers`.
+Guarantees:
 
 - :func:`layout` accepts a preset name (``common``, ``combined``), an Apache format
   (``%h %l %u %t \\"%r\\" %>s %b %D``: the directives of mod_log_config) or an nginx one
