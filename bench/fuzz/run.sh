@@ -13,7 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 REQUEST_SECONDS=${REQUEST_SECONDS:-$FUZZ_SECONDS}
-RUST_TARGETS=${RUST_TARGETS-"request response trace"}
+RUST_TARGETS=${RUST_TARGETS-"request response trace logparse"}
 PY_TARGETS=${PY_TARGETS-"spec clf wc98 trace"}
 PY=.venv/bin/python
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz
