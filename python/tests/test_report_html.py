@@ -105,7 +105,7 @@ def test_report_is_self_contained(policy_results, tmp_path):
     assert [f["file"] for f in index] == exported and all(f["caption"] for f in index)
     assert index[1]["caption"].startswith("Complementary CDF")
     # Summary rows for both runs, the partial one marked, ratios relative to fair.
-    assert re.search(r"<td>srpt <span class=\"partial\">\(partial\)</span></td>", text)
+    assert re.search(r"<td>srpt <span class=\"partial\">\(partial or invalid\)</span></td>", text)
     fair_row = re.search(r"<tr><td>fair</td><td>2</td>(.*?)</tr>", text).group(1)
     assert fair_row.endswith("<td>1</td><td>1</td>")
     assert "stored-results test" in text and "Versions, kernel and parameters" in text
