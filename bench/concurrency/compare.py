@@ -21,9 +21,12 @@ from sojourn.analysis.sweeps import over_repetitions
 METRICS = ["response_mean", "response_largest_1pct_mean", "syn_drops", "incomplete"]
 
 
-def table(root: Path) -> dict:
-    experiment = next(path for path in root.iterdir() if path.is_dir())
-    reps = load_experiment(experiment)
+def experiment_dir(root: Path) -> Path:
+    """The one experiment directory under a count's results root."""
+    return next(path for path in root.iterdir() if path.is_dir())
+
+
+def table(reps: list) -> dict:
     frame = summaries(reps)
     fidelity = [rep.summary.get("fidelity", {}) for rep in reps]
     frame["valid"] = [bool(record.get("valid")) for record in fidelity]
@@ -39,11 +42,10 @@ def table(root: Path) -> dict:
     return {row["run"]: row for row in stats.to_dict("records")}
 
 
-def _spec_of(root: Path) -> str:
+def _spec_of(experiment: Path) -> str:
     """The spec the results came from, as the repository names it (its name line)."""
     import tomllib
 
-    experiment = next(path for path in root.iterdir() if path.is_dir())
     name = tomllib.loads((experiment / "spec.toml").read_text())["name"]
     paper, _, stem = name.partition("-")
     return f"experiments/{paper}/{stem}.toml"
@@ -57,7 +59,8 @@ def main() -> int:
     counts = sorted(int(path.name) for path in args.root.iterdir() if path.name.isdigit())
     if 1 not in counts:
         raise SystemExit(f"{args.root}/1 (the solo runs) is missing")
-    tables = {count: table(args.root / str(count)) for count in counts}
+    reps = {count: load_experiment(experiment_dir(args.root / str(count))) for count in counts}
+    tables = {count: table(reps[count]) for count in counts}
     solo = tables[1]
     out, safe = {}, []
     print(f"{'count':>5} {'run':6} {'reps':>4} {'valid':>5} {'idle':>5} {'mean (s)':>9} {'solo 90% interval':>20} "
@@ -81,11 +84,9 @@ def main() -> int:
     largest = max((count for count in safe if all(c in safe for c in counts if c <= count)), default=1)
     print(f"largest safe count (every smaller count safe too): {largest}")
     if args.json:
-        solo = load_experiment(next(path for path in (args.root / "1").iterdir() if path.is_dir()))
-        trace_s = json.loads((solo[0].directory / "run.json").read_text())["inputs"]["duration_s"]
-        started = sorted(rep.status.get("started", "") for count in counts
-                         for rep in load_experiment(next(p for p in (args.root / str(count)).iterdir() if p.is_dir())))
-        record = {"spec": _spec_of(args.root / "1"), "run_length": f"{trace_s:.0f} s",
+        trace_s = json.loads((reps[1][0].directory / "run.json").read_text())["inputs"]["duration_s"]
+        started = sorted(rep.status.get("started", "") for count in counts for rep in reps[count])
+        record = {"spec": _spec_of(experiment_dir(args.root / "1")), "run_length": f"{trace_s:.0f} s",
                   "ran_on": f"{started[0][:16]}Z to {started[-1][:16]}Z", "counts": out, "largest_safe": largest}
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(record, indent=2, default=float) + "\n")
