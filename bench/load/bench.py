@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 from sojourn.engine import engine_path
-from sojourn.peers import Peer, PeerConfig, free_port, live_group_members
+from sojourn.servers import Server, ServerConfig, free_port, live_group_members
 from sojourn.workloads.docroot import content, file_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -120,7 +120,7 @@ def main() -> int:
         target.parent.mkdir(parents=True)
         target.write_bytes(content(PATH, size=1024))
         port = free_port()
-        with Peer(PeerConfig(kind="nginx", root=root, port=port, workers=1)) as nginx:
+        with Server(ServerConfig(kind="nginx", root=root, port=port, workers=1)) as nginx:
             if rt:
                 for pid in live_group_members(nginx.process.pid):
                     subprocess.run(["chrt", "-f", "-p", "20", str(pid)], check=True)

@@ -17,8 +17,9 @@ from sojourn import analysis
 from sojourn.overload import EXPERIMENTS, REPO, doc
 from sojourn.overload.derive import derive, refusals_by_reason, settle_time, size_class
 from sojourn.overload.publish import publish
-from sojourn.peers import Peer, PeerConfig, PeerError, ServeFile, free_port
-from sojourn.runner.spec import SpecError, admission_arg, load_spec, validate
+from sojourn.servers import Server, ServerConfig, ServerError, ServeFile, SojournOptions, free_port
+from sojourn.runner.plan import admission_arg
+from sojourn.runner.spec import SpecError, load_spec, validate
 
 
 def spec(**server) -> dict:
@@ -55,12 +56,13 @@ def test_size_takes_its_rate_from_the_uplink_unless_given():
 def test_the_serve_file_carries_admission_to_a_real_server(tmp_path):
     (tmp_path / "root").mkdir()
     (tmp_path / "root" / "a.bin").write_bytes(b"x" * 100)
-    with pytest.raises(PeerError, match="admission applies to the sojourn server only"):
-        PeerConfig(kind="nginx", root=tmp_path / "root", port=8080, admission="codel").validate()
+    with pytest.raises(ServerError, match="apply to the sojourn server only, not nginx"):
+        ServerConfig(kind="nginx", root=tmp_path / "root", port=8080, sojourn=SojournOptions(admission="codel")).validate()
     admin = free_port()
-    config = PeerConfig(kind="sojourn", root=tmp_path / "root", port=free_port(), admin_port=admin, admission="gradient")
+    config = ServerConfig(kind="sojourn", root=tmp_path / "root", port=free_port(),
+                          sojourn=SojournOptions(admin_port=admin, admission="gradient"))
     assert 'admission = "gradient"' in ServeFile.of(config).toml()
-    with Peer(config, log_dir=tmp_path) as peer:
+    with Server(config, log_dir=tmp_path) as peer:
         with urllib.request.urlopen(peer.url + "/a.bin", timeout=5) as response:
             assert response.read() == b"x" * 100
         metrics = urllib.request.urlopen(f"http://127.0.0.1:{admin}/metrics", timeout=5).read().decode()

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sojourn.analysis import sessions as analysis_sessions
+from sojourn.analysis import session_metrics as analysis_sessions
 from sojourn.engine import engine_path
 
 pytestmark = [pytest.mark.netns, pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")]

@@ -15,7 +15,7 @@ import pytest
 
 from sojourn.analysis.records import read_records, requests
 from sojourn.engine import engine_path
-from sojourn.peers import Peer, PeerConfig, free_port
+from sojourn.servers import Server, ServerConfig, free_port
 from sojourn.workloads.docroot import content, file_for
 
 FILES = {"/1k.bin": 1024, "/8k.bin": 8192, "/64k.bin": 65536,
@@ -64,7 +64,7 @@ def server(request, tmp_path):
     if request.param == "sojourn":
         admin_port = free_port()
         extra = ["--admin", f"127.0.0.1:{admin_port}"]
-    peer = Peer(PeerConfig(kind=request.param, root=root, port=port, access_log=log, extra_args=extra))
+    peer = Server(ServerConfig(kind=request.param, root=root, port=port, access_log=log, extra_args=extra))
     with peer:
         def accepted() -> int:
             if request.param == "nginx":

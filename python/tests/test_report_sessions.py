@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from sojourn.analysis.results import summarize_repetition
-from sojourn.analysis.sessions import summarize_directory
+from sojourn.analysis.session_metrics import summarize_directory
 from sojourn.report.html import build_report
 from sojourn.runner.layout import write_json
 

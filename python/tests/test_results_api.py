@@ -13,7 +13,8 @@ import pytest
 
 import sojourn.results
 from sojourn.analysis.records import DTYPES, INTERVAL_DTYPES, STORED_INTEGERS, read_intervals, read_records
-from sojourn.analysis.results import FORMAT_VERSION, format_version, write_derived
+from sojourn.analysis.results import FORMAT_VERSION, format_version
+from sojourn.runner.derived import write_derived
 from sojourn.report.html import build_report
 from test_report_html import write_repetition
 

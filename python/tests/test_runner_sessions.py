@@ -7,7 +7,7 @@ import tomllib
 
 import pytest
 
-from sojourn.runner import sessions
+from sojourn.runner import session_workload as sessions
 from sojourn.runner.spec import SpecError, load_spec, validate
 
 GROUPS = [{"name": "gold"}, {"name": "silver"}, {"name": "bronze"}]

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from sojourn.peers import Peer, PeerConfig, free_port
+from sojourn.servers import Server, ServerConfig, SojournOptions, free_port
 
 
 @pytest.fixture(params=["fair", "srpt", "las"])
@@ -19,9 +19,9 @@ def server(request, tmp_path):
     root.mkdir()
     for size in (100, 70_000, 1_000_000):
         (root / f"f{size}.bin").write_bytes(bytes(i % 251 for i in range(size)))
-    config = PeerConfig(kind="sojourn", root=root, port=free_port(), workers=os.cpu_count() or 1, policy=request.param,
-                        quantum="4K", write_concurrency=1, notsent_lowat="16K")
-    with Peer(config):
+    options = SojournOptions(policy=request.param, quantum="4K", write_concurrency=1, notsent_lowat="16K")
+    config = ServerConfig(kind="sojourn", root=root, port=free_port(), workers=os.cpu_count() or 1, sojourn=options)
+    with Server(config):
         yield config.port
 
 

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from sojourn.peers import Peer, PeerConfig, free_port
+from sojourn.servers import Server, ServerConfig, SojournOptions, free_port
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="AF_PACKET capture needs root")
 
@@ -77,7 +77,7 @@ def test_packets_per_request(tmp_path, options, expect_fields, expect_packets):
     root.mkdir()
     (root / "a.bin").write_bytes(BODY)
     port = free_port()
-    with Peer(PeerConfig(kind="sojourn", root=root, port=port, **options)):
+    with Server(ServerConfig(kind="sojourn", root=root, port=port, sojourn=SojournOptions(**options))):
         time.sleep(0.1)  # the start-up probe's packets are over before the capture starts
         packets, received = _one_request(port)
     head, _, body = received.partition(b"\r\n\r\n")

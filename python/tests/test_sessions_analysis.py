@@ -7,7 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from sojourn.analysis import sessions
+from sojourn.analysis import session_metrics as sessions
 from sojourn.analysis.records import normalize, requests
 
 

@@ -9,7 +9,7 @@ import subprocess
 import pandas as pd
 import pytest
 
-from sojourn.peers import Peer, PeerConfig, free_port
+from sojourn.servers import Server, ServerConfig, free_port
 from sojourn.workloads import docroot, models
 
 
@@ -153,7 +153,7 @@ def test_nginx_serves_the_docroot_byte_for_byte(tmp_path):
     root = tmp_path / "root"
     docroot.materialize(trace, root)
     port = free_port()
-    with Peer(PeerConfig(kind="nginx", root=root, port=port)):
+    with Server(ServerConfig(kind="nginx", root=root, port=port)):
         objects = trace.drop_duplicates("path").head(20)
         for path, size in objects[["path", "size"]].itertuples(index=False):
             body = subprocess.run(["curl", "-sf", f"http://127.0.0.1:{port}{path}"], capture_output=True, check=True).stdout

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from sojourn.engine import engine_path
-from sojourn.peers import Peer, PeerConfig, free_port
+from sojourn.servers import Server, ServerConfig, free_port
 from sojourn.workloads import docroot, importers, io, models, shaping
 
 pytestmark = pytest.mark.skipif(shutil.which("nginx") is None, reason="nginx is needed")
@@ -32,7 +32,7 @@ def test_generated_shaped_trace_replays_with_verified_bodies(tmp_path):
     trace_path = io.write_trace(trace, tmp_path / "trace.csv")
     docroot.materialize(trace, tmp_path / "root")
     port = free_port()
-    with Peer(PeerConfig(kind="nginx", root=tmp_path / "root", port=port)):
+    with Server(ServerConfig(kind="nginx", root=tmp_path / "root", port=port)):
         records = replay(trace_path, port, tmp_path / "out")
     final = records[records["final"] == 1]
     assert len(final) == len(trace)
@@ -53,7 +53,7 @@ def test_imported_log_paths_map_to_docroot_files(tmp_path):
     trace_path = io.write_trace(trace, tmp_path / "trace.csv")
     docroot.materialize(io.read_trace(trace_path), tmp_path / "root")
     port = free_port()
-    with Peer(PeerConfig(kind="nginx", root=tmp_path / "root", port=port)):
+    with Server(ServerConfig(kind="nginx", root=tmp_path / "root", port=port)):
         records = replay(trace_path, port, tmp_path / "out")
     assert (records["outcome"] == "ok").all(), records[["path", "outcome", "error"]]
     assert sorted(records["bytes"]) == [31, 2000, 70000, 70000]

@@ -12,13 +12,15 @@ Result format versions (``format.json`` in each repetition directory, ``{"versio
   :func:`write_derived`.
 
 Readers take Parquet where present and CSV otherwise, so version-1 results read as before.
-Apart from :func:`write_derived` (called by the runner) nothing here writes or runs anything.
+Nothing here writes a result or starts a process: the runner writes them
+(sojourn.runner.derived), the report and the reproduction read them through this module.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +28,7 @@ import pandas as pd
 
 from sojourn.analysis.inversion import service_inversion_index
 from sojourn.analysis.metrics import by_group, counter_metrics, summarize
-from sojourn.analysis.records import read_intervals, read_records, requests, to_stored
+from sojourn.analysis.records import read_intervals, read_records, requests
 from sojourn.analysis.sweeps import over_repetitions
 
 # Summary keys the report's table shows (and the demo prints), with their labels.
@@ -59,35 +61,6 @@ def _preferred(directory: Path, stem: str) -> Path | None:
         if path.is_file() and path.stat().st_size > 0:
             return path
     return None
-
-
-def write_derived(directory: str | Path, link_bps: float, timestamps: bool = True) -> list[str]:
-    """At the end of a repetition: records and intervals as Parquet beside their CSV,
-    the ideal PS/SRPT schedules of its requests (``ideal.parquet``, so the report only
-    reads), and ``format.json``. Returns notes on what could not be written (e.g. no
-    engine for the ideal schedules); the CSVs stay the primary copy."""
-    directory = Path(directory)
-    notes = []
-    records_csv = directory / "records.csv"
-    if records_csv.is_file() and records_csv.stat().st_size > 0:
-        records = read_records(records_csv)
-        to_stored(records).to_parquet(directory / "records.parquet", compression=PARQUET_COMPRESSION, index=False)
-        reqs = requests(records)
-        if reqs["completed"].any():
-            try:
-                from sojourn.theory import bounds
-
-                frame = bounds.ideal(reqs[["request_id", "scheduled_s", "expected_size", "bytes"]],
-                                     link_bps=bounds.body_rate_bps(link_bps, timestamps), policies=("ps", "srpt"))
-                frame.to_parquet(directory / "ideal.parquet", compression=PARQUET_COMPRESSION, index=False)
-            except Exception as err:  # noqa: BLE001 - the ideal is a reference; its absence is noted, not fatal
-                notes.append(f"ideal schedules not stored: {err}")
-    intervals_csv = directory / "intervals.csv"
-    if intervals_csv.is_file() and intervals_csv.stat().st_size > 0:
-        read_intervals(intervals_csv).to_parquet(directory / "intervals.parquet", compression=PARQUET_COMPRESSION,
-                                                 index=False)
-    (directory / FORMAT_FILE).write_text(json.dumps({"version": FORMAT_VERSION}) + "\n")
-    return notes
 
 
 @dataclass
@@ -126,11 +99,46 @@ class Repetition:
         path = self.directory / "ideal.parquet"
         return pd.read_parquet(path) if path.is_file() else None
 
-    def table(self, name: str) -> pd.DataFrame | None:
+    def has(self, name: str) -> bool:
+        """Whether the repetition holds the file ``name`` with something in it."""
         path = self.directory / name
-        if not path.is_file() or path.stat().st_size == 0:
-            return None
-        return pd.read_csv(path)
+        return path.is_file() and path.stat().st_size > 0
+
+    def table(self, name: str) -> pd.DataFrame | None:
+        """A CSV file of the repetition (counters.csv, ...), or None when absent or empty."""
+        return pd.read_csv(self.directory / name) if self.has(name) else None
+
+    def json(self, name: str) -> dict:
+        """A JSON file of the repetition (capacity.json, load_summary.json, ...); empty when absent."""
+        return _read_json(self.directory / name)
+
+    def text(self, name: str) -> str | None:
+        """A text file of the repetition (server_metrics.txt, ...), or None when absent."""
+        path = self.directory / name
+        return path.read_text() if path.is_file() else None
+
+    def bands(self) -> pd.DataFrame | None:
+        """The uplink's bands after the load (bands.json, one JSON object per band), or None."""
+        return pd.read_json(self.directory / "bands.json", lines=True) if self.has("bands.json") else None
+
+    @property
+    def link_bps(self) -> float:
+        """The uplink rate the repetition ran at: its configuration's, else its summary's."""
+        mbps = self.config.get("network", {}).get("link_mbps")
+        if mbps is not None:
+            return float(mbps) * 1e6
+        if self.summary.get("link_bps"):
+            return float(self.summary["link_bps"])
+        raise ValueError(f"{self.directory}: neither run.json's config nor summary.json names the link rate")
+
+    @property
+    def periods(self) -> list[dict]:
+        """The trace's load periods (run.json ``inputs.periods``; empty without a profile)."""
+        return _read_json(self.directory / "run.json").get("inputs", {}).get("periods") or []
+
+    def versions(self) -> dict:
+        """versions.json: programs, kernel, host and the testbed's description (empty if absent)."""
+        return _read_json(self.directory / "versions.json")
 
 
 def summarize_repetition(directory: Path, link_bps: float, groups: list[dict] | None = None) -> dict:
@@ -244,6 +252,21 @@ def _read_json(path: Path) -> dict:
         return {}
 
 
+def open_repetition(directory: str | Path, recompute: bool = False) -> Repetition:
+    """One repetition directory (results/<experiment>/<run>/<rep>/, with its run.json);
+    ``recompute`` as for :func:`load_experiment`."""
+    directory = Path(directory)
+    info = _read_json(directory / "run.json")
+    rep = Repetition(run=info.get("run", directory.parent.name), rep=int(info.get("repetition", directory.name)),
+                     directory=directory, status=_read_json(directory / "status.json"),
+                     config=info.get("config", {}), summary=_read_json(directory / "summary.json"),
+                     sweep_value=info.get("sweep_value"), variant=info.get("variant", ""),
+                     index=int(info.get("index", 0)))
+    if recompute:
+        rep.summary = summarize_repetition(directory, rep.link_bps, rep.config.get("network", {}).get("groups"))
+    return rep
+
+
 def load_experiment(directory: str | Path, recompute: bool = False) -> list[Repetition]:
     """Every repetition under ``directory`` (results/<experiment>), in the spec's run
     order (run.json ``index``), then by name and repetition. With ``recompute`` the
@@ -252,21 +275,7 @@ def load_experiment(directory: str | Path, recompute: bool = False) -> list[Repe
     directory = Path(directory)
     if not directory.is_dir():
         raise FileNotFoundError(f"{directory} is not a results directory")
-    reps = []
-    for run_json in directory.glob("*/*/run.json"):
-        rep_dir = run_json.parent
-        info = _read_json(run_json)
-        config = info.get("config", {})
-        if recompute:
-            network = config.get("network", {})
-            summary = summarize_repetition(rep_dir, network.get("link_mbps", 10.0) * 1e6, network.get("groups"))
-        else:
-            summary = _read_json(rep_dir / "summary.json")
-        reps.append(Repetition(run=info.get("run", rep_dir.parent.name), rep=int(info.get("repetition", rep_dir.name)),
-                               directory=rep_dir, status=_read_json(rep_dir / "status.json"),
-                               config=config, summary=summary,
-                               sweep_value=info.get("sweep_value"), variant=info.get("variant", ""),
-                               index=int(info.get("index", 0))))
+    reps = [open_repetition(run_json.parent, recompute) for run_json in directory.glob("*/*/run.json")]
     reps.sort(key=lambda r: (r.index, r.run, r.rep))
     if not reps:
         raise FileNotFoundError(f"{directory} holds no run results (expected <run>/<rep>/run.json)")
@@ -317,12 +326,17 @@ class Experiment:
     ``records()``, ``intervals()`` and ``ideal()`` concatenate every repetition's table
     with ``run``, ``variant``, ``sweep_value`` and ``rep`` columns in front;
     ``summaries()`` and ``table()`` are :func:`summaries` and :func:`run_table`;
-    ``repetitions`` are the :class:`Repetition` objects (spec order).
+    ``repetitions`` are the :class:`Repetition` objects (spec order); ``spec_text`` and
+    ``spec`` the spec as run (spec.toml).
     """
 
     def __init__(self, directory: str | Path, recompute: bool = False):
         self.directory = Path(directory)
         self.repetitions = load_experiment(self.directory, recompute=recompute)
+        spec_path = self.directory / "spec.toml"
+        # The spec as run (text), and parsed: description, baseline and sweep for the report.
+        self.spec_text = spec_path.read_text() if spec_path.is_file() else ""
+        self.spec = tomllib.loads(self.spec_text)
 
     def __repr__(self) -> str:
         runs = list(dict.fromkeys(r.run for r in self.repetitions))

@@ -19,7 +19,6 @@ Definitions (issue 32), over the final attempt of every request (sojourn.analysi
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -27,7 +26,7 @@ import numpy as np
 import pandas as pd
 from prometheus_client.parser import text_string_to_metric_families
 
-from sojourn import analysis
+from sojourn.analysis.results import open_repetition
 from sojourn.analysis.metrics import run_span
 
 # 000 §3.2's cutoffs (1 KB, 2 KB, 5 KB, 50 KB) as size classes.
@@ -95,10 +94,8 @@ def scheduler(server: dict) -> str:
 
 def derive(directory: str | Path) -> dict:
     """The doc's numbers for one repetition directory (results/<name>/<run>/<rep>/)."""
-    directory = Path(directory)
-    run = json.loads((directory / "run.json").read_text())
-    status = json.loads((directory / "status.json").read_text())
-    requests = analysis.requests(analysis.read_records(directory / "records.csv"))
+    rep = open_repetition(directory)
+    requests = rep.requests()
     done = requests[requests["completed"]]
     span = run_span(requests)
     refused = requests["outcome"] == "refused"
@@ -106,14 +103,13 @@ def derive(directory: str | Path) -> dict:
     start = float(requests["scheduled_s"].min()) if len(requests) else 0.0
     width = max(1.0, span / BINS)
     over_time = binned_response(done, start, start + span, width)
-    settles = [settle_time(done, start, end) for start, end in step_ups(run["inputs"].get("periods", []))]
-    load_summary = directory / "load_summary.json"
-    workload = (json.loads(load_summary.read_text()).get("workload") if load_summary.is_file() else None) or {}
-    metrics = directory / "server_metrics.txt"
+    settles = [settle_time(done, start, end) for start, end in step_ups(rep.periods)]
+    workload = rep.json("load_summary.json").get("workload") or {}
+    metrics = rep.text("server_metrics.txt")
     out = {
-        "run": run["run"], "repetition": run["repetition"], "variant": run.get("variant"),
-        "sweep_value": run.get("sweep_value"), "state": status.get("state"),
-        "admission": run["config"]["server"].get("admission", ""), "scheduler": scheduler(run["config"]["server"]),
+        "run": rep.run, "repetition": rep.rep, "variant": rep.variant,
+        "sweep_value": rep.sweep_value, "state": rep.status.get("state"),
+        "admission": rep.config["server"].get("admission", ""), "scheduler": scheduler(rep.config["server"]),
         "duration_s": span, "requests": int(len(requests)), "completed": int(len(done)),
         "refused": int(refused.sum()),
         "goodput_bps": float(done["bytes"].sum()) * 8 / span if span > 0 else math.nan,
@@ -124,7 +120,7 @@ def derive(directory: str | Path) -> dict:
         "settle_s": [_finite(s) for s in settles],
         "sessions_per_s": (workload["sessions_completed"] / span
                            if "sessions_completed" in workload and span > 0 else None),
-        "server_refusals": refusals_by_reason(metrics.read_text()) if metrics.is_file() else {},
+        "server_refusals": refusals_by_reason(metrics) if metrics is not None else {},
         "over_time": {"bin_s": width, "t": [round(t - start, 3) for t in over_time["t"]],
                       "mean": [_finite(v) for v in over_time["mean"]], "p99": [_finite(v) for v in over_time["p99"]]},
     }

@@ -8,7 +8,7 @@ time with overload shaded (000 Fig. 8a-b), CCDF (Fig. 8c), response time vs size
 8d), connections / SYN drops / link utilization over time (Fig. 6), decile composition
 (001 Figs. 5-6), for sweeps the range plots (000 Figs. 9-10 right column) and for load
 sweeps the latency profile and service inversion vs load (001 Figs. 1-2, 7); for runs with
-session data the sessions section (sojourn.report.sessions, 003 §5); then the load
+session data the sessions section (sojourn.report.session_section, 003 §5); then the load
 periods, versions, kernel and parameters.
 """
 
@@ -20,7 +20,6 @@ import importlib
 import json
 import os
 import subprocess
-import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -28,9 +27,9 @@ import pandas as pd
 
 from sojourn import analysis
 from sojourn.engine import engine_path
-from sojourn.analysis.results import TABLE_METRICS, Repetition, load_experiment, run_table
+from sojourn.analysis.results import TABLE_METRICS, Repetition, open_experiment, run_table
 from sojourn.report import figures
-from sojourn.report.sessions import section as session_section
+from sojourn.report.session_section import section as session_section
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 1100px; color: #222; }
@@ -54,7 +53,7 @@ window.addEventListener('load', function () {
 
 def _representative(reps: list[Repetition], run: str) -> Repetition | None:
     """The repetition whose per-request figures are shown: the first complete one."""
-    candidates = [r for r in reps if r.run == run and (r.directory / "records.csv").is_file()]
+    candidates = [r for r in reps if r.run == run and r.has("records.csv")]
     complete = [r for r in candidates if r.complete]
     return (complete or candidates or [None])[0]
 
@@ -102,8 +101,7 @@ def _ideal(rep: Repetition, reqs: pd.DataFrame) -> tuple[pd.DataFrame | None, st
         engine_path(build=False)  # the report never starts a cargo build
     except (ModuleNotFoundError, FileNotFoundError) as err:
         return None, f"ideal references unavailable: {err}"
-    network = rep.config.get("network", {})
-    link_bps = bounds.body_rate_bps(network.get("link_mbps", 10.0) * 1e6, network.get("tcp", {}).get("timestamps", True))
+    link_bps = bounds.body_rate_bps(rep.link_bps, rep.config.get("network", {}).get("tcp", {}).get("timestamps", True))
     try:
         frame = bounds.ideal(reqs[["request_id", "scheduled_s", "expected_size", "bytes"]], link_bps=link_bps,
                              policies=("ps", "srpt"))
@@ -137,10 +135,9 @@ def _bands_table(reps: list[Repetition], runs: list[str]) -> pd.DataFrame | None
     rows = []
     for run in runs:
         rep = _representative(reps, run)
-        path = rep.directory / "bands.json" if rep else None
-        if not path or not path.is_file() or path.stat().st_size == 0:
+        bands = rep.bands() if rep else None
+        if bands is None:
             continue
-        bands = pd.read_json(path, lines=True)
         row = {"run": run}
         for _, band in bands.iterrows():
             name = "default" if pd.isna(band["band"]) else f"band {int(band['band'])}"
@@ -177,15 +174,6 @@ def _group_table(reps: list[Repetition], runs: list[str]) -> pd.DataFrame | None
                                  "response_p95": "p95 (s)"})
 
 
-def _spec_order(spec: dict) -> list[str]:
-    """The run names in the spec's order (empty if the saved spec no longer validates)."""
-    from sojourn.runner.spec import SpecError, validate
-    try:
-        return [run.name for run in validate(spec).runs]
-    except SpecError:
-        return []
-
-
 def _export(parts: list[str], export_dir: Path) -> None:
     """Saves every inline figure of ``parts`` as figure-NN.png in ``export_dir``, and
     figures.json listing each file with its caption."""
@@ -206,11 +194,10 @@ def build_report(directory: str | Path, baseline: str | None = None, export_dir:
     """Writes ``<directory>/report.html`` and returns its path; with ``export_dir``, also
     each figure as a PNG file there."""
     directory = Path(directory)
-    reps = load_experiment(directory, recompute=True)
-    spec_path = directory / "spec.toml"
-    spec = tomllib.loads(spec_path.read_text()) if spec_path.is_file() else {}
+    experiment = open_experiment(directory, recompute=True)
+    reps, spec = experiment.repetitions, experiment.spec
     baseline = baseline or spec.get("baseline") or None
-    table = run_table(reps, baseline, order=_spec_order(spec))
+    table = run_table(reps, baseline, order=experiment.runs)
     runs = list(table["run"])
     parts = [f"<h1>{html.escape(directory.name)}</h1>",
              f"<p>{html.escape(spec.get('description', ''))}</p>",
@@ -245,14 +232,12 @@ def build_report(directory: str | Path, baseline: str | None = None, export_dir:
         responses[label] = done["response_s"].to_numpy()
         by_size[label] = analysis.by_size(reqs)
         # Stage responses of session runs are all alike in size: no size series to compose.
-        if len(done) >= 10 and not (rep.directory / "classes.json").is_file():
+        if len(done) >= 10 and not rep.has("classes.json"):
             deciles[label] = analysis.decile_composition(reqs)
         table_counters = rep.table("counters.csv")
         if table_counters is not None:
             counters[label] = table_counters
-        if not periods:
-            run_json = json.loads((rep.directory / "run.json").read_text())
-            periods = run_json.get("inputs", {}).get("periods", [])
+        periods = periods or rep.periods
         if len(done) and not ideal_failed:
             ideal, note = _ideal(rep, reqs)
             ideal_failed = ideal is None
@@ -280,8 +265,7 @@ def build_report(directory: str | Path, baseline: str | None = None, export_dir:
                      + pd.DataFrame(ideal_rows).to_html(index=False, float_format=lambda v: f"{v:.4g}", border=0))
     if counters:
         parts.append("<h2>Connections, SYN drops, link</h2>")
-        link_bps = reps[0].config.get("network", {}).get("link_mbps", 10.0) * 1e6
-        parts.append(_figure(figures.png_data_uri(figures.counters_figure(counters, link_bps)),
+        parts.append(_figure(figures.png_data_uri(figures.counters_figure(counters, reps[0].link_bps)),
                              "Established connections, cumulative SYN drops (ListenDrops) and uplink utilization (000 Fig. 6)"))
     if deciles:
         parts.append("<h2>Service inversion</h2>")
@@ -317,15 +301,14 @@ def build_report(directory: str | Path, baseline: str | None = None, export_dir:
     parts.append("<h2>Versions, kernel and parameters</h2>")
     for run in runs:
         rep = _representative(reps, run) or next(r for r in reps if r.run == run)
-        versions_path = rep.directory / "versions.json"
-        versions = json.loads(versions_path.read_text()) if versions_path.is_file() else {}
+        versions = rep.versions()
         versions.pop("testbed", None)
         status = rep.status
         parts.append(f"<h3>{html.escape(run)}</h3><p>status: {html.escape(str(status.get('state')))}"
                      f"{' — ' + html.escape(status.get('reason', '')) if status.get('reason') else ''}</p>"
                      f"<pre>{html.escape(json.dumps({'versions': versions, 'config': rep.config}, indent=2))}</pre>")
-    if spec_path.is_file():
-        parts.append(f"<h3>spec.toml</h3><pre>{html.escape(spec_path.read_text())}</pre>")
+    if experiment.spec_text:
+        parts.append(f"<h3>spec.toml</h3><pre>{html.escape(experiment.spec_text)}</pre>")
 
     document = ("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
                 f"<title>sojourn report: {html.escape(directory.name)}</title><style>{STYLE}</style></head><body>"

@@ -288,7 +288,7 @@ class Context:
     def measure(self, name: str, run: str, metric: str) -> Measure:
         """Mean of ``metric`` over the run's complete repetitions, with its 90% interval."""
         values = self.per_rep(name, run, metric)
-        return summarize(list(values.values()), ((name, run),), absent=self._absent(name, run, metric))
+        return summarize(list(values.values()), ((name, run),), absent=self.absent(name, run, metric))
 
     def mean(self, name: str, run: str, metric: str) -> float:
         return self.measure(name, run, metric).value
@@ -306,22 +306,20 @@ class Context:
         """``reduce`` (a function of one repetition's kernel counters, counters.csv as a
         DataFrame, returning a number or None) over the run's complete repetitions; ``what``
         names the quantity when no repetition gives one."""
-        import pandas as pd
-
         values = []
         for rep in self.reps(name):
-            path = rep.directory / "counters.csv"
-            if rep.run == run and rep.complete and path.is_file():
-                value = reduce(pd.read_csv(path))
+            table = rep.table("counters.csv") if rep.run == run and rep.complete else None
+            if table is not None:
+                value = reduce(table)
                 if value is not None:
                     values.append(float(value))
-        absent = self._absent(name, run, "") or f"{run}'s counters.csv has no {what}"
+        absent = self.absent(name, run, "") or f"{run}'s counters.csv has no {what}"
         return summarize(values, ((name, run),), absent=absent)
 
     def ratio(self, numerator: Side, denominator: Side) -> Measure:
         """numerator / denominator per repetition, paired by repetition number (a ratio of
         two runs of one experiment, or across two), then the mean and 90% interval."""
-        absent = self._absent(*numerator) or self._absent(*denominator)
+        absent = self.absent(*numerator) or self.absent(*denominator)
         return quotient(self.per_rep(*numerator), self.per_rep(*denominator), (numerator[:2], denominator[:2]),
                         absent or f"{denominator[2]} of {denominator[1]} is 0")
 
@@ -353,7 +351,9 @@ class Context:
         at = f"{key}={point:g}" if isinstance(point, float) else f"{key}={point}"
         return Measure(best.value, best.ci, min(m.repetitions for m in found.values()), runs, at=at)
 
-    def _absent(self, name: str, run: str, metric: str) -> str:
+    def absent(self, name: str, run: str, metric: str) -> str:
+        """Why run ``run`` of published experiment ``name`` gives no ``metric`` (any metric
+        when empty): the sentence a row shows in place of a value, or "" when it gives one."""
         reps = [r for r in self.reps(name) if r.run == run]
         if not reps:
             return f"run {run} is not in the published results of {name}"

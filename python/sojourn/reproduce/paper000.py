@@ -535,7 +535,7 @@ def _rtt_loss_grid_rows(ctx: Context) -> list[Row]:
             far, near = (ctx.per_rep(e, _run(f"{variant}-{loss}", key, rtt), "response_mean") for rtt in (150, 0))
             return per_rep_quotient(far, near)
         runs = tuple((e, _run(f"{variant}-{loss}", key, rtt)) for loss in ("loss5", "loss0") for rtt in (150, 0))
-        ours = quotient(effect("loss5"), effect("loss0"), runs, ctx._absent(e, runs[0][1], "response_mean"))
+        ours = quotient(effect("loss5"), effect("loss0"), runs, ctx.absent(e, runs[0][1], "response_mean"))
         rows.append(ctx.row(e, f"{VARIANT_NAMES[variant]}: (150 ms / 0 ms at 5% loss) / (150 ms / 0 ms without loss)",
                             bound(">", 1, text="the effect of a given RTT is accentuated under high loss"), ours))
     return rows

@@ -82,7 +82,7 @@ def print_sessions(console: Console, directory: Path, order: list[str]) -> None:
     """Per run and class, the session measures of 003 §5 (means over repetitions);
     nothing when no run has session data."""
     from sojourn.analysis.results import load_experiment
-    from sojourn.report.sessions import MEASURES, class_table, session_summaries
+    from sojourn.report.session_section import MEASURES, class_table, session_summaries
 
     reps = load_experiment(directory)
     table = class_table(reps, session_summaries(reps), order)
@@ -104,7 +104,7 @@ def run_with_progress(console: Console, experiment, results: Path, prefix: str, 
     """Runs what is missing of ``experiment`` under ``results`` with a live progress
     line; returns ``(outcome, 0)``, or ``(None, exit status)`` after printing why it
     stopped. Shared by ``sojourn run`` and ``sojourn reproduce``."""
-    from sojourn.peers import PeerError
+    from sojourn.servers import ServerError
     from sojourn.runner.experiment import ResultsConflict, run_experiment
     from sojourn.testbed import ConfigError, NetError
 
@@ -135,7 +135,7 @@ def run_with_progress(console: Console, experiment, results: Path, prefix: str, 
         except ResultsConflict as err:
             console.print(f"sojourn run: {err}", style="red", markup=False, highlight=False)
             return None, 2
-        except (PeerError, NetError, ConfigError, OSError, ValueError, RuntimeError, subprocess.CalledProcessError) as err:
+        except (ServerError, NetError, ConfigError, OSError, ValueError, RuntimeError, subprocess.CalledProcessError) as err:
             # RuntimeError: e.g. the testbed's counter sampler lost an interface mid-run.
             # The repetition's status.json says partial with this reason; the rest is not run.
             console.print(f"sojourn run: {type(err).__name__}: {err}", style="red", markup=False, highlight=False)

@@ -19,21 +19,22 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
 import pandas as pd
 
-from sojourn import analysis, peers
-from sojourn.analysis.results import summarize_repetition, write_derived
+from sojourn import analysis, servers
+from sojourn.analysis.results import summarize_repetition
 from sojourn.engine import engine_path
-from sojourn.analysis import sessions as session_analysis
+from sojourn.analysis import session_metrics as session_analysis
 from sojourn.runner import fidelity, layout
-from sojourn.runner import sessions
+from sojourn.runner.derived import write_derived
+from sojourn.runner import session_workload
 from sojourn.runner.inputs import Inputs, poisson_from_catalogue
 from sojourn.runner.loadfile import LoadFile
-from sojourn.runner.spec import Run, admission_arg
+from sojourn.runner.spec import Run
 
 
 @dataclass
@@ -47,24 +48,6 @@ class Progress:
     in_flight: int = 0
     errors: int = 0
     completed: int = 0
-
-
-def testbed_config(run: Run, prefix: str):
-    from sojourn.testbed import TcpKnobs, TestbedConfig, WanGroup
-
-    network = run.config["network"]
-    tcp = network["tcp"]
-    knobs = TcpKnobs(congestion=tcp["congestion"], sack=tcp["sack"], timestamps=tcp["timestamps"], syncookies=tcp["syncookies"],
-                     syn_backlog=tcp["syn_backlog"], somaxconn=tcp["somaxconn"],
-                     initcwnd=tcp["initcwnd"] or None, cwnd_clamp=tcp["cwnd_clamp"] or None,
-                     rto_min_ms=tcp["rto_min_ms"] or None, initial_rto_ms=tcp["initial_rto_ms"] or None)
-    groups = [WanGroup(name=g["name"], clients=g["addresses"], rtt_ms=g["rtt_ms"], jitter_ms=g["jitter_ms"],
-                       loss=g["loss"], loss_model=g["loss_model"], mtu=g["mtu"])
-              for g in network["groups"]] or [WanGroup(name="lan", clients=1)]
-    return TestbedConfig(prefix=prefix, link_bps=int(network["link_mbps"] * 1e6), queue_bytes=network["queue_bytes"] or None,
-                         queue_packets=network["queue_packets"] or None,
-                         bands=network["bands"] or None, groups=groups, tcp=knobs, seed=run.config["workload"]["seed"],
-                         server_cpus=run.config["server"]["cpu_quota"] or None)
 
 
 def load_file(inputs: Inputs, target: str, out: Path, workload: dict, source_addrs: list[str],
@@ -96,7 +79,7 @@ def versions(run: Run, engine: Path) -> dict:
     repo = Path(__file__).resolve().parents[3]
     return {
         "sojourn_engine": first_line([str(engine), "--version"]),
-        "server": peers.version(run.config["server"]["kind"]),
+        "server": servers.version(run.config["server"]["kind"]),
         "git": first_line(["git", "-C", str(repo), "describe", "--always", "--dirty"]),
         "kernel": platform.release(),
         "host": platform.node(),
@@ -202,7 +185,7 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
     try:
         progress.phase = "testbed"
         on_progress(progress)
-        with Testbed(testbed_config(run, prefix), workdir=directory / "testbed") as tb:
+        with Testbed(replace(run.plan.testbed, prefix=prefix), workdir=directory / "testbed") as tb:
             meta["testbed"] = tb.describe()
             if tb.leftovers:
                 meta["leftovers_removed"] = tb.leftovers
@@ -213,27 +196,22 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
             stages_path = None
             if server_cfg["stages"] or workload["mode"] == "sessions":
                 stages = server_cfg["stages"] or {}
-                stages_path = sessions.stages_file(stages, tb.client_addrs, directory / "series.csv",
+                stages_path = session_workload.stages_file(stages, tb.client_addrs, directory / "series.csv",
                                                    directory / "stages.toml")
-                class_map = sessions.class_map(sessions.effective_classes(stages, tb.client_addrs), addrs)
+                class_map = session_workload.class_map(session_workload.effective_classes(stages, tb.client_addrs), addrs)
                 layout.write_json(directory / "classes.json", class_map)
-            peer_cfg = peers.PeerConfig(
+            sojourn = run.plan.sojourn and replace(run.plan.sojourn, admin_port=server_cfg["port"] + 1,
+                                                   stages=stages_path)
+            peer_cfg = servers.ServerConfig(
                 kind=server_cfg["kind"], root=inputs.docroot, addr=tb.server_addr, port=server_cfg["port"],
-                workers=server_cfg["workers"], netns=tb.server_ns, policy=server_cfg["policy"],
-                kernel_bands=server_cfg["kernel_bands"], band_cutoffs=run.config["network"]["bands"] or None,
-                admin_port=server_cfg["port"] + 1 if server_cfg["kind"] == "sojourn" else None,
+                workers=server_cfg["workers"], netns=tb.server_ns,
                 access_log=directory / "access.log" if server_cfg["access_log"] else None,
-                stages=stages_path, extra_args=list(server_cfg["args"]), command=list(server_cfg["command"]),
-                preexec_fn=tb.server_preexec(), max_connections=server_cfg["max_connections"] or None,
-                linger_close=server_cfg["linger_close"], write_concurrency=server_cfg["write_concurrency"] or None,
-                write_concurrency_from=server_cfg["write_concurrency_from"] or None,
-                notsent_lowat=server_cfg["notsent_lowat"] or None,
-                head_fields=server_cfg["head_fields"], delayed_ack=server_cfg["delayed_ack"],
-                admission=admission_arg(server_cfg, run.config["network"]),
-                quantum=server_cfg["quantum"] if server_cfg["kind"] == "sojourn" else None)
+                max_connections=server_cfg["max_connections"] or None, sojourn=sojourn,
+                extra_args=list(server_cfg["args"]), command=list(server_cfg["command"]),
+                preexec_fn=tb.server_preexec())
             progress.phase = "server"
             on_progress(progress)
-            with peers.Peer(peer_cfg, log_dir=directory) as peer:
+            with servers.Server(peer_cfg, log_dir=directory) as peer:
                 tb.start_counters(directory / "counters.csv", interval_s=collect["interval_s"])
                 target = f"{tb.server_addr}:{server_cfg['port']}"
                 # The last request may take its whole timeout; drain_s may allow longer.
@@ -243,9 +221,9 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                                                      on_progress)
                 elif workload["mode"] == "sessions":
                     model = Path(workload["sessions"]["model_file"]) if workload["sessions"]["model_file"] else \
-                        sessions.session_model(server_cfg["stages"] or {}, workload["sessions"], directory / "model.toml",
+                        session_workload.session_model(server_cfg["stages"] or {}, workload["sessions"], directory / "model.toml",
                                                class_map)
-                    run_file = sessions.load_file(model, target, directory, workload, addrs)
+                    run_file = session_workload.load_file(model, target, directory, workload, addrs)
                     state, reason = _run_load(tb, engine, run_file, progress, on_progress, limit_s)
                 elif workload["load_fraction"]:
                     state, reason = _at_load_fraction(tb, engine, inputs, target, directory, workload, addrs, progress,
@@ -365,7 +343,7 @@ def _save_bands(tb, engine: Path, cutoffs: str, path: Path) -> None:
         path.write_bytes(answer.stdout)
 
 
-def _save_server_metrics(tb, peer: peers.Peer, path: Path) -> None:
+def _save_server_metrics(tb, peer: servers.Server, path: Path) -> None:
     """The server's own counters after the load (Prometheus text, stub_status or
     mod_status), fetched inside the server's namespace; nothing when it has none."""
     if not peer.metrics_url:

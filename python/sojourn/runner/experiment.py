@@ -9,7 +9,6 @@ directory is removed and run again; ``fresh`` removes all previous results first
 from __future__ import annotations
 
 import concurrent.futures
-import json
 import multiprocessing
 import shutil
 import signal
@@ -19,19 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from sojourn.runner import fidelity, layout
-from sojourn.runner.execute import Progress, run_repetition
-from sojourn.runner.inputs import prepare_inputs, session_inputs
+from sojourn.runner import fidelity, layout, ray_sweep
+from sojourn.runner.points import Point, point_inputs, run_point, task_prefix
 from sojourn.runner.spec import Experiment
-
-
-# A repetition's invalid attempts (fidelity records), kept beside the attempt that counts.
-ATTEMPTS = "attempts.json"
-
-
-def task_prefix(prefix: str, index: int) -> str:
-    """A namespace prefix of its own per point (2-8 lowercase letters/digits)."""
-    return f"{prefix[:5]}{index:03d}"[:8]
 
 
 class ResultsConflict(RuntimeError):
@@ -46,29 +35,6 @@ class Outcome:
     @property
     def complete(self) -> bool:
         return all(state == "complete" for state in self.states.values())
-
-
-def point_inputs(run, directory: Path):
-    """The inputs (trace, docroot) of one run, made under ``directory/inputs`` (shared by
-    runs with the same workload; deterministic from the spec's seed)."""
-    if run.config["workload"]["mode"] == "sessions":
-        return session_inputs(run.config["workload"], directory / "inputs")
-    from sojourn.theory.bounds import segment_payload
-
-    network = run.config["network"]
-    return prepare_inputs(run.config["workload"], network["link_mbps"] * 1e6, directory / "inputs",
-                          segment_payload(network["tcp"]["timestamps"]))
-
-
-@dataclass(frozen=True)
-class Point:
-    """One repetition of one run still to be done."""
-
-    index: int  # 1-based position among all the experiment's repetitions
-    run_index: int
-    run: object  # sojourn.runner.spec.Run
-    rep: int
-    directory: Path
 
 
 def run_experiment(experiment: Experiment, results: Path, prefix: str = "sjrun", fresh: bool = False,
@@ -112,8 +78,7 @@ def run_experiment(experiment: Experiment, results: Path, prefix: str = "sjrun",
                 continue
             todo.append(Point(index, run_index, run, rep, rep_directory))
     if ray_address is not None:
-        from sojourn.runner.ray_sweep import run_points
-        run_points(todo, experiment, directory, spec_text, prefix, ray_address, outcome, on_event)
+        ray_sweep.run_points(todo, experiment, directory, spec_text, prefix, ray_address, outcome, on_event)
         return outcome
     if concurrency > 1 and len(todo) > 1:
         _run_concurrently(todo, directory, spec_text, prefix, concurrency, total, outcome, on_event)
@@ -130,36 +95,6 @@ def run_experiment(experiment: Experiment, results: Path, prefix: str = "sjrun",
         outcome.states[(point.run.name, point.rep)] = state
         on_event("done", {"run": point.run.name, "rep": point.rep, "state": state, "wall_s": time.monotonic() - started})
     return outcome
-
-
-def run_point(point: Point, directory: Path, spec_text: str, prefix: str,
-              on_event: Callable[[str, dict], None] = lambda kind, data: None) -> str:
-    """One repetition, run again at once while the fidelity guard finds it ``invalid``
-    (up to the run's ``collect.fidelity.redo`` times); each invalid attempt's fidelity
-    record is kept in the repetition's ``attempts.json``. Returns the final state."""
-    attempts: list[dict] = []
-    for _attempt in range(point.run.config["collect"]["fidelity"]["redo"] + 1):
-        start_point(point, spec_text, on_event)
-        if attempts:
-            layout.write_json(point.directory / ATTEMPTS, attempts)
-        on_event("progress", Progress(phase="inputs"))
-        try:
-            inputs = point_inputs(point.run, directory)
-        except BaseException as err:
-            layout.mark(point.directory, "partial", f"inputs failed: {type(err).__name__}: {err}")
-            raise
-        state = run_repetition(point.run, point.rep, point.directory, inputs, prefix,
-                               on_progress=lambda p: on_event("progress", p), index=point.run_index)
-        if state != "invalid":
-            return state
-        status = layout.read_status(point.directory)
-        attempts.append({"started": status.get("started"), "finished": status.get("finished"),
-                         "reason": status.get("reason"),
-                         "fidelity": json.loads((point.directory / fidelity.FILE).read_text())})
-        on_event("invalid", {"run": point.run.name, "rep": point.rep, "reason": status.get("reason"),
-                             "attempt": len(attempts)})
-    layout.write_json(point.directory / ATTEMPTS, attempts)
-    return "invalid"
 
 
 def _pool_point(point: Point, directory: Path, spec_text: str, prefix: str) -> str:
@@ -201,17 +136,3 @@ def _run_concurrently(todo: list[Point], directory: Path, spec_text: str, prefix
             for future in futures:
                 future.cancel()
             raise
-
-
-def start_point(point: Point, spec_text: str, on_event: Callable[[str, dict], None]) -> None:
-    """Clears what an earlier attempt left of the point's directory (saying so when a run
-    that died left it "running") and writes its spec."""
-    if point.directory.exists():
-        status = layout.read_status(point.directory)
-        if status.get("state") == "running":
-            # A run that died (SIGKILL, power) left it: say so, then run it again.
-            on_event("stale", {"run": point.run.name, "rep": point.rep, "pid": status.get("pid"),
-                               "started": status.get("started")})
-        shutil.rmtree(point.directory)
-    point.directory.mkdir(parents=True)
-    (point.directory / "spec.toml").write_text(spec_text)  # each result carries its spec

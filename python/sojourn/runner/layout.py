@@ -16,7 +16,7 @@ repetition: ``<run>/<rep>/`` with
 | ``bands.json`` | per-band sent/dropped/backlog of the uplink (``sojourn-engine bands show --json``), runs with bands |
 | ``network_end.json`` | the uplink's ``tc -s`` qdisc and class statistics after the load (bytes per band) |
 | ``summary.json`` | sojourn.analysis over the above |
-| ``records.parquet``, ``intervals.parquet``, ``ideal.parquet``, ``format.json`` | written when the repetition finishes (sojourn.analysis.results.write_derived, result format 2): the CSVs as Parquet, the ideal PS/SRPT schedules of its requests; ``derived.log`` says what could not be written |
+| ``records.parquet``, ``intervals.parquet``, ``ideal.parquet``, ``format.json`` | written when the repetition finishes (sojourn.runner.derived.write_derived, result format 2): the CSVs as Parquet, the ideal PS/SRPT schedules of its requests; ``derived.log`` says what could not be written |
 | ``server-*.log``, ``load.log`` | the programs' own output |
 
 A repetition directory without ``status.json`` state ``complete`` is not trusted: a rerun

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Callable
 
 from sojourn.runner import layout
+from sojourn.runner.points import Point, point_inputs, run_point, start_point, task_prefix
 
 RESOURCE = "sojourn_testbed"
 # Text files of a repetition that may name its node-local directory.
@@ -38,17 +39,12 @@ def _run_point(run, rep: int, run_index: int, name: str, spec_text: str, prefix:
     """On a cluster node: one repetition in a temporary results tree, returned packed."""
     import ray
 
-    from sojourn.runner.execute import run_repetition
-    from sojourn.runner.experiment import point_inputs
-
     started = time.monotonic()
     root = Path(tempfile.mkdtemp(prefix="sojourn-ray-"))
     try:
-        directory = layout.experiment_dir(root, name)
-        rep_directory = layout.rep_dir(root, name, run.name, rep)
-        rep_directory.mkdir(parents=True)
-        (rep_directory / "spec.toml").write_text(spec_text)
-        state = run_repetition(run, rep, rep_directory, point_inputs(run, directory), prefix, index=run_index)
+        # The local path's own: an invalid repetition is redone on the node at once.
+        point = Point(0, run_index, run, rep, layout.rep_dir(root, name, run.name, rep))
+        state = run_point(point, layout.experiment_dir(root, name), spec_text, prefix)
         archive = io.BytesIO()
         with tarfile.open(fileobj=archive, mode="w:gz") as tar:
             tar.add(rep_directory, arcname=".")
@@ -74,7 +70,7 @@ def _unpack(result: dict, point, results_root: Path) -> None:
     layout.write_json(point.directory / "ray.json", {k: result[k] for k in ("node_id", "node_ip", "prefix", "wall_s")})
 
 
-def run_points(points: list, experiment, directory: Path, spec_text: str, prefix: str, address: str, outcome,
+def run_points(points: list[Point], experiment, directory: Path, spec_text: str, prefix: str, address: str, outcome,
                on_event: Callable[[str, dict], None]) -> None:
     """Runs ``points`` on the Ray cluster at ``address`` ("auto", "local" = start one here,
     or host:port) and records each one's state in ``outcome``."""
@@ -83,8 +79,6 @@ def run_points(points: list, experiment, directory: Path, spec_text: str, prefix
     except ImportError as err:
         raise RuntimeError("sojourn run --ray needs Ray: pip install 'sojourn[ray]' (scripts/setup-venv.sh installs "
                            "it)") from err
-    from sojourn.runner.experiment import point_inputs, start_point, task_prefix
-
     if not points:
         return
     started_here = not ray.is_initialized()

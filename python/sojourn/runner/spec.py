@@ -16,6 +16,7 @@ A spec has base sections (``server``, ``network``, ``workload``, ``collect``);
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 import re
 import shutil
@@ -26,8 +27,10 @@ from typing import Any
 
 import tomli_w
 
-SERVER_KINDS = ("sojourn", "nginx", "apache2", "lighttpd", "h2o", "command")
-POLICIES = ("fair", "srpt", "las")
+from sojourn import papers, servers
+from sojourn.runner.plan import RunPlan, plan_of
+from sojourn.testbed.config import ConfigError
+
 MODELS = ("wc98", "nasa", "surge", "specweb99")
 PROFILES = tuple(f"W{i}" for i in range(1, 11))
 CONGESTION = ("reno", "cubic", "bbr")
@@ -79,6 +82,10 @@ CLASS_SCHEMA: dict[str, Key] = {
     "timeout_ms": _k(NUMBER, None, "the class's delay bound (003 §5.2)", minimum=0.001),
     "networks": _k(list, [], "client addresses/CIDRs of the class (default: its network group's addresses)"),
 }
+# The stage pool's default classes (docs/dwfs.md), from sojourn/papers.toml: 003 §5.2's
+# classes with their timeouts of 10, 15, 20 s x 1/100.
+DEFAULT_CLASSES = tuple({"name": name, "timeout_ms": timeout_s * 10}
+                        for name, timeout_s in zip(papers.sessions()["class_names"], papers.sessions()["class_timeouts_s"]))
 STAGES_SCHEMA: dict[str, Key] = {
     "policy": _k(str, "dwfs", "dispatch policy of the stage pool", choices=DISPATCH_POLICIES),
     "workers": _k(int, 1, "CPU worker threads of the stage pool", minimum=1, maximum=256),
@@ -96,8 +103,8 @@ SCHEMA: dict[str, Any] = {
     "repetitions": _k(int, 1, "repetitions of every run (for the 90% confidence intervals of 002 §3.5)", minimum=1, maximum=100),
     "baseline": _k(str, "", "run the report's ratios are relative to (default: the first run)"),
     "server": {
-        "kind": _k(str, "sojourn", "server under test", choices=SERVER_KINDS),
-        "policy": _k(str, "fair", "sojourn's connection scheduling policy", choices=POLICIES),
+        "kind": _k(str, "sojourn", "server under test", choices=servers.KINDS),
+        "policy": _k(str, "fair", "sojourn's connection scheduling policy", choices=servers.POLICIES),
         "kernel_bands": _k(bool, False, "sojourn sets SO_PRIORITY by remaining bytes (kernel-level SRPT, 000 §3)"),
         "workers": _k(int, 1, "worker threads/processes (same on every server)", minimum=1, maximum=256),
         "access_log": _k(bool, False, "write the server's access log into the result"),
@@ -253,18 +260,12 @@ SCHEMA: dict[str, Any] = {
                           "paper-scale spec also has a scale that runs in minutes"),
 }
 
+# The [server] keys only sojourn's own server has: the spec's names of SojournOptions' fields.
+SOJOURN_KEYS = tuple(f.name for f in dataclasses.fields(servers.SojournOptions) if f.name in SCHEMA["server"])
+
 QUICK_KEYS = ("repetitions", "sweep") + ("server", "network", "workload", "collect")
 
 RUN_SECTIONS = ("server", "network", "workload", "collect")
-
-
-def admission_arg(server: dict, network: dict) -> str | None:
-    """``serve --admission`` for a run: the spec's value, with the size policy's rate taken
-    from the uplink when the spec leaves it out (the server cannot see its bottleneck)."""
-    admission = server["admission"]
-    if admission.split(":")[0] == "size" and "rate=" not in admission:
-        admission += ("," if ":" in admission else ":") + f"rate={network['link_mbps']}mbit"
-    return admission or None
 
 
 class SpecError(ValueError):
@@ -273,10 +274,12 @@ class SpecError(ValueError):
 
 @dataclass
 class Run:
-    """One configuration to measure, ``repetitions`` times."""
+    """One configuration to measure, ``repetitions`` times: ``config`` the validated
+    tables (as run.json keeps them), ``plan`` the typed documents built from them."""
 
     name: str
     config: dict
+    plan: RunPlan
     sweep_value: Any = None
     variant: str = ""
 
@@ -366,19 +369,11 @@ def _check_combinations(config: dict, where: str) -> None:
     """The impossible combinations, each named by its keys."""
     server, network, workload = config["server"], config["network"], config["workload"]
     if server["kind"] != "sojourn":
-        if server["policy"] != "fair":
-            raise SpecError(f"{where}server.policy = {server['policy']!r} needs server.kind = 'sojourn' "
-                            f"(got {server['kind']!r}, which schedules as it does)")
-        if server["kernel_bands"]:
-            raise SpecError(f"{where}server.kernel_bands needs server.kind = 'sojourn' (got {server['kind']!r})")
-        for key in ("linger_close", "write_concurrency", "write_concurrency_from", "notsent_lowat", "delayed_ack",
-                    "admission"):
-            if server[key]:
-                raise SpecError(f"{where}server.{key} needs server.kind = 'sojourn' (got {server['kind']!r}; apache2 "
-                                "and nginx linger on close by themselves)")
-        if server["head_fields"] != "full":
-            raise SpecError(f"{where}server.head_fields = {server['head_fields']!r} needs server.kind = 'sojourn' "
-                            f"(got {server['kind']!r}: trim its head in its own configuration, server.args)")
+        given = [key for key in SOJOURN_KEYS if server[key] != SCHEMA["server"][key].default]
+        if given:
+            raise SpecError(f"{where}server.{given[0]} = {server[given[0]]!r} needs server.kind = 'sojourn' (got "
+                            f"{server['kind']!r}, which has no such setting: put its own in server.args; apache2 "
+                            "and nginx linger on close by themselves)")
     if server["kind"] == "command" and server["max_connections"]:
         raise SpecError(f"{where}server.max_connections cannot be set for server.kind = 'command': put the "
                         "setting in server.command")
@@ -399,8 +394,6 @@ def _check_combinations(config: dict, where: str) -> None:
     if server["admission"] and not ADMISSION_RE.match(server["admission"]):
         raise SpecError(f"{where}server.admission = {server['admission']!r}: expected NAME[:KEY=VALUE,...] with NAME "
                         f"one of {', '.join(ADMISSIONS)}, e.g. \"codel:target=5ms\"")
-    if network["queue_bytes"] and network["queue_packets"]:
-        raise SpecError(f"{where}network.queue_bytes and network.queue_packets are exclusive: give one queue limit")
     if server["kernel_bands"] and not network["bands"]:
         raise SpecError(f"{where}server.kernel_bands = true needs network.bands (the qdisc bands it classifies into), "
                         "e.g. network.bands = \"1K,2K,5K,50K\"")
@@ -413,8 +406,6 @@ def _check_combinations(config: dict, where: str) -> None:
     for index, part in enumerate(server["command"] + server["args"]):
         if not isinstance(part, str):
             raise SpecError(f"{where}server.command/args element {index} must be a string, got {part!r}")
-    if server["stages"] and server["kind"] != "sojourn":
-        raise SpecError(f"{where}server.stages needs server.kind = 'sojourn' (got {server['kind']!r})")
     if isinstance(server["stages"], dict):
         server["stages"] = check_stages(server["stages"], f"{where}server.stages")
         check_class_networks(server["stages"], network["groups"], where)
@@ -514,8 +505,6 @@ def check_stages(table: dict, path: str) -> dict:
 def stage_classes(stages: dict) -> list[dict]:
     """The stage pool's classes: the table's, else the defaults (docs/dwfs.md: gold,
     silver, bronze with timeouts 100, 150, 200 ms, 003 §5.2 x 1/100)."""
-    from sojourn.runner.sessions import DEFAULT_CLASSES
-
     return stages.get("class") or [dict(cls) for cls in DEFAULT_CLASSES]
 
 
@@ -652,7 +641,11 @@ def validate(raw: dict, quick: bool = False) -> Experiment:
                 _set_path(run_config, sweep["parameter"], value)
                 name = run_name(variant, sweep["parameter"], value)
             _check_combinations(run_config, where)
-            runs.append(Run(name=name or "run", config=run_config, sweep_value=value, variant=variant))
+            try:
+                plan = plan_of(run_config)
+            except ConfigError as err:
+                raise SpecError(f"{where}the testbed cannot be built: {err}") from None
+            runs.append(Run(name=name or "run", config=run_config, plan=plan, sweep_value=value, variant=variant))
     baseline = filled["baseline"] or runs[0].name
     if baseline not in [r.name for r in runs]:
         raise SpecError(f"baseline = {baseline!r} is not a run; runs: {', '.join(r.name for r in runs)}")
@@ -668,10 +661,6 @@ def validate(raw: dict, quick: bool = False) -> Experiment:
     return experiment
 
 
-# The program each server kind runs (kind = command: its command's first word).
-SERVER_PROGRAMS = {"nginx": "nginx", "apache2": "apache2", "lighttpd": "lighttpd", "h2o": "h2o"}
-
-
 def missing_programs(experiment: Experiment) -> list[str]:
     """What a run of ``experiment`` would need and this machine lacks, each named with
     the run that needs it: the server's program, a kind = command's binary and
@@ -685,7 +674,7 @@ def missing_programs(experiment: Experiment) -> list[str]:
         problems.append(f"sojourn-engine: {err}")
     for run in experiment.runs:
         server = run.config["server"]
-        program = server["command"][0] if server["kind"] == "command" else SERVER_PROGRAMS.get(server["kind"])
+        program = server["command"][0] if server["kind"] == "command" else servers.PROGRAMS.get(server["kind"])
         if program and not (shutil.which(program) or Path(program).is_file() or Path(f"/usr/sbin/{program}").is_file()):
             problems.append(f"run {run.name}: server.kind = {server['kind']!r} needs {program!r}, which is not "
                             "installed (scripts/setup-system.sh installs the peers)")

@@ -224,7 +224,7 @@ class Testbed:
     def preexec(self, ns: str):
         """What a process started in ``ns`` must run before exec to get this side's TCP
         settings that follow processes (the initial RTO's cgroup); None when there are none.
-        Pass it as ``preexec_fn`` to processes started elsewhere (sojourn.peers)."""
+        Pass it as ``preexec_fn`` to processes started elsewhere (sojourn.servers)."""
         cgroup = self._initial_rto.get(ns)
         return cgroup.preexec() if cgroup else None
 

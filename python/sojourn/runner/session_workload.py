@@ -21,12 +21,10 @@ from sojourn import papers
 from sojourn.runner.loadfile import LoadFile
 from sojourn.runner.spec import stage_classes
 
-# The stage pool's defaults (docs/dwfs.md), from sojourn/papers.toml: 003 §4.1's stages,
-# Fig. 5's transitions (percent), and §5.2's classes with timeouts 10, 15, 20 s x 1/100.
+# The stage pool's defaults (docs/dwfs.md), from sojourn/papers.toml: 003 §4.1's stages
+# and Fig. 5's transitions (percent); its default classes are the spec's (spec.DEFAULT_CLASSES).
 STAGES = papers.sessions()["stages"]
 FIG5 = papers.sessions()["fig5_percent"]
-DEFAULT_CLASSES = [{"name": name, "timeout_ms": timeout_s * 10}
-                   for name, timeout_s in zip(papers.sessions()["class_names"], papers.sessions()["class_timeouts_s"])]
 
 
 def effective_classes(stages: dict, client_addrs: dict[str, list[str]]) -> list[dict]:

@@ -1,6 +1,6 @@
 """Servers under test: sojourn's own and real ones from Debian's packages.
 
-A :class:`Peer` starts one HTTP server serving a docroot on ``addr:port``, with a
+A :class:`Server` starts one HTTP server serving a docroot on ``addr:port``, with a
 configuration generated into a private temporary directory, optionally inside a
 network namespace (argv prefix ``ip netns exec NS``). Used as a context manager it
 
@@ -45,17 +45,54 @@ from typing import Callable
 from sojourn.engine import engine_path, options_toml
 from sojourn.testbed.sysnet import die_with_parent
 
+# The servers under test, and sojourn's connection scheduling policies as `serve --policy`
+# names them (crates/sched PolicyKind; test_servers checks the two lists agree).
 KINDS = ("sojourn", "nginx", "apache2", "lighttpd", "h2o", "command")
 POLICIES = ("fair", "srpt", "las")
+# The program each peer kind runs (sojourn's is sojourn-engine; kind = command: its argv's first word).
+PROGRAMS = {"nginx": "nginx", "apache2": "apache2", "lighttpd": "lighttpd", "h2o": "h2o"}
 
 
-class PeerError(RuntimeError):
+class ServerError(RuntimeError):
     """A server could not be configured, started or reached."""
 
 
+@dataclass(frozen=True)
+class SojournOptions:
+    """sojourn's own settings: the keys of its ``serve --config`` document that no other
+    server has (crates/server/src/config.rs ``ServeOptions``; a spec's ``[server]`` keys
+    of the same names). Only a ``kind = "sojourn"`` :class:`ServerConfig` carries them, so
+    an option another server lacks cannot be given to it. serve checks the values."""
+
+    # Scheduling policy (one of POLICIES) and kernel-level SRPT bands with the uplink's
+    # cutoffs (000 §3).
+    policy: str = "fair"
+    kernel_bands: bool = False
+    cutoffs: str | None = None
+    # Port of the Prometheus admin listener (--admin), None = off.
+    admin_port: int | None = None
+    # Lingering close (Apache 1.3's lingering_close; apache2 and nginx linger by
+    # themselves), write concurrency and TCP_NOTSENT_LOWAT (004 §3.3); only responses with
+    # at least write_concurrency_from bytes left need a write slot.
+    linger_close: bool = False
+    write_concurrency: int | None = None
+    write_concurrency_from: str | None = None
+    notsent_lowat: str | None = None
+    # The head's fields and delayed ACK from the start: fewer bytes per request on the uplink.
+    head_fields: str = "full"
+    delayed_ack: bool = False
+    # Bytes per scheduling decision, None = serve's default.
+    quantum: str | None = None
+    # The stage pool's TOML (003; `serve --stages`), None = no /stage/ endpoints.
+    stages: Path | None = None
+    # `serve --admission NAME[:KEY=VALUE,...]`, None = every request taken.
+    admission: str | None = None
+
+
 @dataclass
-class PeerConfig:
-    """What to serve and how. ``kind`` is one of :data:`KINDS`."""
+class ServerConfig:
+    """What to serve and how. ``kind`` is one of :data:`KINDS`; ``sojourn`` holds a
+    sojourn server's own settings (None: serve's defaults)."""
 
     kind: str
     root: Path
@@ -64,37 +101,15 @@ class PeerConfig:
     workers: int = 1
     access_log: Path | None = None  # where to write the access log; None = logging off
     netns: str | None = None
-    # sojourn only: scheduling policy and kernel-level SRPT bands (000 §3).
-    policy: str = "fair"
-    kernel_bands: bool = False
-    band_cutoffs: str | None = None
-    # sojourn only: port of the Prometheus admin listener (--admin), None = off.
-    admin_port: int | None = None
     # Open connections beyond which the server stops accepting (new ones wait in the
     # kernel's accept queue), as Apache 1.3's process pool (000 §2: 350): sojourn
     # --accept-limit, nginx worker_connections, apache2 MaxRequestWorkers, lighttpd
     # server.max-connections, h2o max-connections. None = each server's default. (nginx's
     # count includes its listening socket: worker_connections is one more. Neither nginx nor
     # apache2's event MPM holds a slot for a connection that is writing, so with them the cap
-    # is not Apache 1.3's; test_peers_servers checks the others.)
+    # is not Apache 1.3's; test_servers checks the others.)
     max_connections: int | None = None
-    # sojourn only: lingering close (Apache 1.3's lingering_close; apache2 and nginx
-    # linger by themselves), write concurrency and TCP_NOTSENT_LOWAT (004 §3.3).
-    linger_close: bool = False
-    write_concurrency: int | None = None
-    # Only responses with at least these bytes left need a write slot (serve --write-concurrency-from).
-    write_concurrency_from: str | None = None
-    notsent_lowat: str | None = None
-    # sojourn only: the head's fields (serve --head-fields) and delayed ACK from the start
-    # (serve --delayed-ack): fewer bytes per request on the uplink.
-    head_fields: str = "full"
-    delayed_ack: bool = False
-    # sojourn only: bytes per scheduling decision (serve --quantum), None = serve's default.
-    quantum: str | None = None
-    # sojourn only: the stage pool's TOML (003; `serve --stages`), None = no /stage/ endpoints.
-    stages: Path | None = None
-    # sojourn only: `serve --admission NAME[:KEY=VALUE,...]`, None = every request taken.
-    admission: str | None = None
+    sojourn: SojournOptions | None = None
     extra_args: list[str] = field(default_factory=list)
     # kind == "command": the argv to run.
     command: list[str] = field(default_factory=list)
@@ -102,33 +117,19 @@ class PeerConfig:
     preexec_fn: Callable[[], None] | None = None
 
     def validate(self) -> None:
+        """What only this object can tell (a spec's values are checked by sojourn.runner.spec,
+        serve's by serve): a known kind, options only for the server that has them, a docroot."""
         if self.kind not in KINDS:
-            raise PeerError(f"unknown server kind {self.kind!r}; accepted: {', '.join(KINDS)}")
-        if not 0 < self.port < 65536:
-            raise PeerError(f"port {self.port} out of range 1..65535")
-        if self.workers < 1:
-            raise PeerError(f"workers must be >= 1, got {self.workers}")
-        if self.kind == "sojourn" and self.policy not in POLICIES:
-            raise PeerError(f"unknown policy {self.policy!r} for sojourn; accepted: {', '.join(POLICIES)}")
-        if self.kind != "sojourn":
-            sojourn_only = {"policy": self.policy != "fair", "kernel_bands": self.kernel_bands,
-                            "admin_port": self.admin_port, "linger_close": self.linger_close,
-                            "write_concurrency": self.write_concurrency,
-                            "write_concurrency_from": self.write_concurrency_from, "notsent_lowat": self.notsent_lowat,
-                            "head_fields": self.head_fields != "full", "delayed_ack": self.delayed_ack,
-                            "quantum": self.quantum,
-                            "stages": self.stages, "admission": self.admission}
-            given = [name for name, value in sojourn_only.items() if value]
-            if given:
-                raise PeerError(f"{given[0]} applies to the sojourn server only, not {self.kind}")
-        if self.kind == "command" and self.max_connections:
-            raise PeerError("max_connections cannot be set for kind 'command' (put it in its command line)")
-        if self.max_connections is not None and self.max_connections < 1:
-            raise PeerError(f"max_connections must be >= 1, got {self.max_connections}")
+            raise ServerError(f"unknown server kind {self.kind!r}; accepted: {', '.join(KINDS)}")
+        if self.sojourn is not None and self.kind != "sojourn":
+            raise ServerError(f"sojourn's own options (policy, bands, write concurrency, ...) apply to the sojourn "
+                              f"server only, not {self.kind}")
         if self.kind == "command" and not self.command:
-            raise PeerError("kind 'command' needs a non-empty command argv")
+            raise ServerError("kind 'command' needs a non-empty command argv")
+        if self.kind == "command" and self.max_connections:
+            raise ServerError("max_connections cannot be set for kind 'command' (put it in its command line)")
         if not Path(self.root).is_dir():
-            raise PeerError(f"docroot {self.root} is not a directory")
+            raise ServerError(f"docroot {self.root} is not a directory")
 
 
 @dataclass(frozen=True)
@@ -157,17 +158,18 @@ class ServeFile:
     admission: str | None = None
 
     @classmethod
-    def of(cls, c: PeerConfig) -> "ServeFile":
+    def of(cls, c: ServerConfig) -> "ServeFile":
         def text(value) -> str | None:
             return None if value is None else str(value)
-        return cls(root=str(c.root), listen=f"{c.addr}:{c.port}", policy=c.policy, threads=c.workers,
-                   kernel_bands=c.kernel_bands or None, cutoffs=c.band_cutoffs if c.kernel_bands else None,
-                   access_log=text(c.access_log), admin=f"{c.addr}:{c.admin_port}" if c.admin_port else None,
-                   accept_limit=c.max_connections, linger_close=c.linger_close or None,
-                   write_concurrency=c.write_concurrency, write_concurrency_from=c.write_concurrency_from,
-                   notsent_lowat=c.notsent_lowat, head_fields=None if c.head_fields == "full" else c.head_fields,
-                   delayed_ack=c.delayed_ack or None, quantum=c.quantum, stages=text(c.stages),
-                   admission=c.admission)
+        o = c.sojourn or SojournOptions()
+        return cls(root=str(c.root), listen=f"{c.addr}:{c.port}", policy=o.policy, threads=c.workers,
+                   kernel_bands=o.kernel_bands or None, cutoffs=o.cutoffs if o.kernel_bands else None,
+                   access_log=text(c.access_log), admin=f"{c.addr}:{o.admin_port}" if o.admin_port else None,
+                   accept_limit=c.max_connections, linger_close=o.linger_close or None,
+                   write_concurrency=o.write_concurrency, write_concurrency_from=o.write_concurrency_from,
+                   notsent_lowat=o.notsent_lowat, head_fields=None if o.head_fields == "full" else o.head_fields,
+                   delayed_ack=o.delayed_ack or None, quantum=o.quantum, stages=text(o.stages),
+                   admission=o.admission)
 
     def toml(self) -> str:
         return options_toml(self)
@@ -192,7 +194,7 @@ def _unprivileged_user() -> str:
             return name
         except KeyError:
             continue
-    raise PeerError("neither user www-data nor nobody exists for apache2 to run as")
+    raise ServerError("neither user www-data nor nobody exists for apache2 to run as")
 
 
 def _check_world_readable(root: Path, user: str) -> None:
@@ -200,12 +202,12 @@ def _check_world_readable(root: Path, user: str) -> None:
     ``user``: every directory up to it needs o+x and the docroot o+rx."""
     root = Path(root).resolve()
     if not root.stat().st_mode & 0o004:
-        raise PeerError(f"apache2 workers run as {user} and cannot list {root} (mode {root.stat().st_mode & 0o777:o}); "
+        raise ServerError(f"apache2 workers run as {user} and cannot list {root} (mode {root.stat().st_mode & 0o777:o}); "
                         f"chmod o+r {root}")
     for directory in [*reversed(root.parents), root]:
         mode = directory.stat().st_mode
         if not mode & 0o001:
-            raise PeerError(
+            raise ServerError(
                 f"apache2 workers run as {user} and cannot enter {directory} (mode {mode & 0o777:o}); "
                 f"put the docroot under a world-traversable directory or chmod o+x {directory}"
             )
@@ -241,7 +243,7 @@ def port_in_use(addr: str, port: int, netns: str | None = None) -> bool:
     prefix = ["ip", "netns", "exec", netns] if netns else []
     out = subprocess.run(prefix + ["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True)
     if out.returncode != 0:
-        raise PeerError(f"cannot list listening sockets{' in netns ' + netns if netns else ''}: {out.stderr.strip()}")
+        raise ServerError(f"cannot list listening sockets{' in netns ' + netns if netns else ''}: {out.stderr.strip()}")
     for line in out.stdout.splitlines():
         local = line.split()[3]
         host = local.rsplit(":", 1)[0].strip("[]")
@@ -250,10 +252,10 @@ def port_in_use(addr: str, port: int, netns: str | None = None) -> bool:
     return False
 
 
-class Peer:
+class Server:
     """One running server; see the module doc for the guarantees."""
 
-    def __init__(self, config: PeerConfig, start_timeout_s: float = 15.0, stop_timeout_s: float = 5.0,
+    def __init__(self, config: ServerConfig, start_timeout_s: float = 15.0, stop_timeout_s: float = 5.0,
                  log_dir: Path | None = None):
         """``log_dir``: where to keep the server's output and error log after it stops."""
         config.validate()
@@ -415,7 +417,7 @@ class Peer:
         }[self.config.kind]
         argv = build(work)
         if shutil.which(argv[0]) is None and not Path(argv[0]).is_file():
-            raise PeerError(f"{argv[0]} is not installed (scripts/setup-system.sh installs it)")
+            raise ServerError(f"{argv[0]} is not installed (scripts/setup-system.sh installs it)")
         prefix = ["ip", "netns", "exec", self.config.netns] if self.config.netns else []
         return prefix + argv
 
@@ -429,16 +431,17 @@ class Peer:
         (with ``admin_port``), nginx's stub_status, apache2's mod_status; else None."""
         c = self.config
         if c.kind == "sojourn":
-            return f"http://{c.addr}:{c.admin_port}/metrics" if c.admin_port else None
+            admin_port = c.sojourn.admin_port if c.sojourn else None
+            return f"http://{c.addr}:{admin_port}/metrics" if admin_port else None
         return {"nginx": f"{self.url}/nginx_status", "apache2": f"{self.url}/server-status?auto"}.get(c.kind)
 
-    def start(self) -> "Peer":
+    def start(self) -> "Server":
         self.workdir = Path(tempfile.mkdtemp(prefix=f"sojourn-peer-{self.config.kind}-"))
         (self.workdir / "tmp").mkdir()
         os.chmod(self.workdir, 0o755)  # apache2 workers (www-data) open files under it
         try:
             if port_in_use(self.config.addr, self.config.port, self.config.netns):
-                raise PeerError(f"{self.config.addr}:{self.config.port} is already in use"
+                raise ServerError(f"{self.config.addr}:{self.config.port} is already in use"
                                 f"{' in netns ' + self.config.netns if self.config.netns else ''}; choose another port")
             self.argv = self.command_line(self.workdir)
             self._stdio = open(self.workdir / "stdio.log", "wb")
@@ -478,12 +481,12 @@ class Peer:
         deadline = time.monotonic() + self.start_timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise PeerError(f"{self.config.kind} exited with status {self.process.returncode} before answering "
+                raise ServerError(f"{self.config.kind} exited with status {self.process.returncode} before answering "
                                 f"on {self.config.addr}:{self.config.port}:\n{self._server_output()}")
             if self._probe():
                 return
             time.sleep(0.05)
-        raise PeerError(f"{self.config.kind} did not answer on {self.config.addr}:{self.config.port} within "
+        raise ServerError(f"{self.config.kind} did not answer on {self.config.addr}:{self.config.port} within "
                         f"{self.start_timeout_s} s:\n{self._server_output()}")
 
     def stop(self) -> int | None:
@@ -518,22 +521,19 @@ class Peer:
             self.workdir = None
         return status
 
-    def __enter__(self) -> "Peer":
+    def __enter__(self) -> "Server":
         return self.start()
 
     def __exit__(self, *exc) -> None:
         self.stop()
 
 
-VERSION_ARGV = {"nginx": ["nginx", "-v"], "apache2": ["apache2", "-v"], "lighttpd": ["lighttpd", "-v"], "h2o": ["h2o", "-v"]}
-
-
 def version(kind: str) -> str:
     """The server program's version line, for result metadata ("" for kind command)."""
     if kind == "sojourn":
         argv = [str(engine_path(build=False)), "--version"]
-    elif kind in VERSION_ARGV:
-        argv = VERSION_ARGV[kind]
+    elif kind in PROGRAMS:
+        argv = [PROGRAMS[kind], "-v"]
     else:
         return ""
     try:

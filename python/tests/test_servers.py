@@ -1,10 +1,11 @@
-"""sojourn.peers against the real servers: each one serves the docroot byte for byte,
+"""sojourn.servers against the real servers: each one serves the docroot byte for byte,
 keeps connections alive, logs when asked, and leaves no process or directory behind."""
 
 from __future__ import annotations
 
 import http.client
 import os
+import re
 import shutil
 import subprocess
 import urllib.request
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sojourn.peers import Peer, PeerConfig, PeerError, free_port, live_group_members
+from sojourn.servers import POLICIES, Server, ServerConfig, ServerError, SojournOptions, free_port, live_group_members
 
 REAL_SERVERS = ["nginx", "apache2", "lighttpd", "h2o"]
 
@@ -45,8 +46,8 @@ def test_serves_docroot_with_keepalive_and_log(kind, docroot):
     root, objects = docroot
     log = root / f"{kind}-access.log"
     port = free_port()
-    admin = free_port() if kind == "sojourn" else None
-    peer = Peer(PeerConfig(kind=kind, root=root, port=port, workers=2, access_log=log, admin_port=admin))
+    options = SojournOptions(admin_port=free_port()) if kind == "sojourn" else None
+    peer = Server(ServerConfig(kind=kind, root=root, port=port, workers=2, access_log=log, sojourn=options))
     with peer:
         pgid = peer.process.pid
         workdir = peer.workdir
@@ -71,42 +72,48 @@ def test_serves_docroot_with_keepalive_and_log(kind, docroot):
     lines = log.read_text().splitlines()
     assert any('"GET /o/large.bin HTTP/1.1" 200 300000' in line for line in lines), lines
     # The port is free again.
-    Peer(PeerConfig(kind="nginx", root=root, port=port)).start().stop()
+    Server(ServerConfig(kind="nginx", root=root, port=port)).start().stop()
 
 
 def test_bad_configs_are_named(docroot, tmp_path):
     root, _ = docroot
-    with pytest.raises(PeerError, match="unknown server kind 'iis'"):
-        Peer(PeerConfig(kind="iis", root=root, port=8080))
-    with pytest.raises(PeerError, match="not a directory"):
-        Peer(PeerConfig(kind="nginx", root=root / "nope", port=8080))
-    with pytest.raises(PeerError, match="policy applies to the sojourn server only, not nginx"):
-        Peer(PeerConfig(kind="nginx", root=root, port=8080, policy="srpt"))
-    with pytest.raises(PeerError, match="linger_close applies to the sojourn server only, not h2o"):
-        Peer(PeerConfig(kind="h2o", root=root, port=8080, linger_close=True))
-    with pytest.raises(PeerError, match="unknown policy 'sjf'"):
-        Peer(PeerConfig(kind="sojourn", root=root, port=8080, policy="sjf"))
+    with pytest.raises(ServerError, match="unknown server kind 'iis'"):
+        Server(ServerConfig(kind="iis", root=root, port=8080))
+    with pytest.raises(ServerError, match="not a directory"):
+        Server(ServerConfig(kind="nginx", root=root / "nope", port=8080))
+    with pytest.raises(ServerError, match="apply to the sojourn server only, not h2o"):
+        Server(ServerConfig(kind="h2o", root=root, port=8080, sojourn=SojournOptions(linger_close=True)))
     private = tmp_path / "private"
     private.mkdir()
     os.chmod(tmp_path, 0o700)
-    with pytest.raises(PeerError, match="cannot enter"):
-        Peer(PeerConfig(kind="apache2", root=private, port=free_port())).start()
+    with pytest.raises(ServerError, match="cannot enter"):
+        Server(ServerConfig(kind="apache2", root=private, port=free_port())).start()
+
+
+def test_serve_names_the_policies_python_offers(docroot):
+    """serve is the authority on its options: a policy it lacks stops it with its own
+    message, whose list of policies must be the one the specs offer (servers.POLICIES)."""
+    root, _ = docroot
+    with pytest.raises(ServerError, match="unknown policy") as refused:
+        Server(ServerConfig(kind="sojourn", root=root, port=free_port(), sojourn=SojournOptions(policy="sjf"))).start()
+    offered = re.search(r"expected one of ([a-z, ]+)", str(refused.value)).group(1).split(", ")
+    assert tuple(offered) == POLICIES
 
 
 def test_taken_port_is_refused(docroot):
     root, _ = docroot
     port = free_port()
-    with Peer(PeerConfig(kind="nginx", root=root, port=port)):
-        second = Peer(PeerConfig(kind="lighttpd", root=root, port=port), start_timeout_s=5)
-        with pytest.raises(PeerError, match=f"127.0.0.1:{port} is already in use"):
+    with Server(ServerConfig(kind="nginx", root=root, port=port)):
+        second = Server(ServerConfig(kind="lighttpd", root=root, port=port), start_timeout_s=5)
+        with pytest.raises(ServerError, match=f"127.0.0.1:{port} is already in use"):
             second.start()
         assert second.process is None and second.workdir is None
 
 
 def test_start_failure_reports_server_output(docroot):
     root, _ = docroot
-    peer = Peer(PeerConfig(kind="nginx", root=root, port=free_port(), extra_args=["-g", "bogus_directive on;"]))
-    with pytest.raises(PeerError, match="(?s)exited with status 1.*unknown directive .bogus_directive."):
+    peer = Server(ServerConfig(kind="nginx", root=root, port=free_port(), extra_args=["-g", "bogus_directive on;"]))
+    with pytest.raises(ServerError, match="(?s)exited with status 1.*unknown directive .bogus_directive."):
         peer.start()
     assert peer.process is None and peer.workdir is None
 
@@ -115,7 +122,7 @@ def test_command_kind_substitutes_placeholders(docroot):
     root, objects = docroot
     port = free_port()
     argv = ["python3", "-m", "http.server", "--bind", "{addr}", "--directory", "{root}", "{port}"]
-    with Peer(PeerConfig(kind="command", root=root, port=port, command=argv)) as peer:
+    with Server(ServerConfig(kind="command", root=root, port=port, command=argv)) as peer:
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
         conn.request("GET", "/o/small.bin")
         assert conn.getresponse().read() == objects["/o/small.bin"]
@@ -134,7 +141,7 @@ def test_runs_inside_a_network_namespace(docroot):
     try:
         subprocess.run(["ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"], check=True)
         port = 8080
-        with Peer(PeerConfig(kind="nginx", root=root, port=port, netns=ns)):
+        with Server(ServerConfig(kind="nginx", root=root, port=port, netns=ns)):
             fetched = subprocess.run(["ip", "netns", "exec", ns, "curl", "-sf", f"http://127.0.0.1:{port}/o/large.bin"],
                                      capture_output=True, check=True).stdout
             assert fetched == objects["/o/large.bin"]
@@ -167,7 +174,7 @@ def test_max_connections_makes_further_connections_wait_unanswered(kind, docroot
     root, _ = docroot
     (root / "o" / "huge.bin").write_bytes(bytes(32 << 20))
     port = free_port()
-    with Peer(PeerConfig(kind=kind, root=root, port=port, workers=1, max_connections=2)):
+    with Server(ServerConfig(kind=kind, root=root, port=port, workers=1, max_connections=2)):
         held = []
         for _ in range(2):
             sock = socket.socket()
@@ -194,11 +201,12 @@ def test_sojourn_gets_every_setting_from_its_typed_config_file(docroot, tmp_path
     accept limit in its start-up line) and the file is kept beside the logs."""
     root, _ = docroot
     admin = free_port()
-    config = PeerConfig(kind="sojourn", root=root, port=free_port(), policy="srpt", admin_port=admin,
-                        access_log=tmp_path / "access.log", max_connections=64, linger_close=True,
-                        write_concurrency=1, write_concurrency_from="50K", notsent_lowat="16K",
-                        head_fields="minimal", delayed_ack=True, quantum="32K")
-    with Peer(config, log_dir=tmp_path) as peer:
+    options = SojournOptions(policy="srpt", admin_port=admin, linger_close=True, write_concurrency=1,
+                             write_concurrency_from="50K", notsent_lowat="16K", head_fields="minimal",
+                             delayed_ack=True, quantum="32K")
+    config = ServerConfig(kind="sojourn", root=root, port=free_port(), access_log=tmp_path / "access.log",
+                          max_connections=64, sojourn=options)
+    with Server(config, log_dir=tmp_path) as peer:
         assert peer.argv[-2:] == ["--config", str(peer.workdir / "serve.toml")]
         with urllib.request.urlopen(peer.url + "/o/small.bin", timeout=5) as response:
             response.read()

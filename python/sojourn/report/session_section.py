@@ -3,7 +3,7 @@
 ``server.stages``).
 
 Guarantees: everything is recomputed from the saved records and stage series with
-:func:`sojourn.analysis.sessions.summarize_directory` (so the section follows the
+:func:`sojourn.analysis.session_metrics.summarize_directory` (so the section follows the
 current analysis code); runs without session data are left out and, when no run has
 any, :func:`section` returns nothing, leaving the rest of the report as it was.
 Measures are means over a run's repetitions; partial repetitions are marked.
@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from sojourn.analysis import sessions  # noqa: E402
+from sojourn.analysis import session_metrics as sessions  # noqa: E402
 from sojourn.analysis.results import Repetition  # noqa: E402
 from sojourn.report.figures import png_data_uri  # noqa: E402
 
@@ -32,7 +32,7 @@ MEASURES = {"response_mean_s": "mean response (s)", "timeout_rate": "request tim
 def session_summaries(reps: list[Repetition]) -> dict[tuple[str, int], dict]:
     """Each repetition's session summary, keyed by (run, repetition), recomputed from its files."""
     return {(rep.run, rep.rep): sessions.summarize_directory(rep.directory)
-            for rep in reps if (rep.directory / "classes.json").is_file()}
+            for rep in reps if rep.has("classes.json")}
 
 
 def class_table(reps: list[Repetition], summaries: dict, runs: list[str]) -> pd.DataFrame:

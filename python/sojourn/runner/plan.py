@@ -1,0 +1,70 @@
+"""A run's validated configuration as the typed documents its processes are started
+from: the testbed's :class:`~sojourn.testbed.TestbedConfig` and, for sojourn's own
+server, its :class:`~sojourn.servers.SojournOptions` (the serve document's own keys).
+
+Built once per run when the spec is validated (sojourn.runner.spec), so a value the
+testbed or the server cannot take is named before anything starts, and each rule lives in
+the type that needs it; the runner only adds plumbing (namespace prefix, addresses, paths).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sojourn.servers import SojournOptions
+from sojourn.testbed import TcpKnobs, TestbedConfig, WanGroup
+
+# The testbed prefix a plan is checked with; each repetition runs under its own.
+CHECK_PREFIX = "sjplan"
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    testbed: TestbedConfig
+    sojourn: SojournOptions | None  # None unless server.kind = "sojourn"
+
+
+def testbed_config(config: dict, prefix: str = CHECK_PREFIX) -> TestbedConfig:
+    """The testbed of a run's ``network`` (and the workload's seed, the server's CPU quota)."""
+    network = config["network"]
+    tcp = network["tcp"]
+    knobs = TcpKnobs(congestion=tcp["congestion"], sack=tcp["sack"], timestamps=tcp["timestamps"],
+                     syncookies=tcp["syncookies"], syn_backlog=tcp["syn_backlog"], somaxconn=tcp["somaxconn"],
+                     initcwnd=tcp["initcwnd"] or None, cwnd_clamp=tcp["cwnd_clamp"] or None,
+                     rto_min_ms=tcp["rto_min_ms"] or None, initial_rto_ms=tcp["initial_rto_ms"] or None)
+    groups = [WanGroup(name=g["name"], clients=g["addresses"], rtt_ms=g["rtt_ms"], jitter_ms=g["jitter_ms"],
+                       loss=g["loss"], loss_model=g["loss_model"], mtu=g["mtu"])
+              for g in network["groups"]] or [WanGroup(name="lan", clients=1)]
+    return TestbedConfig(prefix=prefix, link_bps=int(network["link_mbps"] * 1e6),
+                         queue_bytes=network["queue_bytes"] or None, queue_packets=network["queue_packets"] or None,
+                         bands=network["bands"] or None, groups=groups, tcp=knobs, seed=config["workload"]["seed"],
+                         server_cpus=config["server"]["cpu_quota"] or None)
+
+
+def admission_arg(server: dict, network: dict) -> str | None:
+    """``serve --admission`` for a run: the spec's value, with the size policy's rate taken
+    from the uplink when the spec leaves it out (the server cannot see its bottleneck)."""
+    admission = server["admission"]
+    if admission.split(":")[0] == "size" and "rate=" not in admission:
+        admission += ("," if ":" in admission else ":") + f"rate={network['link_mbps']}mbit"
+    return admission or None
+
+
+def sojourn_options(config: dict) -> SojournOptions | None:
+    """sojourn's own serve settings from the run's ``server`` table (None for other
+    servers); the admin port and the stage pool's file are the runner's to add."""
+    server, network = config["server"], config["network"]
+    if server["kind"] != "sojourn":
+        return None
+    return SojournOptions(policy=server["policy"], kernel_bands=server["kernel_bands"],
+                          cutoffs=network["bands"] or None, linger_close=server["linger_close"],
+                          write_concurrency=server["write_concurrency"] or None,
+                          write_concurrency_from=server["write_concurrency_from"] or None,
+                          notsent_lowat=server["notsent_lowat"] or None, head_fields=server["head_fields"],
+                          delayed_ack=server["delayed_ack"], quantum=server["quantum"],
+                          admission=admission_arg(server, network))
+
+
+def plan_of(config: dict) -> RunPlan:
+    """The run's plan; raises the testbed's ConfigError for what it cannot build."""
+    return RunPlan(testbed=testbed_config(config), sojourn=sojourn_options(config))

@@ -1,0 +1,96 @@
+"""One point of an experiment (a run's repetition) from its directory to its final state:
+the one path every way of running takes (one after another, concurrently on this machine,
+or as a Ray task on another node).
+
+Guarantees: :func:`run_point` clears what an earlier attempt left of the point's
+directory, makes the run's inputs, runs the repetition, and while the fidelity guard finds
+it ``invalid`` runs it again at once (up to ``collect.fidelity.redo`` times), keeping each
+invalid attempt's fidelity record in ``attempts.json``; it returns the final state.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from sojourn.runner import fidelity, layout
+from sojourn.runner.execute import Progress, run_repetition
+from sojourn.runner.inputs import prepare_inputs, session_inputs
+from sojourn.runner.spec import Run
+
+# A repetition's invalid attempts (fidelity records), kept beside the attempt that counts.
+ATTEMPTS = "attempts.json"
+
+
+@dataclass(frozen=True)
+class Point:
+    """One repetition of one run still to be done."""
+
+    index: int  # 1-based position among all the experiment's repetitions
+    run_index: int
+    run: Run
+    rep: int
+    directory: Path
+
+
+def task_prefix(prefix: str, index: int) -> str:
+    """A namespace prefix of its own per point (2-8 lowercase letters/digits)."""
+    return f"{prefix[:5]}{index:03d}"[:8]
+
+
+def point_inputs(run: Run, directory: Path):
+    """The inputs (trace, docroot) of one run, made under ``directory/inputs`` (shared by
+    runs with the same workload; deterministic from the spec's seed)."""
+    if run.config["workload"]["mode"] == "sessions":
+        return session_inputs(run.config["workload"], directory / "inputs")
+    from sojourn.theory.bounds import segment_payload
+
+    network = run.config["network"]
+    return prepare_inputs(run.config["workload"], network["link_mbps"] * 1e6, directory / "inputs",
+                          segment_payload(network["tcp"]["timestamps"]))
+
+
+def start_point(point: Point, spec_text: str, on_event: Callable[[str, dict], None]) -> None:
+    """Clears what an earlier attempt left of the point's directory (saying so when a run
+    that died left it "running") and writes its spec."""
+    if point.directory.exists():
+        status = layout.read_status(point.directory)
+        if status.get("state") == "running":
+            # A run that died (SIGKILL, power) left it: say so, then run it again.
+            on_event("stale", {"run": point.run.name, "rep": point.rep, "pid": status.get("pid"),
+                               "started": status.get("started")})
+        shutil.rmtree(point.directory)
+    point.directory.mkdir(parents=True)
+    (point.directory / "spec.toml").write_text(spec_text)  # each result carries its spec
+
+
+def run_point(point: Point, directory: Path, spec_text: str, prefix: str,
+              on_event: Callable[[str, dict], None] = lambda kind, data: None) -> str:
+    """One repetition into ``point.directory`` (inputs under ``directory``), run again at
+    once while the fidelity guard finds it ``invalid``; returns the final state."""
+    attempts: list[dict] = []
+    for _attempt in range(point.run.config["collect"]["fidelity"]["redo"] + 1):
+        start_point(point, spec_text, on_event)
+        if attempts:
+            layout.write_json(point.directory / ATTEMPTS, attempts)
+        on_event("progress", Progress(phase="inputs"))
+        try:
+            inputs = point_inputs(point.run, directory)
+        except BaseException as err:
+            layout.mark(point.directory, "partial", f"inputs failed: {type(err).__name__}: {err}")
+            raise
+        state = run_repetition(point.run, point.rep, point.directory, inputs, prefix,
+                               on_progress=lambda p: on_event("progress", p), index=point.run_index)
+        if state != "invalid":
+            return state
+        status = layout.read_status(point.directory)
+        attempts.append({"started": status.get("started"), "finished": status.get("finished"),
+                         "reason": status.get("reason"),
+                         "fidelity": json.loads((point.directory / fidelity.FILE).read_text())})
+        on_event("invalid", {"run": point.run.name, "rep": point.rep, "reason": status.get("reason"),
+                             "attempt": len(attempts)})
+    layout.write_json(point.directory / ATTEMPTS, attempts)
+    return "invalid"
