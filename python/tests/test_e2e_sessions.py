@@ -122,3 +122,57 @@ def test_sessions_spec_runs_and_reports(results_root):
     report = (experiment / "report.html").read_text()
     assert "<h2>Sessions (003 §5)</h2>" in report
     assert "session abort rate" in report and "Figs. 11-12" in report and "Fig. 10" in report
+
+
+ON_FAILURE_SPEC = """\
+name = "on-failure-e2e"
+[server]
+kind = "sojourn"
+stages = { policy = "fifo" }
+[network]
+link_mbps = 100
+[[network.groups]]
+name = "gold"
+[[network.groups]]
+name = "silver"
+[[network.groups]]
+name = "bronze"
+[workload]
+mode = "sessions"
+duration_s = 3
+timeout_s = 5
+# Every stage costs 5-20 ms of CPU: a 1 ms bound fails every request.
+sessions = { users = 3, exit = 0.2, delay_bound_s = 0.001 }
+[collect]
+drain_s = 3
+[variants.restart]
+workload.sessions.on_failure = "restart"
+[variants.continue]
+workload.sessions.on_failure = "continue"
+"""
+
+
+def test_a_failed_request_ends_or_continues_its_session_as_the_spec_says(results_root):
+    """workload.sessions.on_failure (003 §5 leaves open what its clients did): with restart a
+    failed request ends its session and the user starts a new one, so no session gets past its
+    first request; with continue the session walks on through its stages."""
+    spec = results_root / "on-failure-e2e.toml"
+    spec.write_text(ON_FAILURE_SPEC)
+    engine_path()
+    done = subprocess.run([sys.executable, "-m", "sojourn.cli", "run", str(spec), "--results", str(results_root),
+                           "--prefix", "sjof", "--no-report"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    for run in ("restart", "continue"):
+        rep = results_root / "on-failure-e2e" / run / "0"
+        assert tomllib.loads((rep / "model.toml").read_text())["on_failure"] == run
+        records = pd.read_csv(rep / "records.csv")
+        assert len(records) > 10 and (records["outcome"] == "gave_up").all(), records["outcome"].value_counts()
+        per_session = records.groupby("session").size()
+        workload = json.loads((rep / "load_summary.json").read_text())["workload"]
+        if run == "restart":
+            assert per_session.max() == 1
+            assert workload["sessions_aborted"] >= len(per_session) - 3  # the last ones may be cut at the end
+            assert workload["session_failures_continued"] == 0
+        else:
+            assert per_session.max() > 1
+            assert workload["sessions_aborted"] == 0 and workload["session_failures_continued"] > 0

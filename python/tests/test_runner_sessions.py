@@ -87,18 +87,20 @@ def test_generated_stages_file_and_class_map(tmp_path):
 
 
 def test_generated_session_model_rows_sum_to_one(tmp_path):
-    path = sessions.session_model({}, {"rate": 3.0, "exit": 0.2, "think_s": 0.5, "delay_bound_s": 1.0},
-                                  tmp_path / "model.toml")
+    path = sessions.session_model({}, {"rate": 3.0, "exit": 0.2, "think_s": 0.5, "delay_bound_s": 1.0,
+                                       "on_failure": "continue"}, tmp_path / "model.toml")
     model = tomllib.loads(path.read_text())
     assert model["arrival_rate"] == 3.0 and model["start"] == {"MM": 1.0}
     assert model["think_time"] == {"distribution": "exponential", "mean_s": 0.5}
+    assert model["on_failure"] == "continue"
     assert sorted(model["states"]) == ["BR", "CO", "MM", "SR"]
     for state in model["states"].values():
         assert sum(state["next"].values()) == pytest.approx(1.0)
         assert state["next"]["exit"] == 0.2
     with pytest.raises(ValueError, match="transitions must be 1x1"):
         sessions.session_model({"stage": [{"name": "A", "processing_ms": 1}], "transitions": [[1, 0]]},
-                               {"rate": 1, "exit": 0.1, "think_s": 0, "delay_bound_s": 1}, tmp_path / "m.toml")
+                               {"rate": 1, "exit": 0.1, "think_s": 0, "delay_bound_s": 1, "on_failure": "restart"},
+                               tmp_path / "m.toml")
 
 
 def test_session_model_file_is_resolved_against_the_spec(tmp_path):
@@ -120,7 +122,8 @@ def test_closed_loop_users_and_class_bounds_in_the_generated_model(tmp_path):
     classes = sessions.class_map(sessions.effective_classes({}, {"gold": ["10.1.0.1"], "silver": ["10.1.0.2"],
                                                                  "bronze": ["10.1.0.3", "10.1.0.4"]}),
                                  ["10.1.0.1", "10.1.0.2", "10.1.0.3", "10.1.0.4"])
-    settings = {"rate": 5.0, "users": 40, "exit": 0.1, "think_s": 0, "delay_bound_s": 1.0, "class_bounds": True}
+    settings = {"rate": 5.0, "users": 40, "exit": 0.1, "think_s": 0, "delay_bound_s": 1.0, "class_bounds": True,
+                "on_failure": "restart"}
     model = tomllib.loads(sessions.session_model({}, settings, tmp_path / "m.toml", classes).read_text())
     assert model["users"] == 40 and "arrival_rate" not in model
     assert model["classes"] == [{"name": "gold", "delay_bound_s": 0.1, "sources": ["10.1.0.1"]},

@@ -8,10 +8,11 @@
 //!   004 §4.2); with think time 0 and one connection each, the capacity probe of 001 §2.1.
 //! - [`Sessions`]: Poisson session arrivals or closed-loop users (003 §5.1), each session
 //!   a Markov chain over URL groups (003 §2); a failed request (incl. a missed delay bound
-//!   of its class, 003 §5.2) aborts its session.
+//!   of its class, 003 §5.2) aborts its session, or with `on_failure = "continue"` the
+//!   session goes on.
 //! - [`OpenPart`]: one event-loop thread's share of an open workload (`load --threads`).
 
-use crate::session::{Arrivals, SessionModel};
+use crate::session::{Arrivals, OnFailure, SessionModel};
 use crate::think::ThinkTime;
 use anyhow::{bail, Context};
 use rand::rngs::SmallRng;
@@ -385,7 +386,8 @@ struct ActiveSession {
 /// A session's first state comes from the model's `start` row, each later one from the
 /// transition matrix; it completes on `exit` (or after `max_requests`) and is aborted
 /// when a request fails or misses its class's delay bound (the class of the client's
-/// source address, [`SessionModel::class_of`]).
+/// source address, [`SessionModel::class_of`]), unless the model's `on_failure` is
+/// `continue`: then the session goes on to its next state (`failures_continued` counts them).
 pub struct Sessions {
     model: SessionModel,
     gaps: Option<Exp<f64>>,
@@ -400,6 +402,7 @@ pub struct Sessions {
     next_id: u64,
     completed: u64,
     aborted: u64,
+    failures_continued: u64,
     cut_at_end: u64,
     requests_ok: u64,
     rng: SmallRng,
@@ -432,6 +435,7 @@ impl Sessions {
             next_id: 0,
             completed: 0,
             aborted: 0,
+            failures_continued: 0,
             cut_at_end: 0,
             requests_ok: 0,
             rng,
@@ -522,12 +526,15 @@ impl Workload for Sessions {
     fn finished(&mut self, request: &Request, ok: bool, now: Nanos) {
         let session = request.session as u64;
         let Some(mut active) = self.active.remove(&session) else { return };
-        if !ok {
-            self.aborted += 1;
-            self.session_ended(active.client, now);
-            return;
+        match (ok, self.model.on_failure) {
+            (true, _) => self.requests_ok += 1,
+            (false, OnFailure::Continue) => self.failures_continued += 1,
+            (false, OnFailure::Restart) => {
+                self.aborted += 1;
+                self.session_ended(active.client, now);
+                return;
+            }
         }
-        self.requests_ok += 1;
         let limit_reached = self.model.max_requests.is_some_and(|max| active.requests >= max);
         match self.model.next_state(active.state, &mut self.rng) {
             Some(state) if !limit_reached => {
@@ -557,6 +564,7 @@ impl Workload for Sessions {
             "sessions_started": self.next_session,
             "sessions_completed": self.completed,
             "sessions_aborted": self.aborted,
+            "session_failures_continued": self.failures_continued,
             "sessions_unfinished": self.active.len() as u64 + self.cut_at_end,
             "session_abort_rate": if self.completed + self.aborted > 0 { self.aborted as f64 / (self.completed + self.aborted) as f64 } else { 0.0 },
             "state_names": self.model.state_names,
@@ -690,6 +698,31 @@ mod tests {
         let summary = sessions.summary();
         assert_eq!((summary["sessions_aborted"].as_u64(), summary["sessions_unfinished"].as_u64()), (Some(1), Some(2)));
         assert_eq!(summary["arrivals"], "users");
+    }
+
+    #[test]
+    fn with_on_failure_continue_a_failed_request_leaves_its_session_going() {
+        let model = |on_failure: &str| {
+            SessionModel::parse(&format!(
+                "users = 1\ndelay_bound_s = 1.0\non_failure = \"{on_failure}\"\nstart = {{ A = 1.0 }}\n\
+                 [states.A]\npaths = [\"/a\"]\nnext = {{ B = 1.0 }}\n[states.B]\npaths = [\"/b\"]\nnext = {{ exit = 1.0 }}\n"
+            ))
+            .unwrap()
+        };
+        for (on_failure, second_path, session) in [("continue", "/b", 0), ("restart", "/a", 1)] {
+            let mut sessions = Sessions::new(model(on_failure), 10_000_000_000, &[], SmallRng::seed_from_u64(5));
+            let first = drain(&mut sessions, 0);
+            assert_eq!(first[0].path, "/a");
+            sessions.finished(&first[0], false, 1_000);
+            let second = drain(&mut sessions, 1_000);
+            assert_eq!((second[0].path.as_str(), second[0].session), (second_path, session), "{on_failure}");
+            let summary = sessions.summary();
+            let continued = u64::from(on_failure == "continue");
+            assert_eq!((summary["sessions_aborted"].as_u64(), summary["session_failures_continued"].as_u64()),
+                       (Some(1 - continued), Some(continued)), "{on_failure}");
+        }
+        assert!(SessionModel::parse("users = 1\ndelay_bound_s = 1.0\non_failure = \"retry\"\nstart = { A = 1.0 }\n\
+                                     [states.A]\npaths = [\"/a\"]\nnext = { exit = 1.0 }\n").is_err());
     }
 
     /// Draw a workload to its end in steps of `step` ns, reporting each request finished.

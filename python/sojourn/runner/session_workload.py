@@ -72,8 +72,8 @@ def session_model(stages: dict, sessions: dict, path: Path, classes: dict | None
     think = ({"distribution": "exponential", "mean_s": sessions["think_s"]} if sessions["think_s"] > 0
              else {"distribution": "none"})
     arrivals = {"users": sessions["users"]} if sessions.get("users") else {"arrival_rate": sessions["rate"]}
-    model = {**arrivals, "delay_bound_s": sessions["delay_bound_s"], "start": {names[0]: 1.0},
-             "think_time": think, "states": {}}
+    model = {**arrivals, "delay_bound_s": sessions["delay_bound_s"], "on_failure": sessions["on_failure"],
+             "start": {names[0]: 1.0}, "think_time": think, "states": {}}
     if classes:
         model["classes"] = [
             {"name": name, "delay_bound_s": bound if sessions.get("class_bounds") else sessions["delay_bound_s"],

@@ -223,6 +223,10 @@ SCHEMA: dict[str, Any] = {
                           minimum=0),
             "delay_bound_s": _k(NUMBER, 1.0, "the generator aborts a request after this long (generated model); "
                                              "requests are judged against their class's timeout_ms", minimum=0.001),
+            "on_failure": _k(str, "restart", "after a request fails or misses its bound (generated model): restart "
+                                              "(the session is aborted; a closed-loop user starts a new one) or "
+                                              "continue (the session goes on to its next stage); 003 §5 does not "
+                                              "say which its WebStone clients did", choices=("restart", "continue")),
         },
         "verify": _k(bool, True, "load generator checks body content against the docroot rule"),
     },
