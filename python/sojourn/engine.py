@@ -39,10 +39,10 @@ def engine_path(build: bool = True) -> Path:
 
 
 def options_toml(options) -> str:
-    """A dataclass of a ``sojourn-engine`` subcommand's options as the TOML its
+    """A ``sojourn-engine`` subcommand's options (a dataclass or a dict) as the TOML its
     ``--config`` reads: kebab-case keys, paths as text, None left out."""
     document = {}
-    for key, value in asdict(options).items():
+    for key, value in (options if isinstance(options, dict) else asdict(options)).items():
         if value is None:
             continue
         document[key.replace("_", "-")] = [str(v) for v in value] if isinstance(value, list) else (

@@ -38,7 +38,7 @@ import subprocess
 import tempfile
 import textwrap
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -60,33 +60,35 @@ class ServerError(RuntimeError):
 @dataclass(frozen=True)
 class SojournOptions:
     """sojourn's own settings: the keys of its ``serve --config`` document that no other
-    server has (crates/server/src/config.rs ``ServeOptions``; a spec's ``[server]`` keys
-    of the same names). Only a ``kind = "sojourn"`` :class:`ServerConfig` carries them, so
-    an option another server lacks cannot be given to it. serve checks the values."""
+    server has (crates/server/src/config.rs ``ServeOptions``), each field the serve option
+    of the same name and the spec's ``[server]`` key of that name (sojourn.runner.plan);
+    None leaves it to serve. Only a ``kind = "sojourn"`` :class:`ServerConfig` carries
+    them, so an option another server lacks cannot be given to it; serve checks the values.
+    A new serve option is a field here, a spec key and serve's own option."""
 
     # Scheduling policy (one of POLICIES) and kernel-level SRPT bands with the uplink's
     # cutoffs (000 §3).
-    policy: str = "fair"
-    kernel_bands: bool = False
+    policy: str | None = None
+    kernel_bands: bool | None = None
     cutoffs: str | None = None
-    # Port of the Prometheus admin listener (--admin), None = off.
-    admin_port: int | None = None
     # Lingering close (Apache 1.3's lingering_close; apache2 and nginx linger by
     # themselves), write concurrency and TCP_NOTSENT_LOWAT (004 §3.3); only responses with
     # at least write_concurrency_from bytes left need a write slot.
-    linger_close: bool = False
+    linger_close: bool | None = None
     write_concurrency: int | None = None
     write_concurrency_from: str | None = None
     notsent_lowat: str | None = None
     # The head's fields and delayed ACK from the start: fewer bytes per request on the uplink.
-    head_fields: str = "full"
-    delayed_ack: bool = False
-    # Bytes per scheduling decision, None = serve's default.
+    head_fields: str | None = None
+    delayed_ack: bool | None = None
+    # Bytes per scheduling decision.
     quantum: str | None = None
-    # The stage pool's TOML (003; `serve --stages`), None = no /stage/ endpoints.
-    stages: Path | None = None
     # `serve --admission NAME[:KEY=VALUE,...]`, None = every request taken.
     admission: str | None = None
+    # The runner's plumbing: the Prometheus admin listener's port (--admin) and the stage
+    # pool's TOML (003; `serve --stages`, /stage/ endpoints).
+    admin_port: int | None = None
+    stages: Path | None = None
 
 
 @dataclass
@@ -132,47 +134,16 @@ class ServerConfig:
             raise ServerError(f"docroot {self.root} is not a directory")
 
 
-@dataclass(frozen=True)
-class ServeFile:
-    """The ``sojourn-engine serve --config`` file: each field is the serve option of the
-    same name (crates/server/src/config.rs, ``ServeOptions``; unknown keys are refused
-    there), None = the server's default."""
-
-    root: str
-    listen: str
-    policy: str
-    threads: int
-    kernel_bands: bool | None = None
-    cutoffs: str | None = None
-    access_log: str | None = None
-    admin: str | None = None
-    accept_limit: int | None = None
-    linger_close: bool | None = None
-    write_concurrency: int | None = None
-    write_concurrency_from: str | None = None
-    notsent_lowat: str | None = None
-    head_fields: str | None = None
-    delayed_ack: bool | None = None
-    quantum: str | None = None
-    stages: str | None = None
-    admission: str | None = None
-
-    @classmethod
-    def of(cls, c: ServerConfig) -> "ServeFile":
-        def text(value) -> str | None:
-            return None if value is None else str(value)
-        o = c.sojourn or SojournOptions()
-        return cls(root=str(c.root), listen=f"{c.addr}:{c.port}", policy=o.policy, threads=c.workers,
-                   kernel_bands=o.kernel_bands or None, cutoffs=o.cutoffs if o.kernel_bands else None,
-                   access_log=text(c.access_log), admin=f"{c.addr}:{o.admin_port}" if o.admin_port else None,
-                   accept_limit=c.max_connections, linger_close=o.linger_close or None,
-                   write_concurrency=o.write_concurrency, write_concurrency_from=o.write_concurrency_from,
-                   notsent_lowat=o.notsent_lowat, head_fields=None if o.head_fields == "full" else o.head_fields,
-                   delayed_ack=o.delayed_ack or None, quantum=o.quantum, stages=text(o.stages),
-                   admission=o.admission)
-
-    def toml(self) -> str:
-        return options_toml(self)
+def serve_toml(c: ServerConfig) -> str:
+    """The ``sojourn-engine serve --config`` document of ``c`` (keys as serve's options,
+    unknown ones refused there): what every server has, then sojourn's own options."""
+    own = c.sojourn or SojournOptions()
+    document = {"root": c.root, "listen": f"{c.addr}:{c.port}", "threads": c.workers, "access_log": c.access_log,
+                "accept_limit": c.max_connections, "admin": f"{c.addr}:{own.admin_port}" if own.admin_port else None}
+    document |= {key: value for key, value in asdict(own).items() if key != "admin_port"}
+    if not own.kernel_bands:
+        document["cutoffs"] = None  # serve reads cutoffs only for its bands
+    return options_toml(document)
 
 
 def _per_worker(total: int, workers: int) -> int:
@@ -273,7 +244,7 @@ class Server:
         # One typed file (kept beside the run's logs as server-serve.toml); extra_args, on
         # the command line, override it.
         path = work / "serve.toml"
-        path.write_text(ServeFile.of(self.config).toml())
+        path.write_text(serve_toml(self.config))
         return [str(engine_path()), "serve", "--config", str(path), *self.config.extra_args]
 
     def _argv_nginx(self, work: Path) -> list[str]:

@@ -1,5 +1,5 @@
 """Admission control outside the testbed: the spec key ``server.admission`` and its way to
-``serve --admission`` (ServeFile, a real server on loopback), outcome ``refused`` in the
+``serve --admission`` (serve_toml, a real server on loopback), outcome ``refused`` in the
 analysis, the overload-control specs, and docs/overload-control.md's stages (derive, publish,
 doc) on hand-made results whose answers are computed by hand below."""
 
@@ -17,7 +17,7 @@ from sojourn import analysis
 from sojourn.overload import EXPERIMENTS, REPO, doc
 from sojourn.overload.derive import derive, refusals_by_reason, settle_time, size_class
 from sojourn.overload.publish import publish
-from sojourn.servers import Server, ServerConfig, ServerError, ServeFile, SojournOptions, free_port
+from sojourn.servers import Server, ServerConfig, ServerError, SojournOptions, free_port, serve_toml
 from sojourn.runner.plan import admission_arg
 from sojourn.runner.spec import SpecError, load_spec, validate
 
@@ -37,7 +37,7 @@ def test_admission_values_are_accepted(value):
     (spec(admission="lifo"), r"server\.admission = 'lifo': expected NAME\[:KEY=VALUE,\.\.\.\] with NAME one of "
                              r"gradient, codel, delay, size"),
     (spec(admission="codel:target"), r"server\.admission = 'codel:target'"),
-    (spec(kind="nginx", admission="codel"), r"server\.admission needs server\.kind = 'sojourn'"),
+    (spec(kind="nginx", admission="codel"), r"server\.admission = 'codel' needs server\.kind = 'sojourn'"),
 ])
 def test_bad_admission_is_named(raw, message):
     with pytest.raises(SpecError, match=message):
@@ -61,7 +61,7 @@ def test_the_serve_file_carries_admission_to_a_real_server(tmp_path):
     admin = free_port()
     config = ServerConfig(kind="sojourn", root=tmp_path / "root", port=free_port(),
                           sojourn=SojournOptions(admin_port=admin, admission="gradient"))
-    assert 'admission = "gradient"' in ServeFile.of(config).toml()
+    assert 'admission = "gradient"' in serve_toml(config)
     with Server(config, log_dir=tmp_path) as peer:
         with urllib.request.urlopen(peer.url + "/a.bin", timeout=5) as response:
             assert response.read() == b"x" * 100

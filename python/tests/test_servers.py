@@ -196,7 +196,7 @@ def test_max_connections_makes_further_connections_wait_unanswered(kind, docroot
 
 
 def test_sojourn_gets_every_setting_from_its_typed_config_file(docroot, tmp_path):
-    """The sojourn peer writes one `serve --config` TOML (ServeFile) instead of argv; each
+    """The sojourn peer writes one `serve --config` TOML (serve_toml) instead of argv; each
     setting reaches the server (policy and write slots on /metrics, the access log, the
     accept limit in its start-up line) and the file is kept beside the logs."""
     root, _ = docroot

@@ -9,13 +9,16 @@ the type that needs it; the runner only adds plumbing (namespace prefix, address
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from sojourn.servers import SojournOptions
 from sojourn.testbed import TcpKnobs, TestbedConfig, WanGroup
 
 # The testbed prefix a plan is checked with; each repetition runs under its own.
 CHECK_PREFIX = "sjplan"
+# SojournOptions' fields that a spec's [server] table sets by the same name (the rest are
+# derived: the cutoffs from network.bands, the admin port and stage file by the runner).
+SPEC_KEYS = tuple(f.name for f in fields(SojournOptions) if f.name not in ("cutoffs", "admin_port", "stages"))
 
 
 @dataclass(frozen=True)
@@ -52,17 +55,14 @@ def admission_arg(server: dict, network: dict) -> str | None:
 
 def sojourn_options(config: dict) -> SojournOptions | None:
     """sojourn's own serve settings from the run's ``server`` table (None for other
-    servers); the admin port and the stage pool's file are the runner's to add."""
+    servers): each SPEC_KEYS key as given, its empty value or 0 leaving it to serve; the
+    cutoffs are the uplink's bands; the admin port and the stage pool's file are the
+    runner's to add."""
     server, network = config["server"], config["network"]
     if server["kind"] != "sojourn":
         return None
-    return SojournOptions(policy=server["policy"], kernel_bands=server["kernel_bands"],
-                          cutoffs=network["bands"] or None, linger_close=server["linger_close"],
-                          write_concurrency=server["write_concurrency"] or None,
-                          write_concurrency_from=server["write_concurrency_from"] or None,
-                          notsent_lowat=server["notsent_lowat"] or None, head_fields=server["head_fields"],
-                          delayed_ack=server["delayed_ack"], quantum=server["quantum"],
-                          admission=admission_arg(server, network))
+    given = {key: server[key] for key in SPEC_KEYS if server[key] is not False and server[key] not in ("", 0)}
+    return SojournOptions(**given | {"admission": admission_arg(server, network), "cutoffs": network["bands"] or None})
 
 
 def plan_of(config: dict) -> RunPlan:

@@ -16,7 +16,6 @@ A spec has base sections (``server``, ``network``, ``workload``, ``collect``);
 from __future__ import annotations
 
 import copy
-import dataclasses
 import math
 import re
 import shutil
@@ -28,7 +27,7 @@ from typing import Any
 import tomli_w
 
 from sojourn import papers, servers
-from sojourn.runner.plan import RunPlan, plan_of
+from sojourn.runner.plan import SPEC_KEYS, RunPlan, plan_of
 from sojourn.testbed.config import ConfigError
 
 MODELS = ("wc98", "nasa", "surge", "specweb99")
@@ -264,8 +263,8 @@ SCHEMA: dict[str, Any] = {
                           "paper-scale spec also has a scale that runs in minutes"),
 }
 
-# The [server] keys only sojourn's own server has: the spec's names of SojournOptions' fields.
-SOJOURN_KEYS = tuple(f.name for f in dataclasses.fields(servers.SojournOptions) if f.name in SCHEMA["server"])
+# The [server] keys only sojourn's own server has: SojournOptions' fields, and its stage pool.
+SOJOURN_KEYS = SPEC_KEYS + ("stages",)
 
 QUICK_KEYS = ("repetitions", "sweep") + ("server", "network", "workload", "collect")
 
