@@ -52,6 +52,18 @@ def _loss_rows(ctx: Context) -> list[Row]:
     ]
 
 
+def _independent_loss_rows(ctx: Context) -> list[Row]:
+    """§4: "similar trends and behavior using ... the independent loss model": capacity falls
+    with independent loss as with dependent loss."""
+    entry = "loss-independent"
+    losses = sorted({rep.sweep_value for rep in ctx.reps(entry)})
+    low, high = losses[0], losses[-1]
+    return [_capacity_row(ctx, entry, server, "loss", high, low,
+                          f"{server}: capacity at {high:.0%} / at {low:.0%} independent loss",
+                          bound("<", 1, text="similar trends with independent loss: capacity falls as loss grows"))
+            for server in SERVERS]
+
+
 def _delay_rows(ctx: Context) -> list[Row]:
     return [_capacity_row(ctx, "delay", server, "rtt_ms", 400, 0, f"{server}: capacity at 400 / at 0 ms RTT",
                           direction(DELAY_CAPACITY, "reduced only 5%, and only at 400 ms")) for server in SERVERS]
@@ -69,7 +81,8 @@ def _sack_rows(ctx: Context) -> list[Row]:
 
 
 def claims(ctx: Context) -> list[Row]:
-    return rows_of(ctx, {"loss": _loss_rows, "delay": _delay_rows, "sack": _sack_rows})
+    return rows_of(ctx, {"loss": _loss_rows, "loss-independent": _independent_loss_rows, "delay": _delay_rows,
+                         "sack": _sack_rows})
 
 
 def differences(ctx: Context) -> str:
