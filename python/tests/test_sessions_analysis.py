@@ -41,12 +41,12 @@ def test_judging_and_per_class_by_address():
     assert list(judged["met_bound"]) == [True, True, True, True, False, False]
     table = sessions.per_class(judged).set_index("class")
     gold, silver = table.loc[0], table.loc[1]
-    assert (gold["requests"], gold["sessions"], gold["sessions_aborted"]) == (3, 2, 1)
+    assert (gold["requests"], gold["served"], gold["sessions"], gold["sessions_aborted"]) == (3, 2, 2, 1)
     assert gold["timeout_rate"] == pytest.approx(1 / 3)
     assert gold["drop_rate"] == pytest.approx(1 / 3)
     assert gold["response_mean_s"] == pytest.approx((0.5 + 0.8) / 2)
     assert gold["response_met_mean_s"] == pytest.approx((0.5 + 0.8) / 2)
-    assert (silver["requests"], silver["sessions"], silver["session_abort_rate"]) == (2, 1, 0.0)
+    assert (silver["requests"], silver["served"], silver["sessions"], silver["session_abort_rate"]) == (2, 2, 1, 0.0)
     assert silver["response_mean_s"] == pytest.approx((0.2 + 1.5) / 2)
     # With one 1 s bound for all, request 3 (1.5 s) was served but missed it.
     one = sessions.per_class(sessions.judge(records(ROWS), delay_bounds={0: 1.0, 1: 1.0}, address_classes=[0, 1]))
