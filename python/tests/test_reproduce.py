@@ -152,3 +152,22 @@ def test_quick_reproduction_of_one_factor_end_to_end(tmp_path):
     assert float(row["ours"]) == pytest.approx(fair / srpt, rel=1e-5)
     assert row["paper"] == "000" and row["repetitions"] == "1" and row["scale"] in ("quick", "compressed")
     assert "not run yet" in (docs / "000.md").read_text()  # the other experiments are listed as such
+
+
+def test_the_default_concurrency_is_the_measured_one_for_the_experiments_testbed(tmp_path, monkeypatch):
+    """sojourn reproduce runs as many testbeds at once as bench/concurrency measured safe for
+    the kind the experiment uses (with the WAN emulator or without), and one where nothing
+    was measured."""
+    from sojourn.reproduce import publish
+    from sojourn.runner.spec import validate
+
+    lan = validate({"name": "lan", "workload": {"rho": 0.5}})
+    wan = validate({"name": "wan", "workload": {"rho": 0.5, "clients": 4},
+                    "network": {"groups": [{"name": "far", "rtt_ms": 100}]}})
+    measured = tmp_path / "concurrency"
+    measured.mkdir()
+    monkeypatch.setattr(publish, "DOCS", tmp_path)
+    assert (publish.measured_concurrency(lan), publish.measured_concurrency(wan)) == (1, 1)
+    (measured / "000-concurrency.json").write_text(json.dumps({"largest_safe": 4}))
+    (measured / "000-concurrency-rtt.json").write_text(json.dumps({"largest_safe": 2}))
+    assert (publish.measured_concurrency(lan), publish.measured_concurrency(wan)) == (4, 2)

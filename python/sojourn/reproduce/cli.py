@@ -13,14 +13,6 @@ from rich.console import Console
 from sojourn.reproduce import DOCS, PAPERS, REPO, Context, load_paper
 
 
-# Testbeds at once by default: the largest count measured safe on every check
-# (docs/reproduction/README.md, from docs/reproduction/concurrency/*.json): 4 kept the
-# baseline's means inside its solo intervals, but with the WAN emulator (000-concurrency-rtt)
-# 4 moved SRPT's mean 0.4% above a solo interval of +-0.2%, and 2 and 3 are not measured
-# there yet; so one, and --concurrency 4 where a spec has no WAN emulator.
-DEFAULT_CONCURRENCY = 1
-
-
 def register(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Reproduce one paper: run each of its experiments (specs under experiments/<paper>/, or commands), "
@@ -40,9 +32,11 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--results", type=Path, default=REPO / "results", help="results root (default: %(default)s)")
     parser.add_argument("--docs", type=Path, default=DOCS, help="where the doc is written (default: %(default)s)")
     parser.add_argument("--prefix", default="sjrep", help="testbed namespace prefix (default: %(default)s)")
-    parser.add_argument("--concurrency", type=int, default=DEFAULT_CONCURRENCY, metavar="N",
+    parser.add_argument("--concurrency", type=int, default=None, metavar="N",
                         help="run N testbeds at once (sojourn run --concurrency; the fidelity guard redoes any "
-                             "repetition they disturb; CPU-bound experiments run one at a time) (default: %(default)s)")
+                             "repetition they disturb; CPU-bound experiments run one at a time). Default: the most "
+                             "measured safe for the experiment's kind of testbed, with the WAN emulator or without "
+                             "(bench/concurrency, docs/reproduction/concurrency/*.json)")
     parser.set_defaults(func=main)
 
 

@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from sojourn.reproduce import REPO, Entry, Paper
+from sojourn.reproduce import DOCS, REPO, Entry, Paper
 from sojourn.reproduce.doc import relative_paths
 
 # Per repetition: the files summary numbers come from (no per-request records; the kernel
@@ -31,10 +31,23 @@ def results_root(results: Path, paper: Paper, quick: bool) -> Path:
     return Path(results) / "reproduce" / (paper.tag + ("-quick" if quick else ""))
 
 
+def measured_concurrency(experiment) -> int:
+    """The most testbeds at once measured to change nothing (bench/concurrency: every
+    count up to it kept the solo means and the guard's bounds) for the kind of testbed the
+    experiment's runs use, with the WAN emulator or without; 1 where nothing was measured."""
+    emulator = any(run.plan.testbed.uses_emulator for run in experiment.runs)
+    path = DOCS / "concurrency" / ("000-concurrency-rtt.json" if emulator else "000-concurrency.json")
+    try:
+        return max(1, int(json.loads(path.read_text())["largest_safe"]))
+    except (OSError, KeyError, TypeError, ValueError):
+        return 1
+
+
 def run_entry(console, paper: Paper, entry: Entry, results: Path, quick: bool, prefix: str,
-              concurrency: int = 1) -> tuple[Path | None, int]:
+              concurrency: int | None = None) -> tuple[Path | None, int]:
     """Runs what is missing of ``entry`` (``concurrency`` testbeds at once where its runs
-    allow it); returns (its result directory, 0) or (None, status)."""
+    allow it; None: :func:`measured_concurrency`); returns (its result directory, 0) or
+    (None, status)."""
     root = results_root(results, paper, quick)
     if entry.spec:
         from sojourn.runner.cli import run_with_progress
@@ -46,6 +59,10 @@ def run_entry(console, paper: Paper, entry: Entry, results: Path, quick: bool, p
         # CPU-bound runs cannot share the machine unnoticed (sojourn.runner.fidelity).
         if not all(may_share_the_machine(run.config) for run in experiment.runs):
             concurrency = 1
+        elif concurrency is None:
+            concurrency = measured_concurrency(experiment)
+            console.print(f"{entry.name}: {concurrency} testbed(s) at once, as measured safe for its testbeds "
+                          "(docs/reproduction/concurrency/)", markup=False, highlight=False)
         outcome, status = run_with_progress(console, experiment, root, prefix, concurrency=concurrency)
         if outcome is None:
             return None, status
