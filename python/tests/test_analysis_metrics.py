@@ -260,3 +260,22 @@ def test_server_metric_totals_sum_every_status():
             'sojourn_request_seconds_bucket{le="1"} 9\n')
     assert server_metric_totals(text) == {"server_bytes_sent": 1500.0, "server_responses": 6.0}
     assert server_metric_totals("Active connections: 1\n") == {}
+
+
+def test_capacity_levels_in_requests_and_bits_per_second():
+    """002 §4.4's capacity is the most requests/s over the levels; 001 §3.1 quotes the same
+    in Mb/s: the level's completed body bits per second, after its warm-up."""
+    from sojourn.analysis.sweeps import capacity_of_levels, window_throughput
+
+    requests = pd.DataFrame({"scheduled_s": [0.0, 0.5, 1.0, 2.0], "last_byte_s": [0.4, 1.5, 2.5, 3.5],
+                             "completed": [True, True, True, False], "bytes": [100, 1000, 3000, 0],
+                             "response_s": [0.4, 1.0, 1.5, math.nan]})
+    window = window_throughput(requests, 1.0, 3.0)  # the last bytes at 1.5 and 2.5 s; 3.5 s is outside
+    assert window == {"throughput_rps": 1.0, "throughput_bps": (1000 + 3000) * 8 / 2, "response_mean": 1.25,
+                      "errors": 0}
+    levels = [{"users": 8, "throughput_rps": 10.0, "throughput_bps": 1e6},
+              {"users": 64, "throughput_rps": 30.0, "throughput_bps": 3e6},
+              {"users": 512, "throughput_rps": 20.0, "throughput_bps": 4e6}]
+    best = capacity_of_levels(levels)
+    assert (best["capacity_rps"], best["capacity_bps"], best["capacity_users"]) == (30.0, 3e6, 64)
+    assert not best["capacity_at_last_level"]

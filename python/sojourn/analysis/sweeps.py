@@ -54,24 +54,29 @@ def capacity(sweep: pd.DataFrame, load: str, throughput: str = "throughput_rps")
 
 def window_throughput(requests: pd.DataFrame, start_s: float, end_s: float) -> dict:
     """Completed requests per second whose last byte arrived in [start, end) seconds after
-    the first request was scheduled (a capacity level after its warm-up), with their
-    mean response time and the errors in the same window."""
+    the first request was scheduled (a capacity level after its warm-up), their body bits
+    per second (001 §3.1 gives capacity in Mb/s), their mean response time and the errors
+    in the same window."""
     if requests.empty or end_s <= start_s:
-        return {"throughput_rps": math.nan, "response_mean": math.nan, "errors": 0}
+        return {"throughput_rps": math.nan, "throughput_bps": math.nan, "response_mean": math.nan, "errors": 0}
     origin = float(requests["scheduled_s"].min())
     finished = requests["last_byte_s"] - origin
     window = requests[(finished >= start_s) & (finished < end_s)]
     done = window[window["completed"]]
     return {"throughput_rps": len(done) / (end_s - start_s),
+            "throughput_bps": float(done["bytes"].sum()) * 8 / (end_s - start_s),
             "response_mean": float(done["response_s"].mean()) if len(done) else math.nan,
             "errors": int(len(window) - len(done))}
 
 
 def capacity_of_levels(levels: list[dict]) -> dict:
     """002 §4.4 over one sweep of load levels (each with ``users`` and ``throughput_rps``):
-    the capacity, the level that reached it, whether that is the last level (then the
-    server may not have been saturated), and the levels themselves."""
+    the capacity (requests/s, and the body bits/s at that level), the level that reached
+    it, whether that is the last level (then the server may not have been saturated), and
+    the levels themselves."""
     frame = pd.DataFrame(levels)
     best = capacity(frame, "users") if len(frame) else {"capacity": math.nan, "at_load": math.nan, "at_sweep_end": False}
-    return {"capacity_rps": best["capacity"], "capacity_users": best["at_load"],
+    at_best = frame[frame["users"] == best["at_load"]] if len(frame) else frame
+    bps = float(at_best["throughput_bps"].iloc[0]) if "throughput_bps" in at_best and len(at_best) else math.nan
+    return {"capacity_rps": best["capacity"], "capacity_bps": bps, "capacity_users": best["at_load"],
             "capacity_at_last_level": best["at_sweep_end"], "levels": levels}

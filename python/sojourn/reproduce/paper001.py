@@ -12,11 +12,14 @@ from sojourn.reproduce.rows import Measure, Row, bound, direction, point, unexpl
 from sojourn.runner.spec import run_name
 
 EXPERIMENTS = [
+    Entry("capacity", "infinite-demand capacity of each server (§3.1)", spec="experiments/001/capacity.toml"),
     Entry("latency", "latency profile and service inversion vs load fraction (Figs. 1-7)",
           spec="experiments/001/latency.toml"),
     Entry("cwnd", "mean latency vs congestion-window clamp at load 0.9 (Fig. 18)", spec="experiments/001/cwnd.toml"),
 ]
 
+# §3.1: "Apache is able to achieve 305 Mb/s, while Flash achieves 352 Mb/s".
+APACHE_MBPS, FLASH_MBPS = 305, 352
 # The paper's printed values: ready events per dispatch (§6, Figs. 13-14) and Fig. 18's means (s).
 EVENTS_FIXED, EVENTS_ORIGINAL = 1.6, 61
 CWND_UNCLAMPED, CWND_BEST = 0.033, 0.010
@@ -24,6 +27,14 @@ CWND_UNCLAMPED, CWND_BEST = 0.033, 0.010
 
 def _points(ctx: Context, entry: str, variant: str) -> list:
     return sorted({rep.sweep_value for rep in ctx.reps(entry) if rep.variant == variant and rep.sweep_value is not None})
+
+
+def _capacity_rows(ctx: Context) -> list[Row]:
+    e = "capacity"
+    return [ctx.row(e, f"{server} / apache2 infinite-demand capacity (bits/s)",
+                    direction(FLASH_MBPS / APACHE_MBPS, f"the event-driven Flash / Apache: {FLASH_MBPS} / {APACHE_MBPS} Mb/s"),
+                    ctx.ratio((e, server, "capacity_bps"), (e, "apache2", "capacity_bps")))
+            for server in ("sojourn", "nginx")]
 
 
 def _latency_rows(ctx: Context) -> list[Row]:
@@ -76,7 +87,7 @@ def _cwnd_rows(ctx: Context) -> list[Row]:
 
 
 def claims(ctx: Context) -> list[Row]:
-    return rows_of(ctx, {"latency": _latency_rows, "cwnd": _cwnd_rows})
+    return rows_of(ctx, {"capacity": _capacity_rows, "latency": _latency_rows, "cwnd": _cwnd_rows})
 
 
 def _mean_transfer(ctx: Context, e: str, run: str) -> Measure:
