@@ -100,8 +100,18 @@ def differences(ctx: Context) -> str:
                      "loss and delay lengthen response times (002 §3.6: \"very large numbers of concurrent requests "
                      "are necessary to exercise the server when delays and losses are introduced\"). A ratio of two "
                      "lower bounds measures the client population as much as the server.")
-    items.append("**The machine, not only the server.** The clients, their emulated links and the server share two "
-                 "cores here, so the loss-free capacity is the whole machine's; the paper's server had its own CPU.")
+    quotas = sorted({rep.summary["server_cpu"]["cpus"] for entry in ("loss", "loss-independent", "delay")
+                     if ctx.has(entry) for rep in ctx.reps(entry) if rep.summary.get("server_cpu")})
+    if quotas:
+        items.append(f"**The server's share of the machine.** The server under test ran with "
+                     f"{' or '.join(f'{q:g}' for q in quotas)} CPU (server.cpu_quota, a cgroup of its processes), so "
+                     "it and not the clients sharing its two cores was the bottleneck, as the paper's CPU-bound server "
+                     "beside eight client machines was; each summary's server_cpu says how often it was throttled.")
+    else:
+        items.append("**The machine, not only the server.** The clients, their emulated links and the server share "
+                     "two cores here and these results ran without a CPU quota for the server, so the loss-free "
+                     "capacity is the whole machine's; the paper's server had its own CPU (the specs now give the "
+                     "server half a CPU, server.cpu_quota, for the next run).")
     return "### Where ours differs from the paper, and why\n\n" + "\n\n".join(f"- {item}" for item in items)
 
 
@@ -134,7 +144,8 @@ is the most requests per second sustained at any level (after a warm-up). WAN co
 from sojourn's emulator on the clients' side (two-state loss with 35% conditional loss, 002 §3.4
 Table 1; or independent loss); the uplink is 1 Gbit/s so the server, not the link, limits. The
 paper's server ran alone on its machine; here the clients and their emulated links share the
-same two cores, which the capacity of either server includes. Linux has no pure Reno: without
-SACK it runs NewReno.
+same two cores, so the capacity specs give the server under test half a CPU (server.cpu_quota)
+to keep it the bottleneck (the notes below say what each published run had). Linux has no pure
+Reno: without SACK it runs NewReno.
 """,
 )
