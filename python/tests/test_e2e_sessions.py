@@ -124,6 +124,7 @@ def test_sessions_spec_runs_and_reports(results_root):
     assert "session abort rate" in report and "Figs. 11-12" in report and "Fig. 10" in report
 
 
+# The first spec with every class on one address, and clients whose every request fails.
 ON_FAILURE_SPEC = """\
 name = "on-failure-e2e"
 [server]
@@ -131,12 +132,7 @@ kind = "sojourn"
 stages = { policy = "fifo" }
 [network]
 link_mbps = 100
-[[network.groups]]
-name = "gold"
-[[network.groups]]
-name = "silver"
-[[network.groups]]
-name = "bronze"
+groups = [{ name = "gold" }, { name = "silver" }, { name = "bronze" }]
 [workload]
 mode = "sessions"
 duration_s = 3
