@@ -171,3 +171,32 @@ def test_the_default_concurrency_is_the_measured_one_for_the_experiments_testbed
     (measured / "000-concurrency.json").write_text(json.dumps({"largest_safe": 4}))
     (measured / "000-concurrency-rtt.json").write_text(json.dumps({"largest_safe": 2}))
     assert (publish.measured_concurrency(lan), publish.measured_concurrency(wan)) == (4, 2)
+
+
+def test_published_repetitions_of_the_same_spec_are_restored_as_complete_results(tmp_path):
+    """results/ does not outlive a checkout, docs/reproduction/ does: a campaign goes on from
+    the repetitions published with the same spec at the same scale, and only from those."""
+    from sojourn.reproduce.publish import RESTORED, restore_published
+    from sojourn.runner import layout
+
+    spec = tmp_path / "e.toml"
+    spec.write_text('name = "e"\nrepetitions = 2\n[workload]\nrho = 0.5\n')
+    experiment = load_spec(spec)
+    published = tmp_path / "published"
+    for rep, state in (("0", "complete"), ("1", "partial")):
+        (published / "run" / rep).mkdir(parents=True)
+        layout.mark(published / "run" / rep, state)
+        (published / "run" / rep / "summary.json").write_text('{"response_mean": 1.0}\n')
+    (published / "spec.toml").write_text(experiment.text)
+    (published / "meta.json").write_text(json.dumps({"scale": "full"}))
+    results = tmp_path / "results"
+    assert restore_published(experiment, published, results, quick=True) == 0  # another scale
+    assert restore_published(experiment, published, results, quick=False) == 1
+    restored = results / "e" / "run" / "0"
+    assert layout.is_complete(restored) and (restored / RESTORED).is_file()
+    assert (restored / "summary.json").read_text() == '{"response_mean": 1.0}\n'
+    assert not (results / "e" / "run" / "1").exists()  # a partial repetition is run again
+    assert (results / "e" / "spec.toml").read_text() == experiment.text
+    assert restore_published(experiment, published, results, quick=False) == 0  # complete already
+    spec.write_text('name = "e"\nrepetitions = 2\n[workload]\nrho = 0.6\n')
+    assert restore_published(load_spec(spec), published, tmp_path / "other", quick=False) == 0  # another spec

@@ -181,3 +181,19 @@ def test_runs_keeps_only_the_named_runs_from_the_spec_or_the_command_line(tmp_pa
     wrong = subprocess.run([sys.executable, "-m", "sojourn.cli", "run", str(path), "--check", "--runs", "srpt,nope"],
                            capture_output=True, text=True)
     assert wrong.returncode == 2 and "no run named 'nope'" in wrong.stdout + wrong.stderr
+
+
+def test_no_repetition_starts_after_stop_at(tmp_path):
+    """--stop-after: what is left when the time is up is not started (no directory, nothing
+    half-run), told as such, and the outcome is not complete, so the next run does it."""
+    import time
+
+    from sojourn.runner.experiment import NOT_STARTED, run_experiment
+
+    experiment = validate({"name": "late", "repetitions": 2, "workload": {"rho": 0.5}})
+    told = []
+    outcome = run_experiment(experiment, tmp_path, stop_at=time.time() - 1,
+                             on_event=lambda kind, data: told.append((kind, data.get("state"))))
+    assert outcome.states == {("run", 0): NOT_STARTED, ("run", 1): NOT_STARTED} and not outcome.complete
+    assert told == [("done", NOT_STARTED)] * 2
+    assert not (tmp_path / "late" / "run").exists()

@@ -254,7 +254,7 @@ def _read_json(path: Path) -> dict:
 
 def open_repetition(directory: str | Path, recompute: bool = False) -> Repetition:
     """One repetition directory (results/<experiment>/<run>/<rep>/, with its run.json);
-    ``recompute`` as for :func:`load_experiment`."""
+    ``recompute`` as for :func:`load_experiment` (where it has records)."""
     directory = Path(directory)
     info = _read_json(directory / "run.json")
     rep = Repetition(run=info.get("run", directory.parent.name), rep=int(info.get("repetition", directory.name)),
@@ -262,7 +262,8 @@ def open_repetition(directory: str | Path, recompute: bool = False) -> Repetitio
                      config=info.get("config", {}), summary=_read_json(directory / "summary.json"),
                      sweep_value=info.get("sweep_value"), variant=info.get("variant", ""),
                      index=int(info.get("index", 0)))
-    if recompute:
+    # A repetition restored from its publication has no records: its stored summary stands.
+    if recompute and rep.has("records.csv"):
         rep.summary = summarize_repetition(directory, rep.link_bps, rep.config.get("network", {}).get("groups"))
     return rep
 

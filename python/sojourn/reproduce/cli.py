@@ -11,6 +11,7 @@ from pathlib import Path
 from rich.console import Console
 
 from sojourn.reproduce import DOCS, PAPERS, REPO, Context, load_paper
+from sojourn.runner.cli import add_stop_after
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -27,7 +28,9 @@ def register(parser: argparse.ArgumentParser) -> None:
                              "in results/reproduce/<paper>-quick/")
     parser.add_argument("--only", action="append", metavar="NAME", default=[],
                         help="run only this experiment (repeatable); the doc still lists every published one")
-    parser.add_argument("--list", action="store_true", help="list the paper's experiments and exit")
+    parser.add_argument("--list", action="store_true",
+                        help="list the paper's experiments with their size and estimated wall time (at --quick's "
+                             "scale with --quick), and exit")
     parser.add_argument("--doc-only", action="store_true", help="only regenerate the doc from published results")
     parser.add_argument("--results", type=Path, default=REPO / "results", help="results root (default: %(default)s)")
     parser.add_argument("--docs", type=Path, default=DOCS, help="where the doc is written (default: %(default)s)")
@@ -37,6 +40,7 @@ def register(parser: argparse.ArgumentParser) -> None:
                              "repetition they disturb; CPU-bound experiments run one at a time). Default: the most "
                              "measured safe for the experiment's kind of testbed, with the WAN emulator or without "
                              "(bench/concurrency, docs/reproduction/concurrency/*.json)")
+    add_stop_after(parser)
     parser.set_defaults(func=main)
 
 
@@ -49,8 +53,17 @@ def main(args: argparse.Namespace) -> int:
                       markup=False)
         return 2
     if args.list:
+        from sojourn.reproduce.publish import at_once, estimated_seconds
+        from sojourn.runner.spec import load_spec
+
         for entry in paper.experiments:
-            console.print(f"{entry.name:24} {entry.title}  [{entry.spec or ' '.join(entry.command)}]",
+            length = ""
+            if entry.spec:
+                experiment = load_spec(REPO / entry.spec, quick=args.quick)
+                testbeds = at_once(experiment, args.concurrency)
+                length = (f"  {len(experiment.runs)} runs x {experiment.repetitions}, about "
+                          f"{estimated_seconds(experiment, testbeds) / 3600:.1f} h at {testbeds} at once")
+            console.print(f"{entry.name:24} {entry.title}  [{entry.spec or ' '.join(entry.command)}]{length}",
                           markup=False, highlight=False)
         return 0
     try:
@@ -61,7 +74,10 @@ def main(args: argparse.Namespace) -> int:
     ctx = Context(paper, args.docs)
     status = 0
     if not args.doc_only:
-        from sojourn.reproduce.publish import publish, run_entry
+        from sojourn.reproduce.publish import ALL_RESTORED, publish, run_entry
+        from sojourn.runner.cli import stop_time
+
+        stop_at = stop_time(args.stop_after)
 
         if any(e.spec for e in chosen) and os.geteuid() != 0:
             console.print("[red]sojourn reproduce needs root (network namespaces) for testbed experiments[/]")
@@ -71,7 +87,10 @@ def main(args: argparse.Namespace) -> int:
             console.rule(f"{paper.tag} [{number}/{len(chosen)}] {entry.name}: {entry.title}")
             began = time.monotonic()
             directory, code = run_entry(console, paper, entry, args.results, args.quick, args.prefix,
-                                        args.concurrency)
+                                        args.concurrency, ctx.directory(entry.name), stop_at)
+            if code == ALL_RESTORED:
+                console.print(f"{entry.name}: every repetition is published already; nothing to run")
+                continue
             if code == 130:  # Ctrl-C: the repetition is kept as partial; stop here, as `sojourn run` does
                 console.print(f"[yellow]{paper.tag}: interrupted at {entry.name}; rerun to resume[/]")
                 return 130

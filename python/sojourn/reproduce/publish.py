@@ -43,29 +43,98 @@ def measured_concurrency(experiment) -> int:
         return 1
 
 
+# Per repetition besides its load: testbed, server, drain and analysis (259-261 s a repetition
+# of the 225-s baseline trace, bench/concurrency, 25 Nov 2026).
+REPETITION_OVERHEAD_S = 35.0
+
+
+def at_once(experiment, concurrency: int | None) -> int:
+    """Testbeds at once for ``experiment``: one for CPU-bound runs, which cannot share the
+    machine unnoticed (sojourn.runner.fidelity); else ``concurrency``, or the measured count."""
+    from sojourn.runner.fidelity import may_share_the_machine
+
+    if not all(may_share_the_machine(run.config) for run in experiment.runs):
+        return 1
+    return concurrency or measured_concurrency(experiment)
+
+
+def estimated_seconds(experiment, testbeds: int) -> float:
+    """Wall time of the whole experiment run ``testbeds`` at once, from its load lengths."""
+    from sojourn.runner.plan import load_seconds
+
+    serial = sum(load_seconds(run.config) + REPETITION_OVERHEAD_S for run in experiment.runs)
+    return serial * experiment.repetitions / testbeds
+
+
+# run_entry's status when everything was restored: there is nothing new to publish.
+ALL_RESTORED = 3
+# Written into a repetition restored from its publication (per-request records not kept).
+RESTORED = "restored.json"
+
+
+def restore_published(experiment, published: Path, results: Path, quick: bool) -> int:
+    """Puts the complete repetitions published in ``published`` (same spec text, same
+    scale) back under ``results/<experiment>/`` where that repetition is not complete,
+    without their per-request records, so the runner keeps them and a campaign goes on
+    where the last checkout's stopped (results/ is not kept between checkouts,
+    docs/reproduction/ is). Returns how many it restored."""
+    from sojourn.runner import layout
+
+    published = Path(published)
+    try:
+        meta = json.loads((published / "meta.json").read_text())
+        same_spec = (published / "spec.toml").read_text() == experiment.text
+    except (OSError, json.JSONDecodeError):
+        return 0
+    if not same_spec or meta.get("scale") != ("quick" if quick else "full"):
+        return 0
+    directory = layout.experiment_dir(results, experiment.name)
+    saved = directory / "spec.toml"
+    if saved.is_file() and saved.read_text() != experiment.text:
+        return 0
+    restored = 0
+    for status in sorted(published.glob("*/*/status.json")):
+        source, target = status.parent, directory / status.parent.parent.name / status.parent.name
+        if not layout.is_complete(source) or layout.is_complete(target):
+            continue
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(source, target)
+        (target / RESTORED).write_text(json.dumps({"from": relative_paths(str(source.resolve()))}) + "\n")
+        restored += 1
+    if restored and not saved.is_file():
+        layout.write_text(saved, experiment.text)
+    return restored
+
+
 def run_entry(console, paper: Paper, entry: Entry, results: Path, quick: bool, prefix: str,
-              concurrency: int | None = None) -> tuple[Path | None, int]:
+              concurrency: int | None = None, published: Path | None = None,
+              stop_at: float | None = None) -> tuple[Path | None, int]:
     """Runs what is missing of ``entry`` (``concurrency`` testbeds at once where its runs
-    allow it; None: :func:`measured_concurrency`); returns (its result directory, 0) or
-    (None, status)."""
+    allow it; None: :func:`measured_concurrency`), after restoring what ``published`` holds
+    of it (:func:`restore_published`), starting no repetition after ``stop_at``; returns
+    (its result directory, 0) or (None, status): 1 when some repetitions are missing, 3
+    when every one was restored and nothing ran (the publication already says it all)."""
     root = results_root(results, paper, quick)
     if entry.spec:
         from sojourn.runner.cli import run_with_progress
         from sojourn.runner.spec import load_spec
 
-        from sojourn.runner.fidelity import may_share_the_machine
-
         experiment = load_spec(REPO / entry.spec, quick=quick)
-        # CPU-bound runs cannot share the machine unnoticed (sojourn.runner.fidelity).
-        if not all(may_share_the_machine(run.config) for run in experiment.runs):
-            concurrency = 1
-        elif concurrency is None:
-            concurrency = measured_concurrency(experiment)
-            console.print(f"{entry.name}: {concurrency} testbed(s) at once, as measured safe for its testbeds "
-                          "(docs/reproduction/concurrency/)", markup=False, highlight=False)
-        outcome, status = run_with_progress(console, experiment, root, prefix, concurrency=concurrency)
+        restored = restore_published(experiment, published, root, quick) if published else 0
+        total = len(experiment.runs) * experiment.repetitions
+        if restored:
+            console.print(f"{entry.name}: {restored} of {total} repetitions restored from {relative_paths(str(published))}",
+                          markup=False, highlight=False)
+        concurrency = at_once(experiment, concurrency)
+        console.print(f"{entry.name}: {concurrency} testbed(s) at once, about "
+                      f"{estimated_seconds(experiment, concurrency) * (total - restored) / total / 60:.0f} min",
+                      markup=False, highlight=False)
+        outcome, status = run_with_progress(console, experiment, root, prefix, concurrency=concurrency,
+                                            stop_at=stop_at)
         if outcome is None:
             return None, status
+        if restored == total:
+            return outcome.directory, ALL_RESTORED
         return outcome.directory, (0 if outcome.complete else 1)
     out = root / entry.name
     out.mkdir(parents=True, exist_ok=True)
@@ -93,6 +162,12 @@ def publish(paper: Paper, entry: Entry, source: Path, destination: Path, quick: 
     meta = {"paper": paper.tag, "experiment": entry.name, "title": entry.title, "scale": "quick" if quick else "full",
             "spec": entry.spec, "command": list(entry.command), "source": relative_paths(str(Path(source).resolve())),
             "published": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "wall_s": round(wall_s, 1)}
+    # Runs every repetition of which was restored from an earlier publication have no
+    # per-request records: the tables hold them, the figures cannot draw them.
+    runs = {path.parent.parent.name for path in Path(source).glob("*/*/run.json")}
+    drawn = {path.parent.parent.name for path in Path(source).glob("*/*/records.csv")}
+    if entry.spec and runs - drawn:
+        meta["not_in_figures"] = sorted(runs - drawn)
     (staging / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     old = destination.with_name(f".{destination.name}.old")
     shutil.rmtree(old, ignore_errors=True)

@@ -47,7 +47,29 @@ def register(parser: argparse.ArgumentParser) -> None:
                              "that the fidelity guard finds disturbed (generator lag, emulator delay error, uplink "
                              "rate, CPU idle and steal: collect.fidelity) is marked invalid and redone "
                              "(default: %(default)s; docs/experiments.md gives the measured safe count)")
+    add_stop_after(parser)
     parser.set_defaults(func=main)
+
+
+def _minutes(text: str) -> float:
+    try:
+        minutes = float(text)
+    except ValueError:
+        minutes = -1.0
+    if not minutes >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected minutes >= 0, e.g. 90")
+    return minutes
+
+
+def add_stop_after(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--stop-after", type=_minutes, metavar="MINUTES",
+                        help="start no repetition later than MINUTES from now; those left are not started (the next "
+                             "invocation runs them), so a campaign that must end by a given time ends whole")
+
+
+def stop_time(minutes: float | None) -> float | None:
+    """The time.time() instant ``--stop-after MINUTES`` names, None without it."""
+    return None if minutes is None else time.time() + minutes * 60
 
 
 def _progress_line(header: str, progress: Progress, started: float) -> Text:
@@ -100,7 +122,7 @@ def print_sessions(console: Console, directory: Path, order: list[str]) -> None:
 
 
 def run_with_progress(console: Console, experiment, results: Path, prefix: str, fresh: bool = False,
-                      ray_address: str | None = None, concurrency: int = 1):
+                      ray_address: str | None = None, concurrency: int = 1, stop_at: float | None = None):
     """Runs what is missing of ``experiment`` under ``results`` with a live progress
     line; returns ``(outcome, 0)``, or ``(None, exit status)`` after printing why it
     stopped. Shared by ``sojourn run`` and ``sojourn reproduce``."""
@@ -131,7 +153,7 @@ def run_with_progress(console: Console, experiment, results: Path, prefix: str, 
                 live.console.print(f"{label}: {data['state']} in {data['wall_s']:.0f} s{where}", markup=False)
         try:
             return run_experiment(experiment, results, prefix=prefix, fresh=fresh, on_event=on_event,
-                                  ray_address=ray_address, concurrency=concurrency), 0
+                                  ray_address=ray_address, concurrency=concurrency, stop_at=stop_at), 0
         except ResultsConflict as err:
             console.print(f"sojourn run: {err}", style="red", markup=False, highlight=False)
             return None, 2
@@ -172,7 +194,7 @@ def main(args: argparse.Namespace) -> int:
                       "namespaces; run it with sudo[/]")
         return 1
     outcome, status = run_with_progress(console, experiment, args.results, args.prefix, args.fresh, args.ray,
-                                        args.concurrency)
+                                        args.concurrency, stop_time(args.stop_after))
     if outcome is None:
         return status
     directory = outcome.directory
@@ -183,6 +205,6 @@ def main(args: argparse.Namespace) -> int:
         path = build_report(directory, baseline=experiment.baseline)
         console.print(f"report: {path}")
     if not outcome.complete:
-        console.print("[yellow]some repetitions are partial or invalid (see status.json in each)[/]")
+        console.print("[yellow]some repetitions are partial, invalid or not started (see status.json in each)[/]")
         return 1
     return 0

@@ -34,6 +34,7 @@ from sojourn.runner.derived import write_derived
 from sojourn.runner import session_workload
 from sojourn.runner.inputs import Inputs, poisson_from_catalogue
 from sojourn.runner.loadfile import LoadFile
+from sojourn.runner.plan import load_seconds
 from sojourn.runner.spec import Run
 
 
@@ -174,11 +175,7 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
     server_cfg, workload, collect = run.config["server"], run.config["workload"], run.config["collect"]
     link_bps = run.config["network"]["link_mbps"] * 1e6
     state, reason = "partial", "did not finish"
-    # How long the load runs: the trace's span, or the closed run's or the capacity levels' time.
-    probe_s = len(workload["levels"]) * workload["level_s"]
-    duration_s = {"closed": workload["duration_s"], "capacity": probe_s}.get(workload["mode"], inputs.duration_s)
-    if workload["load_fraction"]:
-        duration_s = probe_s + workload["duration_s"]
+    duration_s = load_seconds(run.config, inputs.duration_s)
     progress = Progress(expected_s=duration_s)
     meta = versions(run, engine)
     cpu_start = fidelity.CpuTimes.now()

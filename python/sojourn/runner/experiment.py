@@ -39,7 +39,7 @@ class Outcome:
 
 def run_experiment(experiment: Experiment, results: Path, prefix: str = "sjrun", fresh: bool = False,
                    on_event: Callable[[str, dict], None] = lambda kind, data: None,
-                   ray_address: str | None = None, concurrency: int = 1) -> Outcome:
+                   ray_address: str | None = None, concurrency: int = 1, stop_at: float | None = None) -> Outcome:
     """Runs what is missing of ``experiment`` into ``results/<name>/``.
 
     ``on_event(kind, data)`` is told ``repetition`` (run, rep, index, total, skipped) and
@@ -48,7 +48,9 @@ def run_experiment(experiment: Experiment, results: Path, prefix: str = "sjrun",
     (sojourn.runner.ray_sweep) and their results land here exactly as a local run's. With
     ``concurrency`` N > 1, N testbeds run at once on this machine, each in namespaces of its
     own prefix; the fidelity guard (sojourn.runner.fidelity) marks any repetition they
-    disturbed invalid, and it is redone."""
+    disturbed invalid, and it is redone. With ``stop_at`` (a time.time() instant) no
+    repetition starts after it: those left are told as ``not started`` and stay missing
+    (a later run does them), so a campaign longer than a session ends on time, whole."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
     directory = layout.experiment_dir(results, experiment.name)
@@ -81,9 +83,12 @@ def run_experiment(experiment: Experiment, results: Path, prefix: str = "sjrun",
         ray_sweep.run_points(todo, experiment, directory, spec_text, prefix, ray_address, outcome, on_event)
         return outcome
     if concurrency > 1 and len(todo) > 1:
-        _run_concurrently(todo, directory, spec_text, prefix, concurrency, total, outcome, on_event)
+        _run_concurrently(todo, directory, spec_text, prefix, concurrency, total, outcome, on_event, stop_at)
         return outcome
     for point in todo:
+        if _too_late(stop_at):
+            _not_started(point, outcome, on_event)
+            continue
         on_event("repetition", {"run": point.run.name, "rep": point.rep, "index": point.index, "total": total,
                                 "skipped": False})
         started = time.monotonic()
@@ -97,14 +102,30 @@ def run_experiment(experiment: Experiment, results: Path, prefix: str = "sjrun",
     return outcome
 
 
-def _pool_point(point: Point, directory: Path, spec_text: str, prefix: str) -> str:
-    """A pool worker: one point with a namespace prefix of its own, Ctrl-C left to the driver."""
+def _too_late(stop_at: float | None) -> bool:
+    return stop_at is not None and time.time() >= stop_at
+
+
+# The state of a point left undone by stop_at; not a directory's state: it has none.
+NOT_STARTED = "not started"
+
+
+def _not_started(point: Point, outcome: Outcome, on_event: Callable[[str, dict], None]) -> None:
+    outcome.states[(point.run.name, point.rep)] = NOT_STARTED
+    on_event("done", {"run": point.run.name, "rep": point.rep, "state": NOT_STARTED, "wall_s": 0.0})
+
+
+def _pool_point(point: Point, directory: Path, spec_text: str, prefix: str, stop_at: float | None) -> str:
+    """A pool worker: one point with a namespace prefix of its own, Ctrl-C left to the
+    driver; a point whose turn comes after ``stop_at`` is not started."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if _too_late(stop_at):
+        return NOT_STARTED
     return run_point(point, directory, spec_text, task_prefix(prefix, point.index))
 
 
 def _run_concurrently(todo: list[Point], directory: Path, spec_text: str, prefix: str, concurrency: int, total: int,
-                      outcome: Outcome, on_event: Callable[[str, dict], None]) -> None:
+                      outcome: Outcome, on_event: Callable[[str, dict], None], stop_at: float | None) -> None:
     """``todo`` on ``concurrency`` worker processes, each point in its own namespaces.
     Inputs are made here first, so workers never make the same inputs at once."""
     for point in todo:
@@ -117,7 +138,7 @@ def _run_concurrently(todo: list[Point], directory: Path, spec_text: str, prefix
     with concurrent.futures.ProcessPoolExecutor(max_workers=concurrency, mp_context=context) as pool:
         futures = {}
         for point in todo:
-            futures[pool.submit(_pool_point, point, directory, spec_text, prefix)] = (point, time.monotonic())
+            futures[pool.submit(_pool_point, point, directory, spec_text, prefix, stop_at)] = (point, time.monotonic())
             on_event("repetition", {"run": point.run.name, "rep": point.rep, "index": point.index, "total": total,
                                     "skipped": False})
         try:
@@ -131,7 +152,7 @@ def _run_concurrently(todo: list[Point], directory: Path, spec_text: str, prefix
                     state = layout.read_status(point.directory).get("state", "partial")
                 outcome.states[(point.run.name, point.rep)] = state
                 on_event("done", {"run": point.run.name, "rep": point.rep, "state": state,
-                                  "wall_s": time.monotonic() - started})
+                                  "wall_s": 0.0 if state == NOT_STARTED else time.monotonic() - started})
         except KeyboardInterrupt:
             for future in futures:
                 future.cancel()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from sojourn.runner.inputs import trace_seconds
 from sojourn.servers import SojournOptions
 from sojourn.testbed import TcpKnobs, TestbedConfig, WanGroup
 
@@ -63,6 +64,21 @@ def sojourn_options(config: dict) -> SojournOptions | None:
         return None
     given = {key: server[key] for key in SPEC_KEYS if server[key] is not False and server[key] not in ("", 0)}
     return SojournOptions(**given | {"admission": admission_arg(server, network), "cutoffs": network["bands"] or None})
+
+
+def load_seconds(config: dict, trace_s: float | None = None) -> float:
+    """How long a run's load lasts: the capacity levels (and at load_fraction the run at that
+    fraction after them), a closed or session run's duration, else the trace's span
+    (``trace_s`` when the trace is made, else the length the spec asks for)."""
+    workload = config["workload"]
+    probe_s = len(workload["levels"]) * workload["level_s"]
+    if workload["mode"] == "capacity":
+        return probe_s
+    if workload["load_fraction"]:
+        return probe_s + workload["duration_s"]
+    if workload["mode"] in ("closed", "sessions"):
+        return workload["duration_s"]
+    return trace_s if trace_s is not None else trace_seconds(workload)
 
 
 def plan_of(config: dict) -> RunPlan:
