@@ -74,7 +74,7 @@ def main(args: argparse.Namespace) -> int:
     ctx = Context(paper, args.docs)
     status = 0
     if not args.doc_only:
-        from sojourn.reproduce.publish import ALL_RESTORED, publish, run_entry
+        from sojourn.reproduce.publish import NOTHING_NEW, publish, run_entry
         from sojourn.runner.cli import stop_time
 
         stop_at = stop_time(args.stop_after)
@@ -88,8 +88,8 @@ def main(args: argparse.Namespace) -> int:
             began = time.monotonic()
             directory, code = run_entry(console, paper, entry, args.results, args.quick, args.prefix,
                                         args.concurrency, ctx.directory(entry.name), stop_at)
-            if code == ALL_RESTORED:
-                console.print(f"{entry.name}: every repetition is published already; nothing to run")
+            if code == NOTHING_NEW:
+                console.print(f"{entry.name}: nothing ran that is not published already")
                 continue
             if code == 130:  # Ctrl-C: the repetition is kept as partial; stop here, as `sojourn run` does
                 console.print(f"[yellow]{paper.tag}: interrupted at {entry.name}; rerun to resume[/]")

@@ -66,8 +66,8 @@ def estimated_seconds(experiment, testbeds: int) -> float:
     return serial * experiment.repetitions / testbeds
 
 
-# run_entry's status when everything was restored: there is nothing new to publish.
-ALL_RESTORED = 3
+# run_entry's status when every complete repetition came from the publication: nothing to publish.
+NOTHING_NEW = 3
 # Written into a repetition restored from its publication (per-request records not kept).
 RESTORED = "restored.json"
 
@@ -106,14 +106,22 @@ def restore_published(experiment, published: Path, results: Path, quick: bool) -
     return restored
 
 
+def _has_unpublished(directory: Path) -> bool:
+    """Whether a complete repetition under ``directory`` was run here, not restored."""
+    from sojourn.runner import layout
+
+    return any(layout.is_complete(status.parent) and not (status.parent / RESTORED).is_file()
+               for status in Path(directory).glob("*/*/status.json"))
+
+
 def run_entry(console, paper: Paper, entry: Entry, results: Path, quick: bool, prefix: str,
               concurrency: int | None = None, published: Path | None = None,
               stop_at: float | None = None) -> tuple[Path | None, int]:
     """Runs what is missing of ``entry`` (``concurrency`` testbeds at once where its runs
     allow it; None: :func:`measured_concurrency`), after restoring what ``published`` holds
     of it (:func:`restore_published`), starting no repetition after ``stop_at``; returns
-    (its result directory, 0) or (None, status): 1 when some repetitions are missing, 3
-    when every one was restored and nothing ran (the publication already says it all)."""
+    (its result directory, 0) or (None, status): 1 when some repetitions are missing,
+    NOTHING_NEW when every complete one was restored (the publication already says it all)."""
     root = results_root(results, paper, quick)
     if entry.spec:
         from sojourn.runner.cli import run_with_progress
@@ -133,8 +141,8 @@ def run_entry(console, paper: Paper, entry: Entry, results: Path, quick: bool, p
                                             stop_at=stop_at)
         if outcome is None:
             return None, status
-        if restored == total:
-            return outcome.directory, ALL_RESTORED
+        if not _has_unpublished(outcome.directory):
+            return outcome.directory, NOTHING_NEW
         return outcome.directory, (0 if outcome.complete else 1)
     out = root / entry.name
     out.mkdir(parents=True, exist_ok=True)
