@@ -194,7 +194,7 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
             if server_cfg["stages"] or workload["mode"] == "sessions":
                 stages = server_cfg["stages"] or {}
                 stages_path = session_workload.stages_file(stages, tb.client_addrs, directory / "series.csv",
-                                                   directory / "stages.toml")
+                                                           directory / "stages.toml")
                 class_map = session_workload.class_map(session_workload.effective_classes(stages, tb.client_addrs), addrs)
                 layout.write_json(directory / "classes.json", class_map)
             sojourn = run.plan.sojourn and replace(run.plan.sojourn, admin_port=server_cfg["port"] + 1,
@@ -218,8 +218,8 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                                                      on_progress)
                 elif workload["mode"] == "sessions":
                     model = Path(workload["sessions"]["model_file"]) if workload["sessions"]["model_file"] else \
-                        session_workload.session_model(server_cfg["stages"] or {}, workload["sessions"], directory / "model.toml",
-                                               class_map)
+                        session_workload.session_model(server_cfg["stages"] or {}, workload["sessions"],
+                                                       directory / "model.toml", class_map)
                     run_file = session_workload.load_file(model, target, directory, workload, addrs)
                     state, reason = _run_load(tb, engine, run_file, progress, on_progress, limit_s)
                 elif workload["load_fraction"]:
