@@ -156,8 +156,8 @@ def test_quick_reproduction_of_one_factor_end_to_end(tmp_path):
 
 def test_the_default_concurrency_is_the_measured_one_for_the_experiments_testbed(tmp_path, monkeypatch):
     """sojourn reproduce runs as many testbeds at once as bench/concurrency measured safe for
-    the kind the experiment uses (with the WAN emulator or without), and one where nothing
-    was measured."""
+    the kind the experiment uses (with the WAN emulator or without): every count up to it
+    measured, and safe in every comparison that measured it; one where nothing was."""
     from sojourn.reproduce import publish
     from sojourn.runner.spec import validate
 
@@ -168,9 +168,18 @@ def test_the_default_concurrency_is_the_measured_one_for_the_experiments_testbed
     measured.mkdir()
     monkeypatch.setattr(publish, "DOCS", tmp_path)
     assert (publish.measured_concurrency(lan), publish.measured_concurrency(wan)) == (1, 1)
-    (measured / "000-concurrency.json").write_text(json.dumps({"largest_safe": 4}))
-    (measured / "000-concurrency-rtt.json").write_text(json.dumps({"largest_safe": 2}))
-    assert (publish.measured_concurrency(lan), publish.measured_concurrency(wan)) == (4, 2)
+
+    def comparison(name: str, spec: str, verdicts: dict[int, bool]) -> None:
+        row = lambda inside: {"inside_solo_interval": inside, "n": 3, "valid": 3, "complete": 3}  # noqa: E731
+        counts = {str(count): {"fair": row(inside), "srpt": row(True)} for count, inside in verdicts.items()}
+        (measured / f"{name}.json").write_text(json.dumps({"spec": spec, "counts": counts}))
+
+    comparison("lan-a", "experiments/000/concurrency.toml", {1: True, 3: True, 4: True})
+    comparison("wan-a", "experiments/000/concurrency-rtt.toml", {1: True, 2: True, 4: False})
+    assert (publish.measured_concurrency(lan), publish.measured_concurrency(wan)) == (1, 2)  # lan: 2 not measured
+    comparison("lan-b", "experiments/000/concurrency.toml", {1: True, 2: True})
+    comparison("wan-b", "experiments/000/concurrency-rtt.toml", {1: True, 2: False, 3: True})
+    assert (publish.measured_concurrency(lan), publish.measured_concurrency(wan)) == (4, 1)
 
 
 def test_published_repetitions_of_the_same_spec_are_restored_as_complete_results(tmp_path):
