@@ -4,7 +4,7 @@
 //! `open` (trace replay or Poisson), `closed` (user equivalents with think time),
 //! `capacity` (C back-to-back connections, swept), `sessions` (003 §2 session model).
 
-use crate::event_loop::{catch_sigint, monotonic_ns, EventLoop, LoopConfig, LoopTimes, Progress, RunEnd};
+use crate::event_loop::{EventLoop, LoopConfig, LoopTimes, Progress, RunEnd};
 use crate::record::{merge_parts, write_summary, Recorder, Tally};
 use crate::session::SessionModel;
 use crate::think::ThinkTime;
@@ -17,6 +17,8 @@ use std::net::{IpAddr, ToSocketAddrs};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
+use sojourn_sys::clock;
+use sojourn_sys::signals::{self, SecondSignal};
 
 /// Drive an HTTP/1.1 server from a trace or a load model and record every request.
 ///
@@ -324,7 +326,8 @@ fn raise_fd_limit(needed: Option<u64>) -> (u64, Option<String>) {
 
 pub fn run(args: LoadArgs) -> anyhow::Result<()> {
     let mode = args.mode()?;
-    catch_sigint();
+    // Every request outstanding at the signal gets its final record, every file is written.
+    signals::stop_on_sigint_sigterm(SecondSignal::KeepsStopping).context("installing the SIGINT/SIGTERM handlers")?;
     match mode {
         Mode::Open(open) => run_open(open),
         Mode::Closed(closed) => run_closed(closed),
@@ -526,7 +529,7 @@ fn run_one(
     let parts: Vec<Part> = (0..count).map(|index| Part { index, count }).collect();
     let part_dir = |part: Part| if count == 1 { dir.to_path_buf() } else { dir.join(format!(".loop-{}", part.index)) };
     let progress: Vec<Progress> = parts.iter().map(|_| Progress::default()).collect();
-    let start = monotonic_ns();
+    let start = clock::monotonic_ns();
     let (done_tx, done_rx) = std::sync::mpsc::channel();
     let results = std::thread::scope(|scope| {
         let loops: Vec<_> = parts

@@ -23,52 +23,22 @@ use crate::ids::IdMap;
 use std::collections::{BinaryHeap, VecDeque};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use sojourn_sys::timer::Timer;
+use sojourn_sys::{clock, signals, thread};
 
 /// How long before a deadline the loop stops sleeping and busy-polls.
 const SPIN: Nanos = 30_000;
 const TIMER: Token = Token(usize::MAX);
-
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_sigint(_: libc::c_int) {
-    INTERRUPTED.store(true, Ordering::SeqCst);
-}
-
-/// Make SIGINT (Ctrl-C) and SIGTERM stop the run cleanly (every request gets its final
-/// record, every file is written) instead of killing the process.
-pub fn catch_sigint() {
-    for signal in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-        unsafe {
-            libc::signal(signal, on_sigint as extern "C" fn(libc::c_int) as libc::sighandler_t);
-        }
-    }
-}
-
-/// Nanoseconds on CLOCK_MONOTONIC (the clock the timerfd uses; a run's loops share its origin).
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: ts is a valid timespec to write into; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
 
 /// Nanoseconds the calling thread has spent runnable but waiting for a CPU (the second
 /// field of Linux's `/proc/thread-self/schedstat`); None where the kernel does not keep it.
 fn runqueue_wait_ns() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
     text.split_whitespace().nth(1)?.parse().ok()
-}
-
-/// Involuntary context switches of the calling thread (preemptions), from getrusage.
-fn involuntary_switches() -> Option<u64> {
-    // SAFETY: an all-zero rusage is valid; getrusage only writes into it.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: RUSAGE_THREAD is valid on Linux and `usage` is a valid rusage to write into.
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
-    (rc == 0).then_some(usage.ru_nivcsw as u64)
 }
 
 /// Where the loop thread's time went, to tell generator lag caused by CPU contention
@@ -86,7 +56,7 @@ struct LoopClock {
 impl LoopClock {
     fn start() -> Self {
         let wait = runqueue_wait_ns();
-        LoopClock { runqueue_wait_at_start: wait, runqueue_wait_at_second: wait, switches_at_start: involuntary_switches(), ..LoopClock::default() }
+        LoopClock { runqueue_wait_at_start: wait, runqueue_wait_at_second: wait, switches_at_start: thread::involuntary_switches(), ..LoopClock::default() }
     }
 
     /// One pass of work (not sleeping in epoll) took `ns`.
@@ -112,7 +82,7 @@ impl LoopClock {
             longest_pass_s: secs(self.longest_pass_ns),
             runqueue_wait_s: runqueue_wait_ns().zip(self.runqueue_wait_at_start).map(|(end, start)| secs(end.saturating_sub(start))),
             worst_second_runqueue_wait_s: self.runqueue_wait_at_start.map(|_| secs(self.worst_second_runqueue_wait_ns)),
-            involuntary_switches: involuntary_switches().zip(self.switches_at_start).map(|(end, start)| end.saturating_sub(start)),
+            involuntary_switches: thread::involuntary_switches().zip(self.switches_at_start).map(|(end, start)| end.saturating_sub(start)),
         }
     }
 }
@@ -151,54 +121,6 @@ pub struct LoopTimes {
     pub worst_second_runqueue_wait_s: Option<f64>,
     /// Preemptions of the loop thread.
     pub involuntary_switches: Option<u64>,
-}
-
-/// A CLOCK_MONOTONIC timerfd armed with absolute deadlines.
-struct Timer {
-    fd: OwnedFd,
-    armed_at: Option<u64>,
-}
-
-impl Timer {
-    fn new() -> std::io::Result<Self> {
-        // SAFETY: plain syscalls; the returned fd is owned by OwnedFd below.
-        let fd = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // Wake-ups within 1 µs of the deadline instead of the default 50 µs slack.
-        // SAFETY: prctl with integer arguments has no memory effects.
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1_000 as libc::c_ulong) };
-        // SAFETY: fd is a fresh descriptor we own.
-        Ok(Timer { fd: unsafe { OwnedFd::from_raw_fd(fd) }, armed_at: None })
-    }
-
-    /// Make sure the timer fires at `monotonic` or earlier. An earlier pending expiry is kept:
-    /// the loop wakes a little early and arms again, which costs less than one
-    /// `timerfd_settime` per loop iteration while the next deadline keeps moving.
-    fn arm(&mut self, monotonic: u64) -> std::io::Result<()> {
-        if self.armed_at.is_some_and(|armed| armed <= monotonic) {
-            return Ok(());
-        }
-        let spec = libc::itimerspec {
-            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
-            it_value: libc::timespec { tv_sec: (monotonic / 1_000_000_000) as libc::time_t, tv_nsec: (monotonic % 1_000_000_000) as libc::c_long },
-        };
-        // SAFETY: valid fd and itimerspec; old value not requested.
-        let rc = unsafe { libc::timerfd_settime(self.fd.as_raw_fd(), libc::TFD_TIMER_ABSTIME, &spec, std::ptr::null_mut()) };
-        if rc < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        self.armed_at = Some(monotonic);
-        Ok(())
-    }
-
-    fn drain(&mut self) {
-        let mut expirations = [0u8; 8];
-        // SAFETY: reading 8 bytes into an 8-byte buffer from our non-blocking fd.
-        unsafe { libc::read(self.fd.as_raw_fd(), expirations.as_mut_ptr().cast(), 8) };
-        self.armed_at = None;
-    }
 }
 
 /// Everything the loop needs besides the workload.
@@ -284,35 +206,19 @@ pub struct EventLoop<'a> {
     connections_opened: u64,
 }
 
-/// IP_BIND_ADDRESS_NO_PORT (linux/in.h, Linux 4.2): bind an address now, its port at connect.
-const IP_BIND_ADDRESS_NO_PORT: libc::c_int = 24;
-
-fn bind_address_no_port(socket: &socket2::Socket) {
-    let on: libc::c_int = 1;
-    // SAFETY: a valid socket descriptor and a c_int option value of the right size. A
-    // kernel without the option refuses it and bind() chooses the port as before.
-    unsafe {
-        libc::setsockopt(
-            std::os::fd::AsRawFd::as_raw_fd(socket),
-            libc::IPPROTO_IP,
-            IP_BIND_ADDRESS_NO_PORT,
-            (&on as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        );
-    }
-}
-
 impl<'a> EventLoop<'a> {
     pub fn new(config: LoopConfig, recorder: &'a mut Recorder, progress: &'a Progress) -> anyhow::Result<Self> {
         let poll = Poll::new().context("creating the epoll instance")?;
         let timer = Timer::new().context("creating the pacing timerfd")?;
-        poll.registry().register(&mut SourceFd(&timer.fd.as_raw_fd()), TIMER, Interest::READABLE)?;
+        // Wake-ups within 1 µs of the deadline instead of the default 50 µs slack.
+        let _ = thread::set_timer_slack(Duration::from_micros(1));
+        poll.registry().register(&mut SourceFd(&timer.as_raw_fd()), TIMER, Interest::READABLE)?;
         let pool = ConnPool::new(config.max_requests_per_conn, config.max_conns_per_client);
         Ok(EventLoop {
             config,
             poll,
             timer,
-            start: monotonic_ns(),
+            start: clock::monotonic_ns(),
             pool,
             live: IdMap::default(),
             conns: IdMap::default(),
@@ -326,11 +232,11 @@ impl<'a> EventLoop<'a> {
     }
 
     fn now(&self) -> Nanos {
-        monotonic_ns() - self.start
+        clock::monotonic_ns() - self.start
     }
 
     /// Run the workload to its end (or `stop_at`, or Ctrl-C), times counted from `start`
-    /// ([`monotonic_ns`]; the same for every loop of a run).
+    /// ([`clock::monotonic_ns`]; the same for every loop of a run).
     pub fn run(&mut self, workload: &mut dyn Workload, start: u64) -> anyhow::Result<RunEnd> {
         let mut events = Events::with_capacity(1024);
         let mut due = Vec::new();
@@ -341,7 +247,7 @@ impl<'a> EventLoop<'a> {
         loop {
             let now = self.now();
             // Every loop of the run sees the flag (it is never reset; the run ends).
-            if INTERRUPTED.load(Ordering::SeqCst) {
+            if signals::stop_requested() {
                 interrupted_by_signal = true;
                 break;
             }
@@ -373,7 +279,7 @@ impl<'a> EventLoop<'a> {
             let timeout = if wake <= after_work + SPIN {
                 Some(std::time::Duration::ZERO)
             } else {
-                self.timer.arm(self.start + wake - SPIN)?;
+                self.timer.arm_no_later_than(self.start + wake - SPIN)?;
                 None
             };
             match self.poll.poll(&mut events, timeout) {
@@ -384,7 +290,7 @@ impl<'a> EventLoop<'a> {
             let woke = self.now();
             for event in events.iter() {
                 if event.token() == TIMER {
-                    self.timer.drain();
+                    self.timer.clear();
                     continue;
                 }
                 self.handle_event(event.token().0 as ConnId, event, woke, workload)?;
@@ -495,7 +401,8 @@ impl<'a> EventLoop<'a> {
             // The port is chosen at connect(), against the 4-tuple, not by bind()'s search of
             // the whole port range: with thousands of connections per address that search
             // (inet_bind2_bucket_find, seen in perf) stalled the loop for seconds.
-            bind_address_no_port(&socket);
+            // A kernel without the option refuses it and bind() chooses the port as before.
+            let _ = sojourn_sys::socket::bind_address_no_port(socket.as_raw_fd());
             socket.bind(&SocketAddr::new(source, 0).into())?;
         }
         match socket.connect(&target.into()) {

@@ -49,9 +49,7 @@ impl BackgroundFile {
             // If the generator runs with real-time priority (chrt), the disk writer must not:
             // it would take the CPU from pacing. Normal scheduling (not a low nice value either:
             // starved on a busy machine, it would fill the queue and stall the loop).
-            let normal = libc::sched_param { sched_priority: 0 };
-            // SAFETY: sched_setscheduler on the calling thread (0) with a valid param.
-            unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &normal) };
+            let _ = sojourn_sys::thread::set_normal_scheduling();
             let mut file = BufWriter::new(file);
             for chunk in receiver {
                 file.write_all(&chunk)?;

@@ -202,14 +202,6 @@ mod tests {
         assert!(String::from_utf8(out).unwrap().ends_with(" 200 - \"-\" \"curl/8\"\n"));
     }
 
-    /// A pipe: the writer gets the write end, the test reads the other.
-    fn pipe() -> (File, File) {
-        use std::os::fd::FromRawFd;
-        let mut fds = [0; 2];
-        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0, "pipe: {}", io::Error::last_os_error());
-        unsafe { (File::from_raw_fd(fds[0]), File::from_raw_fd(fds[1])) }
-    }
-
     fn numbered(range: std::ops::Range<u64>) -> Vec<u8> {
         range.map(|n| format!("line {n}\n")).collect::<String>().into_bytes()
     }
@@ -235,7 +227,7 @@ mod tests {
 
     #[test]
     fn a_full_channel_drops_and_counts_whole_buffers() {
-        let (mut reader, write_end) = pipe();
+        let (mut reader, write_end) = sojourn_sys::fd::pipe().unwrap();
         let (sender, writer) = spawn_writer(Sink::File(write_end), 2, WhenFull::Drop).unwrap();
         // Nobody reads the pipe yet: once its buffer (64 KiB) and the channel are
         // full, the writer is stuck in `write` and buffers must be dropped.

@@ -2,11 +2,11 @@
 //! and graceful shutdown. The event loop itself is in [`crate::worker`].
 
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use socket2::{Domain, Protocol, Socket, Type};
+use sojourn_sys::signals::{self, SecondSignal};
 
 use crate::access_log::{spawn_writer, Sink, WhenFull};
 use crate::config::{ServeOptions, Settings};
@@ -99,15 +99,11 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         // Fail now rather than on the first response: priorities above 6 need CAP_NET_ADMIN.
         let probe = Socket::new(Domain::IPV4, Type::STREAM, None)?;
         let priority = crate::qdisc::so_priority(bands.count() - 1);
-        crate::sys::set_priority(std::os::fd::AsRawFd::as_raw_fd(&probe), priority)
+        sojourn_sys::socket::set_priority(std::os::fd::AsRawFd::as_raw_fd(&probe), priority)
             .with_context(|| format!("--kernel-bands: cannot set SO_PRIORITY {priority} (needs CAP_NET_ADMIN, e.g. root)"))?;
     }
-    let shutdown = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
-        // The first signal starts a graceful shutdown; a second one exits at once.
-        signal_hook::flag::register_conditional_shutdown(signal, 1, shutdown.clone()).context("cannot install signal handlers")?;
-        signal_hook::flag::register(signal, shutdown.clone()).context("cannot install signal handlers")?;
-    }
+    // The first signal starts a graceful shutdown; a second one exits at once.
+    signals::stop_on_sigint_sigterm(SecondSignal::ExitsAtOnce).context("cannot install signal handlers")?;
     let (log, log_writer) = match &settings.access_log {
         Some(path) => {
             let sink = Sink::open(path).with_context(|| format!("--access-log {}: cannot open for appending", path.display()))?;
@@ -128,7 +124,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let listen = settings.listen;
     let threads = settings.threads;
     let opener = crate::opener::OpenerPool::start(OPENER_THREADS, settings.root.clone(), settings.cache_file_max)?;
-    let shared = Arc::new(Shared { settings, metrics, log, shutdown, stages, opener });
+    let shared = Arc::new(Shared { settings, metrics, log, stages, opener });
     let mut workers = Vec::new();
     for index in 0..threads {
         let listener = reuseport_listener(listen, shared.settings.delayed_ack).with_context(|| format!("--listen {listen}: cannot listen"))?;

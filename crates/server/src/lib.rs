@@ -10,5 +10,4 @@ pub mod files;
 pub mod metrics;
 pub mod opener;
 pub mod stage_route;
-mod sys;
 pub mod worker;

@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::io::{self, IoSlice, Read, Write};
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -37,7 +37,7 @@ use crate::files::{key_of, CachedFile, FileCache, Refusal};
 use crate::metrics::{Metrics, Shard};
 use crate::opener::{OpenerPool, WorkerOpener};
 use crate::stage_route::{Pending, StageRoute};
-use crate::sys;
+use sojourn_sys::{signals, socket};
 
 mod accept;
 mod requests;
@@ -50,7 +50,6 @@ pub struct Shared {
     pub settings: Settings,
     pub metrics: Arc<Metrics>,
     pub log: Option<LogSender>,
-    pub shutdown: Arc<AtomicBool>,
     /// The pool behind `/stage/<name>/` (003), if configured.
     pub stages: Option<Arc<sojourn_stages::StagePool>>,
     /// The threads that open files on cache misses.
@@ -454,7 +453,7 @@ impl Worker {
     /// Timeouts (408 for a slow head, silent close for an idle persistent
     /// connection or one whose client stopped reading), log flushing and shutdown.
     fn tick(&mut self, now: Instant) {
-        if self.shutdown_deadline.is_none() && self.shared.shutdown.load(Relaxed) {
+        if self.shutdown_deadline.is_none() && signals::stop_requested() {
             self.shutdown_deadline = Some(now + self.shared.settings.shutdown_grace);
             if let Some(mut listener) = self.listener.take() {
                 let _ = self.poll.registry().deregister(&mut listener);

@@ -8,6 +8,7 @@ use anyhow::{bail, Context};
 use clap::ValueEnum;
 use serde::Serialize;
 use sojourn_sched::{AdmissionSpec, Bands, Order, PolicyKind, Scheduler};
+use sojourn_sys::clock::thread_cpu_time;
 
 use crate::fluid::{simulate, FluidPolicy, Job, Served};
 use crate::output::{outcomes, write_records, Outcomes};
@@ -239,7 +240,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
         }
     }
     let Input { jobs, rows, source, profile } = input(&args, rate)?;
-    let started = (Instant::now(), thread_cpu_seconds());
+    let started = (Instant::now(), thread_cpu_time());
     let mut quanta = None;
     let mut refused = None;
     let served: Vec<Served> = match (quantum_policy, args.quantum) {
@@ -266,7 +267,8 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
     };
     if args.timing {
         let seconds = started.0.elapsed().as_secs_f64();
-        let cpu = thread_cpu_seconds() - started.1;
+        // CPU time of this thread: speed on one core, whatever else the machine runs.
+        let cpu = (thread_cpu_time() - started.1).as_secs_f64();
         let n = jobs.len() as f64;
         eprintln!("simulated {n} jobs in {seconds:.3} s: {:.0} jobs/s; {cpu:.3} s of CPU: {:.0} jobs per CPU second", n / seconds, n / cpu);
     }
@@ -306,17 +308,6 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
     let path = dir.join("summary.json");
     std::fs::write(&path, json + "\n").with_context(|| format!("cannot write {}", path.display()))?;
     Ok(())
-}
-
-/// CPU time of the calling thread: speed on one core, whatever else the machine runs.
-fn thread_cpu_seconds() -> f64 {
-    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `now` is a valid, writable timespec; CLOCK_THREAD_CPUTIME_ID exists on Linux.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) };
-    if rc != 0 {
-        return f64::NAN;
-    }
-    now.tv_sec as f64 + now.tv_nsec as f64 * 1e-9
 }
 
 fn fluid_policy(args: &SimArgs) -> FluidPolicy {

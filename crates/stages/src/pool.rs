@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use sojourn_sched::dispatch::{Admission, DispatchConfig, Dispatcher, StageRequest};
+use sojourn_sys::clock::thread_cpu_time;
 
 use crate::config::PoolSpec;
 
@@ -396,18 +397,6 @@ fn work(shared: &Shared) {
         }
         (job.reply)(Outcome::Completed { queued, processing, work, in_time });
     }
-}
-
-/// Thread CPU time consumed so far.
-fn thread_cpu_time() -> Duration {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid, writable timespec; CLOCK_THREAD_CPUTIME_ID is
-    // supported on Linux and the call has no other effects.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return Duration::ZERO;
-    }
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 /// Computes (xorshift rounds) until this thread has used `cpu` of CPU time;

@@ -12,7 +12,9 @@
 
 use std::fs::File;
 use std::io::{self, Write};
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use anyhow::Context;
 use hdrhistogram::Histogram;
@@ -20,7 +22,12 @@ use serde::Serialize;
 
 use crate::config::Config;
 use crate::emulator::{Direction, Emulator, GsoCounters, Offload, PipeReport};
-use crate::sys::{self, Timer, Tun};
+use sojourn_sys::clock::monotonic_ns;
+use sojourn_sys::fd::poll_readable;
+use sojourn_sys::signals::{self, SecondSignal};
+use sojourn_sys::thread;
+use sojourn_sys::timer::Timer;
+use sojourn_sys::tun::Tun;
 
 /// Emulate wide-area links on a TUN device: per client group and direction,
 /// loss (Bernoulli or two-state per connection, 002 §3.4) -> drop-tail queue ->
@@ -76,11 +83,11 @@ pub fn run(args: WanArgs) -> anyhow::Result<()> {
     let mut counters = args.counters.as_ref().map(CounterWriter::create).transpose()?;
     let tun = Tun::open(&config.tun, emulator.vnet_headers()).with_context(|| format!("attaching to TUN device {} (needs CAP_NET_ADMIN)", config.tun))?;
     let mut timer = Timer::new().context("timerfd_create")?;
-    sys::install_stop_handlers().context("installing SIGINT/SIGTERM handlers")?;
+    signals::stop_on_sigint_sigterm(SecondSignal::KeepsStopping).context("installing SIGINT/SIGTERM handlers")?;
     // Without this the kernel may fire our timer up to 50 µs late.
-    let _ = sys::minimal_timer_slack();
+    let _ = thread::set_timer_slack(Duration::from_nanos(1));
     if let Some(priority) = args.realtime {
-        if let Err(err) = sys::realtime_priority(priority) {
+        if let Err(err) = thread::set_realtime_priority(priority) {
             eprintln!("sojourn-engine wan: SCHED_FIFO {priority} refused ({err}); running at normal priority");
         }
     }
@@ -88,14 +95,14 @@ pub fn run(args: WanArgs) -> anyhow::Result<()> {
     io::stdout().flush()?;
 
     let interval_ns = (args.interval * 1e9) as u64;
-    let start = sys::monotonic_now();
+    let start = monotonic_ns();
     let mut next_counters = start + interval_ns;
     let mut lateness = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds");
     let mut write_errors = 0u64;
     let mut buf = vec![0u8; MAX_PACKET];
-    while !sys::stop_requested() {
+    while !signals::stop_requested() {
         // Release first, so a burst of arrivals never delays packets already due.
-        let now = sys::monotonic_now();
+        let now = monotonic_ns();
         emulator.release(now, |scheduled, packet| {
             let _ = lateness.record(now.saturating_sub(scheduled).max(1));
             if tun.send(packet).is_err() {
@@ -106,7 +113,7 @@ pub fn run(args: WanArgs) -> anyhow::Result<()> {
         for _ in 0..READ_BATCH {
             match tun.recv(&mut buf) {
                 Ok(Some(len)) => {
-                    emulator.ingress(sys::monotonic_now(), buf[..len].to_vec());
+                    emulator.ingress(monotonic_ns(), buf[..len].to_vec());
                     more_waiting = true;
                 }
                 Ok(None) => {
@@ -117,7 +124,7 @@ pub fn run(args: WanArgs) -> anyhow::Result<()> {
                 Err(err) => return Err(err).context("reading the TUN device"),
             }
         }
-        let now = sys::monotonic_now();
+        let now = monotonic_ns();
         if now >= next_counters {
             if let Some(writer) = counters.as_mut() {
                 writer.write(now - start, &emulator.reports())?;
@@ -128,17 +135,17 @@ pub fn run(args: WanArgs) -> anyhow::Result<()> {
             continue;
         }
         let wake = emulator.next_release().map_or(next_counters, |at| at.min(next_counters));
-        if wake > sys::monotonic_now() + SPIN_NS {
+        if wake > monotonic_ns() + SPIN_NS {
             timer.arm(wake - SPIN_NS)?;
-            let [_, timer_fired] = sys::poll_readable([tun.raw_fd(), timer.raw_fd()], true)?;
+            let [_, timer_fired] = poll_readable([tun.as_raw_fd(), timer.as_raw_fd()], true)?;
             if timer_fired {
                 timer.clear();
             }
         } else {
-            sys::poll_readable([tun.raw_fd()], false)?;
+            poll_readable([tun.as_raw_fd()], false)?;
         }
     }
-    let end = sys::monotonic_now();
+    let end = monotonic_ns();
     if let Some(writer) = counters.as_mut() {
         writer.write(end - start, &emulator.reports())?;
     }

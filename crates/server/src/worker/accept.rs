@@ -54,7 +54,7 @@ impl Worker {
             metrics.connections_open.fetch_add(1, Relaxed);
             let _ = stream.set_nodelay(true);
             if let Some(lowat) = settings.notsent_lowat {
-                if let Err(e) = sys::set_notsent_lowat(stream.as_raw_fd(), lowat) {
+                if let Err(e) = socket::set_notsent_lowat(stream.as_raw_fd(), lowat) {
                     eprintln!("sojourn-engine serve: TCP_NOTSENT_LOWAT: {e}");
                 }
             }

@@ -13,7 +13,7 @@ pub(super) fn write_quantum(conn: &mut Conn, budget: u64, kernel_bands: Option<&
         // 000 §3: the socket's band follows its remaining bytes; a call only when it changes.
         let priority = so_priority(kernel_bands.band(response.progress.remaining));
         if conn.priority != Some(priority) {
-            sys::set_priority(fd, priority)?;
+            socket::set_priority(fd, priority)?;
             conn.priority = Some(priority);
             metrics.band_changes.fetch_add(1, Relaxed);
         }
@@ -37,7 +37,7 @@ pub(super) fn write_quantum(conn: &mut Conn, budget: u64, kernel_bands: Option<&
             (Body::File { file, offset, end }, true) => {
                 let count = ((*end - *offset) as usize).min(budget);
                 let mut position = *offset;
-                let sent = sys::sendfile(fd, file.file.as_raw_fd(), &mut position, count);
+                let sent = socket::sendfile(fd, file.file.as_raw_fd(), &mut position, count);
                 if let Ok(0) = sent {
                     return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "file shrank while being sent"));
                 }
