@@ -71,11 +71,13 @@ def test_addresses_names_and_knobs():
 def test_emulator_document_and_the_engine_agree_on_keys(tmp_path):
     cfg = TestbedConfig(prefix="sjx", groups=[
         WanGroup("near"), WanGroup("far", rtt_ms=150, loss=0.03, loss_model="two-state", rate_bps=2_000_000, mtu=576)])
-    doc = emulator_config(cfg, cfg.group_addrs())
+    doc = emulator_config(cfg, cfg.group_addrs(), tmp_path)
+    assert doc["realtime"] > 0 and doc["counters"] == str(tmp_path / "wan_counters.csv")
     far = doc["groups"][1]
-    assert far["down"]["delay_ms"] == 75 and far["up"]["delay_ms"] == 75
+    assert far["down"]["delay-ms"] == 75 and far["up"]["delay-ms"] == 75
     assert far["mtu"] == 576 and far["addrs"] == ["10.78.1.1"]
-    # The engine reads the same keys: an out-of-range value is named before any device is touched.
+    # The engine reads the same keys (the run's options too: an unknown one would be named
+    # first): an out-of-range value is named before any device is touched.
     bad = tmp_path / "bad.toml"
     bad.write_text(tomli_w.dumps(doc | {"groups": [far | {"mtu": 100}]}))
     done = subprocess.run([str(engine_path()), "wan", "--config", str(bad)], capture_output=True, text=True)
