@@ -16,6 +16,7 @@ from sojourn.testbed.cli import parse_group, parse_rate
 from sojourn.testbed.config import parse_bands
 from sojourn.testbed.counters import parse_proc_net_stats, socket_states, tx_bytes
 from sojourn.testbed.emulator import emulator_config
+from sojourn.testbed.uplink import LeafQueue, band_of, uplink_commands
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -26,6 +27,7 @@ from sojourn.testbed.emulator import emulator_config
     ({"bands": "5K,1K"}, "strictly increasing"),
     ({"queue_bytes": 100_000, "queue_packets": 100}, "give one queue limit"),
     ({"queue_packets": 0}, "queue_packets=0"),
+    ({"link_bps": 50_000, "bands": "1K,2K,5K,50K"}, "too low for 6 leaves"),
     ({"groups": [WanGroup("a"), WanGroup("a")]}, "repeat"),
     ({"groups": []}, "0 groups"),
     ({"emulator": False, "groups": [WanGroup("far", rtt_ms=50)]}, "only the emulator provides"),
@@ -45,6 +47,33 @@ def test_bad_testbed_values_are_named(kwargs, message):
 def test_bad_group_values_are_named(kwargs, message):
     with pytest.raises(ConfigError, match=message):
         WanGroup("g", **kwargs)
+
+
+def test_the_uplink_is_one_htb_builder_fifo_without_cutoffs_bands_with_them():
+    """The classes of testbed/uplink.py are the ones crates/server/src/qdisc.rs's
+    so_priority names: band i = 1:(0x10 + i), default 1:20."""
+    fifo = [" ".join(c) for c in uplink_commands("eth9", 10_000_000, LeafQueue.of(None, None), None)]
+    assert fifo == [
+        "qdisc add dev eth9 root handle 1: htb default 10",
+        "class add dev eth9 parent 1: classid 1:1 htb rate 10000000bit ceil 10000000bit burst 6250 cburst 6250",
+        "class add dev eth9 parent 1:1 classid 1:10 htb rate 10000000bit ceil 10000000bit burst 6250 cburst 6250 prio 0 quantum 1514",
+        "qdisc add dev eth9 parent 1:10 handle 10: pfifo limit 1000",
+    ]
+    bands = [" ".join(c) for c in uplink_commands("eth9", 10_000_000, LeafQueue.of(30_000, None), [1024, 2048, 5120, 51200])]
+    assert bands[0] == "qdisc add dev eth9 root handle 1: htb default 20"
+    assert bands[2] == "class add dev eth9 parent 1:1 classid 1:10 htb rate 8000bit ceil 10000000bit burst 6250 cburst 6250 prio 0 quantum 1514"
+    assert bands[3] == "qdisc add dev eth9 parent 1:10 handle 10: bfifo limit 30000"
+    assert bands[10] == "class add dev eth9 parent 1:1 classid 1:14 htb rate 8000bit ceil 10000000bit burst 6250 cburst 6250 prio 4 quantum 1514"
+    assert bands[12:] == [
+        "class add dev eth9 parent 1:1 classid 1:20 htb rate 8000bit ceil 10000000bit burst 6250 cburst 6250 prio 0 quantum 1514",
+        "qdisc add dev eth9 parent 1:20 handle 20: bfifo limit 30000",
+    ]
+    assert " burst 1600 " in " ".join(uplink_commands("d", 1_000_000, LeafQueue.of(None, 100), None)[1]), "one frame at least"
+    assert LeafQueue.of(None, 100) == LeafQueue("pfifo", 100)
+    with pytest.raises(ValueError, match="give one queue limit, not both"):
+        LeafQueue.of(30_000, 100)
+    assert [band_of(c, [1024]) for c in ("1:10", "1:11", "1:20")] == [0, 1, None]
+    assert band_of("1:10", None) is None, "the plain FIFO carries no band"
 
 
 def test_bad_tcp_knobs_are_named():
