@@ -27,6 +27,15 @@ pub fn read<T: DeserializeOwned>(path: &Path) -> anyhow::Result<T> {
     toml::from_str(&text).with_context(|| format!("--config {}", path.display()))
 }
 
+/// `--config FILE [OPTIONS...]` taken as the values of one option (`num_args = 1..` with
+/// hyphen values allowed, so the options after FILE are its values): FILE's options with
+/// those after it in their place. `command` is the subcommand as messages show it.
+pub fn file_then_options<T: DeserializeOwned + Args + FromArgMatches>(words: &[OsString], command: &str) -> anyhow::Result<T> {
+    let (path, options) = words.split_first().context("--config needs a FILE")?;
+    let path = Path::new(path);
+    override_with(read(path)?, &format!("{command} --config {}", path.display()), options)
+}
+
 /// `options` with every option given in `words` (command-line words such as
 /// `["--seed", "2"]`) in place of its value; `name` is the command as messages show it.
 pub fn override_with<T: Args + FromArgMatches>(mut options: T, name: &str, words: &[OsString]) -> anyhow::Result<T> {
@@ -61,8 +70,15 @@ where
     T: FromStr,
     T::Err: std::fmt::Display,
 {
-    let text = Text::deserialize(deserializer)?.0;
+    let text = text(deserializer)?;
     text.parse().map_err(|err| D::Error::custom(format!("{text:?}: {err}")))
+}
+
+/// A scalar key's text: a string as written, a number as the command line would spell it
+/// (`quantum = 32768` and `quantum = "32K"` both work), for a value the command line
+/// parses with a function rather than `FromStr`.
+pub fn text<'de, D: Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    Text::deserialize(deserializer).map(|text| text.0)
 }
 
 /// [`from_text`] for an optional value.
@@ -75,8 +91,7 @@ where
     from_text(deserializer).map(Some)
 }
 
-/// A scalar key's text: a string as written, a number as the command line would spell it
-/// (`quantum = 32768` and `quantum = "32K"` both work).
+/// See [`text`].
 struct Text(String);
 
 impl<'de> Deserialize<'de> for Text {
