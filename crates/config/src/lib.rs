@@ -70,8 +70,24 @@ where
     T: FromStr,
     T::Err: std::fmt::Display,
 {
-    let text = text(deserializer)?;
-    text.parse().map_err(|err| D::Error::custom(format!("{text:?}: {err}")))
+    parse(text(deserializer)?)
+}
+
+/// [`from_text`] for a list (`policy = ["rr", "dwfs"]`).
+pub fn from_texts<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: FromStr,
+    T::Err: std::fmt::Display,
+{
+    Vec::<Text>::deserialize(deserializer)?.into_iter().map(|text| parse(text.0)).collect()
+}
+
+fn parse<T: FromStr, E: serde::de::Error>(text: String) -> Result<T, E>
+where
+    T::Err: std::fmt::Display,
+{
+    text.parse().map_err(|err| E::custom(format!("{text:?}: {err}")))
 }
 
 /// A scalar key's text: a string as written, a number as the command line would spell it
