@@ -15,8 +15,8 @@ use std::path::Path;
 use std::str::FromStr;
 
 use anyhow::Context;
-use clap::builder::Resettable;
-use clap::{Arg, ArgAction, Args, Command, FromArgMatches};
+use clap::builder::{OsStr, Resettable};
+use clap::{Arg, ArgAction, Args, Command, FromArgMatches, Id};
 use serde::de::{DeserializeOwned, Deserializer, Error as _};
 use serde::Deserialize;
 
@@ -42,7 +42,7 @@ pub fn override_with<T: Args + FromArgMatches>(mut options: T, name: &str, words
     if words.is_empty() {
         return Ok(options);
     }
-    let command = T::augment_args(Command::new(name.to_owned())).mut_args(only_as_given);
+    let command = T::augment_args(Command::new("options")).bin_name(name.to_owned()).mut_args(only_as_given);
     let matches = command
         .try_get_matches_from(std::iter::once(OsString::from(name)).chain(words.iter().cloned()))
         .map_err(|err| anyhow::anyhow!("{}", err.render().to_string().trim_end()))?;
@@ -54,7 +54,8 @@ pub fn override_with<T: Args + FromArgMatches>(mut options: T, name: &str, words
 /// clap reports it only when it is given (`update_from_arg_matches` then replaces the
 /// field). A flag takes an optional `true`/`false`, as a boolean key does.
 fn only_as_given(arg: Arg) -> Arg {
-    let arg = arg.required(false).required_unless_present(Resettable::Reset).requires(Resettable::Reset).default_value(Resettable::Reset);
+    let no_arg = || Resettable::<Id>::Reset;
+    let arg = arg.required(false).required_unless_present(no_arg()).requires(no_arg()).default_value(Resettable::<OsStr>::Reset);
     if matches!(arg.get_action(), ArgAction::SetTrue) {
         arg.action(ArgAction::Set).num_args(0..=1).default_missing_value("true").value_parser(clap::value_parser!(bool))
     } else {

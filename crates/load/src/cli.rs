@@ -736,16 +736,15 @@ mod tests {
     /// `load --config FILE WORDS...` as the engine parses it.
     fn from_file(toml: &str, words: &[&str]) -> anyhow::Result<Mode> {
         #[derive(clap::Parser)]
-        struct Load {
-            #[command(flatten)]
-            args: LoadArgs,
+        enum Engine {
+            Load(LoadArgs),
         }
         static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let path = std::env::temp_dir().join(format!("sojourn-load-config-{}-{n}.toml", std::process::id()));
         std::fs::write(&path, toml).unwrap();
-        let argv = ["load", "--config", path.to_str().unwrap()].into_iter().chain(words.iter().copied());
-        let result = <Load as clap::Parser>::try_parse_from(argv).map_err(anyhow::Error::from).and_then(|load| load.args.mode());
+        let argv = ["sojourn-engine", "load", "--config", path.to_str().unwrap()].into_iter().chain(words.iter().copied());
+        let result = <Engine as clap::Parser>::try_parse_from(argv).map_err(anyhow::Error::from).and_then(|Engine::Load(args)| args.mode());
         std::fs::remove_file(&path).unwrap();
         result
     }
