@@ -16,6 +16,7 @@ from sojourn.testbed.cli import parse_group, parse_rate
 from sojourn.testbed.config import parse_bands
 from sojourn.testbed.counters import parse_proc_net_stats, socket_states, tx_bytes
 from sojourn.testbed.emulator import emulator_config
+from sojourn.testbed.uplink import LeafQueue, band_of, uplink_commands
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -26,6 +27,7 @@ from sojourn.testbed.emulator import emulator_config
     ({"bands": "5K,1K"}, "strictly increasing"),
     ({"queue_bytes": 100_000, "queue_packets": 100}, "give one queue limit"),
     ({"queue_packets": 0}, "queue_packets=0"),
+    ({"link_bps": 50_000, "bands": "1K,2K,5K,50K"}, "too low for 6 leaves"),
     ({"groups": [WanGroup("a"), WanGroup("a")]}, "repeat"),
     ({"groups": []}, "0 groups"),
     ({"emulator": False, "groups": [WanGroup("far", rtt_ms=50)]}, "only the emulator provides"),
@@ -45,6 +47,33 @@ def test_bad_testbed_values_are_named(kwargs, message):
 def test_bad_group_values_are_named(kwargs, message):
     with pytest.raises(ConfigError, match=message):
         WanGroup("g", **kwargs)
+
+
+def test_the_uplink_is_one_htb_builder_fifo_without_cutoffs_bands_with_them():
+    """The classes of testbed/uplink.py are the ones crates/server/src/qdisc.rs's
+    so_priority names: band i = 1:(0x10 + i), default 1:20."""
+    fifo = [" ".join(c) for c in uplink_commands("eth9", 10_000_000, LeafQueue.of(None, None), None)]
+    assert fifo == [
+        "qdisc add dev eth9 root handle 1: htb default 10",
+        "class add dev eth9 parent 1: classid 1:1 htb rate 10000000bit ceil 10000000bit burst 6250 cburst 6250",
+        "class add dev eth9 parent 1:1 classid 1:10 htb rate 10000000bit ceil 10000000bit burst 6250 cburst 6250 prio 0 quantum 1514",
+        "qdisc add dev eth9 parent 1:10 handle 10: pfifo limit 1000",
+    ]
+    bands = [" ".join(c) for c in uplink_commands("eth9", 10_000_000, LeafQueue.of(30_000, None), [1024, 2048, 5120, 51200])]
+    assert bands[0] == "qdisc add dev eth9 root handle 1: htb default 20"
+    assert bands[2] == "class add dev eth9 parent 1:1 classid 1:10 htb rate 8000bit ceil 10000000bit burst 6250 cburst 6250 prio 0 quantum 1514"
+    assert bands[3] == "qdisc add dev eth9 parent 1:10 handle 10: bfifo limit 30000"
+    assert bands[10] == "class add dev eth9 parent 1:1 classid 1:14 htb rate 8000bit ceil 10000000bit burst 6250 cburst 6250 prio 4 quantum 1514"
+    assert bands[12:] == [
+        "class add dev eth9 parent 1:1 classid 1:20 htb rate 8000bit ceil 10000000bit burst 6250 cburst 6250 prio 0 quantum 1514",
+        "qdisc add dev eth9 parent 1:20 handle 20: bfifo limit 30000",
+    ]
+    assert " burst 1600 " in " ".join(uplink_commands("d", 1_000_000, LeafQueue.of(None, 100), None)[1]), "one frame at least"
+    assert LeafQueue.of(None, 100) == LeafQueue("pfifo", 100)
+    with pytest.raises(ValueError, match="give one queue limit, not both"):
+        LeafQueue.of(30_000, 100)
+    assert [band_of(c, [1024]) for c in ("1:10", "1:11", "1:20")] == [0, 1, None]
+    assert band_of("1:10", None) is None, "the plain FIFO carries no band"
 
 
 def test_bad_tcp_knobs_are_named():
@@ -71,11 +100,13 @@ def test_addresses_names_and_knobs():
 def test_emulator_document_and_the_engine_agree_on_keys(tmp_path):
     cfg = TestbedConfig(prefix="sjx", groups=[
         WanGroup("near"), WanGroup("far", rtt_ms=150, loss=0.03, loss_model="two-state", rate_bps=2_000_000, mtu=576)])
-    doc = emulator_config(cfg, cfg.group_addrs())
+    doc = emulator_config(cfg, cfg.group_addrs(), tmp_path)
+    assert doc["realtime"] > 0 and doc["counters"] == str(tmp_path / "wan_counters.csv")
     far = doc["groups"][1]
-    assert far["down"]["delay_ms"] == 75 and far["up"]["delay_ms"] == 75
+    assert far["down"]["delay-ms"] == 75 and far["up"]["delay-ms"] == 75
     assert far["mtu"] == 576 and far["addrs"] == ["10.78.1.1"]
-    # The engine reads the same keys: an out-of-range value is named before any device is touched.
+    # The engine reads the same keys (the run's options too: an unknown one would be named
+    # first): an out-of-range value is named before any device is touched.
     bad = tmp_path / "bad.toml"
     bad.write_text(tomli_w.dumps(doc | {"groups": [far | {"mtu": 100}]}))
     done = subprocess.run([str(engine_path()), "wan", "--config", str(bad)], capture_output=True, text=True)

@@ -14,8 +14,6 @@ struct Cli {
 enum Command {
     /// Serve a directory over HTTP/1.1 with FAIR, SRPT or LAS connection scheduling.
     Serve(sojourn_server::cli::ServeArgs),
-    /// Set up or show the strict-priority qdisc bands for kernel-level SRPT.
-    Bands(sojourn_server::qdisc::BandsArgs),
     /// Drive an HTTP server from a trace or load model, recording every request.
     Load(sojourn_load::cli::LoadArgs),
     /// Emulate wide-area links (loss, queue, rate, delay) between TUN devices.
@@ -31,12 +29,11 @@ enum Command {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    if matches!(cli.command, Command::Bands(_) | Command::Sim(_) | Command::Stages(_)) {
+    if matches!(cli.command, Command::Sim(_) | Command::Stages(_)) {
         sojourn_sys::exit_quietly_on_closed_stdout();
     }
     let result = match cli.command {
         Command::Serve(args) => sojourn_server::cli::run(args),
-        Command::Bands(args) => sojourn_server::qdisc::run(args),
         Command::Load(args) => sojourn_load::cli::run(args),
         Command::Wan(args) => sojourn_wan::cli::run(args),
         Command::Sim(args) => sojourn_sim::cli::run(args),

@@ -47,6 +47,24 @@ fn bad_input_names_what_is_accepted() {
 }
 
 #[test]
+fn a_config_file_runs_as_its_options_and_options_after_it_replace_its_keys() {
+    let path = std::env::temp_dir().join(format!("sojourn-stages-cli-{}.toml", std::process::id()));
+    std::fs::write(&path, "policy = [\"dwfs\"]\nseed = 3\nduration = 1000\nservice-times = [0.5, 1, 1.5, 2]\n").unwrap();
+    let from_file = engine().args(["stages", "--config", path.to_str().unwrap(), "--seed", "7"]).output().unwrap();
+    let given = engine().args(["stages", "--policy", "dwfs", "--seed", "7", "--duration", "1000"]).output().unwrap();
+    assert!(from_file.status.success(), "{}", String::from_utf8_lossy(&from_file.stderr));
+    assert_eq!(from_file.stdout, given.stdout);
+    std::fs::write(&path, "policy = [\"dwfs\"]\nservice_times = [1, 1, 1, 1]\n").unwrap();
+    let out = engine().args(["stages", "--config", path.to_str().unwrap()]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("unknown field `service_times`") && err.contains(path.to_str().unwrap()), "{err}");
+    std::fs::write(&path, "policy = [\"lifo\"]\n").unwrap();
+    let out = engine().args(["stages", "--config", path.to_str().unwrap()]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("lifo"), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::remove_file(&path).unwrap();
+}
+
+#[test]
 fn a_closed_stdout_ends_printing_commands_quietly() {
     use std::io::{BufRead, BufReader};
     use std::os::unix::process::ExitStatusExt;

@@ -11,6 +11,7 @@ use crate::think::ThinkTime;
 use crate::workload::{ClosedUsers, OpenPart, Part, PoissonOpen, Sessions, TraceReplay, Workload};
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
+use serde::Deserialize;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
 use std::net::{IpAddr, ToSocketAddrs};
@@ -33,34 +34,37 @@ pub struct LoadArgs {
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// With --config: options that override the file's keys.
-    #[arg(requires = "config", trailing_var_arg = true, allow_hyphen_values = true, value_name = "OVERRIDES")]
+    #[arg(requires = "config", trailing_var_arg = true, allow_hyphen_values = true, value_name = "OPTIONS")]
     overrides: Vec<std::ffi::OsString>,
     #[command(subcommand)]
     mode: Option<Mode>,
 }
 
-/// What a `--config` file and its overrides parse into: the mode, as on the command line.
-#[derive(Debug, clap::Parser)]
-struct FromFile {
-    #[command(subcommand)]
-    mode: Mode,
+/// A `--config` file: the mode, as the subcommand is spelled, and that mode's options.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "mode", rename_all = "lowercase")]
+enum ModeFile {
+    Open(OpenArgs),
+    Closed(ClosedArgs),
+    Capacity(CapacityArgs),
+    Sessions(SessionsArgs),
 }
 
 impl LoadArgs {
-    /// The mode to run: the subcommand given, or the config file's with the overrides
-    /// after it (the last occurrence of an option wins).
+    /// The mode to run: the subcommand given, or the config file's with the options
+    /// after it in place of the file's.
     fn mode(self) -> anyhow::Result<Mode> {
-        use clap::{CommandFactory, FromArgMatches};
         let Some(path) = self.config else {
             return self.mode.context("a mode (open, closed, capacity, sessions) or --config FILE is needed");
         };
-        let args = crate::config_file::file_args(&path)?.into_iter().chain(self.overrides);
-        let command = FromFile::command()
-            .name("load")
-            .bin_name(format!("sojourn-engine load --config {}", path.display()))
-            .mut_subcommands(|mode| mode.args_override_self(true));
-        let matches = command.try_get_matches_from(std::iter::once("load".into()).chain(args)).map_err(|err| anyhow::anyhow!("--config {}: {}", path.display(), err.render().to_string().trim_end()))?;
-        Ok(FromFile::from_arg_matches(&matches)?.mode)
+        use sojourn_config::override_with;
+        let (name, words) = (format!("sojourn-engine load --config {}", path.display()), &self.overrides);
+        Ok(match sojourn_config::read::<ModeFile>(&path)? {
+            ModeFile::Open(args) => Mode::Open(override_with(args, &name, words)?),
+            ModeFile::Closed(args) => Mode::Closed(override_with(args, &name, words)?),
+            ModeFile::Capacity(args) => Mode::Capacity(override_with(args, &name, words)?),
+            ModeFile::Sessions(args) => Mode::Sessions(override_with(args, &name, words)?),
+        })
     }
 }
 
@@ -76,100 +80,156 @@ enum Mode {
     Sessions(SessionsArgs),
 }
 
-#[derive(Debug, Args)]
+/// The options every mode has. With `--config`, each is the key of the same name
+/// (kebab-case); a default is the same in the file as on the command line.
+#[derive(Debug, Args, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 struct Common {
     /// Server to load, HOST:PORT.
     #[arg(long)]
     target: String,
     /// Host header (default: the --target text).
     #[arg(long)]
+    #[serde(default)]
     host: Option<String>,
     /// Output directory (created; files in it are replaced).
     #[arg(long, short = 'o')]
     out: PathBuf,
     /// Local addresses to bind, client c uses the (c mod N)-th (comma separated).
     #[arg(long, value_delimiter = ',')]
+    #[serde(default)]
     source_addrs: Vec<IpAddr>,
     /// Requests per persistent connection, 0 = unlimited (000 Table 2 (E); 1 = no persistence).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = defaults::requests_per_conn())]
+    #[serde(default = "defaults::requests_per_conn")]
     requests_per_conn: u32,
     /// Most connections one client holds open at once.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = defaults::conns_per_client())]
+    #[serde(default = "defaults::conns_per_client")]
     conns_per_client: u32,
     /// User abort: seconds after which an unfinished attempt is aborted and retried on a new connection (000 Table 2 (H)).
     #[arg(long)]
+    #[serde(default)]
     abort_after: Option<f64>,
     /// Retries after an abort before the request is given up (needs --abort-after).
     #[arg(long, default_value_t = 0)]
+    #[serde(default)]
     retries: u32,
     /// Hard limit per attempt in seconds (outcome `timeout`).
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(long, default_value_t = defaults::timeout())]
+    #[serde(default = "defaults::timeout")]
     timeout: f64,
     /// Check bodies against the deterministic docroot content rule (docs/formats.md).
     #[arg(long)]
+    #[serde(default)]
     verify_content: bool,
     /// No progress line on stderr.
     #[arg(long)]
+    #[serde(default)]
     quiet: bool,
     /// Event-loop threads (as wrk's -t): clients are split by client mod N, each thread owns
     /// its clients' connections; records are merged in order of completion. Not for sessions.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=256))]
+    #[arg(long, default_value_t = defaults::one(), value_parser = clap::value_parser!(u32).range(THREADS))]
+    #[serde(default = "defaults::one")]
     threads: u32,
     /// Seed for arrivals, path choice and think times.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = defaults::seed())]
+    #[serde(default = "defaults::seed")]
     seed: u64,
 }
 
-#[derive(Debug, Args)]
+/// Defaults of options, one value for the command line and the `--config` file.
+mod defaults {
+    pub fn one() -> u32 {
+        1
+    }
+    pub fn seed() -> u64 {
+        1
+    }
+    /// 1 = no persistence (000 Table 2 (E)).
+    pub fn requests_per_conn() -> u32 {
+        1
+    }
+    pub fn conns_per_client() -> u32 {
+        2
+    }
+    pub fn timeout() -> f64 {
+        60.0
+    }
+}
+
+/// Event-loop threads a run may have (`--threads`).
+const THREADS: std::ops::RangeInclusive<i64> = 1..=256;
+
+#[derive(Debug, Args, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
 struct OpenArgs {
     #[command(flatten)]
+    #[serde(flatten)]
     common: Common,
     /// Trace to replay (docs/formats.md `trace.csv`).
     #[arg(long)]
+    #[serde(default)]
     trace: Option<PathBuf>,
     /// Trace time-scale factor: 2 replays twice as fast.
     #[arg(long)]
+    #[serde(default)]
     time_scale: Option<f64>,
     /// Instead of a trace: Poisson arrivals at this many requests per second.
     #[arg(long)]
+    #[serde(default)]
     rate: Option<f64>,
     /// Seconds of arrivals (Poisson: required; trace: replay only this much of the scaled trace).
     #[arg(long)]
+    #[serde(default)]
     duration: Option<f64>,
     /// Paths for Poisson arrivals (repeatable, chosen uniformly).
     #[arg(long = "path")]
+    #[serde(default, rename = "path")]
     paths: Vec<String>,
     /// Poisson arrivals are spread round robin over this many clients.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = defaults::one())]
+    #[serde(default = "defaults::one")]
     clients: u32,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
 struct ClosedArgs {
     #[command(flatten)]
+    #[serde(flatten)]
     common: Common,
     /// Number of user equivalents (each is one client).
     #[arg(long)]
     users: u32,
     /// Think time after each response: 0, const:S, exp:MEAN_S or pareto:ALPHA:MIN_S.
     #[arg(long, default_value = "0")]
+    #[serde(default = "no_think_time", deserialize_with = "sojourn_config::from_text")]
     think_time: ThinkTime,
     /// Seconds to run; outstanding requests at the end are `interrupted`.
     #[arg(long)]
     duration: f64,
     #[command(flatten)]
+    #[serde(flatten)]
     paths: PathChoice,
 }
 
+fn no_think_time() -> ThinkTime {
+    ThinkTime::None
+}
+
 /// The paths requested in closed and capacity modes, each draw uniform over the list.
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 struct PathChoice {
     /// Paths to request (repeatable, chosen uniformly).
     #[arg(long = "path", required_unless_present = "paths_file")]
+    #[serde(default, rename = "path")]
     paths: Vec<String>,
     /// A file of paths, one per line, added to --path; a path listed k times is drawn k
     /// times as often, so a trace's path column gives its popularity (002 §3.3, 004 Table 1).
     #[arg(long)]
+    #[serde(default)]
     paths_file: Option<PathBuf>,
 }
 
@@ -183,29 +243,38 @@ impl PathChoice {
                 bail!("--paths-file {}: no paths in it (one per line)", file.display());
             }
         }
+        if paths.is_empty() {
+            bail!("no paths to request: give --path or --paths-file");
+        }
         check_paths(&paths)?;
         Ok(paths)
     }
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
 struct CapacityArgs {
     #[command(flatten)]
+    #[serde(flatten)]
     common: Common,
     /// Connection counts to sweep: a comma-separated list whose items are counts or A..B
     /// ranges of powers of two, e.g. 8,16,24 or 8..4096 (8, 16, ..., 4096).
     #[arg(long, value_parser = parse_levels)]
+    #[serde(deserialize_with = "sojourn_config::from_text")]
     connections: Levels,
     /// Seconds per level.
     #[arg(long)]
     duration: f64,
     #[command(flatten)]
+    #[serde(flatten)]
     paths: PathChoice,
 }
 
-#[derive(Debug, Args)]
+#[derive(Debug, Args, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
 struct SessionsArgs {
     #[command(flatten)]
+    #[serde(flatten)]
     common: Common,
     /// Session model (TOML, docs/formats.md "Session model").
     #[arg(long)]
@@ -218,6 +287,13 @@ struct SessionsArgs {
 /// Connection counts of a capacity sweep, in the order given.
 #[derive(Debug, Clone, PartialEq)]
 struct Levels(Vec<u32>);
+
+impl std::str::FromStr for Levels {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Levels, String> {
+        parse_levels(text)
+    }
+}
 
 fn parse_levels(text: &str) -> Result<Levels, String> {
     let count = |item: &str| -> Result<u32, String> {
@@ -273,6 +349,9 @@ impl Common {
             .with_context(|| format!("--target {:?} resolves to no address", self.target))?;
         if let Some(mismatch) = self.source_addrs.iter().find(|a| a.is_ipv4() != target.is_ipv4()) {
             bail!("--source-addrs {mismatch} is not of the same address family as --target {target}");
+        }
+        if !THREADS.contains(&i64::from(self.threads)) {
+            bail!("--threads {}: expected {}..={}", self.threads, THREADS.start(), THREADS.end());
         }
         if self.conns_per_client == 0 {
             bail!("--conns-per-client 0: a client needs at least one connection");
@@ -655,5 +734,67 @@ mod tests {
             let err = parse_levels(bad).unwrap_err();
             assert!(err.starts_with("--connections"), "{bad}: {err}");
         }
+    }
+
+    /// `load --config FILE WORDS...` as the engine parses it.
+    fn from_file(toml: &str, words: &[&str]) -> anyhow::Result<Mode> {
+        #[derive(clap::Parser)]
+        enum Engine {
+            Load(LoadArgs),
+        }
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("sojourn-load-config-{}-{n}.toml", std::process::id()));
+        std::fs::write(&path, toml).unwrap();
+        let argv = ["sojourn-engine", "load", "--config", path.to_str().unwrap()].into_iter().chain(words.iter().copied());
+        let result = <Engine as clap::Parser>::try_parse_from(argv).map_err(anyhow::Error::from).and_then(|Engine::Load(args)| args.mode());
+        std::fs::remove_file(&path).unwrap();
+        result
+    }
+
+    const OPEN: &str = "mode = \"open\"\ntarget = \"127.0.0.1:8080\"\nout = \"o\"\ntrace = \"t.csv\"\n\
+                        source-addrs = [\"10.0.0.1\", \"10.0.0.2\"]\nrequests-per-conn = 5\ntimeout = 2\nquiet = true\n";
+
+    #[test]
+    fn a_file_is_its_modes_typed_options_with_the_command_lines_defaults() {
+        let Mode::Open(open) = from_file(OPEN, &[]).unwrap() else { panic!("open mode") };
+        assert_eq!(open.trace, Some(PathBuf::from("t.csv")));
+        assert_eq!(open.common.source_addrs, ["10.0.0.1".parse::<IpAddr>().unwrap(), "10.0.0.2".parse().unwrap()]);
+        assert_eq!((open.common.requests_per_conn, open.common.timeout, open.common.quiet), (5, 2.0, true));
+        assert_eq!((open.common.conns_per_client, open.common.seed, open.common.threads, open.clients), (2, 1, 1, 1), "defaults as on the command line");
+        let closed = "mode = \"closed\"\ntarget = \"h:1\"\nout = \"o\"\nusers = 3\nduration = 9\nthink-time = \"exp:2\"\npath = [\"/a\"]\n";
+        let Mode::Closed(closed) = from_file(closed, &[]).unwrap() else { panic!("closed mode") };
+        assert_eq!((closed.users, closed.think_time, closed.paths.paths.clone()), (3, ThinkTime::Exponential { mean_s: 2.0 }, vec!["/a".to_string()]));
+        let capacity = "mode = \"capacity\"\ntarget = \"h:1\"\nout = \"o\"\nconnections = \"8..32\"\nduration = 1\npaths-file = \"p\"\n";
+        let Mode::Capacity(capacity) = from_file(capacity, &[]).unwrap() else { panic!("capacity mode") };
+        assert_eq!(capacity.connections, Levels(vec![8, 16, 32]));
+    }
+
+    #[test]
+    fn options_after_the_file_replace_its_keys() {
+        let Mode::Open(open) = from_file(OPEN, &["--seed", "2", "--out", "rerun", "--quiet", "false", "--source-addrs", "10.0.0.9"]).unwrap() else {
+            panic!("open mode")
+        };
+        assert_eq!((open.common.seed, open.common.out, open.common.quiet), (2, PathBuf::from("rerun"), false));
+        assert_eq!(open.common.source_addrs, ["10.0.0.9".parse::<IpAddr>().unwrap()], "a list given replaces the file's");
+        assert_eq!(open.common.requests_per_conn, 5, "what is not given stays the file's");
+        let err = format!("{:#}", from_file(OPEN, &["--threads", "0"]).unwrap_err());
+        assert!(err.contains("--threads") && err.contains("0 is not in 1..=256"), "clap's check: {err}");
+        let err = format!("{:#}", from_file(OPEN, &["--users", "3"]).unwrap_err());
+        assert!(err.contains("unexpected argument '--users'"), "an option of another mode: {err}");
+    }
+
+    #[test]
+    fn a_bad_file_is_named_with_its_key() {
+        let err = format!("{:#}", from_file(&format!("{OPEN}requests_per_conn = 2\n"), &[]).unwrap_err());
+        assert!(err.contains("unknown field `requests_per_conn`") && err.contains("--config"), "one key case: {err}");
+        let err = format!("{:#}", from_file(&format!("{OPEN}users = 2\n"), &[]).unwrap_err());
+        assert!(err.contains("unknown field `users`"), "an option of another mode: {err}");
+        assert!(format!("{:#}", from_file("target = \"h:1\"\n", &[]).unwrap_err()).contains("missing field `mode`"));
+        let err = format!("{:#}", from_file("mode = \"burst\"\n", &[]).unwrap_err());
+        assert!(err.contains("unknown variant `burst`") && err.contains("open"), "{err}");
+        let err = format!("{:#}", from_file(&OPEN.replace("timeout = 2", "timeout = \"soon\""), &[]).unwrap_err());
+        assert!(err.contains("invalid type") && err.contains("soon"), "{err}");
+        assert!(format!("{:#}", from_file("mode = \"open\"\ntrace = \n", &[]).unwrap_err()).contains("--config"));
     }
 }

@@ -6,7 +6,6 @@
 //! users, capacity probes, sessions). The thin mio loop in [`event_loop`] drives them and
 //! [`record`] streams one record per attempt.
 pub mod cli;
-pub mod config_file;
 pub mod content;
 pub mod conn_pool;
 pub mod response;

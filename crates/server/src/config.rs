@@ -56,7 +56,8 @@ pub struct ServeOptions {
     #[arg(long, num_args = 0..=1, default_missing_value = "true")]
     pub delayed_ack: Option<bool>,
     /// Kernel-level SRPT (000 §3): set each socket's SO_PRIORITY to the HTB band of its
-    /// remaining bytes (use `sojourn-engine bands setup` on the egress device).
+    /// remaining bytes; the egress device needs the HTB classes of python/sojourn/testbed/uplink.py
+    /// (`sojourn testbed up --bands CUTOFFS` builds them).
     #[arg(long, num_args = 0..=1, default_missing_value = "true")]
     pub kernel_bands: Option<bool>,
     /// Band size cutoffs for --kernel-bands [default: 1K,2K,5K,50K].

@@ -1,5 +1,6 @@
-//! The sojourn web server (`sojourn-engine serve`) and the kernel priority bands
-//! it uses (`sojourn-engine bands`, set up by [`qdisc`]). See docs/server.md.
+//! The sojourn web server (`sojourn-engine serve`) and its side of the kernel priority
+//! bands ([`qdisc`]: the `SO_PRIORITY` of each band's class; the testbed builds the
+//! classes). See docs/server.md.
 
 pub mod access_log;
 pub mod admin;

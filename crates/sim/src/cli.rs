@@ -6,7 +6,9 @@ use std::time::Instant;
 
 use anyhow::{bail, Context};
 use clap::ValueEnum;
-use serde::Serialize;
+use serde::de::{Deserializer, Error as _};
+use serde::{Deserialize, Serialize};
+use sojourn_config::{from_optional_text, from_text};
 use sojourn_sched::{AdmissionSpec, Bands, Order, PolicyKind, Scheduler};
 use sojourn_sys::clock::thread_cpu_time;
 
@@ -16,12 +18,14 @@ use crate::quantum::{Quantum, QuantumConfig};
 use crate::trace::{load_trace, TraceRow};
 use crate::workload::{generate, Extent, LoadProfile, SizeModel};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum PolicyArg {
     /// First come, first served.
     Fcfs,
     /// Processor sharing (FAIR); `fair` is the same.
     #[value(alias = "fair")]
+    #[serde(alias = "fair")]
     Ps,
     /// Preemptive shortest remaining processing time.
     Srpt,
@@ -31,7 +35,8 @@ pub enum PolicyArg {
     Bands,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum SizesArg {
     /// Exponential with --mean.
     Exp,
@@ -49,84 +54,195 @@ pub enum SizesArg {
 /// --out, or the summary on standard output without --out.
 #[derive(Debug, clap::Args)]
 pub struct SimArgs {
+    /// Read the options from a TOML file instead, each long option a key (kebab-case:
+    /// `link = "10Mbit"`, `write-concurrency = 1`); options after FILE replace the file's.
+    #[arg(long, num_args = 1.., allow_hyphen_values = true, value_names = ["FILE", "OPTIONS"], conflicts_with = "SimOptions")]
+    pub config: Vec<std::ffi::OsString>,
+    #[command(flatten)]
+    pub options: SimOptions,
+}
+
+/// The options of `sim`, on the command line or as the keys of its `--config` file.
+#[derive(Debug, clap::Args, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct SimOptions {
     /// Bottleneck rate in bits per second: NUMBER[k|m|g][bit], e.g. 10Mbit, 10M, 1.5gbit, 8 (k, m, g are powers of 1000; docs/formats.md "Rates").
-    #[arg(long, value_parser = parse_rate)]
+    #[arg(long, value_parser = parse_rate, required_unless_present = "config")]
+    #[serde(deserialize_with = "rate")]
     pub link: f64,
     /// Scheduling policy.
     #[arg(long, value_enum, default_value = "ps")]
+    #[serde(default = "processor_sharing")]
     pub policy: PolicyArg,
     /// Size cutoffs of the bands policy, as for `serve --kernel-bands` (000 §3.2).
     #[arg(long, default_value = "1K,2K,5K,50K")]
+    #[serde(default, deserialize_with = "from_text")]
     pub bands: Bands,
     /// Simulate the server's scheduler with this write quantum in bytes (e.g. 32K)
     /// instead of the fluid policy; --policy must then be ps/fair, srpt or las.
     #[arg(long, value_parser = sojourn_sched::bands::parse_bytes)]
+    #[serde(default, deserialize_with = "bytes")]
     pub quantum: Option<u64>,
     /// Responses that may be blocked with data in the kernel at once (004 §3.3), as
     /// `serve --write-concurrency`; default unlimited.
     #[arg(long, requires = "quantum")]
+    #[serde(default)]
     pub write_concurrency: Option<usize>,
     /// Only responses with at least this many bytes left need a slot, as
     /// `serve --write-concurrency-from` (e.g. 50K); needs --policy srpt.
     #[arg(long, requires = "write_concurrency", value_parser = sojourn_sched::bands::parse_bytes)]
+    #[serde(default, deserialize_with = "bytes")]
     pub write_concurrency_from: Option<u64>,
     /// Unsent bytes a socket may hold before a write blocks, as `serve --notsent-lowat`
     /// (TCP_NOTSENT_LOWAT); default unlimited (every write is accepted).
     #[arg(long, requires = "quantum", value_parser = sojourn_sched::bands::parse_bytes)]
+    #[serde(default, deserialize_with = "bytes")]
     pub kernel_buffer: Option<u64>,
     /// Refuse requests as `serve --admission` does, NAME[:KEY=VALUE,...] (docs/server.md);
     /// refused jobs are records of outcome `refused`. The size policy predicts in the
     /// scheduler's order and needs `rate=` (e.g. the --link rate).
     #[arg(long, requires = "quantum", value_parser = parse_admission)]
+    #[serde(default, deserialize_with = "from_optional_text")]
     pub admission: Option<AdmissionSpec>,
     /// Trace to replay (arrival_s, client, path, size).
     #[arg(long, conflicts_with_all = ["sizes", "rho", "profile"])]
+    #[serde(default)]
     pub trace: Option<PathBuf>,
     /// Synthetic size distribution.
-    #[arg(long, value_enum, required_unless_present = "trace")]
+    #[arg(long, value_enum, required_unless_present_any = ["trace", "config"])]
+    #[serde(default)]
     pub sizes: Option<SizesArg>,
     /// Mean size in bytes (exp; bpareto when --k is not given).
     #[arg(long)]
+    #[serde(default)]
     pub mean: Option<f64>,
     /// Bounded Pareto lower bound in bytes.
     #[arg(long)]
+    #[serde(default)]
     pub k: Option<f64>,
     /// Bounded Pareto upper bound in bytes.
-    #[arg(long, default_value_t = 1e10)]
+    #[arg(long, default_value_t = defaults::p())]
+    #[serde(default = "defaults::p")]
     pub p: f64,
     /// Bounded Pareto tail index.
-    #[arg(long, default_value_t = 1.1)]
+    #[arg(long, default_value_t = defaults::alpha())]
+    #[serde(default = "defaults::alpha")]
     pub alpha: f64,
     /// Constant offered load (offered bytes/s over link bytes/s).
     #[arg(long, conflicts_with = "profile")]
+    #[serde(default)]
     pub rho: Option<f64>,
     /// Transient overload workload of 000 Table 1, W1..W10.
     #[arg(long)]
+    #[serde(default)]
     pub profile: Option<String>,
     /// Multiplies the periods of --profile (0.1 makes W1 2.5 s low, 2.5 s high).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = defaults::time_scale())]
+    #[serde(default = "defaults::time_scale")]
     pub time_scale: f64,
     /// Number of synthetic jobs.
     #[arg(long, conflicts_with = "duration")]
+    #[serde(default)]
     pub jobs: Option<usize>,
     /// Seconds of synthetic arrivals.
     #[arg(long)]
+    #[serde(default)]
     pub duration: Option<f64>,
     /// Seed of the synthetic workload.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = defaults::seed())]
+    #[serde(default = "defaults::seed")]
     pub seed: u64,
     /// Directory for records.csv and summary.json (created if missing).
     #[arg(long)]
+    #[serde(default)]
     pub out: Option<PathBuf>,
     /// Write only summary.json.
     #[arg(long)]
+    #[serde(default)]
     pub no_records: bool,
     /// Equal-count size bins in the summary's by_size table.
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = defaults::size_bins())]
+    #[serde(default = "defaults::size_bins")]
     pub size_bins: usize,
     /// Print the simulation's speed (jobs per second, excluding input and output) to standard error.
     #[arg(long)]
+    #[serde(default)]
     pub timing: bool,
+}
+
+/// Defaults of options, one value for the command line and the `--config` file.
+mod defaults {
+    /// Bounded Pareto's upper bound, 10 GB.
+    pub fn p() -> f64 {
+        1e10
+    }
+    pub fn alpha() -> f64 {
+        1.1
+    }
+    pub fn time_scale() -> f64 {
+        1.0
+    }
+    pub fn seed() -> u64 {
+        1
+    }
+    pub fn size_bins() -> usize {
+        20
+    }
+}
+
+fn processor_sharing() -> PolicyArg {
+    PolicyArg::Ps
+}
+
+/// A `link` key: a rate as the command line writes it, or a number of bits per second.
+fn rate<'de, D: Deserializer<'de>>(deserializer: D) -> Result<f64, D::Error> {
+    parse_rate(&sojourn_config::text(deserializer)?).map_err(D::Error::custom)
+}
+
+/// A byte count key (`quantum = "32K"` or `32768`).
+fn bytes<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
+    let text = sojourn_config::text(deserializer)?;
+    sojourn_sched::bands::parse_bytes(&text).map(Some).map_err(|err| D::Error::custom(format!("{text:?}: {err}")))
+}
+
+impl SimArgs {
+    /// The options: the command line's, or the `--config` file's with the options after it.
+    pub fn options(self) -> anyhow::Result<SimOptions> {
+        if self.config.is_empty() {
+            return Ok(self.options);
+        }
+        let options: SimOptions = sojourn_config::file_then_options(&self.config, "sojourn-engine sim")?;
+        options.check_combinations()?;
+        Ok(options)
+    }
+}
+
+impl SimOptions {
+    /// What the command line's `requires` and `conflicts_with` say, for options from a file.
+    fn check_combinations(&self) -> anyhow::Result<()> {
+        let needs_quantum = [
+            ("write-concurrency", self.write_concurrency.is_some()),
+            ("kernel-buffer", self.kernel_buffer.is_some()),
+            ("admission", self.admission.is_some()),
+        ];
+        if let Some((name, _)) = needs_quantum.iter().find(|(_, given)| *given && self.quantum.is_none()) {
+            bail!("{name} needs quantum");
+        }
+        if self.write_concurrency_from.is_some() && self.write_concurrency.is_none() {
+            bail!("write-concurrency-from needs write-concurrency");
+        }
+        let contradictions = [
+            ("trace", "sizes", self.trace.is_some() && self.sizes.is_some()),
+            ("trace", "rho", self.trace.is_some() && self.rho.is_some()),
+            ("trace", "profile", self.trace.is_some() && self.profile.is_some()),
+            ("rho", "profile", self.rho.is_some() && self.profile.is_some()),
+            ("jobs", "duration", self.jobs.is_some() && self.duration.is_some()),
+        ];
+        if let Some((one, other, _)) = contradictions.iter().find(|(_, _, both)| *both) {
+            bail!("{one} and {other} contradict: give one");
+        }
+        Ok(())
+    }
 }
 
 /// Parses an admission policy as `serve --admission` does.
@@ -166,7 +282,7 @@ struct Summary {
     outcomes: Outcomes,
 }
 
-fn size_model(args: &SimArgs, kind: SizesArg) -> anyhow::Result<SizeModel> {
+fn size_model(args: &SimOptions, kind: SizesArg) -> anyhow::Result<SizeModel> {
     let model = match kind {
         SizesArg::Exp => SizeModel::Exponential { mean: args.mean.context("--sizes exp needs --mean BYTES")? },
         SizesArg::Bpareto => match (args.k, args.mean) {
@@ -195,7 +311,7 @@ struct Input {
     profile: Option<LoadProfile>,
 }
 
-fn input(args: &SimArgs, rate: f64) -> anyhow::Result<Input> {
+fn input(args: &SimOptions, rate: f64) -> anyhow::Result<Input> {
     if let Some(path) = &args.trace {
         let trace = load_trace(path)?;
         return Ok(Input { jobs: trace.jobs, rows: Some(trace.rows), source: format!("trace:{}", path.display()), profile: None });
@@ -220,6 +336,7 @@ fn input(args: &SimArgs, rate: f64) -> anyhow::Result<Input> {
 }
 
 pub fn run(args: SimArgs) -> anyhow::Result<()> {
+    let args = args.options()?;
     let rate = args.link / 8.0;
     if args.quantum == Some(0) {
         bail!("--quantum 0: the write quantum must be at least 1 byte (e.g. 32K)");
@@ -310,7 +427,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn fluid_policy(args: &SimArgs) -> FluidPolicy {
+fn fluid_policy(args: &SimOptions) -> FluidPolicy {
     match args.policy {
         PolicyArg::Fcfs => FluidPolicy::Fcfs,
         PolicyArg::Ps => FluidPolicy::Ps,
@@ -333,5 +450,56 @@ mod tests {
         for bad in ["", "fast", "-1Mbit", "0", "10Xbit", "1.5mbps"] {
             assert!(parse_rate(bad).unwrap_err().contains("10mbit"), "{bad}");
         }
+    }
+
+    /// `sim WORDS...` as the engine parses it, with `toml` as the file `FILE` in WORDS names.
+    fn sim(toml: &str, words: &[&str]) -> anyhow::Result<SimOptions> {
+        #[derive(clap::Parser)]
+        struct Sim {
+            #[command(flatten)]
+            args: SimArgs,
+        }
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("sojourn-sim-config-{}-{n}.toml", std::process::id()));
+        std::fs::write(&path, toml).unwrap();
+        let argv = std::iter::once("sim").chain(words.iter().map(|w| if *w == "FILE" { path.to_str().unwrap() } else { w }));
+        let result = <Sim as clap::Parser>::try_parse_from(argv).map_err(anyhow::Error::from).and_then(|sim| sim.args.options());
+        std::fs::remove_file(&path).unwrap();
+        result
+    }
+
+    const FILE: &str = "link = \"10Mbit\"\nsizes = \"surge\"\nrho = 0.9\njobs = 1000\npolicy = \"fair\"\nquantum = \"32K\"\nwrite-concurrency = 1\n";
+
+    #[test]
+    fn a_config_file_holds_the_command_lines_options() {
+        let options = sim(FILE, &["--config", "FILE"]).unwrap();
+        assert_eq!((options.link, options.sizes, options.policy, options.quantum), (1e7, Some(SizesArg::Surge), PolicyArg::Ps, Some(32_768)));
+        assert_eq!((options.seed, options.size_bins, options.bands), (1, 20, Bands::default()), "the command line's defaults");
+        let same = sim("link = 10000000\nsizes = \"exp\"\nmean = 5000\nrho = 0.5\nduration = 2\n", &["--config", "FILE"]).unwrap();
+        assert_eq!(same.link, 1e7, "a rate may be a number of bit/s");
+    }
+
+    #[test]
+    fn options_after_the_file_replace_its_keys() {
+        let options = sim(FILE, &["--config", "FILE", "--seed", "7", "--policy", "srpt", "--timing"]).unwrap();
+        assert_eq!((options.seed, options.policy, options.timing, options.jobs), (7, PolicyArg::Srpt, true, Some(1000)));
+        let err = format!("{:#}", sim(FILE, &["--config", "FILE", "--quantum", "lots"]).unwrap_err());
+        assert!(err.contains("--quantum") && err.contains("lots"), "clap's check of the option: {err}");
+        let err = format!("{:#}", sim(FILE, &["--seed", "7", "--config", "FILE"]).unwrap_err());
+        assert!(err.contains("--config"), "options go after FILE: {err}");
+        assert!(sim(FILE, &["--sizes", "surge"]).is_err(), "without --config, --link is required");
+    }
+
+    #[test]
+    fn a_bad_file_is_named_with_its_key() {
+        let err = format!("{:#}", sim(&format!("{FILE}size_bins = 3\n"), &["--config", "FILE"]).unwrap_err());
+        assert!(err.contains("unknown field `size_bins`") && err.contains("--config"), "{err}");
+        let err = format!("{:#}", sim(&FILE.replace("quantum = \"32K\"\n", ""), &["--config", "FILE"]).unwrap_err());
+        assert!(err.contains("write-concurrency needs quantum"), "{err}");
+        let err = format!("{:#}", sim(&format!("{FILE}duration = 3\n"), &["--config", "FILE"]).unwrap_err());
+        assert!(err.contains("jobs and duration contradict"), "{err}");
+        let err = format!("{:#}", sim(&FILE.replace("10Mbit", "fast"), &["--config", "FILE"]).unwrap_err());
+        assert!(err.contains("fast") && err.contains("10mbit"), "{err}");
     }
 }

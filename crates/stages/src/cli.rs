@@ -6,6 +6,7 @@
 //! prints one row each (or JSON lines with `--json`).
 
 use anyhow::Context;
+use serde::Deserialize;
 use sojourn_sched::dispatch::DispatchKind;
 
 use crate::study::{self, StudyConfig, StudyResult};
@@ -16,52 +17,114 @@ use crate::study::{self, StudyConfig, StudyResult};
     Rows: completed requests, timed-out requests (expired, late, dropped or refused), \
     productivity = completed - timed out (003 §4.1), sessions aborted.")]
 pub struct StagesArgs {
+    /// Read the options from a TOML file instead, each long option a key (kebab-case:
+    /// `policy = ["dwfs"]`, `service-times = [0.5, 1, 1.5, 2]`, `weights` flat as on the
+    /// command line); options after FILE replace the file's.
+    #[arg(long, num_args = 1.., allow_hyphen_values = true, value_names = ["FILE", "OPTIONS"], conflicts_with = "StagesOptions")]
+    pub config: Vec<std::ffi::OsString>,
+    #[command(flatten)]
+    pub options: StagesOptions,
+}
+
+/// The options of `stages`, on the command line or as the keys of its `--config` file.
+#[derive(Debug, clap::Args, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct StagesOptions {
     /// Dispatch policies to run: fifo, rr, edf, wfs, dwfs (repeat or comma
     /// separate). rr and wfs run once per weight assignment.
-    #[arg(long, value_delimiter = ',', default_value = "rr,dwfs,fifo,edf")]
+    #[arg(long, value_delimiter = ',', default_values_t = defaults::policy())]
+    #[serde(default = "defaults::policy", deserialize_with = "sojourn_config::from_texts")]
     pub policy: Vec<DispatchKind>,
     /// Static weights per stage for rr (requests per round) and wfs (CPU time),
     /// comma separated (e.g. 5,1,1,1); repeat for several runs. Default: the
     /// seven assignments of 003 Table 2.
     #[arg(long, value_delimiter = ',', num_args = 1)]
+    #[serde(default)]
     pub weights: Vec<f64>,
     /// Processing time of each stage (MM, CO, SR, BR), comma separated.
-    #[arg(long, value_delimiter = ',', default_value = "0.5,1,1.5,2")]
+    #[arg(long, value_delimiter = ',', default_values_t = defaults::service_times())]
+    #[serde(default = "defaults::service_times")]
     pub service_times: Vec<f64>,
     /// Transition matrix file: one row per stage, comma- or space-separated
     /// probabilities or percentages (rows are normalized). Default: 003 Fig. 5.
     #[arg(long)]
+    #[serde(default)]
     pub transitions: Option<std::path::PathBuf>,
     /// Delay bound of every request, in the same unit as the service times.
-    #[arg(long, default_value_t = 20.0)]
+    #[arg(long, default_value_t = defaults::timeout())]
+    #[serde(default = "defaults::timeout")]
     pub timeout: f64,
     /// Simulated duration.
-    #[arg(long, default_value_t = 10_000.0)]
+    #[arg(long, default_value_t = defaults::duration())]
+    #[serde(default = "defaults::duration")]
     pub duration: f64,
     /// Closed-loop clients, each running one session at a time (ignored with --session-rate).
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = defaults::clients())]
+    #[serde(default = "defaults::clients")]
     pub clients: usize,
     /// Open loop: Poisson session arrivals per time unit instead of closed-loop clients.
     #[arg(long, default_value_t = 0.0)]
+    #[serde(default)]
     pub session_rate: f64,
     /// Mean requests per session (geometric). Default: sessions end only by abort.
     #[arg(long)]
+    #[serde(default)]
     pub session_length: Option<f64>,
     /// Pause between a response and the session's next request.
     #[arg(long, default_value_t = 0.0)]
+    #[serde(default)]
     pub think_time: f64,
     /// Use each stage's processing time exactly instead of exponential with that mean.
     #[arg(long)]
+    #[serde(default)]
     pub deterministic_service: bool,
     /// Random seed (same seed, same result).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = defaults::seed())]
+    #[serde(default = "defaults::seed")]
     pub seed: u64,
     /// Print one JSON object per run instead of a table.
     #[arg(long)]
+    #[serde(default)]
     pub json: bool,
 }
 
+/// Defaults of options, one value for the command line and the `--config` file (003 §4.1's study).
+mod defaults {
+    use sojourn_sched::dispatch::DispatchKind;
+
+    pub fn policy() -> Vec<DispatchKind> {
+        vec![DispatchKind::RoundRobin, DispatchKind::Dwfs, DispatchKind::Fifo, DispatchKind::Edf]
+    }
+    /// MM, CO, SR, BR (003 §4.1).
+    pub fn service_times() -> Vec<f64> {
+        vec![0.5, 1.0, 1.5, 2.0]
+    }
+    pub fn timeout() -> f64 {
+        20.0
+    }
+    pub fn duration() -> f64 {
+        10_000.0
+    }
+    pub fn clients() -> usize {
+        20
+    }
+    pub fn seed() -> u64 {
+        1
+    }
+}
+
+impl StagesArgs {
+    /// The options: the command line's, or the `--config` file's with the options after it.
+    pub fn options(self) -> anyhow::Result<StagesOptions> {
+        if self.config.is_empty() {
+            return Ok(self.options);
+        }
+        sojourn_config::file_then_options(&self.config, "sojourn-engine stages")
+    }
+}
+
 pub fn run(args: StagesArgs) -> anyhow::Result<()> {
+    let args = args.options()?;
     let transitions = match &args.transitions {
         Some(path) => read_transitions(path)?,
         None => study::fig5_transitions(),

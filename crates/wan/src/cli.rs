@@ -20,7 +20,7 @@ use anyhow::Context;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::config::Config;
+use crate::config::{Config, RunOptions};
 use crate::emulator::{Direction, Emulator, GsoCounters, Offload, PipeReport};
 use sojourn_sys::clock::monotonic_ns;
 use sojourn_sys::fd::poll_readable;
@@ -35,34 +35,13 @@ use sojourn_sys::tun::Tun;
 /// the device and routes through it; see docs/testbed.md for the config format.
 #[derive(Debug, clap::Args)]
 pub struct WanArgs {
-    /// TOML config: tun = NAME, seed = N, [[groups]] with name, addrs, mtu, down = {...}, up = {...} (docs/testbed.md).
+    /// TOML config, kebab-case keys: tun = NAME, seed = N, any option below, and
+    /// [[groups]] with name, addrs, mtu, down = {...}, up = {...} (docs/testbed.md).
     #[arg(long)]
     pub config: PathBuf,
-    /// Per-pipe counters CSV, one row per pipe per interval and a final one at exit.
-    #[arg(long)]
-    pub counters: Option<PathBuf>,
-    /// Seconds between counter rows.
-    #[arg(long, default_value_t = 1.0, value_parser = parse_interval)]
-    pub interval: f64,
-    /// JSON summary written at exit: final counters and release lateness percentiles.
-    #[arg(long)]
-    pub summary: Option<PathBuf>,
-    /// Run under SCHED_FIFO at this priority (1-99) so delays stay precise on a
-    /// busy machine; the loop sleeps in poll, so it only uses the CPU it needs.
-    #[arg(long, value_parser = clap::value_parser!(i32).range(1..=99))]
-    pub realtime: Option<i32>,
-    /// Read single packets only. By default, when some pipe only delays, the TUN
-    /// device hands over TCP GSO packets (up to 64 KiB) and those pipes hold them
-    /// whole; pipes with loss or a rate always act on each segment.
-    #[arg(long)]
-    pub no_offload: bool,
-}
-
-fn parse_interval(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(value) if (0.01..=3600.0).contains(&value) => Ok(value),
-        _ => Err(format!("{text:?}: expected seconds between 0.01 and 3600")),
-    }
+    /// Options given here replace the file's keys of the same name.
+    #[command(flatten)]
+    pub options: RunOptions,
 }
 
 /// The largest IP packet plus a vnet header.
@@ -78,15 +57,16 @@ const SPIN_NS: u64 = 50_000;
 pub fn run(args: WanArgs) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(&args.config).with_context(|| format!("reading --config {}", args.config.display()))?;
     let config = Config::from_toml(&text).with_context(|| format!("--config {}", args.config.display()))?;
-    let offload = if args.no_offload { Offload::Off } else { Offload::Auto };
+    let options = args.options.over(config.run.clone());
+    let offload = if options.no_offload == Some(true) { Offload::Off } else { Offload::Auto };
     let mut emulator = Emulator::new(&config, offload)?;
-    let mut counters = args.counters.as_ref().map(CounterWriter::create).transpose()?;
+    let mut counters = options.counters.as_ref().map(CounterWriter::create).transpose()?;
     let tun = Tun::open(&config.tun, emulator.vnet_headers()).with_context(|| format!("attaching to TUN device {} (needs CAP_NET_ADMIN)", config.tun))?;
     let mut timer = Timer::new().context("timerfd_create")?;
     signals::stop_on_sigint_sigterm(SecondSignal::KeepsStopping).context("installing SIGINT/SIGTERM handlers")?;
     // Without this the kernel may fire our timer up to 50 µs late.
     let _ = thread::set_timer_slack(Duration::from_nanos(1));
-    if let Some(priority) = args.realtime {
+    if let Some(priority) = options.realtime {
         if let Err(err) = thread::set_realtime_priority(priority) {
             eprintln!("sojourn-engine wan: SCHED_FIFO {priority} refused ({err}); running at normal priority");
         }
@@ -94,7 +74,7 @@ pub fn run(args: WanArgs) -> anyhow::Result<()> {
     println!("ready");
     io::stdout().flush()?;
 
-    let interval_ns = (args.interval * 1e9) as u64;
+    let interval_ns = (options.interval_s() * 1e9) as u64;
     let start = monotonic_ns();
     let mut next_counters = start + interval_ns;
     let mut lateness = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds");
@@ -149,7 +129,7 @@ pub fn run(args: WanArgs) -> anyhow::Result<()> {
     if let Some(writer) = counters.as_mut() {
         writer.write(end - start, &emulator.reports())?;
     }
-    if let Some(path) = &args.summary {
+    if let Some(path) = &options.summary {
         let summary = Summary {
             elapsed_s: (end - start) as f64 / 1e9,
             pipes: emulator.reports(),

@@ -6,7 +6,7 @@
 //! - `pipe`: one direction of a link: loss -> drop-tail queue -> rate -> delay;
 //! - `offload`: vnet headers and cutting GSO packets into segments;
 //! - `packet`: IPv4/TCP views (etherparse) for classification and MSS clamping;
-//! - `config`: the JSON configuration the testbed writes;
+//! - `config`: the TOML configuration (`wan --config`) the testbed writes;
 //! - `emulator`: packets to pipes by client address, counters;
 //! - `cli`: the `wan` subcommand's event loop.
 

@@ -293,7 +293,7 @@ def build_report(directory: str | Path, baseline: str | None = None, export_dir:
     if bands is not None:
         parts.append("<h2>Uplink priority bands</h2><p>Bytes sent and packets dropped per band of the uplink "
                      "(band 0 = fewest bytes left, 000 §3; default = unclassified: SYN-ACKs, ACKs and every packet "
-                     "of a server that sets no priority), from <code>sojourn-engine bands show</code> after the load.</p>"
+                     "of a server that sets no priority), from each uplink leaf's qdisc counters after the load.</p>"
                      + bands.to_html(index=False, border=0))
     if periods:
         frame = pd.DataFrame(periods)

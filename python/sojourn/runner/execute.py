@@ -36,6 +36,7 @@ from sojourn.runner.inputs import Inputs, poisson_from_catalogue
 from sojourn.runner.loadfile import LoadFile
 from sojourn.runner.plan import load_seconds
 from sojourn.runner.spec import Run
+from sojourn.testbed.uplink import uplink_stats
 
 
 @dataclass
@@ -237,7 +238,7 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                 end = tb.describe()
                 layout.write_json(directory / "network_end.json", {"qdisc": end["qdisc"], "class": end["class"],
                                                                    "emulator": end["emulator"]})
-                _save_bands(tb, engine, run.config["network"]["bands"], directory / "bands.json")
+                _save_bands(tb, directory / "bands.json")
                 if tb.server_cpu:
                     layout.write_json(directory / "server_cpu.json", tb.server_cpu.stats())
     except KeyboardInterrupt as interrupt:
@@ -329,15 +330,12 @@ def _at_load_fraction(tb, engine: Path, inputs: Inputs, target: str, directory: 
     return _run_load(tb, engine, run_file, progress, on_progress, limit_s)
 
 
-def _save_bands(tb, engine: Path, cutoffs: str, path: Path) -> None:
-    """Per-band sent/dropped/backlog of the uplink from `sojourn-engine bands show --json`
-    (docs/server.md), when the run has bands."""
-    if not cutoffs:
-        return
-    answer = tb.run(tb.server_ns, [str(engine), "bands", "show", "--dev", tb.uplink_dev, "--json",
-                                   "--bands", str(len(cutoffs.split(",")) + 1)], capture_output=True)
-    if answer.returncode == 0:
-        path.write_bytes(answer.stdout)
+def _save_bands(tb, path: Path) -> None:
+    """Per-band sent/dropped/backlog of the uplink (sojourn.testbed.uplink.uplink_stats), one
+    JSON object per line, when the run has bands."""
+    if tb.config.cutoffs:
+        rows = uplink_stats(tb.server_ns, tb.uplink_dev, tb.config.cutoffs)
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows))
 
 
 def _save_server_metrics(tb, peer: servers.Server, path: Path) -> None:

@@ -13,7 +13,7 @@ repetition: ``<run>/<rep>/`` with
 | ``records.csv``, ``intervals.csv``, ``load_summary.json`` | the load generator (docs/formats.md) |
 | ``counters.csv`` | the testbed's kernel counters (docs/testbed.md) |
 | ``server_metrics.txt`` | the server's own counters after the load (sojourn /metrics, nginx stub_status, apache2 mod_status) |
-| ``bands.json`` | per-band sent/dropped/backlog of the uplink (``sojourn-engine bands show --json``), runs with bands |
+| ``bands.json`` | per-band sent/dropped/backlog of the uplink (``sojourn.testbed.uplink.uplink_stats``), runs with bands |
 | ``network_end.json`` | the uplink's ``tc -s`` qdisc and class statistics after the load (bytes per band) |
 | ``summary.json`` | sojourn.analysis over the above |
 | ``records.parquet``, ``intervals.parquet``, ``ideal.parquet``, ``format.json`` | written when the repetition finishes (sojourn.runner.derived.write_derived, result format 2): the CSVs as Parquet, the ideal PS/SRPT schedules of its requests; ``derived.log`` says what could not be written |

@@ -1,5 +1,6 @@
 """The ``sojourn-engine load --config`` file: one run of the load generator as a typed
-document (crates/load/src/config_file.rs reads it; docs/load.md "Config file").
+document (crates/load/src/cli.rs deserializes it into the mode's options; docs/load.md
+"Config file").
 
 Each field is the load option of the same name (``requests_per_conn`` is
 ``--requests-per-conn``); None leaves the option to the generator's default. The runner

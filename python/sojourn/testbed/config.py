@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass, field
 
 from sojourn.testbed.sysnet import DEVICE_ROLES
+from sojourn.testbed.uplink import LeafQueue, uplink_commands
 
 SERVER_ADDR = "10.77.0.1"
 SERVER_NET_PREFIXLEN = 24
@@ -225,9 +226,12 @@ class TestbedConfig:
                f"queue_bytes={self.queue_bytes}, accepted None or >= 1500")
         _check(self.queue_packets is None or self.queue_packets >= 1,
                f"queue_packets={self.queue_packets}, accepted None or >= 1")
-        _check(not (self.queue_bytes and self.queue_packets),
-               f"queue_bytes={self.queue_bytes} and queue_packets={self.queue_packets}: give one queue limit, not both")
-        parse_bands(self.bands)
+        # The uplink builder's own rules (one queue limit, a rate the bands' leaves fit in),
+        # checked here so a bad config fails before any device exists.
+        try:
+            uplink_commands("check", self.link_bps, self.uplink_queue, self.cutoffs)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
         _check(self.server_cpus is None or 0.01 <= self.server_cpus <= 1024,
                f"server_cpus={self.server_cpus}, accepted None or 0.01..1024")
         object.__setattr__(self, "groups", tuple(self.groups))
@@ -243,6 +247,10 @@ class TestbedConfig:
     @property
     def cutoffs(self) -> list[int] | None:
         return parse_bands(self.bands)
+
+    @property
+    def uplink_queue(self) -> LeafQueue:
+        return LeafQueue.of(self.queue_bytes, self.queue_packets)
 
     @property
     def uses_emulator(self) -> bool:

@@ -34,27 +34,31 @@ READY_TIMEOUT_S = 10.0
 # server, builds) and peers run under chrt at lower real-time priorities, so
 # emulated delays do not absorb their CPU contention.
 REALTIME_PRIORITY = 50
+COUNTERS_FILE = "wan_counters.csv"
+SUMMARY_FILE = "wan_summary.json"
 
 
 def direction(group: WanGroup) -> dict:
     """One direction's pipeline parameters: half the RTT each way; an unset rate or
     queue is left out (the emulator's default: no rate limit, a queue from the BDP)."""
     return {key: value for key, value in {
-        "delay_ms": group.rtt_ms / 2,
-        "jitter_ms": group.jitter_ms / 2,
+        "delay-ms": group.rtt_ms / 2,
+        "jitter-ms": group.jitter_ms / 2,
         "reorder": group.reorder,
         "loss": group.loss,
-        "loss_model": group.loss_model,
-        "conditional_loss": group.conditional_loss,
-        "rate_bps": group.rate_bps,
-        "queue_bytes": group.queue_bytes,
-        "queue_packets": group.queue_packets,
+        "loss-model": group.loss_model,
+        "conditional-loss": group.conditional_loss,
+        "rate-bps": group.rate_bps,
+        "queue-bytes": group.queue_bytes,
+        "queue-packets": group.queue_packets,
     }.items() if value is not None}
 
 
-def emulator_config(cfg: TestbedConfig, addrs: dict[str, list[str]]) -> dict:
-    """The ``sojourn-engine wan --config`` document for ``cfg``."""
-    return {
+def emulator_config(cfg: TestbedConfig, addrs: dict[str, list[str]], workdir: Path | None = None) -> dict:
+    """The ``sojourn-engine wan --config`` document for ``cfg``: the links and, with
+    ``workdir``, how the program runs (its counters and summary there, once a second,
+    at ``REALTIME_PRIORITY``)."""
+    document = {
         "tun": cfg.dev("t"),
         "seed": cfg.seed,
         "groups": [
@@ -62,6 +66,10 @@ def emulator_config(cfg: TestbedConfig, addrs: dict[str, list[str]]) -> dict:
             for g in cfg.groups
         ],
     }
+    if workdir is not None:
+        document |= {"counters": str(workdir / COUNTERS_FILE), "summary": str(workdir / SUMMARY_FILE), "interval": 1.0,
+                     "realtime": REALTIME_PRIORITY, "no-offload": not cfg.emulator_offload}
+    return document
 
 
 class Emulator:
@@ -72,10 +80,10 @@ class Emulator:
         self.ns = cfg.ns("rtr")
         self.tun = cfg.dev("t")
         self.config_path = workdir / "wan.toml"
-        self.counters_path = workdir / "wan_counters.csv"
-        self.summary_path = workdir / "wan_summary.json"
+        self.counters_path = workdir / COUNTERS_FILE
+        self.summary_path = workdir / SUMMARY_FILE
         self.log_path = workdir / "wan.log"
-        self.document = emulator_config(cfg, cfg.group_addrs())
+        self.document = emulator_config(cfg, cfg.group_addrs(), workdir)
         self.proc: subprocess.Popen | None = None
 
     def start(self, spawn: Callable[..., subprocess.Popen]) -> subprocess.Popen:
@@ -84,9 +92,7 @@ class Emulator:
         sysnet.ip(self.ns, "tuntap", "add", "dev", self.tun, "mode", "tun")
         sysnet.ip(self.ns, "link", "set", "dev", self.tun, "txqueuelen", str(TUN_QUEUE_PACKETS), "up")
         sysnet.set_sysctls(self.ns, {f"net.ipv4.conf.{self.tun}.rp_filter": "0"})
-        argv = [str(engine_path()), "wan", "--config", str(self.config_path),
-                "--counters", str(self.counters_path), "--summary", str(self.summary_path), "--interval", "1",
-                "--realtime", str(REALTIME_PRIORITY)] + ([] if self.cfg.emulator_offload else ["--no-offload"])
+        argv = [str(engine_path()), "wan", "--config", str(self.config_path)]
         with open(self.log_path, "w") as log:
             self.proc = spawn(self.ns, argv, stdout=subprocess.PIPE, stderr=log, text=True)
         ready, _, _ = select.select([self.proc.stdout], [], [], READY_TIMEOUT_S)

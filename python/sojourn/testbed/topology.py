@@ -141,7 +141,7 @@ class Testbed:
         for ns, gateway, dev, knobs in ((srv, ROUTER_SERVER_SIDE, s, cfg.tcp), (cli, ROUTER_CLIENT_SIDE, c, client_tcp)):
             sysnet.set_sysctls(ns, knobs.sysctls())
             sysnet.ip(ns, "route", "replace", "default", "via", gateway, "dev", dev, *knobs.route_metrics())
-        uplink.shape_uplink(srv, s, cfg.link_bps, cfg.queue_bytes, cfg.cutoffs, cfg.queue_packets)
+        uplink.shape_uplink(srv, s, cfg.link_bps, cfg.uplink_queue, cfg.cutoffs)
         for ns, side, knobs in ((srv, "srv", cfg.tcp), (cli, "cli", client_tcp)):
             if knobs.initial_rto_ms is not None:
                 self._initial_rto[ns] = InitialRto(cfg.prefix, side, knobs.initial_rto_ms)
