@@ -41,7 +41,7 @@ def _safe(runs: dict) -> bool:
     return all(row["inside_solo_interval"] and row["valid"] == row["complete"] == row["n"] for row in runs.values())
 
 
-def measured_concurrency(experiment) -> int:
+def measured_concurrency(experiment, docs: Path = DOCS) -> int:
     """The most testbeds at once measured to change nothing for the kind of testbed the
     experiment's runs use, with the WAN emulator or without: the largest N such that every
     count from 2 to N was measured (bench/concurrency, docs/reproduction/concurrency/*.json,
@@ -51,7 +51,7 @@ def measured_concurrency(experiment) -> int:
 
     emulator = _uses_emulator(experiment)
     safe: dict[int, bool] = {}
-    for path in sorted((DOCS / "concurrency").glob("*.json")):
+    for path in sorted((docs / "concurrency").glob("*.json")):
         try:
             data = json.loads(path.read_text())
             if _uses_emulator(load_spec(REPO / data["spec"])) != emulator:

@@ -9,7 +9,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from sojourn.reproduce import PAPERS, load_paper
+from sojourn.reproduce import PAPERS, REPO, load_paper
 from sojourn.reproduce.rows import NEGATIVE
 
 # How each kind's verdicts are counted in the summary, in this order.
@@ -98,6 +98,16 @@ def summary_lines(docs: Path) -> list[str]:
 CONCURRENCY = "concurrency"  # docs/reproduction/concurrency/<experiment>.json, from bench/concurrency/compare.py
 
 
+def _defaults(docs: Path) -> str:
+    """The measured default count for testbeds without and with the WAN emulator."""
+    from sojourn.reproduce.publish import measured_concurrency
+    from sojourn.runner.spec import load_spec
+
+    kinds = (("without the WAN emulator", "experiments/000/concurrency.toml"),
+             ("with it", "experiments/000/concurrency-rtt.toml"))
+    return ", ".join(f"{measured_concurrency(load_spec(REPO / spec), docs)} {kind}" for kind, spec in kinds)
+
+
 def concurrency_lines(docs: Path) -> list[str]:
     """The solo-against-concurrent check of `sojourn reproduce --concurrency`'s default, one
     table per published comparison (bench/concurrency/run.sh, compare.py --json)."""
@@ -110,7 +120,8 @@ def concurrency_lines(docs: Path) -> list[str]:
              "that changes what is measured was measured: the same spec solo and with N testbeds at once "
              "(`bench/concurrency/run.sh`), each count's mean response times against the solo repetitions' 90% "
              "intervals. A count is safe when every mean lies inside them and every repetition is complete and "
-             "valid."]
+             "valid. The default of `sojourn reproduce` is, for each kind of testbed, the largest N with every count "
+             f"from 2 to N measured safe in every comparison of that kind: {_defaults(docs)}."]
     for path in files:
         data = json.loads(path.read_text())
         measured_counts = ", ".join(sorted(data["counts"], key=int))
