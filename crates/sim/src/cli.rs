@@ -58,8 +58,10 @@ pub struct SimArgs {
     /// `link = "10Mbit"`, `write-concurrency = 1`); options after FILE replace the file's.
     #[arg(long, num_args = 1.., allow_hyphen_values = true, value_names = ["FILE", "OPTIONS"], conflicts_with = "SimOptions")]
     pub config: Vec<std::ffi::OsString>,
+    /// None only with --config (the two conflict): `link` is required, so the command
+    /// line's options cannot be built from the file's words.
     #[command(flatten)]
-    pub options: SimOptions,
+    pub options: Option<SimOptions>,
 }
 
 /// The options of `sim`, on the command line or as the keys of its `--config` file.
@@ -208,8 +210,8 @@ fn bytes<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::E
 impl SimArgs {
     /// The options: the command line's, or the `--config` file's with the options after it.
     pub fn options(self) -> anyhow::Result<SimOptions> {
-        if self.config.is_empty() {
-            return Ok(self.options);
+        if let Some(options) = self.options {
+            return Ok(options);
         }
         let options: SimOptions = sojourn_config::file_then_options(&self.config, "sojourn-engine sim")?;
         options.check_combinations()?;

@@ -214,7 +214,7 @@ mod tests {
 tun = "t"
 seed = 5
 groups = [{ name = "near", addrs = ["10.78.0.1"] },
-          { name = "far", addrs = ["10.78.1.1"], mtu = 576, down = { delay_ms = 10 }, up = { delay_ms = 20 } }]
+          { name = "far", addrs = ["10.78.1.1"], mtu = 576, down = { delay-ms = 10 }, up = { delay-ms = 20 } }]
 "#;
 
     fn tcp(src: [u8; 4], dst: [u8; 4], syn: bool) -> Vec<u8> {
@@ -268,8 +268,8 @@ groups = [{ name = "near", addrs = ["10.78.0.1"] },
     fn gso_packets_stay_whole_through_delay_and_are_cut_for_a_rate() {
         let config = r#"
 tun = "t"
-groups = [{ name = "delay", addrs = ["10.78.0.1"], down = { delay_ms = 10 } },
-          { name = "rate", addrs = ["10.78.1.1"], down = { rate_bps = 12000000 } }]
+groups = [{ name = "delay", addrs = ["10.78.0.1"], down = { delay-ms = 10 } },
+          { name = "rate", addrs = ["10.78.1.1"], down = { rate-bps = 12000000 } }]
 "#;
         let mut emu = Emulator::new(&Config::from_toml(config).unwrap(), Offload::Auto).unwrap();
         assert!(emu.vnet_headers(), "a delay-only pipe turns offload on");
@@ -293,7 +293,7 @@ groups = [{ name = "delay", addrs = ["10.78.0.1"], down = { delay_ms = 10 } },
         assert_eq!((reports[2].counters.forwarded, reports[2].counters.forwarded_bytes), (3, 4000 + 3 * 40));
         let only_rate = r#"
 tun = "t"
-groups = [{ name = "r", addrs = ["10.78.1.1"], down = { rate_bps = 1000000 }, up = { rate_bps = 1000000 } }]
+groups = [{ name = "r", addrs = ["10.78.1.1"], down = { rate-bps = 1000000 }, up = { rate-bps = 1000000 } }]
 "#;
         assert!(!Emulator::new(&Config::from_toml(only_rate).unwrap(), Offload::Auto).unwrap().vnet_headers());
     }
