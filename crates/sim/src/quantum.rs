@@ -288,7 +288,6 @@ mod tests {
     use crate::fluid::{simulate, FluidPolicy, Job};
 
     fn run(policy: PolicyKind, quantum: u64, concurrency: Option<usize>, buffer: Option<u64>, list: &[(f64, f64)]) -> Vec<f64> {
-        let jobs: Vec<Job> = list.iter().map(|&(arrival, size)| Job { arrival, size }).collect();
         run_from(policy, quantum, concurrency, None, buffer, list)
     }
 
