@@ -158,7 +158,7 @@ def test_the_default_concurrency_is_the_measured_one_for_the_experiments_testbed
     """sojourn reproduce runs as many testbeds at once as bench/concurrency measured safe for
     the kind the experiment uses (with the WAN emulator or without): every count up to it
     measured, and safe in every comparison that measured it; one where nothing was."""
-    from sojourn.reproduce import publish
+    from sojourn.reproduce.concurrency import measured_concurrency
     from sojourn.runner.spec import validate
 
     lan = validate({"name": "lan", "workload": {"rho": 0.5}})
@@ -166,7 +166,7 @@ def test_the_default_concurrency_is_the_measured_one_for_the_experiments_testbed
                     "network": {"groups": [{"name": "far", "rtt_ms": 100}]}})
     measured = tmp_path / "concurrency"
     measured.mkdir()
-    assert (publish.measured_concurrency(lan, tmp_path), publish.measured_concurrency(wan, tmp_path)) == (1, 1)
+    assert (measured_concurrency(lan, tmp_path), measured_concurrency(wan, tmp_path)) == (1, 1)
 
     def comparison(name: str, spec: str, verdicts: dict[int, bool]) -> None:
         row = lambda inside: {"inside_solo_interval": inside, "n": 3, "valid": 3, "complete": 3}  # noqa: E731
@@ -175,10 +175,10 @@ def test_the_default_concurrency_is_the_measured_one_for_the_experiments_testbed
 
     comparison("lan-a", "experiments/000/concurrency.toml", {1: True, 3: True, 4: True})
     comparison("wan-a", "experiments/000/concurrency-rtt.toml", {1: True, 2: True, 4: False})
-    assert (publish.measured_concurrency(lan, tmp_path), publish.measured_concurrency(wan, tmp_path)) == (1, 2)  # 2 unmeasured
+    assert (measured_concurrency(lan, tmp_path), measured_concurrency(wan, tmp_path)) == (1, 2)  # 2 unmeasured
     comparison("lan-b", "experiments/000/concurrency.toml", {1: True, 2: True})
     comparison("wan-b", "experiments/000/concurrency-rtt.toml", {1: True, 2: False, 3: True})
-    assert (publish.measured_concurrency(lan, tmp_path), publish.measured_concurrency(wan, tmp_path)) == (4, 1)
+    assert (measured_concurrency(lan, tmp_path), measured_concurrency(wan, tmp_path)) == (4, 1)
 
 
 def test_published_repetitions_of_the_same_spec_are_restored_as_complete_results(tmp_path):

@@ -18,7 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-from sojourn.reproduce import DOCS, REPO, Entry, Paper
+from sojourn.reproduce import REPO, Entry, Paper
+from sojourn.reproduce.concurrency import measured_concurrency
 from sojourn.reproduce.doc import relative_paths
 
 # Per repetition: the files summary numbers come from (no per-request records; the kernel
@@ -29,41 +30,6 @@ REP_FILES = ("run.json", "status.json", "summary.json", "bands.json", "load_summ
 
 def results_root(results: Path, paper: Paper, quick: bool) -> Path:
     return Path(results) / "reproduce" / (paper.tag + ("-quick" if quick else ""))
-
-
-def _uses_emulator(experiment) -> bool:
-    return any(run.plan.testbed.uses_emulator for run in experiment.runs)
-
-
-def _safe(runs: dict) -> bool:
-    """A count of one comparison is safe when every run's mean lay inside its solo interval
-    and every repetition was complete and valid (bench/concurrency/compare.py)."""
-    return all(row["inside_solo_interval"] and row["valid"] == row["complete"] == row["n"] for row in runs.values())
-
-
-def measured_concurrency(experiment, docs: Path = DOCS) -> int:
-    """The most testbeds at once measured to change nothing for the kind of testbed the
-    experiment's runs use, with the WAN emulator or without: the largest N such that every
-    count from 2 to N was measured (bench/concurrency, docs/reproduction/concurrency/*.json,
-    each against the solo repetitions of its own session) and found safe every time; 1
-    where nothing was measured."""
-    from sojourn.runner.spec import SpecError, load_spec
-
-    emulator = _uses_emulator(experiment)
-    safe: dict[int, bool] = {}
-    for path in sorted((docs / "concurrency").glob("*.json")):
-        try:
-            data = json.loads(path.read_text())
-            if _uses_emulator(load_spec(REPO / data["spec"])) != emulator:
-                continue
-            for count, runs in data["counts"].items():
-                safe[int(count)] = safe.get(int(count), True) and _safe(runs)
-        except (OSError, KeyError, TypeError, ValueError, SpecError):
-            continue
-    testbeds = 1
-    while safe.get(testbeds + 1):
-        testbeds += 1
-    return testbeds
 
 
 # Per repetition besides its load: testbed, server, drain and analysis (259-261 s a repetition

@@ -100,7 +100,7 @@ CONCURRENCY = "concurrency"  # docs/reproduction/concurrency/<experiment>.json, 
 
 def _defaults(docs: Path) -> str:
     """The measured default count for testbeds without and with the WAN emulator."""
-    from sojourn.reproduce.publish import measured_concurrency
+    from sojourn.reproduce.concurrency import measured_concurrency
     from sojourn.runner.spec import load_spec
 
     kinds = (("without the WAN emulator", "experiments/000/concurrency.toml"),
