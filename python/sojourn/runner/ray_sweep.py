@@ -47,7 +47,7 @@ def _run_point(run, rep: int, run_index: int, name: str, spec_text: str, prefix:
         state = run_point(point, layout.experiment_dir(root, name), spec_text, prefix)
         archive = io.BytesIO()
         with tarfile.open(fileobj=archive, mode="w:gz") as tar:
-            tar.add(rep_directory, arcname=".")
+            tar.add(point.directory, arcname=".")
         context = ray.get_runtime_context()
         return {"state": state, "archive": archive.getvalue(), "root": str(root), "node_id": context.get_node_id(),
                 "node_ip": ray.util.get_node_ip_address(), "prefix": prefix, "wall_s": time.monotonic() - started}
