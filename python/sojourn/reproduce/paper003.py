@@ -50,7 +50,7 @@ TABLE7 = {"MM": (1.6, 2.3), "CO": (27.5, 27.9), "SR": (14.5, 20.9), "BR": (6.0, 
 # (issue 13): section5 takes them as CPU time (k = 1); the think time is divided by k too, so
 # the relative load of 40-60 clients is the same in all three.
 DEMAND_RUNS = (("section5", 1, "2 / k"), ("section5-demand", 10, "2 / k"), ("section5-demand20", 20, "2 / k"),
-               ("section5-demand20-nothink", 20, "0"))
+               ("section5-demand20-nothink", 20, "0"), ("section5-demand20-nothink-continue", 20, "0"))
 
 
 def _study(ctx: Context):
