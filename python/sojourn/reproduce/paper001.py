@@ -8,7 +8,7 @@ sojourn's /metrics), and the congestion-window clamp (Fig. 18).
 from __future__ import annotations
 
 from sojourn.reproduce import Context, Entry, Paper, rows_of
-from sojourn.reproduce.rows import Measure, Row, bound, direction, point, unexplained
+from sojourn.reproduce.rows import Measure, Row, bound, direction, measured, point, unexplained
 from sojourn.runner.spec import run_name
 
 EXPERIMENTS = [
@@ -29,11 +29,24 @@ def _points(ctx: Context, entry: str, variant: str) -> list:
     return sorted({rep.sweep_value for rep in ctx.reps(entry) if rep.variant == variant and rep.sweep_value is not None})
 
 
+def _link_bound(ctx: Context, e: str) -> str:
+    """Each server's capacity as a share of its uplink, when every one came within 10% of it:
+    then the link, not the server, set the capacity (the paper's servers were CPU- and
+    disk-bound behind gigabit Ethernet)."""
+    shares = {rep.run: rep.summary["capacity_bps"] / rep.link_bps for rep in ctx.reps(e)
+              if rep.complete and rep.summary.get("capacity_bps")}
+    if not shares or min(shares.values()) < 0.9:
+        return ""
+    return (f"every server reached {min(shares.values()):.0%}-{max(shares.values()):.0%} of its uplink "
+            "(capacity_bps / link rate): the link, not the server, set the capacity here")
+
+
 def _capacity_rows(ctx: Context) -> list[Row]:
     e = "capacity"
+    link = _link_bound(ctx, e)
     return [ctx.row(e, f"{server} / apache2 infinite-demand capacity (bits/s)",
                     direction(FLASH_MBPS / APACHE_MBPS, f"the event-driven Flash / Apache: {FLASH_MBPS} / {APACHE_MBPS} Mb/s"),
-                    ctx.ratio((e, server, "capacity_bps"), (e, "apache2", "capacity_bps")))
+                    ctx.ratio((e, server, "capacity_bps"), (e, "apache2", "capacity_bps")), measured(link) if link else None)
             for server in ("sojourn", "nginx")]
 
 
