@@ -21,6 +21,7 @@ from pathlib import Path
 from sojourn.reproduce import REPO, Entry, Paper
 from sojourn.reproduce.concurrency import measured_concurrency
 from sojourn.reproduce.doc import relative_paths
+from sojourn.runner import layout
 
 # Per repetition: the files summary numbers come from (no per-request records; the kernel
 # counters' time series is small and holds the measured reasons, e.g. SYN_RECV build-up).
@@ -67,8 +68,6 @@ def restore_published(experiment, published: Path, results: Path, quick: bool) -
     without their per-request records, so the runner keeps them and a campaign goes on
     where the last checkout's stopped (results/ is not kept between checkouts,
     docs/reproduction/ is). Returns how many it restored."""
-    from sojourn.runner import layout
-
     published = Path(published)
     try:
         meta = json.loads((published / "meta.json").read_text())
@@ -97,8 +96,6 @@ def restore_published(experiment, published: Path, results: Path, quick: bool) -
 
 def _has_unpublished(directory: Path) -> bool:
     """Whether a complete repetition under ``directory`` was run here, not restored."""
-    from sojourn.runner import layout
-
     return any(layout.is_complete(status.parent) and not (status.parent / RESTORED).is_file()
                for status in Path(directory).glob("*/*/status.json"))
 
