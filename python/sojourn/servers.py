@@ -67,7 +67,7 @@ class SojournOptions:
     A new serve option is a field here, a spec key and serve's own option."""
 
     # Scheduling policy (one of POLICIES) and kernel-level SRPT bands with the uplink's
-    # cutoffs (000 §3).
+    # cutoffs (000 §3; serve reads cutoffs only for its bands).
     policy: str | None = None
     kernel_bands: bool | None = None
     cutoffs: str | None = None
@@ -141,8 +141,6 @@ def serve_toml(c: ServerConfig) -> str:
     document = {"root": c.root, "listen": f"{c.addr}:{c.port}", "threads": c.workers, "access_log": c.access_log,
                 "accept_limit": c.max_connections, "admin": f"{c.addr}:{own.admin_port}" if own.admin_port else None}
     document |= {key: value for key, value in asdict(own).items() if key != "admin_port"}
-    if not own.kernel_bands:
-        document["cutoffs"] = None  # serve reads cutoffs only for its bands
     return options_toml(document)
 
 

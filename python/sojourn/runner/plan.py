@@ -57,13 +57,14 @@ def admission_arg(server: dict, network: dict) -> str | None:
 def sojourn_options(config: dict) -> SojournOptions | None:
     """sojourn's own serve settings from the run's ``server`` table (None for other
     servers): each SPEC_KEYS key as given, its empty value or 0 leaving it to serve; the
-    cutoffs are the uplink's bands; the admin port and the stage pool's file are the
+    cutoffs are the uplink's bands when the server classifies into them; the admin port and the stage pool's file are the
     runner's to add."""
     server, network = config["server"], config["network"]
     if server["kind"] != "sojourn":
         return None
     given = {key: server[key] for key in SPEC_KEYS if server[key] is not False and server[key] not in ("", 0)}
-    return SojournOptions(**given | {"admission": admission_arg(server, network), "cutoffs": network["bands"] or None})
+    cutoffs = network["bands"] if server["kernel_bands"] else None
+    return SojournOptions(**given | {"admission": admission_arg(server, network), "cutoffs": cutoffs})
 
 
 def load_seconds(config: dict, trace_s: float | None = None) -> float:
