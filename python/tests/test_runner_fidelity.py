@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -182,3 +184,51 @@ def test_concurrent_testbeds_each_complete_in_their_own_namespaces(tmp_path):
         assert json.loads((directory / "summary.json").read_text())["completed"] > 0
     assert len(prefixes) == 3
     assert "sjfc" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+
+
+@root_only
+@pytest.mark.netns
+@pytest.mark.parametrize("stop", ["SIGTERM", "SIGINT"])
+def test_stopping_concurrent_testbeds_stops_every_worker_and_starts_nothing_more(tmp_path, stop):
+    """SIGTERM (or SIGINT) to the driver of `sojourn run --concurrency 2`: the repetitions
+    under way end partial with their namespaces removed, no worker is left running and no
+    further repetition starts (before, the workers outlived the driver and went on)."""
+    path = tmp_path / "stop.toml"
+    path.write_text(SPEC.format(name="stop", redo=0).replace("duration_s = 4", "duration_s = 60")
+                    .replace("cpu_idle_min = 0.3", "cpu_idle_min = 0.05")
+                    + "".join(f'[variants.{name}]\nserver.policy = "fair"\n' for name in "abcd"))
+    results = tmp_path / "results"
+    command = Path(sys.executable).with_name("sojourn")
+    process = subprocess.Popen([str(command), "run", str(path), "--results", str(results), "--prefix", "sjfs",
+                                "--concurrency", "2", "--no-report"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while sum((results / "stop" / name / "0" / "intervals.csv").is_file() for name in "abcd") < 2:
+            assert process.poll() is None, process.stdout.read()
+            assert time.monotonic() < deadline, "two repetitions never started"
+            time.sleep(0.2)
+        workers = children(process.pid)
+        process.send_signal(getattr(signal, stop))
+        output, _ = process.communicate(timeout=90)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 130, output[-3000:]
+    started = [name for name in "abcd" if (results / "stop" / name / "0").is_dir()]
+    assert len(started) == 2, started
+    for name in started:
+        status = json.loads((results / "stop" / name / "0" / "status.json").read_text())
+        assert status["state"] == "partial" and "interrupted" in status["reason"], status
+    time.sleep(2)  # a worker that went on would have started a repetition by now
+    assert [name for name in "abcd" if (results / "stop" / name / "0").is_dir()] == started
+    assert "sjfs" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    left = subprocess.run(["pgrep", "-f", str(results)], capture_output=True, text=True).stdout.split()
+    assert left == [], left
+    assert [pid for pid in workers if Path(f"/proc/{pid}").exists()] == [], "pool workers outlived the driver"
+
+
+def children(pid: int) -> list[int]:
+    return [int(child) for task in Path(f"/proc/{pid}/task").iterdir()
+            for child in (task / "children").read_text().split()]

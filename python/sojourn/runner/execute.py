@@ -34,7 +34,7 @@ from sojourn.runner.derived import write_derived
 from sojourn.runner import session_workload
 from sojourn.runner.inputs import Inputs, poisson_from_catalogue
 from sojourn.runner.loadfile import LoadFile
-from sojourn.runner.plan import load_seconds
+from sojourn.runner.plan import RunPlan, load_seconds
 from sojourn.runner.spec import Run
 from sojourn.testbed.uplink import uplink_stats
 
@@ -50,25 +50,6 @@ class Progress:
     in_flight: int = 0
     errors: int = 0
     completed: int = 0
-
-
-def load_file(inputs: Inputs, target: str, out: Path, workload: dict, source_addrs: list[str],
-              users: int | None = None, duration_s: float | None = None) -> LoadFile:
-    """The load generator's run (docs/load.md): ``open`` replaying the run's trace, or
-    ``closed`` (closed mode, or any call with ``users``: a capacity level) with ``users``
-    (default workload.users) for ``duration_s`` (default workload.duration_s) drawing paths
-    as often as the trace requests them."""
-    closed = users is not None or workload["mode"] == "closed"
-    aborts = bool(workload["abort_after_s"])
-    common = dict(verify_content=bool(workload["verify"]),
-                  abort_after=workload["abort_after_s"] if aborts else None, retries=workload["retries"] if aborts else None)
-    if not closed:
-        return LoadFile.of("open", workload, target, out, source_addrs, trace=inputs.trace, **common)
-    return LoadFile.of("closed", workload, target, out, source_addrs, users=users or workload["users"],
-                       duration=duration_s or workload["duration_s"], paths_file=inputs.trace.with_name("paths.txt"),
-                       think_time=f"exp:{workload['think_s']}" if workload["think_s"] else "0",
-                       # A closed user has one request outstanding: its own connection suffices.
-                       conns_per_client=1, **common)
 
 
 def versions(run: Run, engine: Path) -> dict:
@@ -215,19 +196,19 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                 # The last request may take its whole timeout; drain_s may allow longer.
                 limit_s = duration_s + max(collect["drain_s"], workload["timeout_s"]) + 10
                 if workload["mode"] == "capacity":
-                    state, reason = _capacity_levels(tb, engine, inputs, target, directory, workload, addrs, progress,
-                                                     on_progress)
+                    state, reason = _capacity_levels(tb, engine, run.plan.probe, inputs, target, directory, workload,
+                                                     addrs, progress, on_progress)
                 elif workload["mode"] == "sessions":
                     model = Path(workload["sessions"]["model_file"]) if workload["sessions"]["model_file"] else \
                         session_workload.session_model(server_cfg["stages"] or {}, workload["sessions"],
                                                        directory / "model.toml", class_map)
-                    run_file = session_workload.load_file(model, target, directory, workload, addrs)
+                    run_file = run.plan.load.placed(target, directory, addrs, inputs.trace, model=model)
                     state, reason = _run_load(tb, engine, run_file, progress, on_progress, limit_s)
                 elif workload["load_fraction"]:
-                    state, reason = _at_load_fraction(tb, engine, inputs, target, directory, workload, addrs, progress,
-                                                      on_progress, limit_s)
+                    state, reason = _at_load_fraction(tb, engine, run.plan, inputs, target, directory, workload, addrs,
+                                                      progress, on_progress, limit_s)
                 else:
-                    run_file = load_file(inputs, target, directory, workload, addrs)
+                    run_file = run.plan.load.placed(target, directory, addrs, inputs.trace)
                     state, reason = _run_load(tb, engine, run_file, progress, on_progress, limit_s)
                 tb.stop_counters()
                 died = _died_during_load(peer, tb)
@@ -286,8 +267,8 @@ def _run_load(tb, engine: Path, run_file: LoadFile, progress: Progress, on_progr
             raise
 
 
-def _capacity_levels(tb, engine: Path, inputs: Inputs, target: str, directory: Path, workload: dict, addrs: list[str],
-                     progress: Progress, on_progress) -> tuple[str, str]:
+def _capacity_levels(tb, engine: Path, probe: LoadFile, inputs: Inputs, target: str, directory: Path, workload: dict,
+                     addrs: list[str], progress: Progress, on_progress) -> tuple[str, str]:
     """002 §4.4: the server loaded by ``workload.levels`` users in turn (same server, one
     level after the other, each in level-<users>/ with its own records); capacity.json
     holds each level's throughput after its warm-up and the capacity, the most sustained."""
@@ -295,7 +276,7 @@ def _capacity_levels(tb, engine: Path, inputs: Inputs, target: str, directory: P
     for users in workload["levels"]:
         out = directory / f"level-{users}"
         out.mkdir(exist_ok=True)
-        run_file = load_file(inputs, target, out, workload, addrs, users=users, duration_s=workload["level_s"])
+        run_file = probe.placed(target, out, addrs, inputs.trace, users=users)
         state, reason = _run_load(tb, engine, run_file, progress, on_progress, workload["level_s"] + workload["timeout_s"] + 10)
         _adopt_load_summary(out)
         if state != "complete":
@@ -306,14 +287,15 @@ def _capacity_levels(tb, engine: Path, inputs: Inputs, target: str, directory: P
     return "complete", ""
 
 
-def _at_load_fraction(tb, engine: Path, inputs: Inputs, target: str, directory: Path, workload: dict, addrs: list[str],
-                      progress: Progress, on_progress, limit_s: float) -> tuple[str, str]:
+def _at_load_fraction(tb, engine: Path, plan: RunPlan, inputs: Inputs, target: str, directory: Path, workload: dict,
+                      addrs: list[str], progress: Progress, on_progress, limit_s: float) -> tuple[str, str]:
     """001 §3.1: measure the server's capacity first (infinite demand at workload.levels,
     capacity.json), then replay Poisson arrivals at load_fraction x capacity drawn from the
     catalogue (trace.csv in the repetition) on the same server."""
     from sojourn.workloads import io as trace_io
 
-    state, reason = _capacity_levels(tb, engine, inputs, target, directory, workload, addrs, progress, on_progress)
+    state, reason = _capacity_levels(tb, engine, plan.probe, inputs, target, directory, workload, addrs, progress,
+                                     on_progress)
     if state != "complete":
         return state, f"capacity probe: {reason}"
     capacity = json.loads((directory / "capacity.json").read_text())["capacity_rps"]
@@ -325,8 +307,7 @@ def _at_load_fraction(tb, engine: Path, inputs: Inputs, target: str, directory: 
     trace_io.write_trace(trace, directory / "trace.csv")
     layout.write_json(directory / "offered.json", {"capacity_rps": capacity, "load_fraction": workload["load_fraction"],
                                                    "rate_rps": rate, "requests": len(trace)})
-    runs_trace = Inputs(directory / "trace.csv", inputs.docroot, [], workload["duration_s"], len(trace))
-    run_file = load_file(runs_trace, target, directory, workload, addrs)
+    run_file = plan.load.placed(target, directory, addrs, directory / "trace.csv")
     return _run_load(tb, engine, run_file, progress, on_progress, limit_s)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import multiprocessing
+import os
 import shutil
 import signal
 import sys
@@ -115,13 +116,39 @@ def _not_started(point: Point, outcome: Outcome, on_event: Callable[[str, dict],
     on_event("done", {"run": point.run.name, "rep": point.rep, "state": NOT_STARTED, "wall_s": 0.0})
 
 
+# Set in a pool worker whose repetition was interrupted: the experiment is being stopped,
+# and the points already handed to this worker must not start.
+_worker_stopping = False
+
+
 def _pool_point(point: Point, directory: Path, spec_text: str, prefix: str, stop_at: float | None) -> str:
-    """A pool worker: one point with a namespace prefix of its own, Ctrl-C left to the
-    driver; a point whose turn comes after ``stop_at`` is not started."""
+    """A pool worker: one point with a namespace prefix of its own; a point whose turn
+    comes after ``stop_at``, or after this worker was interrupted, is not started. Between
+    points Ctrl-C is left to the driver; during one the testbed turns SIGINT and SIGTERM
+    into KeyboardInterrupt and removes what it made."""
+    global _worker_stopping
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if _too_late(stop_at):
+    if _worker_stopping or _too_late(stop_at):
         return NOT_STARTED
-    return run_point(point, directory, spec_text, task_prefix(prefix, point.index))
+    try:
+        return run_point(point, directory, spec_text, task_prefix(prefix, point.index))
+    except KeyboardInterrupt:
+        _worker_stopping = True
+        return "partial"
+
+
+def _stop_workers() -> None:
+    """SIGTERM every pool worker still alive: each one's testbed stops its processes and
+    removes its namespaces, and the worker starts no further point."""
+    for worker in multiprocessing.active_children():
+        try:
+            os.kill(worker.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+
+
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
 def _run_concurrently(todo: list[Point], directory: Path, spec_text: str, prefix: str, concurrency: int, total: int,
@@ -135,25 +162,41 @@ def _run_concurrently(todo: list[Point], directory: Path, spec_text: str, prefix
     for point in todo:
         point_inputs(point.run, directory)
     context = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(max_workers=concurrency, mp_context=context) as pool:
-        futures = {}
-        for point in todo:
-            futures[pool.submit(_pool_point, point, directory, spec_text, prefix, stop_at)] = (point, time.monotonic())
-            on_event("repetition", {"run": point.run.name, "rep": point.rep, "index": point.index, "total": total,
-                                    "skipped": False})
-        try:
-            for future in concurrent.futures.as_completed(futures):
-                point, started = futures[future]
-                try:
-                    state = future.result()
-                except Exception as err:  # noqa: BLE001 - the repetition's status.json holds the reason
-                    print(f"sojourn run: {point.run.name} repetition {point.rep}: {type(err).__name__}: {err}",
-                          file=sys.stderr)
-                    state = layout.read_status(point.directory).get("state", "partial")
-                outcome.states[(point.run.name, point.rep)] = state
-                on_event("done", {"run": point.run.name, "rep": point.rep, "state": state,
-                                  "wall_s": 0.0 if state == NOT_STARTED else time.monotonic() - started})
-        except KeyboardInterrupt:
-            for future in futures:
-                future.cancel()
-            raise
+    # SIGINT and SIGTERM stop the driver and with it its workers (none is orphaned), as the
+    # testbed does for one repetition, also where SIGINT came in ignored (a shell's
+    # background job).
+    previous = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with concurrent.futures.ProcessPoolExecutor(max_workers=concurrency, mp_context=context) as pool:
+            _drive(pool, todo, directory, spec_text, prefix, total, outcome, on_event, stop_at)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _drive(pool, todo: list[Point], directory: Path, spec_text: str, prefix: str, total: int, outcome: Outcome,
+           on_event: Callable[[str, dict], None], stop_at: float | None) -> None:
+    """Hands ``todo`` to ``pool`` and records each point's state as it ends; on Ctrl-C or
+    SIGTERM cancels what has not started and stops the workers."""
+    futures = {}
+    for point in todo:
+        futures[pool.submit(_pool_point, point, directory, spec_text, prefix, stop_at)] = (point, time.monotonic())
+        on_event("repetition", {"run": point.run.name, "rep": point.rep, "index": point.index, "total": total,
+                                "skipped": False})
+    try:
+        for future in concurrent.futures.as_completed(futures):
+            point, started = futures[future]
+            try:
+                state = future.result()
+            except Exception as err:  # noqa: BLE001 - the repetition's status.json holds the reason
+                print(f"sojourn run: {point.run.name} repetition {point.rep}: {type(err).__name__}: {err}",
+                      file=sys.stderr)
+                state = layout.read_status(point.directory).get("state", "partial")
+            outcome.states[(point.run.name, point.rep)] = state
+            on_event("done", {"run": point.run.name, "rep": point.rep, "state": state,
+                              "wall_s": 0.0 if state == NOT_STARTED else time.monotonic() - started})
+    except KeyboardInterrupt:
+        for future in futures:
+            future.cancel()
+        _stop_workers()
+        raise

@@ -1,6 +1,8 @@
 """A run's validated configuration as the typed documents its processes are started
-from: the testbed's :class:`~sojourn.testbed.TestbedConfig` and, for sojourn's own
-server, its :class:`~sojourn.servers.SojournOptions` (the serve document's own keys).
+from: the testbed's :class:`~sojourn.testbed.TestbedConfig`, for sojourn's own server its
+:class:`~sojourn.servers.SojournOptions` (the serve document's own keys), and the load
+generator's :class:`~sojourn.runner.loadfile.LoadFile` (the run's load, and the capacity
+probe's per level).
 
 Built once per run when the spec is validated (sojourn.runner.spec), so a value the
 testbed or the server cannot take is named before anything starts, and each rule lives in
@@ -12,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from sojourn.runner.inputs import trace_seconds
+from sojourn.runner.loadfile import LoadFile
 from sojourn.servers import SojournOptions
 from sojourn.testbed import TcpKnobs, TestbedConfig, WanGroup
 
@@ -26,6 +29,8 @@ SPEC_KEYS = tuple(f.name for f in fields(SojournOptions) if f.name not in ("cuto
 class RunPlan:
     testbed: TestbedConfig
     sojourn: SojournOptions | None  # None unless server.kind = "sojourn"
+    load: LoadFile | None  # the run's load; None for a capacity probe alone
+    probe: LoadFile | None  # one capacity level (users set per level); None without workload.levels
 
 
 def testbed_config(config: dict, prefix: str = CHECK_PREFIX) -> TestbedConfig:
@@ -82,6 +87,32 @@ def load_seconds(config: dict, trace_s: float | None = None) -> float:
     return trace_s if trace_s is not None else trace_seconds(workload)
 
 
+def load_files(workload: dict) -> tuple[LoadFile | None, LoadFile | None]:
+    """The load generator's documents for a run's workload (docs/load.md): the run's load
+    (``open`` replaying the trace, ``closed`` users, ``sessions``) and the capacity probe's
+    level (closed users for ``level_s``), each without where it runs."""
+    connections = dict(seed=workload["seed"], timeout=workload["timeout_s"], requests_per_conn=workload["persistent"],
+                       conns_per_client=workload["max_connections_per_client"])
+    if workload["mode"] == "sessions":
+        # /stage/ bodies are not the docroot's, and a session's failure is its own rule (on_failure).
+        return LoadFile(**connections, mode="sessions", duration=workload["duration_s"]), None
+    aborts = bool(workload["abort_after_s"])
+    common = connections | dict(verify_content=bool(workload["verify"]),
+                                abort_after=workload["abort_after_s"] if aborts else None,
+                                retries=workload["retries"] if aborts else None)
+    # A closed user has one request outstanding: its own connection suffices.
+    closed = common | dict(mode="closed", conns_per_client=1,
+                           think_time=f"exp:{workload['think_s']}" if workload["think_s"] else "0")
+    probe = LoadFile(**closed, duration=workload["level_s"]) if workload["levels"] else None
+    mode = workload["mode"]
+    if mode == "capacity":
+        return None, probe
+    if mode == "closed":
+        return LoadFile(**closed, users=workload["users"], duration=workload["duration_s"]), probe
+    return LoadFile(**common | dict(mode="open")), probe
+
+
 def plan_of(config: dict) -> RunPlan:
     """The run's plan; raises the testbed's ConfigError for what it cannot build."""
-    return RunPlan(testbed=testbed_config(config), sojourn=sojourn_options(config))
+    load, probe = load_files(config["workload"])
+    return RunPlan(testbed=testbed_config(config), sojourn=sojourn_options(config), load=load, probe=probe)

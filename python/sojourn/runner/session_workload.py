@@ -18,7 +18,6 @@ from pathlib import Path
 import tomli_w
 
 from sojourn import papers
-from sojourn.runner.loadfile import LoadFile
 from sojourn.runner.spec import stage_classes
 
 # The stage pool's defaults (docs/dwfs.md), from sojourn/papers.toml: 003 §4.1's stages
@@ -100,8 +99,3 @@ def class_map(classes: list[dict], source_addrs: list[str]) -> dict:
         indices.append(next((i for i, nets in enumerate(parsed) if any(ip in net for net in nets)), len(classes) - 1))
     return {"source_addrs": source_addrs, "address_classes": indices, "class_names": [c["name"] for c in classes],
             "delay_bounds_s": [c["timeout_ms"] / 1000 for c in classes]}
-
-
-def load_file(model: Path, target: str, out: Path, workload: dict, source_addrs: list[str]) -> LoadFile:
-    """The ``sojourn-engine load sessions`` run (docs/load.md)."""
-    return LoadFile.of("sessions", workload, target, out, source_addrs, model=model, duration=workload["duration_s"])
