@@ -17,8 +17,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 def engine_path(build: bool = True) -> Path:
     """The ``sojourn-engine`` to run: ``$SOJOURN_ENGINE`` if set, else the
-    workspace's release build, built with cargo first when missing and ``build``;
-    outside a checkout, the one ``pip install`` put beside the interpreter."""
+    workspace's release build, built with cargo first when missing or older than a source
+    of the workspace and ``build`` (without ``build`` either is an error: a result must
+    come from the checkout it records); outside a checkout, the one ``pip install`` put
+    beside the interpreter."""
     override = os.environ.get("SOJOURN_ENGINE")
     if override:
         path = Path(override)
@@ -30,12 +32,21 @@ def engine_path(build: bool = True) -> Path:
     installed = Path(sys.executable).parent / "sojourn-engine"
     if not path.is_file() and not (REPO / "Cargo.toml").is_file() and installed.is_file():
         return installed
-    if not path.is_file():
+    newer = not path.is_file() or newer_source(path.stat().st_mtime)
+    if newer:
         if not build:
-            raise FileNotFoundError(f"{path} is missing: run `make build`")
+            why = "is missing" if newer is True else f"is older than {newer.relative_to(REPO)}"
+            raise FileNotFoundError(f"{path} {why}: run `make build`")
         cargo = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
         subprocess.run([cargo, "build", "--release", "-p", "sojourn-engine"], cwd=REPO, check=True)
     return path
+
+
+def newer_source(built: float) -> Path | None:
+    """A source of the Rust workspace (a crate's file, a manifest, the lock file) changed
+    after ``built`` (a modification time), or None."""
+    sources = [REPO / "Cargo.toml", REPO / "Cargo.lock", *(REPO / "crates").rglob("*")]
+    return next((source for source in sources if source.is_file() and source.stat().st_mtime > built), None)
 
 
 def options_toml(options) -> str:

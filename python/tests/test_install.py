@@ -31,3 +31,17 @@ def test_pip_install_ships_the_engine(tmp_path):
     site = subprocess.run([str(env_dir / "bin" / "python"), "-c", "import sojourn, pathlib; print(pathlib.Path(sojourn.__file__).parent)"],
                           capture_output=True, text=True, cwd=tmp_path, timeout=60)
     assert site.stdout.strip().startswith(str(env_dir)), site.stdout + site.stderr
+
+
+def test_an_engine_older_than_a_source_is_not_run(monkeypatch):
+    """A result records the checkout it came from (versions.json), so a binary built
+    before a source changed is rebuilt, or refused where nothing may build."""
+    from sojourn import engine
+
+    assert engine.newer_source(float("inf")) is None
+    assert engine.newer_source(0.0) is not None  # every source is newer than 1970
+    changed = REPO / "crates" / "server" / "src" / "lib.rs"
+    monkeypatch.setattr(engine, "newer_source", lambda built: changed)
+    monkeypatch.delenv("SOJOURN_ENGINE", raising=False)
+    with pytest.raises(FileNotFoundError, match=r"is older than crates/server/src/lib.rs: run `make build`"):
+        engine.engine_path(build=False)
