@@ -160,7 +160,7 @@ def test_a_failed_request_ends_or_continues_its_session_as_the_spec_says(results
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     for run in ("restart", "continue"):
         rep = results_root / "on-failure-e2e" / run / "0"
-        assert tomllib.loads((rep / "model.toml").read_text())["on_failure"] == run
+        assert tomllib.loads((rep / "model.toml").read_text())["on-failure"] == run
         records = pd.read_csv(rep / "records.csv")
         assert len(records) > 10 and (records["outcome"] == "gave_up").all(), records["outcome"].value_counts()
         per_session = records.groupby("session").size()

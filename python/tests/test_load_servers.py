@@ -205,8 +205,8 @@ def test_threads_split_clients_and_merge_records_in_completion_order(server, tmp
 
 
 MODEL = """
-arrival_rate = 300.0
-delay_bound_s = 5.0
+arrival-rate = 300.0
+delay-bound-s = 5.0
 start = { A = 1.0 }
 [states.A]
 paths = ["/stage/A/0", "/stage/A/1"]

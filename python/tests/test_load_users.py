@@ -158,7 +158,7 @@ def test_request_racing_a_keepalive_close_goes_out_again_on_a_fresh_connection(t
 
 def test_sessions_abort_when_a_request_misses_its_bound(tmp_path):
     model = tmp_path / "model.toml"
-    model.write_text('arrival_rate = 20.0\ndelay_bound_s = 0.2\nstart = { A = 1.0 }\n'
+    model.write_text('arrival-rate = 20.0\ndelay-bound-s = 0.2\nstart = { A = 1.0 }\n'
                      '[states.A]\npaths = ["/a"]\nnext = { A = 0.9, exit = 0.1 }\n')
     out = tmp_path / "out"
     with BadServer("stall") as server:

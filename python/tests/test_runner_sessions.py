@@ -76,9 +76,10 @@ def test_generated_stages_file_and_class_map(tmp_path):
     addrs = {"gold": ["10.78.0.1", "10.78.0.2"], "other": ["10.78.1.1"]}
     path = sessions.stages_file(stages, addrs, tmp_path / "series.csv", tmp_path / "stages.toml")
     written = tomllib.loads(path.read_text())
-    assert written["policy"] == "fifo" and written["series_csv"] == str(tmp_path / "series.csv")
+    assert written["policy"] == "fifo" and written["series-csv"] == str(tmp_path / "series.csv")
     assert written["class"][0]["networks"] == ["10.78.0.1", "10.78.0.2"]
-    assert written["stage"] == [{"name": "A", "processing_ms": 2.0}]
+    assert written["stage"] == [{"name": "A", "processing-ms": 2.0}]
+    assert written["class"][1] == {"name": "rest", "timeout-ms": 300.0, "networks": ["10.78.9.0/24"]}
     classes = sessions.effective_classes(stages, addrs)
     mapping = sessions.class_map(classes, ["10.78.0.1", "10.78.1.1", "10.78.9.7", "10.78.0.2"])
     # 10.78.1.1 matches no class: the last class, as the stage pool does.
@@ -90,9 +91,9 @@ def test_generated_session_model_rows_sum_to_one(tmp_path):
     path = sessions.session_model({}, {"rate": 3.0, "exit": 0.2, "think_s": 0.5, "delay_bound_s": 1.0,
                                        "on_failure": "continue"}, tmp_path / "model.toml")
     model = tomllib.loads(path.read_text())
-    assert model["arrival_rate"] == 3.0 and model["start"] == {"MM": 1.0}
-    assert model["think_time"] == {"distribution": "exponential", "mean_s": 0.5}
-    assert model["on_failure"] == "continue"
+    assert model["arrival-rate"] == 3.0 and model["start"] == {"MM": 1.0}
+    assert model["think-time"] == {"distribution": "exponential", "mean-s": 0.5}
+    assert model["on-failure"] == "continue"
     assert sorted(model["states"]) == ["BR", "CO", "MM", "SR"]
     for state in model["states"].values():
         assert sum(state["next"].values()) == pytest.approx(1.0)
@@ -104,7 +105,7 @@ def test_generated_session_model_rows_sum_to_one(tmp_path):
 
 
 def test_session_model_file_is_resolved_against_the_spec(tmp_path):
-    (tmp_path / "model.toml").write_text("arrival_rate = 1.0\n")
+    (tmp_path / "model.toml").write_text("arrival-rate = 1.0\n")
     spec = tmp_path / "s.toml"
     spec.write_text('name = "s"\n[[network.groups]]\nname = "gold"\n[[network.groups]]\nname = "silver"\n'
                     '[[network.groups]]\nname = "bronze"\n[workload]\nmode = "sessions"\n'
@@ -125,11 +126,11 @@ def test_closed_loop_users_and_class_bounds_in_the_generated_model(tmp_path):
     settings = {"rate": 5.0, "users": 40, "exit": 0.1, "think_s": 0, "delay_bound_s": 1.0, "class_bounds": True,
                 "on_failure": "restart"}
     model = tomllib.loads(sessions.session_model({}, settings, tmp_path / "m.toml", classes).read_text())
-    assert model["users"] == 40 and "arrival_rate" not in model
-    assert model["classes"] == [{"name": "gold", "delay_bound_s": 0.1, "sources": ["10.1.0.1"]},
-                                {"name": "silver", "delay_bound_s": 0.15, "sources": ["10.1.0.2"]},
-                                {"name": "bronze", "delay_bound_s": 0.2, "sources": ["10.1.0.3", "10.1.0.4"]}]
+    assert model["users"] == 40 and "arrival-rate" not in model
+    assert model["classes"] == [{"name": "gold", "delay-bound-s": 0.1, "sources": ["10.1.0.1"]},
+                                {"name": "silver", "delay-bound-s": 0.15, "sources": ["10.1.0.2"]},
+                                {"name": "bronze", "delay-bound-s": 0.2, "sources": ["10.1.0.3", "10.1.0.4"]}]
     uniform = tomllib.loads(sessions.session_model({}, {**settings, "users": 0, "class_bounds": False},
                                                    tmp_path / "u.toml", classes).read_text())
-    assert uniform["arrival_rate"] == 5.0 and "users" not in uniform
-    assert {c["delay_bound_s"] for c in uniform["classes"]} == {1.0}
+    assert uniform["arrival-rate"] == 5.0 and "users" not in uniform
+    assert {c["delay-bound-s"] for c in uniform["classes"]} == {1.0}

@@ -16,10 +16,10 @@ fn stages_config(dir: &TempDir, policy: &str, processing_ms: f64, timeout_ms: f6
     std::fs::write(
         &path,
         format!(
-            "policy = \"{policy}\"\nworkers = 1\nseries_csv = \"{}\"\nseries_interval_ms = 50\n\
-             [[stage]]\nname = \"MM\"\nprocessing_ms = 2\n\
-             [[stage]]\nname = \"CO\"\nprocessing_ms = {processing_ms}\n\
-             [[class]]\nname = \"gold\"\ntimeout_ms = {timeout_ms}\nnetworks = [\"127.0.0.0/8\"]\n",
+            "policy = \"{policy}\"\nworkers = 1\nseries-csv = \"{}\"\nseries-interval-ms = 50\n\
+             [[stage]]\nname = \"MM\"\nprocessing-ms = 2\n\
+             [[stage]]\nname = \"CO\"\nprocessing-ms = {processing_ms}\n\
+             [[class]]\nname = \"gold\"\ntimeout-ms = {timeout_ms}\nnetworks = [\"127.0.0.0/8\"]\n",
             series.display()
         ),
     )

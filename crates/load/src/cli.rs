@@ -527,16 +527,16 @@ fn run_capacity(args: CapacityArgs) -> anyhow::Result<()> {
 fn run_sessions(args: SessionsArgs) -> anyhow::Result<()> {
     let model = SessionModel::load(&args.model)?;
     if args.common.abort_after.is_some() || args.common.retries > 0 {
-        bail!("--abort-after/--retries contradict session mode: the model's delay_bound_s aborts a request and its session (003 §2)");
+        bail!("--abort-after/--retries contradict session mode: the model's delay-bound-s aborts a request and its session (003 §2)");
     }
     let duration = positive("--duration", args.duration)?;
     let mut config = args.common.loop_config(None)?;
-    let longest = positive("delay_bound_s", model.longest_bound_s())?;
+    let longest = positive("delay-bound-s", model.longest_bound_s())?;
     if longest >= config.timeout {
         bail!("delay bound {} s (the longest of the model's) must be below --timeout {}", model.longest_bound_s(), args.common.timeout);
     }
     // Each request carries its class's bound; this one covers requests without a class.
-    config.abort_after = Some(positive("delay_bound_s", model.delay_bound_s)?);
+    config.abort_after = Some(positive("delay-bound-s", model.delay_bound_s)?);
     if args.common.threads > 1 {
         bail!("--threads {}: session mode runs on one thread (its users share one session counter and summary)", args.common.threads);
     }

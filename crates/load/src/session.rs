@@ -18,7 +18,7 @@ use std::path::Path;
 pub const EXIT: &str = "exit";
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
 struct ModelFile {
     #[serde(default)]
     arrival_rate: Option<f64>,
@@ -42,7 +42,7 @@ fn no_think() -> ThinkTime {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
 struct ClassFile {
     name: String,
     delay_bound_s: f64,
@@ -52,7 +52,7 @@ struct ClassFile {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
 struct StateFile {
     paths: Vec<String>,
     next: BTreeMap<String, f64>,
@@ -122,18 +122,18 @@ impl SessionModel {
         let file: ModelFile = toml::from_str(text)?;
         let arrivals = match (file.arrival_rate, file.users) {
             (Some(rate), None) if rate.is_finite() && rate > 0.0 => Arrivals::Poisson(rate),
-            (Some(rate), None) => bail!("arrival_rate = {rate} must be a positive number of sessions per second"),
+            (Some(rate), None) => bail!("arrival-rate = {rate} must be a positive number of sessions per second"),
             (None, Some(0)) => bail!("users = 0: closed-loop sessions need at least one user"),
             (None, Some(users)) => Arrivals::Users(users),
-            (None, None) => bail!("give arrival_rate (open loop, sessions per second) or users (closed loop)"),
-            (Some(_), Some(_)) => bail!("arrival_rate and users contradict: give one (open or closed loop)"),
+            (None, None) => bail!("give arrival-rate (open loop, sessions per second) or users (closed loop)"),
+            (Some(_), Some(_)) => bail!("arrival-rate and users contradict: give one (open or closed loop)"),
         };
         if !(file.delay_bound_s.is_finite() && file.delay_bound_s > 0.0) {
-            bail!("delay_bound_s = {} must be positive seconds", file.delay_bound_s);
+            bail!("delay-bound-s = {} must be positive seconds", file.delay_bound_s);
         }
         for (index, class) in file.classes.iter().enumerate() {
             if !(class.delay_bound_s.is_finite() && class.delay_bound_s > 0.0) {
-                bail!("classes[{index}] ({}): delay_bound_s = {} must be positive seconds", class.name, class.delay_bound_s);
+                bail!("classes[{index}] ({}): delay-bound-s = {} must be positive seconds", class.name, class.delay_bound_s);
             }
             if file.classes[..index].iter().any(|c| c.name == class.name) {
                 bail!("classes[{index}]: class name {:?} given twice", class.name);
@@ -143,7 +143,7 @@ impl SessionModel {
             bail!("{} classes; at most 256 are recorded", file.classes.len());
         }
         if file.max_requests == Some(0) {
-            bail!("max_requests = 0: a session needs at least one request (omit it for no limit)");
+            bail!("max-requests = 0: a session needs at least one request (omit it for no limit)");
         }
         file.think_time.validate().map_err(anyhow::Error::msg)?;
         if file.states.contains_key(EXIT) {
@@ -246,9 +246,9 @@ mod tests {
     use rand::SeedableRng;
 
     pub const EXAMPLE: &str = r#"
-arrival_rate = 4.0
-delay_bound_s = 2.0
-think_time = { distribution = "exponential", mean_s = 0.1 }
+arrival-rate = 4.0
+delay-bound-s = 2.0
+think-time = { distribution = "exponential", mean-s = 0.1 }
 start = { MM = 1.0 }
 [states.MM]
 paths = ["/stage/MM/0"]
@@ -287,11 +287,11 @@ next = { exit = 1.0 }
             (EXAMPLE.replace("CO = 0.5", "CO = 0.6"), "states.MM.next: probabilities sum to"),
             (EXAMPLE.replace("next = { MM = 1.0 }", "next = { XX = 1.0 }"), "unknown target \"XX\""),
             (EXAMPLE.replace("start = { MM = 1.0 }", "start = { exit = 1.0 }"), "start: unknown target \"exit\""),
-            (EXAMPLE.replace("arrival_rate = 4.0", "arrival_rate = 0"), "arrival_rate = 0"),
-            (EXAMPLE.replace("arrival_rate = 4.0", "users = 0"), "users = 0"),
-            (EXAMPLE.replace("arrival_rate = 4.0", "users = 3\narrival_rate = 1.0"), "contradict"),
-            (EXAMPLE.replace("arrival_rate = 4.0\n", ""), "give arrival_rate"),
-            (format!("{EXAMPLE}[[classes]]\nname = \"g\"\ndelay_bound_s = -1\n"), "classes[0] (g): delay_bound_s = -1"),
+            (EXAMPLE.replace("arrival-rate = 4.0", "arrival-rate = 0"), "arrival-rate = 0"),
+            (EXAMPLE.replace("arrival-rate = 4.0", "users = 0"), "users = 0"),
+            (EXAMPLE.replace("arrival-rate = 4.0", "users = 3\narrival-rate = 1.0"), "contradict"),
+            (EXAMPLE.replace("arrival-rate = 4.0\n", ""), "give arrival-rate"),
+            (format!("{EXAMPLE}[[classes]]\nname = \"g\"\ndelay-bound-s = -1\n"), "classes[0] (g): delay-bound-s = -1"),
             (EXAMPLE.replace("\"/stage/SR/0\"", "\"stage\""), "states.SR.paths"),
         ];
         for (text, expected) in cases {
@@ -302,9 +302,9 @@ next = { exit = 1.0 }
 
     #[test]
     fn classes_are_chosen_by_source_address_else_the_last() {
-        let text = EXAMPLE.replace("arrival_rate = 4.0", "users = 6")
-            + "[[classes]]\nname = \"gold\"\ndelay_bound_s = 0.1\nsources = [\"10.0.0.1\"]\n"
-            + "[[classes]]\nname = \"bronze\"\ndelay_bound_s = 0.2\n";
+        let text = EXAMPLE.replace("arrival-rate = 4.0", "users = 6")
+            + "[[classes]]\nname = \"gold\"\ndelay-bound-s = 0.1\nsources = [\"10.0.0.1\"]\n"
+            + "[[classes]]\nname = \"bronze\"\ndelay-bound-s = 0.2\n";
         let model = SessionModel::parse(&text).unwrap();
         assert_eq!(model.arrivals, Arrivals::Users(6));
         assert_eq!(model.class_of(Some("10.0.0.1".parse().unwrap())), (0, 0.1));

@@ -7,9 +7,9 @@ use serde::Deserialize;
 use std::str::FromStr;
 
 /// A think-time distribution, in seconds. On the command line: `0`, `const:S`, `exp:MEAN`
-/// or `pareto:ALPHA:MIN`; in TOML a table `{ distribution = "exponential", mean_s = 1.0 }`.
+/// or `pareto:ALPHA:MIN`; in TOML a table `{ distribution = "exponential", mean-s = 1.0 }`.
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
-#[serde(tag = "distribution", rename_all = "lowercase", deny_unknown_fields)]
+#[serde(tag = "distribution", rename_all = "lowercase", rename_all_fields = "kebab-case", deny_unknown_fields)]
 pub enum ThinkTime {
     None,
     Constant { s: f64 },

@@ -656,7 +656,7 @@ mod tests {
     #[test]
     fn sessions_abort_on_failure_and_complete_on_exit() {
         let model = SessionModel::parse(
-            "arrival_rate = 1000.0\ndelay_bound_s = 1.0\nstart = { A = 1.0 }\n[states.A]\npaths = [\"/a\"]\nnext = { exit = 1.0 }\n",
+            "arrival-rate = 1000.0\ndelay-bound-s = 1.0\nstart = { A = 1.0 }\n[states.A]\npaths = [\"/a\"]\nnext = { exit = 1.0 }\n",
         )
         .unwrap();
         let mut sessions = Sessions::new(model, 10_000_000, &[], SmallRng::seed_from_u64(2));
@@ -675,10 +675,10 @@ mod tests {
     #[test]
     fn closed_loop_users_restart_sessions_and_carry_their_class_bound() {
         let model = SessionModel::parse(concat!(
-            "users = 2\ndelay_bound_s = 9.0\nthink_time = { distribution = \"constant\", s = 1.0 }\n",
+            "users = 2\ndelay-bound-s = 9.0\nthink-time = { distribution = \"constant\", s = 1.0 }\n",
             "start = { A = 1.0 }\n[states.A]\npaths = [\"/a\"]\nnext = { A = 1.0 }\n",
-            "[[classes]]\nname = \"gold\"\ndelay_bound_s = 0.1\nsources = [\"10.0.0.1\"]\n",
-            "[[classes]]\nname = \"bronze\"\ndelay_bound_s = 0.2\n",
+            "[[classes]]\nname = \"gold\"\ndelay-bound-s = 0.1\nsources = [\"10.0.0.1\"]\n",
+            "[[classes]]\nname = \"bronze\"\ndelay-bound-s = 0.2\n",
         ))
         .unwrap();
         let sources = ["10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap()];
@@ -704,7 +704,7 @@ mod tests {
     fn with_on_failure_continue_a_failed_request_leaves_its_session_going() {
         let model = |on_failure: &str| {
             SessionModel::parse(&format!(
-                "users = 1\ndelay_bound_s = 1.0\non_failure = \"{on_failure}\"\nstart = {{ A = 1.0 }}\n\
+                "users = 1\ndelay-bound-s = 1.0\non-failure = \"{on_failure}\"\nstart = {{ A = 1.0 }}\n\
                  [states.A]\npaths = [\"/a\"]\nnext = {{ B = 1.0 }}\n[states.B]\npaths = [\"/b\"]\nnext = {{ exit = 1.0 }}\n"
             ))
             .unwrap()
@@ -721,7 +721,7 @@ mod tests {
             assert_eq!((summary["sessions_aborted"].as_u64(), summary["session_failures_continued"].as_u64()),
                        (Some(1 - continued), Some(continued)), "{on_failure}");
         }
-        assert!(SessionModel::parse("users = 1\ndelay_bound_s = 1.0\non_failure = \"retry\"\nstart = { A = 1.0 }\n\
+        assert!(SessionModel::parse("users = 1\ndelay-bound-s = 1.0\non-failure = \"retry\"\nstart = { A = 1.0 }\n\
                                      [states.A]\npaths = [\"/a\"]\nnext = { exit = 1.0 }\n").is_err());
     }
 

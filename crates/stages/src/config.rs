@@ -18,7 +18,7 @@ use crate::study::{fig5_transitions, normalize_row, stage_names, study_service_t
 use sojourn_papers::papers;
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields, default)]
 pub struct StagesConfig {
     /// fifo, rr, edf, wfs or dwfs.
     pub policy: String,
@@ -40,7 +40,7 @@ pub struct StagesConfig {
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct StageConfig {
     pub name: String,
     /// CPU time each request of this stage costs.
@@ -48,7 +48,7 @@ pub struct StageConfig {
 }
 
 #[derive(Clone, Debug, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct ClassConfig {
     pub name: String,
     /// Delay bound of the class's requests (003 §5.2).
@@ -184,10 +184,10 @@ impl StagesConfig {
             return Err(format!("stages: workers = {}; expected 1..=1024", self.workers));
         }
         if self.stage.is_empty() {
-            return Err("stages: no [[stages.stage]]; expected at least one stage with name and processing_ms".into());
+            return Err("stages: no [[stages.stage]]; expected at least one stage with name and processing-ms".into());
         }
         if self.class.is_empty() {
-            return Err("stages: no [[stages.class]]; expected at least one class with name and timeout_ms".into());
+            return Err("stages: no [[stages.class]]; expected at least one class with name and timeout-ms".into());
         }
         let mut stage_names = Vec::new();
         let mut processing = Vec::new();
@@ -200,14 +200,14 @@ impl StagesConfig {
                 ));
             }
             stage_names.push(stage.name.clone());
-            processing.push(positive_ms(stage.processing_ms, &format!("stage[{i}].processing_ms"))?);
+            processing.push(positive_ms(stage.processing_ms, &format!("stage[{i}].processing-ms"))?);
         }
         let mut class_names = Vec::new();
         let mut class_timeouts = Vec::new();
         let mut class_networks = Vec::new();
         for (i, class) in self.class.iter().enumerate() {
             class_names.push(class.name.clone());
-            class_timeouts.push(positive_ms(class.timeout_ms, &format!("class[{i}].timeout_ms"))?);
+            class_timeouts.push(positive_ms(class.timeout_ms, &format!("class[{i}].timeout-ms"))?);
             let nets = class
                 .networks
                 .iter()
@@ -244,7 +244,7 @@ impl StagesConfig {
             transitions,
             weights: self.weights.clone(),
             series_csv: self.series_csv.clone(),
-            series_interval: positive_ms(self.series_interval_ms, "series_interval_ms")?,
+            series_interval: positive_ms(self.series_interval_ms, "series-interval-ms")?,
         })
     }
 }
@@ -270,14 +270,14 @@ mod tests {
             policy = "fifo"
             [[stage]]
             name = "a"
-            processing_ms = 1
+            processing-ms = 1
             [[class]]
             name = "gold"
-            timeout_ms = 100
+            timeout-ms = 100
             networks = ["10.1.0.0/16", "::1"]
             [[class]]
             name = "rest"
-            timeout_ms = 300
+            timeout-ms = 300
             "#,
         )
         .unwrap();
@@ -297,7 +297,7 @@ mod tests {
             c.validate().unwrap_err()
         };
         assert!(bad(&|c| c.policy = "lifo".into()).contains("fifo, rr, edf, wfs, dwfs"));
-        assert!(bad(&|c| c.stage[1].processing_ms = -1.0).contains("stage[1].processing_ms = -1"));
+        assert!(bad(&|c| c.stage[1].processing_ms = -1.0).contains("stage[1].processing-ms = -1"));
         assert!(bad(&|c| c.stage[1].name = "a/b".into()).contains("stage[1].name"));
         assert!(bad(&|c| c.class[0].networks = vec!["10.0.0.0/40".into()]).contains("expected 0..=32"));
         assert!(bad(&|c| c.class[0].networks = vec!["ten".into()]).contains("not an address"));

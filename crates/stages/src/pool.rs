@@ -214,7 +214,7 @@ impl StagePool {
             .collect::<Result<Vec<_>, _>>()?;
         let sampler = match &shared.spec.series_csv {
             Some(path) => {
-                let file = std::fs::File::create(path).map_err(|e| anyhow::anyhow!("stages: series_csv {}: {e}", path.display()))?;
+                let file = std::fs::File::create(path).map_err(|e| anyhow::anyhow!("stages: series-csv {}: {e}", path.display()))?;
                 let shared = Arc::clone(&shared);
                 Some(std::thread::Builder::new().name("stage-series".into()).spawn(move || sample(&shared, file))?)
             }

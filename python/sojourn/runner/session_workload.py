@@ -45,8 +45,18 @@ def stages_file(stages: dict, client_addrs: dict[str, list[str]], series_csv: Pa
     arrays = {"class": effective_classes(stages, client_addrs)}
     if stages.get("stage"):
         arrays["stage"] = stages["stage"]
-    path.write_text(tomli_w.dumps({**scalars, **arrays}))
+    path.write_text(tomli_w.dumps(kebab_keys({**scalars, **arrays})))
     return path
+
+
+def kebab_keys(table: dict) -> dict:
+    """A spec table (snake_case keys) as an engine document: every key kebab-case, in
+    nested tables and arrays of tables too (the spec's transitions are a matrix, not keys)."""
+    def value(item):
+        if isinstance(item, dict):
+            return kebab_keys(item)
+        return [value(element) for element in item] if isinstance(item, list) else item
+    return {key.replace("_", "-"): value(item) for key, item in table.items()}
 
 
 def stage_names(stages: dict) -> list[str]:
@@ -68,14 +78,14 @@ def session_model(stages: dict, sessions: dict, path: Path, classes: dict | None
         raise ValueError(f"server.stages.transitions must be {len(names)}x{len(names)} (one row and column per stage "
                          f"{', '.join(names)}), got {len(rows)} row(s)")
     exit_probability = sessions["exit"]
-    think = ({"distribution": "exponential", "mean_s": sessions["think_s"]} if sessions["think_s"] > 0
+    think = ({"distribution": "exponential", "mean-s": sessions["think_s"]} if sessions["think_s"] > 0
              else {"distribution": "none"})
-    arrivals = {"users": sessions["users"]} if sessions.get("users") else {"arrival_rate": sessions["rate"]}
-    model = {**arrivals, "delay_bound_s": sessions["delay_bound_s"], "on_failure": sessions["on_failure"],
-             "start": {names[0]: 1.0}, "think_time": think, "states": {}}
+    arrivals = {"users": sessions["users"]} if sessions.get("users") else {"arrival-rate": sessions["rate"]}
+    model = {**arrivals, "delay-bound-s": sessions["delay_bound_s"], "on-failure": sessions["on_failure"],
+             "start": {names[0]: 1.0}, "think-time": think, "states": {}}
     if classes:
         model["classes"] = [
-            {"name": name, "delay_bound_s": bound if sessions.get("class_bounds") else sessions["delay_bound_s"],
+            {"name": name, "delay-bound-s": bound if sessions.get("class_bounds") else sessions["delay_bound_s"],
              "sources": [a for a, c in zip(classes["source_addrs"], classes["address_classes"]) if c == index]}
             for index, (name, bound) in enumerate(zip(classes["class_names"], classes["delay_bounds_s"]))]
     for name, row in zip(names, rows):
