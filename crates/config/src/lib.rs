@@ -20,11 +20,11 @@ use clap::{Arg, ArgAction, Args, Command, FromArgMatches, Id};
 use serde::de::{DeserializeOwned, Deserializer, Error as _};
 use serde::Deserialize;
 
-/// The document in `path`, deserialized into `T`; errors name the file (and, from serde,
-/// the key and what was expected).
-pub fn read<T: DeserializeOwned>(path: &Path) -> anyhow::Result<T> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading --config {}", path.display()))?;
-    toml::from_str(&text).with_context(|| format!("--config {}", path.display()))
+/// The document in `path` given as `option` (`--config`, `--stages`), deserialized into
+/// `T`; errors name the option and the file (and, from serde, the key and what was expected).
+pub fn read<T: DeserializeOwned>(option: &str, path: &Path) -> anyhow::Result<T> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading {option} {}", path.display()))?;
+    toml::from_str(&text).with_context(|| format!("{option} {}", path.display()))
 }
 
 /// `--config FILE [OPTIONS...]` taken as the values of one option (`num_args = 1..` with
@@ -33,7 +33,7 @@ pub fn read<T: DeserializeOwned>(path: &Path) -> anyhow::Result<T> {
 pub fn file_then_options<T: DeserializeOwned + Args + FromArgMatches>(words: &[OsString], command: &str) -> anyhow::Result<T> {
     let (path, options) = words.split_first().context("--config needs a FILE")?;
     let path = Path::new(path);
-    override_with(read(path)?, &format!("{command} --config {}", path.display()), options)
+    override_with(read("--config", path)?, &format!("{command} --config {}", path.display()), options)
 }
 
 /// `options` with every option given in `words` (command-line words such as
@@ -162,7 +162,7 @@ mod tests {
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let path = std::env::temp_dir().join(format!("sojourn-config-{}-{n}.toml", std::process::id()));
         std::fs::write(&path, text).unwrap();
-        let result = read(&path);
+        let result = read("--config", &path);
         std::fs::remove_file(&path).unwrap();
         result
     }

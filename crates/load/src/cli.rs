@@ -59,7 +59,7 @@ impl LoadArgs {
         };
         use sojourn_config::override_with;
         let (name, words) = (format!("sojourn-engine load --config {}", path.display()), &self.overrides);
-        Ok(match sojourn_config::read::<ModeFile>(&path)? {
+        Ok(match sojourn_config::read::<ModeFile>("--config", &path)? {
             ModeFile::Open(args) => Mode::Open(override_with(args, &name, words)?),
             ModeFile::Closed(args) => Mode::Closed(override_with(args, &name, words)?),
             ModeFile::Capacity(args) => Mode::Capacity(override_with(args, &name, words)?),

@@ -1,7 +1,6 @@
 //! `sojourn-engine serve`: options, start-up (listeners, workers, admin, signals)
 //! and graceful shutdown. The event loop itself is in [`crate::worker`].
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
@@ -15,13 +14,14 @@ use crate::worker::{Shared, Worker};
 
 /// Serve a directory over HTTP/1.1 with a chosen connection-scheduling policy.
 ///
-/// Every option may also be given in a TOML file (`--config`) under the same name
-/// (`policy = "srpt"`, `write-concurrency = 1`); the command line wins.
+/// Every option may also be given in a TOML file (`--config FILE`) under the same name
+/// (`policy = "srpt"`, `write-concurrency = 1`); options after FILE replace the file's.
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
-    /// TOML file with any of the options below as keys.
-    #[arg(long)]
-    config: Option<PathBuf>,
+    /// TOML file with any of the options below as keys (kebab-case), then options that
+    /// replace the file's.
+    #[arg(long, num_args = 1.., allow_hyphen_values = true, value_names = ["FILE", "OPTIONS"], conflicts_with = "ServeOptions")]
+    config: Vec<std::ffi::OsString>,
     #[command(flatten)]
     options: ServeOptions,
 }
@@ -89,11 +89,12 @@ fn fit_connections_to_fd_limit(settings: &mut Settings) -> anyhow::Result<()> {
 }
 
 pub fn run(args: ServeArgs) -> anyhow::Result<()> {
-    let file_options = match &args.config {
-        Some(path) => ServeOptions::from_file(path)?,
-        None => ServeOptions::default(),
+    let options = if args.config.is_empty() {
+        args.options
+    } else {
+        sojourn_config::file_then_options(&args.config, "sojourn-engine serve")?
     };
-    let mut settings = Settings::from_options(args.options.over(file_options))?;
+    let mut settings = Settings::from_options(options)?;
     fit_connections_to_fd_limit(&mut settings)?;
     if let Some(bands) = &settings.kernel_bands {
         // Fail now rather than on the first response: priorities above 6 need CAP_NET_ADMIN.

@@ -133,29 +133,6 @@ pub struct ServeOptions {
     pub admission: Option<String>,
 }
 
-macro_rules! overlay {
-    ($top:expr, $base:expr, $($field:ident),*) => {
-        ServeOptions { $($field: $top.$field.or($base.$field)),* }
-    };
-}
-
-impl ServeOptions {
-    /// These options, with any left unset taken from `base`.
-    pub fn over(self, base: ServeOptions) -> ServeOptions {
-        overlay!(
-            self, base, root, listen, policy, threads, quantum, write_concurrency, write_concurrency_from, notsent_lowat, head_fields, delayed_ack, kernel_bands,
-            cutoffs, max_connections, accept_limit, linger_close, linger_timeout, linger_read_timeout, header_timeout, keepalive_timeout, send_timeout, max_head_bytes, max_headers, max_target_bytes, cache_file_max,
-            cache_ttl, access_log, log_request_time, access_log_block, admin, shutdown_grace, stages, admission
-        )
-    }
-
-    /// Reads a TOML config file with the same keys as the command line.
-    pub fn from_file(path: &std::path::Path) -> anyhow::Result<ServeOptions> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read config {}", path.display()))?;
-        toml::from_str(&text).with_context(|| format!("bad config {}: keys are the long option names, e.g. write-concurrency = 1", path.display()))
-    }
-}
-
 /// Validated server settings.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -302,7 +279,7 @@ impl Settings {
                 Some(text) => Some(text.parse().map_err(|e| anyhow::anyhow!("--admission: {e}"))?),
             },
             stages: match &o.stages {
-                Some(path) => Some(sojourn_stages::StagesConfig::from_file(path).and_then(|c| c.validate()).map_err(|e| anyhow::anyhow!("--stages: {e}"))?),
+                Some(path) => Some(sojourn_config::read::<sojourn_stages::StagesConfig>("--stages", path)?.validate().map_err(|e| anyhow::anyhow!("--stages {}: {e}", path.display()))?),
                 None => None,
             },
         })
@@ -316,8 +293,7 @@ mod tests {
     #[test]
     fn command_line_wins_over_file() {
         let file: ServeOptions = toml::from_str("root = \"/\"\npolicy = \"srpt\"\nwrite-concurrency = 2\nquantum = \"16K\"\nkernel-bands = true\naccess-log-block = true").unwrap();
-        let cli = ServeOptions { policy: Some("las".into()), ..Default::default() };
-        let s = Settings::from_options(cli.over(file)).unwrap();
+        let s = Settings::from_options(sojourn_config::override_with(file, "serve", &["--policy".into(), "las".into()]).unwrap()).unwrap();
         assert_eq!(s.policy, PolicyKind::Las);
         assert_eq!(s.write_concurrency, Some(2));
         assert_eq!(s.quantum, 16 * 1024);

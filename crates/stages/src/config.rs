@@ -1,7 +1,7 @@
 //! Configuration of the stage pool: stages and their processing times,
 //! priority classes by client address with their timeouts, dispatch policy.
 //!
-//! Deserializes from TOML (the file given to `serve --stages`, keys at top level);
+//! Deserializes from TOML (the file given to `serve --stages`, kebab-case keys at top level);
 //! [`StagesConfig::validate`] turns it into a [`PoolSpec`] or an error naming
 //! the key and what is accepted. Defaults are 003's: the four stages MM, CO, SR,
 //! BR with the §4.1 processing times 0.5, 1, 1.5, 2 scaled to 5, 10, 15, 20 ms,
@@ -172,12 +172,6 @@ fn positive_ms(value: f64, key: &str) -> Result<Duration, String> {
 }
 
 impl StagesConfig {
-    /// Reads a TOML file with these keys at the top level.
-    pub fn from_file(path: &std::path::Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read stages config {}: {e}", path.display()))?;
-        toml::from_str(&text).map_err(|e| format!("bad stages config {}: {e}", path.display()))
-    }
-
     pub fn validate(&self) -> Result<PoolSpec, String> {
         let policy: DispatchKind = self.policy.parse().map_err(|e| format!("stages: policy: {e}"))?;
         if self.workers == 0 || self.workers > 1024 {

@@ -55,8 +55,8 @@ const READ_BATCH: usize = 16;
 const SPIN_NS: u64 = 50_000;
 
 pub fn run(args: WanArgs) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(&args.config).with_context(|| format!("reading --config {}", args.config.display()))?;
-    let config = Config::from_toml(&text).with_context(|| format!("--config {}", args.config.display()))?;
+    let config: Config = sojourn_config::read("--config", &args.config)?;
+    config.validate().with_context(|| format!("--config {}", args.config.display()))?;
     let options = args.options.over(config.run.clone());
     let offload = if options.no_offload == Some(true) { Offload::Off } else { Offload::Auto };
     let mut emulator = Emulator::new(&config, offload)?;

@@ -163,7 +163,10 @@ pub enum LossModelName {
 }
 
 impl Config {
-    pub fn from_toml(text: &str) -> anyhow::Result<Config> {
+    /// A document's text, parsed and validated (the program reads its file with
+    /// `sojourn_config::read`, then validates).
+    #[cfg(test)]
+    pub(crate) fn from_toml(text: &str) -> anyhow::Result<Config> {
         let config: Config = toml::from_str(text).context("emulator config is not valid")?;
         config.validate()?;
         Ok(config)
