@@ -28,6 +28,7 @@ the server allows).
 
 from __future__ import annotations
 
+import functools
 import grp
 import os
 import pwd
@@ -142,6 +143,25 @@ def serve_toml(c: ServerConfig) -> str:
                 "accept_limit": c.max_connections, "admin": f"{c.addr}:{own.admin_port}" if own.admin_port else None}
     document |= {key: value for key, value in asdict(own).items() if key != "admin_port"}
     return options_toml(document)
+
+
+@functools.lru_cache(maxsize=None)
+def check_sojourn_options(options: SojournOptions) -> None:
+    """Raises ServerError with serve's own message when serve would refuse ``options``
+    (``serve --check``, so serve is the one place its rules live). The docroot is the
+    runner's to add, so / stands in for it. Without a current engine nothing is checked:
+    the run's pre-flight (sojourn.runner.spec.missing_programs) refuses to start then."""
+    try:
+        engine = engine_path(build=False)
+    except FileNotFoundError:
+        return
+    with tempfile.TemporaryDirectory(prefix="sojourn-check-") as tmp:
+        path = Path(tmp) / "serve.toml"
+        path.write_text(serve_toml(ServerConfig(kind="sojourn", root=Path("/"), port=0, sojourn=options)))
+        done = subprocess.run([str(engine), "serve", "--check", "--config", str(path)], capture_output=True, text=True,
+                              timeout=30)
+    if done.returncode != 0:
+        raise ServerError(done.stderr.strip().removeprefix("sojourn-engine: "))
 
 
 def _per_worker(total: int, workers: int) -> int:

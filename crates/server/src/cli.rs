@@ -22,6 +22,11 @@ pub struct ServeArgs {
     /// replace the file's.
     #[arg(long, num_args = 1.., allow_hyphen_values = true, value_names = ["FILE", "OPTIONS"], conflicts_with = "ServeOptions")]
     config: Vec<std::ffi::OsString>,
+    /// Check the options and exit (0: serve would take them; else the error it would
+    /// give), as `nginx -t`: the runner checks a spec's server settings this way before
+    /// anything starts. Give it before --config.
+    #[arg(long)]
+    check: bool,
     #[command(flatten)]
     options: ServeOptions,
 }
@@ -95,6 +100,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
         sojourn_config::file_then_options(&args.config, "sojourn-engine serve")?
     };
     let mut settings = Settings::from_options(options)?;
+    if args.check {
+        return Ok(());
+    }
     fit_connections_to_fd_limit(&mut settings)?;
     if let Some(bands) = &settings.kernel_bands {
         // Fail now rather than on the first response: priorities above 6 need CAP_NET_ADMIN.
