@@ -2,6 +2,7 @@
 //! bottleneck link and write records.csv and summary.json (docs/simulator.md).
 
 use std::path::PathBuf;
+use std::str::FromStr;
 use std::time::Instant;
 
 use anyhow::{bail, Context};
@@ -18,21 +19,28 @@ use crate::quantum::{Quantum, QuantumConfig};
 use crate::trace::{load_trace, TraceRow};
 use crate::workload::{generate, Extent, LoadProfile, SizeModel};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PolicyArg {
+/// What `sim --policy` simulates: one of the server's scheduling policies
+/// (`sojourn_sched::PolicyKind`, by the names serve takes; `ps` is `fair`), or a fluid
+/// model the server does not have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SimPolicy {
+    Server(PolicyKind),
     /// First come, first served.
     Fcfs,
-    /// Processor sharing (FAIR); `fair` is the same.
-    #[value(alias = "fair")]
-    #[serde(alias = "fair")]
-    Ps,
-    /// Preemptive shortest remaining processing time.
-    Srpt,
-    /// Least attained service.
-    Las,
     /// Strict priority among size bands by remaining bytes, PS inside a band (000 §3).
     Bands,
+}
+
+impl FromStr for SimPolicy {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text.to_ascii_lowercase().as_str() {
+            "fcfs" => Ok(SimPolicy::Fcfs),
+            "bands" => Ok(SimPolicy::Bands),
+            "ps" => Ok(SimPolicy::Server(PolicyKind::Fair)),
+            other => other.parse().map(SimPolicy::Server).map_err(|err| format!("{err}, ps (= fair), fcfs or bands")),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Deserialize)]
@@ -72,10 +80,11 @@ pub struct SimOptions {
     #[arg(long, value_parser = parse_rate, required_unless_present = "config")]
     #[serde(deserialize_with = "rate")]
     pub link: f64,
-    /// Scheduling policy.
-    #[arg(long, value_enum, default_value = "ps")]
-    #[serde(default = "processor_sharing")]
-    pub policy: PolicyArg,
+    /// Scheduling policy: a server policy (fair, srpt, las; ps is fair), or the fluid
+    /// models fcfs and bands.
+    #[arg(long, default_value = "ps")]
+    #[serde(default = "processor_sharing", deserialize_with = "from_text")]
+    pub policy: SimPolicy,
     /// Size cutoffs of the bands policy, as for `serve --kernel-bands` (000 §3.2).
     #[arg(long, default_value = "1K,2K,5K,50K")]
     #[serde(default, deserialize_with = "from_text")]
@@ -192,8 +201,8 @@ mod defaults {
     }
 }
 
-fn processor_sharing() -> PolicyArg {
-    PolicyArg::Ps
+fn processor_sharing() -> SimPolicy {
+    SimPolicy::Server(PolicyKind::Fair)
 }
 
 /// A `link` key: a rate as the command line writes it, or a number of bits per second.
@@ -348,9 +357,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
     }
     let quantum_policy = match (args.quantum, args.policy) {
         (None, _) => None,
-        (Some(_), PolicyArg::Ps) => Some(PolicyKind::Fair),
-        (Some(_), PolicyArg::Srpt) => Some(PolicyKind::Srpt),
-        (Some(_), PolicyArg::Las) => Some(PolicyKind::Las),
+        (Some(_), SimPolicy::Server(kind)) => Some(kind),
         (Some(_), other) => bail!("--quantum simulates the server's scheduler: --policy must be ps (fair), srpt or las, not {other:?}"),
     };
     if let (Some(from), Some(policy)) = (args.write_concurrency_from, quantum_policy) {
@@ -403,7 +410,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
             write_concurrency_from: args.write_concurrency_from,
             kernel_buffer: args.kernel_buffer,
             admission: args.admission.as_ref().map(|a| a.name()),
-            bands: (args.policy == PolicyArg::Bands).then(|| args.bands.cutoffs().to_vec()),
+            bands: (args.policy == SimPolicy::Bands).then(|| args.bands.cutoffs().to_vec()),
             link_bps: args.link,
             source,
             profile,
@@ -431,11 +438,11 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
 
 fn fluid_policy(args: &SimOptions) -> FluidPolicy {
     match args.policy {
-        PolicyArg::Fcfs => FluidPolicy::Fcfs,
-        PolicyArg::Ps => FluidPolicy::Ps,
-        PolicyArg::Srpt => FluidPolicy::Srpt,
-        PolicyArg::Las => FluidPolicy::Las,
-        PolicyArg::Bands => FluidPolicy::Bands(args.bands.clone()),
+        SimPolicy::Server(PolicyKind::Fair) => FluidPolicy::Ps,
+        SimPolicy::Server(PolicyKind::Srpt) => FluidPolicy::Srpt,
+        SimPolicy::Server(PolicyKind::Las) => FluidPolicy::Las,
+        SimPolicy::Fcfs => FluidPolicy::Fcfs,
+        SimPolicy::Bands => FluidPolicy::Bands(args.bands.clone()),
     }
 }
 
@@ -476,7 +483,7 @@ mod tests {
     #[test]
     fn a_config_file_holds_the_command_lines_options() {
         let options = sim(FILE, &["--config", "FILE"]).unwrap();
-        assert_eq!((options.link, options.sizes, options.policy, options.quantum), (1e7, Some(SizesArg::Surge), PolicyArg::Ps, Some(32_768)));
+        assert_eq!((options.link, options.sizes, options.policy, options.quantum), (1e7, Some(SizesArg::Surge), SimPolicy::Server(PolicyKind::Fair), Some(32_768)));
         assert_eq!((options.seed, options.size_bins, options.bands), (1, 20, Bands::default()), "the command line's defaults");
         let same = sim("link = 10000000\nsizes = \"exp\"\nmean = 5000\nrho = 0.5\nduration = 2\n", &["--config", "FILE"]).unwrap();
         assert_eq!(same.link, 1e7, "a rate may be a number of bit/s");
@@ -485,7 +492,7 @@ mod tests {
     #[test]
     fn options_after_the_file_replace_its_keys() {
         let options = sim(FILE, &["--config", "FILE", "--seed", "7", "--policy", "srpt", "--timing"]).unwrap();
-        assert_eq!((options.seed, options.policy, options.timing, options.jobs), (7, PolicyArg::Srpt, true, Some(1000)));
+        assert_eq!((options.seed, options.policy, options.timing, options.jobs), (7, SimPolicy::Server(PolicyKind::Srpt), true, Some(1000)));
         let err = format!("{:#}", sim(FILE, &["--config", "FILE", "--quantum", "lots"]).unwrap_err());
         assert!(err.contains("--quantum") && err.contains("lots"), "clap's check of the option: {err}");
         let err = format!("{:#}", sim(FILE, &["--seed", "7", "--config", "FILE"]).unwrap_err());
