@@ -21,6 +21,7 @@ the server allows).
 | sojourn   | ``sojourn-engine serve`` | ``--threads``               |
 | nginx     | nginx                    | ``worker_processes``        |
 | apache2   | apache2, mpm_event       | ``ServerLimit`` processes   |
+| apache2-prefork | apache2, mpm_prefork (a process per connection, as Apache 1.3 in 000 and 001) | ``max_connections`` processes (default 256), all started at once |
 | lighttpd  | lighttpd                 | ``server.max-worker``       |
 | h2o       | h2o                      | ``num-threads``             |
 | command   | any argv (``{root}``, ``{addr}``, ``{port}`` substituted) | — |
@@ -48,10 +49,12 @@ from sojourn.testbed.sysnet import die_with_parent
 
 # The servers under test, and sojourn's connection scheduling policies as `serve --policy`
 # names them (crates/sched PolicyKind; test_servers checks the two lists agree).
-KINDS = ("sojourn", "nginx", "apache2", "lighttpd", "h2o", "command")
+KINDS = ("sojourn", "nginx", "apache2", "apache2-prefork", "lighttpd", "h2o", "command")
 POLICIES = ("fair", "srpt", "las")
 # The program each peer kind runs (sojourn's is sojourn-engine; kind = command: its argv's first word).
-PROGRAMS = {"nginx": "nginx", "apache2": "apache2", "lighttpd": "lighttpd", "h2o": "h2o"}
+PROGRAMS = {"nginx": "nginx", "apache2": "apache2", "apache2-prefork": "apache2", "lighttpd": "lighttpd", "h2o": "h2o"}
+# apache2-prefork's processes when max_connections leaves it open (001 §6.2 ran 256 and 1024).
+PREFORK_PROCESSES = 256
 
 
 class ServerError(RuntimeError):
@@ -300,13 +303,36 @@ class Server:
         return ["nginx", "-p", str(work), "-c", str(work / "nginx.conf")] + c.extra_args
 
     def _argv_apache2(self, work: Path) -> list[str]:
+        """mpm_event: ``workers`` processes of threads, as a modern apache2 runs."""
+        c = self.config
+        threads = _per_worker(c.max_connections, c.workers) if c.max_connections else 64
+        return self._apache2(work, "event", textwrap.dedent(f"""\
+            StartServers {c.workers}
+            ServerLimit {c.workers}
+            ThreadsPerChild {threads}
+            MaxRequestWorkers {c.workers * threads}
+            MinSpareThreads 1
+            MaxSpareThreads {c.workers * threads}"""))
+
+    def _argv_apache2_prefork(self, work: Path) -> list[str]:
+        """mpm_prefork: one single-threaded process per connection, all of them started at
+        once and kept (001 §6.2 configures "256 and 1024 maximum processes")."""
+        processes = self.config.max_connections or PREFORK_PROCESSES
+        return self._apache2(work, "prefork", textwrap.dedent(f"""\
+            StartServers {processes}
+            ServerLimit {processes}
+            MaxRequestWorkers {processes}
+            MinSpareServers {processes}
+            MaxSpareServers {processes}"""))
+
+    def _apache2(self, work: Path, mpm: str, mpm_settings: str) -> list[str]:
+        """apache2 with ``mpm`` (its module) and that module's settings."""
         c = self.config
         user = _unprivileged_user()
         _check_world_readable(Path(c.root), user)
         modules = "/usr/lib/apache2/modules"
         log = (f'LogFormat "%h %l %u %t \\"%r\\" %>s %b \\"%{{Referer}}i\\" \\"%{{User-Agent}}i\\"" combined\n'
                f"CustomLog {c.access_log} combined") if c.access_log else ""
-        threads = _per_worker(c.max_connections, c.workers) if c.max_connections else 64
         (work / "apache2.conf").write_text(textwrap.dedent(f"""\
             ServerRoot {work}
             ServerName peer.sojourn
@@ -315,7 +341,7 @@ class Server:
             Mutex file:{work} default
             ErrorLog {work}/error.log
             LogLevel warn
-            LoadModule mpm_event_module {modules}/mod_mpm_event.so
+            LoadModule mpm_{mpm}_module {modules}/mod_mpm_{mpm}.so
             LoadModule authz_core_module {modules}/mod_authz_core.so
             LoadModule mime_module {modules}/mod_mime.so
             LoadModule dir_module {modules}/mod_dir.so
@@ -324,12 +350,6 @@ class Server:
             Group {grp.getgrgid(pwd.getpwnam(user).pw_gid).gr_name}
             Listen {c.addr}:{c.port}
             ListenBacklog 512
-            StartServers {c.workers}
-            ServerLimit {c.workers}
-            ThreadsPerChild {threads}
-            MaxRequestWorkers {c.workers * threads}
-            MinSpareThreads 1
-            MaxSpareThreads {c.workers * threads}
             MaxConnectionsPerChild 0
             KeepAlive On
             MaxKeepAliveRequests 0
@@ -345,7 +365,7 @@ class Server:
             <Location /server-status>
                 SetHandler server-status
             </Location>
-            """) + log + "\n")
+            """) + mpm_settings + "\n" + log + "\n")
         return ["apache2", "-d", str(work), "-f", str(work / "apache2.conf"), "-DFOREGROUND"] + c.extra_args
 
     def _argv_lighttpd(self, work: Path) -> list[str]:
@@ -402,7 +422,7 @@ class Server:
         """The full argv (namespace prefix included), writing config files into ``work``."""
         build = {
             "sojourn": self._argv_sojourn, "nginx": self._argv_nginx, "apache2": self._argv_apache2,
-            "lighttpd": self._argv_lighttpd, "h2o": self._argv_h2o, "command": self._argv_command,
+            "apache2-prefork": self._argv_apache2_prefork, "lighttpd": self._argv_lighttpd, "h2o": self._argv_h2o, "command": self._argv_command,
         }[self.config.kind]
         argv = build(work)
         if shutil.which(argv[0]) is None and not Path(argv[0]).is_file():
@@ -422,7 +442,8 @@ class Server:
         if c.kind == "sojourn":
             admin_port = c.sojourn.admin_port if c.sojourn else None
             return f"http://{c.addr}:{admin_port}/metrics" if admin_port else None
-        return {"nginx": f"{self.url}/nginx_status", "apache2": f"{self.url}/server-status?auto"}.get(c.kind)
+        return {"nginx": f"{self.url}/nginx_status", "apache2": f"{self.url}/server-status?auto",
+                "apache2-prefork": f"{self.url}/server-status?auto"}.get(c.kind)
 
     def start(self) -> "Server":
         self.workdir = Path(tempfile.mkdtemp(prefix=f"sojourn-peer-{self.config.kind}-"))

@@ -8,15 +8,16 @@ import os
 import re
 import shutil
 import subprocess
+import time
 import urllib.request
 import uuid
 from pathlib import Path
 
 import pytest
 
-from sojourn.servers import POLICIES, Server, ServerConfig, ServerError, SojournOptions, free_port, live_group_members
+from sojourn.servers import POLICIES, PROGRAMS, Server, ServerConfig, ServerError, SojournOptions, free_port, live_group_members
 
-REAL_SERVERS = ["nginx", "apache2", "lighttpd", "h2o"]
+REAL_SERVERS = ["nginx", "apache2", "apache2-prefork", "lighttpd", "h2o"]
 
 
 @pytest.fixture
@@ -41,7 +42,7 @@ def group_alive(pgid: int) -> bool:
 
 @pytest.mark.parametrize("kind", REAL_SERVERS + ["sojourn"])
 def test_serves_docroot_with_keepalive_and_log(kind, docroot):
-    if shutil.which(kind if kind != "sojourn" else "true") is None:
+    if shutil.which(PROGRAMS.get(kind, "true")) is None:
         pytest.skip(f"{kind} not installed")
     root, objects = docroot
     log = root / f"{kind}-access.log"
@@ -160,8 +161,9 @@ def port_used_on_host(port: int) -> bool:
 
 # nginx and apache2 take the setting (worker_connections, MaxRequestWorkers) but do not hold
 # a slot for a connection that is writing: apache2's event MPM completes writes without a
-# worker and nginx answered the third client here too, so they are left out.
-@pytest.mark.parametrize("kind", ["sojourn", "lighttpd", "h2o"])
+# worker and nginx answered the third client here too, so they are left out. apache2-prefork's
+# process stays with its connection, as Apache 1.3's did.
+@pytest.mark.parametrize("kind", ["sojourn", "apache2-prefork", "lighttpd", "h2o"])
 def test_max_connections_makes_further_connections_wait_unanswered(kind, docroot):
     """000 §2: with every process busy, a connection waits in the accept queue. With
     max_connections = 2 and two clients each in the middle of a large response they do not
@@ -169,7 +171,7 @@ def test_max_connections_makes_further_connections_wait_unanswered(kind, docroot
     client's request is not answered (no 503 either) until one of them closes."""
     import socket
 
-    if shutil.which(kind if kind != "sojourn" else "true") is None:
+    if shutil.which(PROGRAMS.get(kind, "true")) is None:
         pytest.skip(f"{kind} not installed")
     root, _ = docroot
     (root / "o" / "huge.bin").write_bytes(bytes(32 << 20))
@@ -218,3 +220,21 @@ def test_sojourn_gets_every_setting_from_its_typed_config_file(docroot, tmp_path
         assert line in kept, (line, kept)
     assert 'policy="srpt"' in metrics
     assert "GET /o/small.bin" in (tmp_path / "access.log").read_text()
+
+
+def test_apache2_prefork_runs_a_process_per_connection_slot(docroot):
+    """001 §6.2 configures Apache with 256 and 1024 processes: apache2-prefork starts
+    max_connections single-threaded workers at once (besides its parent) and keeps them."""
+    if shutil.which("apache2") is None:
+        pytest.skip("apache2 not installed")
+    root, objects = docroot
+    with Server(ServerConfig(kind="apache2-prefork", root=root, port=free_port(), max_connections=12)) as peer:
+        deadline = time.monotonic() + 10
+        while len(live_group_members(peer.process.pid)) < 13 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        members = live_group_members(peer.process.pid)
+        assert len(members) == 13, members
+        threads = {int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[17]) for pid in members}
+        assert threads == {1}
+        with urllib.request.urlopen(peer.url + "/o/large.bin", timeout=5) as response:
+            assert response.read() == objects["/o/large.bin"]

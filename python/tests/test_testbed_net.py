@@ -347,6 +347,9 @@ def test_counters_record_uplink_traffic_accept_queue_and_listen_drops(tmp_path):
     with Testbed(TestbedConfig(prefix="sjtbh", tcp=TcpKnobs(somaxconn=4, syn_backlog=4))) as tb:
         path = tmp_path / "counters.csv"
         tb.start_counters(path, interval_s=0.2)
+        # A process spinning in the server namespace: runnable in the samples it spans.
+        spinner = tb.popen(tb.server_ns, [sys.executable, "-c", "import time\nend = time.time() + 1.5\n"
+                                          "while time.time() < end: pass"])
         client = tb.client_addrs["g0"][0]
         sink = tb.popen(tb.client_ns, PROBE + ["sink", "--bind", f"{client}:7040", "--timeout", "2"],
                         stdout=subprocess.PIPE, text=True)
@@ -362,6 +365,7 @@ def test_counters_record_uplink_traffic_accept_queue_and_listen_drops(tmp_path):
                               "[s.setblocking(False) for s in socks]; "
                               f"[s.connect_ex(('{tb.server_addr}', 7041)) for s in socks]; time.sleep(0.5)"], check=True)
         time.sleep(0.5)
+        spinner.wait(timeout=10)
         tb.stop_counters()
         description = tb.describe()
     import pandas as pd
@@ -373,6 +377,8 @@ def test_counters_record_uplink_traffic_accept_queue_and_listen_drops(tmp_path):
     assert rows["uplink_util"].max() > 0.8
     assert rows["listen_overflows"].iloc[-1] > 0 or rows["listen_drops"].iloc[-1] > 0
     assert rows["accept_queue"].max() >= 1
+    assert rows["server_runnable"].max() >= 1 and rows["server_processes"].max() >= 2
+    assert (rows["server_runnable"] <= rows["server_processes"]).all()
     for cumulative in ("retrans_segs", "rto_timeouts", "loss_probes", "fast_retrans", "dsack_received", "host_queue_skips",
                        "reordering_seen"):
         assert rows[cumulative].is_monotonic_increasing and rows[cumulative].iloc[0] >= 0, cumulative

@@ -16,10 +16,14 @@ EXPERIMENTS = [
     Entry("latency", "latency profile and service inversion vs load fraction (Figs. 1-7)",
           spec="experiments/001/latency.toml"),
     Entry("cwnd", "mean latency vs congestion-window clamp at load 0.9 (Fig. 18)", spec="experiments/001/cwnd.toml"),
+    Entry("apache-burst", "apache2-prefork's runnable processes under infinite demand, 256 vs 1024 (§6.2, Figs. 15-17)",
+          spec="experiments/001/apache-burst.toml"),
 ]
 
 # §3.1: "Apache is able to achieve 305 Mb/s, while Flash achieves 352 Mb/s".
 APACHE_MBPS, FLASH_MBPS = 305, 352
+# §6.2 (Fig. 17): the share of the time the system is idle, by Apache's process count.
+IDLE_SHARE = {256: 0.20, 1024: 0.40}
 # The paper's printed values: ready events per dispatch (§6, Figs. 13-14) and Fig. 18's means (s).
 EVENTS_FIXED, EVENTS_ORIGINAL = 1.6, 61
 CWND_UNCLAMPED, CWND_BEST = 0.033, 0.010
@@ -99,8 +103,27 @@ def _cwnd_rows(ctx: Context) -> list[Row]:
     return rows
 
 
+def _apache_burst_rows(ctx: Context) -> list[Row]:
+    e = "apache-burst"
+    rows = []
+    for processes, words in ((256, "generally much lower than the maximum"), (1024, "always close to the maximum")):
+        run = f"prefork-{processes}"
+        idle = ctx.counters(e, run, lambda c: float((c["server_runnable"] == 0).mean()), "server_runnable")
+        rows.append(ctx.row(e, f"{processes} processes: share of one-second samples with no runnable process (Fig. 17)",
+                            point(IDLE_SHARE[processes], f"{IDLE_SHARE[processes]:.0%} of the time idle"), idle))
+        # Eq. 5: load level = runnable processes / processes (the configured count).
+        level = ctx.counters(e, run, lambda c: float((c["server_runnable"] / processes).median()), "server_runnable")
+        claim = (bound("<=", 0.5, text=words) if processes == 256 else bound(">=", 0.5, text=words))
+        rows.append(ctx.row(e, f"{processes} processes: median load level, runnable / processes (Figs. {15 if processes == 256 else 16}, eq. 5)",
+                            claim, level))
+    rows.append(ctx.row(e, "throughput with 1024 processes / with 256", point(1.0, "almost the same capacity"),
+                        ctx.ratio((e, "prefork-1024", "throughput_bps"), (e, "prefork-256", "throughput_bps"))))
+    return rows
+
+
 def claims(ctx: Context) -> list[Row]:
-    return rows_of(ctx, {"capacity": _capacity_rows, "latency": _latency_rows, "cwnd": _cwnd_rows})
+    return rows_of(ctx, {"capacity": _capacity_rows, "latency": _latency_rows, "cwnd": _cwnd_rows,
+                         "apache-burst": _apache_burst_rows})
 
 
 def _mean_transfer(ctx: Context, e: str, run: str) -> Measure:

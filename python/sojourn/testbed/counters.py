@@ -10,8 +10,10 @@ counts; ``accept_queue`` connections waiting in listen queues; cumulative
 ``syn_retrans``, ``rto_timeouts``, ``loss_probes``, ``fast_retrans``, ``dsack_received``,
 ``host_queue_skips``, ``reordering_seen``; ``uplink_tx_bytes`` and ``uplink_util`` (fraction of the link
 rate over the last interval); ``server_cpu`` (CPU seconds per second of every
-process in the server namespace over the last interval) and ``server_rss_bytes`` (their
-resident memory); per queue of the
+process in the server namespace over the last interval), ``server_rss_bytes`` (their
+resident memory), ``server_processes`` (how many there are) and ``server_runnable`` (how
+many are in state R, running or waiting for a CPU: 001 §6.2's run queue, per process as
+there, not per thread); per queue of the
 uplink (each band, or the FIFO) ``q<class>_sent_bytes``, ``q<class>_dropped``,
 ``q<class>_backlog_bytes`` with ``<class>`` the HTB class, e.g. ``q1_10``.
 """
@@ -108,10 +110,11 @@ def _read(path: str) -> str:
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 
 
-def ns_cpu_ticks(ns_inode: str) -> tuple[dict[int, int], int]:
+def ns_processes(ns_inode: str) -> tuple[dict[int, int], int, int]:
     """utime + stime (clock ticks) of every process whose network namespace is
-    ``ns_inode``, and the sum of their resident set sizes in bytes."""
-    ticks, rss = {}, 0
+    ``ns_inode``, the sum of their resident set sizes in bytes, and how many of them are
+    runnable (state R, proc(5) field 3)."""
+    ticks, rss, runnable = {}, 0, 0
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -125,7 +128,8 @@ def ns_cpu_ticks(ns_inode: str) -> tuple[dict[int, int], int]:
             fields = stat.rsplit(")", 1)[1].split()
             ticks[int(entry)] = int(fields[11]) + int(fields[12])
             rss += int(fields[21]) * PAGE_BYTES  # rss in pages (proc(5) field 24)
-    return ticks, rss
+            runnable += fields[0] == "R"
+    return ticks, rss, runnable
 
 
 class CounterSampler:
@@ -187,13 +191,14 @@ class CounterSampler:
             while True:
                 now = time.monotonic()
                 row = self.sample()
-                ticks, rss = ns_cpu_ticks(self.ns_inode)
+                ticks, rss, runnable = ns_processes(self.ns_inode)
                 elapsed = max(now - previous_t, 1e-9)
                 sent = row["uplink_tx_bytes"] - previous_bytes if previous_bytes is not None else 0
                 row["uplink_util"] = round(sent * 8 / elapsed / self.link_bps, 4)
                 cpu = sum(t - previous_ticks[pid] for pid, t in ticks.items() if pid in previous_ticks)
                 row["server_cpu"] = round(cpu / CLOCK_TICKS / elapsed, 4)
                 row["server_rss_bytes"] = rss
+                row["server_processes"], row["server_runnable"] = len(ticks), runnable
                 previous_bytes, previous_ticks, previous_t = row["uplink_tx_bytes"], ticks, now
                 row = {"t_s": round(now - start, 6)} | row
                 if writer is None:
