@@ -129,3 +129,14 @@ def test_surge_agrees_with_the_workloads_model():
     assert ours.mean == pytest.approx(theirs.mean, rel=1e-4)
     q = np.array([0.1, 0.5, 0.9, 0.92, 0.95, 0.99, 0.999])
     assert ours.ppf(q) == pytest.approx(theirs.quantile(q), rel=2e-3)
+
+
+def test_work_share_of_the_largest_jobs_004_section_6_2():
+    """004 §6.2: the largest 1% hold (1 + ln 100) / 100 of an exponential's work (the
+    closed form; "only 5%") and more than half of a bounded Pareto's with alpha 1.1."""
+    from sojourn.theory.figures import work_share_above
+
+    assert work_share_above(Exponential(3000.0), 0.99) == pytest.approx((1 + math.log(100)) / 100, rel=1e-9)
+    heavy = BoundedPareto.with_mean(3000.0, 1.1, 1e10)
+    assert 0.5 < work_share_above(heavy, 0.99) < work_share_above(heavy, 0.95) < 1.0
+    assert work_share_above(heavy, 0.0) == pytest.approx(1.0)

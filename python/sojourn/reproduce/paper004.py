@@ -38,6 +38,10 @@ EXPERIMENTS = [
 # ... greater than 1.6").
 SCF_GAIN = 4.5
 FIG7_EXPONENTIAL, FIG7_TOP, FIG7_BP = 5.6, 0.95, 1.6
+# §6.2: "for a Bounded Pareto distribution with alpha = 1.1, the largest 1% of all tasks
+# account for more than half the total service demand ... for an exponential distribution
+# with the same mean, the largest 1% of all tasks make up only 5%".
+TAIL_BP, TAIL_EXPONENTIAL = 0.5, 0.05
 
 
 def _figure_csv(ctx: Context, entry: str) -> pd.DataFrame:
@@ -120,6 +124,15 @@ def _write_concurrency_rows(ctx: Context) -> list[Row]:
                 bound(">", 1, text="the gain shrinks as threads grow"), quotient(gain(fewest), gain(most), runs)),
         ctx.row(e, f"size-independent / SCF at write concurrency {most}", point(1.0, "no effect at about 60 threads"),
                 _sweep(e, "response_mean", ctx)[most][0]),
+        # Fig. 6: bytes of completed responses per second against the network threads.
+        *(ctx.row(e, f"{variant}: byte throughput at write concurrency {most} / at {fewest} (Fig. 6)",
+                  bound(">", 1, text="throughput increases roughly linearly with additional network threads"),
+                  ctx.ratio((e, _run_of(ctx, e, variant, most), "throughput_bps"),
+                            (e, _run_of(ctx, e, variant, fewest), "throughput_bps"))) for variant in VARIANTS),
+        ctx.row(e, f"SCF / size-independent byte throughput at write concurrency {fewest} (Fig. 6)",
+                bound(">", 1, text="shortest-connection-first has slightly higher throughput"),
+                ctx.ratio((e, _run_of(ctx, e, "scf", fewest), "throughput_bps"),
+                          (e, _run_of(ctx, e, "size-independent", fewest), "throughput_bps"))),
     ]
 
 
@@ -134,6 +147,23 @@ def _fig7_rows(ctx: Context) -> list[Row]:
                 bound("<=", FIG7_BP, text="no task size above 1.6"),
                 _computed("fig7", float(fig7["bounded_pareto_1.1"].max())),
                 note=f"computed up to the {fig7['percentile'].max() * 100:.0f}th percentile (fig7.csv)"),
+        *_tail_share_rows(ctx),
+    ]
+
+
+def _tail_share_rows(ctx: Context) -> list[Row]:
+    """§6.2's reason large jobs do not suffer: the share of all work in the largest 1%
+    (tail-share.csv, written by the fig7 command)."""
+    path = ctx.directory("fig7") / "tail-share.csv"
+    if not path.is_file():
+        return []
+    share = pd.read_csv(path).set_index(["distribution", "largest"])["work_share"]
+    return [
+        ctx.row("fig7", "bounded Pareto alpha 1.1: share of all work in the largest 1% of jobs (§6.2)",
+                bound(">", TAIL_BP, text="more than half the total service demand"),
+                _computed("fig7", float(share[("bounded_pareto_1.1", 0.01)]))),
+        ctx.row("fig7", "exponential, same mean: share of all work in the largest 1% of jobs (§6.2)",
+                point(TAIL_EXPONENTIAL, "only 5%"), _computed("fig7", float(share[("exponential", 0.01)]))),
     ]
 
 

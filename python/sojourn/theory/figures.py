@@ -27,7 +27,7 @@ import pandas as pd  # noqa: E402
 
 from sojourn.engine import engine_path  # noqa: E402
 from sojourn.workloads.shaping import PROFILES  # noqa: E402
-from sojourn.theory.formulas import BoundedPareto, Exponential, slowdown_by_percentile  # noqa: E402
+from sojourn.theory.formulas import BoundedPareto, Distribution, Exponential, slowdown_by_percentile  # noqa: E402
 
 # 004 §6.2: Fig. 7 plots task size percentiles; the text's statements are read at the 99th.
 PERCENTILES = np.round(np.arange(0.01, 0.9901, 0.01), 4)
@@ -55,12 +55,21 @@ def simulated_slowdown(name: str, dist, rho: float, jobs: int, bins: int = 20, s
     return pd.DataFrame(rows)
 
 
+def work_share_above(dist: Distribution, percentile: float) -> float:
+    """The share of all work (bytes) in the jobs above ``percentile`` of the sizes: what a
+    job at that percentile is not interrupted by under SRPT (004 §6.2)."""
+    return 1.0 - float(dist.partial_moment(1, dist.ppf(percentile))) / dist.mean
+
+
 def fig7(out: Path, rho: float = 0.9, mean: float = 3000.0, p: float = 1e10,
          simulate_jobs: int = 0) -> tuple[pd.DataFrame, dict]:
     """004 Fig. 7; returns the curve table and the checks of its text. With
     ``simulate_jobs``, simulated SRPT slowdowns per size bin are drawn as points and saved
-    as fig7-simulated.csv."""
+    as fig7-simulated.csv. tail-share.csv holds §6.2's explanation: the share of all work
+    in the largest 1% and 5% of jobs under each distribution."""
     curves = {"exponential": Exponential(mean), "bounded_pareto_1.1": BoundedPareto.with_mean(mean, 1.1, p)}
+    pd.DataFrame([{"distribution": name, "largest": round(1 - q, 6), "work_share": work_share_above(dist, q)}
+                  for name, dist in curves.items() for q in (0.99, 0.95)]).to_csv(_made(out) / "tail-share.csv", index=False)
     table = pd.DataFrame({"percentile": PERCENTILES})
     for name, dist in curves.items():
         table[name] = slowdown_by_percentile(dist, rho, PERCENTILES)
@@ -105,8 +114,13 @@ def fig8(out: Path, rho: float = 0.9, mean: float = 3000.0, p: float = 1e10) -> 
     return table
 
 
-def _save(fig, table: pd.DataFrame, out: Path, name: str) -> None:
+def _made(out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def _save(fig, table: pd.DataFrame, out: Path, name: str) -> None:
+    _made(out)
     fig.tight_layout()
     fig.savefig(out / f"{name}.png", dpi=120)
     plt.close(fig)
