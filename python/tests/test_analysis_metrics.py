@@ -77,6 +77,10 @@ def test_summary(reqs):
     # Var = (0.7² + 1.2² + 0.5²)/3 = 0.726667; C² = Var / 0.8² = 1.135417.
     assert s["response_c2"] == pytest.approx(0.7266667 / 0.64, rel=1e-6)
     assert s["response_largest_1pct_mean"] == pytest.approx(0.3)  # one request: the 10000-byte one
+    # 004 Fig. 2's split at 10 KiB: all three completed responses are below it.
+    assert s["response_mean_small"] == pytest.approx(0.8) and math.isnan(s["response_mean_large"])
+    bigger = analysis.summarize(reqs.assign(size=reqs["size"].replace(10000, 20000)), link_bps=8000, duration_s=3.0)
+    assert (bigger["response_mean_small"], bigger["response_mean_large"]) == pytest.approx((1.05, 0.3))
     assert s["throughput_rps"] == pytest.approx(1.0)
     # Bodies of all attempts: (100 + 300 + 1000 + 10000) B x 8 / 3 s = 30400 bit/s; link 8000 bit/s.
     assert s["throughput_bps"] == pytest.approx(30400)

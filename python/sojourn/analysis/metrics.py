@@ -41,6 +41,19 @@ def largest_share_mean(requests: pd.DataFrame, share: float = 0.01) -> float:
     return float(done["response_s"].to_numpy()[order].mean())
 
 
+# 004 §5.1 (Fig. 2): below about 10 KB a response's time is "nearly independent of file
+# size" (connection set-up dominates); above it, it grows with the size.
+SMALL_RESPONSE_BYTES = 10 * 1024
+
+
+def mean_by_size(done: pd.DataFrame) -> dict:
+    """Mean response time of completed requests below and from SMALL_RESPONSE_BYTES."""
+    small = done["size"] < SMALL_RESPONSE_BYTES
+    def mean(part: pd.DataFrame) -> float:
+        return float(part["response_s"].mean()) if len(part) else math.nan
+    return {"response_mean_small": mean(done[small]), "response_mean_large": mean(done[~small])}
+
+
 def biggest_request_mean(requests: pd.DataFrame) -> float:
     """Mean response time of the completed requests for the biggest object."""
     done = requests[requests["completed"]]
@@ -80,6 +93,7 @@ def summarize(requests: pd.DataFrame, link_bps: float | None = None, duration_s:
         "response_c2": squared_cv(response),
         "response_largest_1pct_mean": largest_share_mean(requests, 0.01),
         "response_biggest_mean": biggest_request_mean(requests),
+        **mean_by_size(done),
         "lag_p99": float(np.nanpercentile(requests["lag_s"], 99)) if requests["lag_s"].notna().any() else math.nan,
         "duration_s": duration,
         "throughput_rps": len(done) / duration if duration > 0 else math.nan,

@@ -23,6 +23,8 @@ def _sweep(entry: str, metric: str, ctx: Context) -> dict:
 
 
 EXPERIMENTS = [
+    Entry("apache", "apache2-prefork vs the size-independent server by file size (Fig. 2)",
+          spec="experiments/004/apache.toml"),
     Entry("scf", "SCF vs size-independent vs user equivalents (Figs. 3-4)", spec="experiments/004/scf.toml",
           quick_s=420),
     Entry("write-concurrency", "write concurrency at 1400 users (Figs. 5-6)",
@@ -104,7 +106,7 @@ def _concurrency_why(ctx: Context, run: str):
 
 
 def _run_of(ctx: Context, entry: str, variant: str, value) -> str:
-    key = {"scf": "users", "write-concurrency": "write_concurrency"}[entry]
+    key = {"apache": "users", "scf": "users", "write-concurrency": "write_concurrency"}[entry]
     return run_name(variant, key, value)
 
 
@@ -179,8 +181,22 @@ def _fig8_rows(ctx: Context) -> list[Row]:
     return rows
 
 
+def _apache_rows(ctx: Context) -> list[Row]:
+    """Fig. 2: Apache treats short connections the same as the size-independent server or
+    worse, long ones the same or better (summary.json splits at 10 KiB)."""
+    e = "apache"
+    rows = []
+    for users in (1000, 1400, 1800):
+        apache, fair = _run_of(ctx, e, "apache", users), _run_of(ctx, e, "size-independent", users)
+        for metric, words, claim in (("response_mean_small", "below 10 KiB", bound(">=", 1, text="the same or worse")),
+                                     ("response_mean_large", "from 10 KiB", bound("<=", 1, text="the same or better"))):
+            rows.append(ctx.row(e, f"Apache / size-independent mean response {words}, {users} users", claim,
+                                ctx.ratio((e, apache, metric), (e, fair, metric))))
+    return rows
+
+
 def claims(ctx: Context) -> list[Row]:
-    return rows_of(ctx, {"scf": _scf_rows, "write-concurrency": _write_concurrency_rows, "fig7": _fig7_rows,
+    return rows_of(ctx, {"apache": _apache_rows, "scf": _scf_rows, "write-concurrency": _write_concurrency_rows, "fig7": _fig7_rows,
                          "fig8": _fig8_rows})
 
 
