@@ -8,8 +8,10 @@ and without SACK at 6% loss (Figs. 15-16).
 
 from __future__ import annotations
 
+from scipy import stats
+
 from sojourn.reproduce import Context, Entry, Paper, rows_of
-from sojourn.reproduce.rows import Claim, Row, bound, direction, measured
+from sojourn.reproduce.rows import Claim, Measure, Row, bound, direction, measured
 from sojourn.runner.spec import run_name
 
 SERVERS = ("sojourn", "nginx")
@@ -19,7 +21,11 @@ EXPERIMENTS = [
     Entry("loss-independent", "capacity vs independent loss (§3.4)", spec="experiments/002/loss-independent.toml"),
     Entry("delay", "capacity vs RTT (Figs. 19-20)", spec="experiments/002/delay.toml"),
     Entry("sack", "SACK vs NewReno at 6% loss (Figs. 15-16)", spec="experiments/002/sack.toml"),
+    Entry("normality", "36 repetitions of one point against a normal distribution (Figs. 6-7)",
+          spec="experiments/002/normality.toml"),
 ]
+# §3.5: normality is judged on this many samples at least (the paper's 36; 8 at quick scale).
+NORMALITY_SAMPLES = 8
 
 # The paper's printed values: capacity at high loss (Fig. 17, Flash: "reduced by up to 50
 # percent"), at 400 ms (§4.4: "reduced only 5 percent"), response time at 6% loss (Fig. 15:
@@ -80,9 +86,30 @@ def _sack_rows(ctx: Context) -> list[Row]:
     ]
 
 
+def _normality_rows(ctx: Context) -> list[Row]:
+    """§3.5, Figs. 6-7: the repetitions of one point against a normal distribution of their
+    mean and deviation: Shapiro-Wilk's p-value (the CDF's fit) and the correlation of the
+    probability plot (Fig. 7's "points close to a 45-degree line")."""
+    e, run = "normality", run_name("sojourn", "rtt_ms", 100)
+    samples = list(ctx.per_rep(e, run, "capacity_rps").values())
+    def computed(value: float) -> Measure:
+        if len(samples) < NORMALITY_SAMPLES:
+            return Measure(absent=f"{len(samples)} repetitions of {run}; at least {NORMALITY_SAMPLES} are needed")
+        return Measure(value, None, len(samples), ((e, run),))
+    enough = len(samples) >= NORMALITY_SAMPLES
+    return [
+        ctx.row(e, "requests/s of the repetitions: Shapiro-Wilk p-value against normality (Fig. 6)",
+                bound(">", 0.05, text="the normal distribution is a very tight fit"),
+                computed(float(stats.shapiro(samples).pvalue) if enough else float("nan"))),
+        ctx.row(e, "requests/s of the repetitions: correlation of the normal probability plot (Fig. 7)",
+                bound(">=", 0.95, text="the points lie close to a 45-degree line"),
+                computed(float(stats.probplot(samples)[1][2]) if enough else float("nan"))),
+    ]
+
+
 def claims(ctx: Context) -> list[Row]:
     return rows_of(ctx, {"loss": _loss_rows, "loss-independent": _independent_loss_rows, "delay": _delay_rows,
-                         "sack": _sack_rows})
+                         "sack": _sack_rows, "normality": _normality_rows})
 
 
 def differences(ctx: Context) -> str:
