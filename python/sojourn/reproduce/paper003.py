@@ -33,6 +33,8 @@ EXPERIMENTS = [
           spec="experiments/003/section5-demand20-nothink-continue.toml", quick_s=90, of_paper=False),
     Entry("timeouts", "DWFS queue lengths and per-stage latency at timeout 10 vs 20 s (Table 7, Figs. 11-12)",
           spec="experiments/003/timeouts.toml", quick_s=80),
+    Entry("timeouts-demand", "Table 7 with the stage costs as CPU demand (latency / 10), so CO and SR can finish",
+          spec="experiments/003/timeouts-demand.toml", quick_s=80),
 ]
 
 # 003 Table 2 (completed - timed out per weight assignment) and Tables 3-7.
@@ -200,30 +202,33 @@ def _section5_rows(ctx: Context, experiment: str = "section5",
     return rows + [fifo]
 
 
-def _latency(ctx: Context, run: str, stage: str) -> dict[int, float]:
+def _latency(ctx: Context, e: str, run: str, stage: str) -> dict[int, float]:
     """Per repetition: the stage's queueing + processing mean (s)."""
-    queueing = ctx.per_rep("timeouts", run, f"sessions.anatomy.{stage}.queueing_mean_s")
-    processing = ctx.per_rep("timeouts", run, f"sessions.anatomy.{stage}.processing_mean_s")
+    queueing = ctx.per_rep(e, run, f"sessions.anatomy.{stage}.queueing_mean_s")
+    processing = ctx.per_rep(e, run, f"sessions.anatomy.{stage}.processing_mean_s")
     return {rep: queueing[rep] + processing[rep] for rep in queueing if rep in processing}
 
 
-def _unserved(ctx: Context, run: str, stage: str) -> str:
-    deadline = ctx.mean("timeouts", run, f"sessions.anatomy.{stage}.dropped_deadline")
-    refused = ctx.mean("timeouts", run, f"sessions.anatomy.{stage}.dropped_waiting_room")
+def _unserved(ctx: Context, e: str, run: str, stage: str) -> str:
+    deadline = ctx.mean(e, run, f"sessions.anatomy.{stage}.dropped_deadline")
+    refused = ctx.mean(e, run, f"sessions.anatomy.{stage}.dropped_waiting_room")
     return f"{stage} completed nothing at {run} ({deadline:.0f} deadline drops and {refused:.0f} waiting-room " \
            "refusals per repetition)"
 
 
-def _timeout_rows(ctx: Context) -> list[Row]:
+def _timeout_rows(ctx: Context, e: str = "timeouts") -> list[Row]:
+    """Table 7: each stage's latency at timeout 20 s over 10 s (``e``: timeouts at the §5.1
+    costs, timeouts-demand with the costs as CPU demand)."""
     rows = []
+    costs = " (costs as CPU demand)" if e == "timeouts-demand" else ""
     for stage, (ten, twenty) in TABLE7.items():
-        short, long = _latency(ctx, "timeout-10", stage), _latency(ctx, "timeout-20", stage)
+        short, long = _latency(ctx, e, "timeout-10", stage), _latency(ctx, e, "timeout-20", stage)
         common = sorted(set(short) & set(long))
-        absent = "; ".join(_unserved(ctx, run, stage) for run, values in (("timeout-10", short), ("timeout-20", long))
-                           if not values)
-        ours = summarize([long[r] / short[r] for r in common if short[r]],
-                         (("timeouts", "timeout-10"), ("timeouts", "timeout-20")), absent=absent)
-        rows.append(ctx.row("timeouts", f"Table 7: {stage} latency, timeout 20 s / 10 s",
+        absent = "; ".join(_unserved(ctx, e, run, stage) for run, values in (("timeout-10", short),
+                                                                               ("timeout-20", long)) if not values)
+        ours = summarize([long[r] / short[r] for r in common if short[r]], ((e, "timeout-10"), (e, "timeout-20")),
+                         absent=absent)
+        rows.append(ctx.row(e, f"Table 7: {stage} latency, timeout 20 s / 10 s{costs}",
                             direction(twenty / ten, f"{twenty} s / {ten} s"), ours))
     return rows
 
@@ -236,7 +241,7 @@ def claims(ctx: Context) -> list[Row]:
         "section5-demand20-nothink": lambda ctx: _section5_rows(ctx, "section5-demand20-nothink", clients=(40, 60)),
         "section5-demand20-nothink-continue":
             lambda ctx: _section5_rows(ctx, "section5-demand20-nothink-continue", clients=(40, 60)),
-        "timeouts": _timeout_rows})
+        "timeouts": _timeout_rows, "timeouts-demand": lambda ctx: _timeout_rows(ctx, "timeouts-demand")})
 
 
 def _study_note(ctx: Context) -> str:
@@ -360,25 +365,25 @@ DEMAND_CONCLUSION = ("What these rows isolate, and what they leave unexplained (
                      "demand\".")
 
 
-def _timeouts_note(ctx: Context) -> str:
-    lines = ["### Table 7 per stage (latency = queueing + processing, s)", "",
+def _timeouts_note(ctx: Context, e: str) -> str:
+    lines = [f"### Table 7 per stage (latency = queueing + processing, s), `{e}`", "",
              "| stage | paper 10 s | paper 20 s | ours timeout-10 | ours timeout-20 | mean queue length 10 / 20 |",
              "|---|---|---|---|---|---|"]
     unserved = []
     for stage, (ten, twenty) in TABLE7.items():
-        latency = {run: summarize(list(_latency(ctx, run, stage).values())) for run in ("timeout-10", "timeout-20")}
-        queues = " / ".join(f"{ctx.mean('timeouts', run, f'sessions.queue_mean.{stage}'):.2f}"
+        latency = {run: summarize(list(_latency(ctx, e, run, stage).values())) for run in ("timeout-10", "timeout-20")}
+        queues = " / ".join(f"{ctx.mean(e, run, f'sessions.queue_mean.{stage}'):.2f}"
                             for run in ("timeout-10", "timeout-20"))
         cells = " | ".join(f"{m.value:.3f}" if m.ok else "—" for m in latency.values())
         lines.append(f"| {stage} | {ten} | {twenty} | {cells} | {queues} |")
-        unserved += [_unserved(ctx, run, stage) for run, m in latency.items() if not m.ok]
+        unserved += [_unserved(ctx, e, run, stage) for run, m in latency.items() if not m.ok]
     lines += ["", "Longer timeouts lengthen the queues and each stage's latency, as Table 7 and Figs. 11-12 "
                   "show."]
     if unserved:
-        lines[-1] += (" A stage with no latency (—) completed nothing: with the §5.1 costs on one CPU its processing "
-                      "time is not below the timeout, so DWFS drops every request of it before it runs (`now + T_j > "
-                      "deadline`), or its waiting room floor(timeout / T_j) is empty: " + "; ".join(unserved) + ".")
-    figures = [f"- [{caption}]({path})" for path, caption in ctx.figures("timeouts") if "queue" in caption.lower()]
+        lines[-1] += (" A stage with no latency (—) completed nothing: on one CPU its processing time is not below "
+                      "the timeout, so DWFS drops every request of it before it runs (`now + T_j > deadline`), or its "
+                      "waiting room floor(timeout / T_j) is empty: " + "; ".join(unserved) + ".")
+    figures = [f"- [{caption}]({path})" for path, caption in ctx.figures(e) if "queue" in caption.lower()]
     return "\n".join(lines + ([""] + figures if figures else []))
 
 
@@ -390,8 +395,7 @@ def notes(ctx: Context) -> str:
         parts.append(_section5_note(ctx))
     if ctx.has("section5-demand") or ctx.has("section5-demand20"):
         parts.append(_demand_note(ctx))
-    if ctx.has("timeouts"):
-        parts.append(_timeouts_note(ctx))
+    parts += [_timeouts_note(ctx, e) for e in ("timeouts", "timeouts-demand") if ctx.has(e)]
     return "\n\n".join(parts)
 
 
