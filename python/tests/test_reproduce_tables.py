@@ -76,3 +76,15 @@ def test_verdicts_and_reasons_follow_from_the_numbers():
 @pytest.mark.parametrize("column", ["kind", "verdict", "reason", "scale"])
 def test_the_vocabularies_are_closed(column):
     assert any(column in p for p in check_row({**DIRECTION, column: "within_2x"}))
+
+
+def test_a_bound_meets_at_the_digits_it_is_printed_with():
+    """Ours is rounded to the bound's printed digits: 1.62 meets "<= 1.6", and a "10%"
+    bound printed with two decimals is not met by 1.15 (which would round to 1.1)."""
+    from sojourn.reproduce.rows import bound, bound_met
+
+    assert bound_met("<= 1.6", 1.62) and not bound_met("<= 1.6", 1.66)
+    assert bound_met("<= 1.1", 1.15)  # one decimal: 1.15 rounds to 1.1
+    ten_percent = bound("<=", 1.1, digits=2).bound
+    assert ten_percent == "<= 1.10"
+    assert bound_met(ten_percent, 1.104) and not bound_met(ten_percent, 1.15)

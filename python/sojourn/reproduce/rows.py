@@ -36,9 +36,10 @@ def missing(value) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
 
 
-def bound_text(op: str, value: float) -> str:
-    """The bound as the CSV's ``bound`` column writes it, e.g. ``>= 2.5``."""
-    return f"{op} {value:g}"
+def bound_text(op: str, value: float, digits: int | None = None) -> str:
+    """The bound as the CSV's ``bound`` column writes it, e.g. ``>= 2.5``; with ``digits``
+    that many decimals (``<= 1.10`` for the paper's "10%", so 1.15 does not round to it)."""
+    return f"{op} {value:g}" if digits is None else f"{op} {value:.{digits}f}"
 
 
 def bound_met(bound: str, ours: float) -> bool:
@@ -88,8 +89,9 @@ def direction(value: float, text: str = "", reference: float = 1.0) -> Claim:
     return Claim("direction", value, reference=reference, paper_text=text)
 
 
-def bound(op: str, value: float, paper: float | None = None, text: str = "", unit: str = "") -> Claim:
-    return Claim("bound", paper, bound=bound_text(op, value), paper_text=text, unit=unit)
+def bound(op: str, value: float, paper: float | None = None, text: str = "", unit: str = "",
+          digits: int | None = None) -> Claim:
+    return Claim("bound", paper, bound=bound_text(op, value, digits), paper_text=text, unit=unit)
 
 
 @dataclass(frozen=True)
