@@ -6,7 +6,9 @@ repetitions' 90% intervals, and how many repetitions the fidelity guard passed.
 
 A count is *safe* when every run's mean response time lies inside the solo 90% interval
 (widened by nothing) and every repetition is complete and valid; the largest safe count
-is printed last (and is what docs/experiments.md recommends for --concurrency).
+is printed last (and is what docs/experiments.md recommends for --concurrency). A count run
+more than once (run.sh's `1 2 1`: roots 1, 2, 1-again2) has its sets pooled, so solo sets
+before and after a concurrent batch give one interval.
 """
 
 from __future__ import annotations
@@ -56,10 +58,12 @@ def main() -> int:
     parser.add_argument("root", type=Path, help="results/concurrency (one results root per count: 1, 2, 3, 4)")
     parser.add_argument("--json", type=Path, help="also write the comparison here")
     args = parser.parse_args()
-    counts = sorted(int(path.name) for path in args.root.iterdir() if path.name.isdigit())
+    roots = [path for path in args.root.iterdir() if path.name.split("-again")[0].isdigit()]
+    counts = sorted({int(path.name.split("-again")[0]) for path in roots})
     if 1 not in counts:
         raise SystemExit(f"{args.root}/1 (the solo runs) is missing")
-    reps = {count: load_experiment(experiment_dir(args.root / str(count))) for count in counts}
+    reps = {count: [rep for root in sorted(roots) if int(root.name.split("-again")[0]) == count
+                    for rep in load_experiment(experiment_dir(root))] for count in counts}
     tables = {count: table(reps[count]) for count in counts}
     solo = tables[1]
     out, safe = {}, []
