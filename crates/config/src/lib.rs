@@ -18,7 +18,7 @@ use anyhow::Context;
 use clap::builder::{OsStr, Resettable};
 use clap::{Arg, ArgAction, Args, Command, FromArgMatches, Id};
 use serde::de::{DeserializeOwned, Deserializer, Error as _};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The document in `path` given as `option` (`--config`, `--stages`), deserialized into
 /// `T`; errors name the option and the file (and, from serde, the key and what was expected).
@@ -34,6 +34,16 @@ pub fn file_then_options<T: DeserializeOwned + Args + FromArgMatches>(words: &[O
     let (path, options) = words.split_first().context("--config needs a FILE")?;
     let path = Path::new(path);
     override_with(read("--config", path)?, &format!("{command} --config {}", path.display()), options)
+}
+
+/// The options given on the command line before `--config FILE` (`given`: every field
+/// None but those given, as clap fills an all-`Option` struct) in place of `file`'s, so
+/// `serve --listen ADDR --config FILE` works as `serve --config FILE --listen ADDR`.
+pub fn given_over<T: Serialize + DeserializeOwned>(given: &T, file: T) -> anyhow::Result<T> {
+    // None fields are left out of a TOML table, so only the given ones replace the file's.
+    let mut merged = toml::Table::try_from(file).context("the --config options as a table")?;
+    merged.extend(toml::Table::try_from(given).context("the command line's options as a table")?);
+    Ok(merged.try_into()?)
 }
 
 /// `options` with every option given in `words` (command-line words such as
@@ -208,5 +218,22 @@ mod tests {
         let file = demo_file("target = \"h\"\n").unwrap();
         let err = override_with(file, "demo", &words("--seed x")).unwrap_err().to_string();
         assert!(err.contains("invalid value 'x' for '--seed"), "{err}");
+    }
+
+    #[derive(Debug, Default, Serialize, Deserialize, PartialEq)]
+    #[serde(rename_all = "kebab-case")]
+    struct Given {
+        listen: Option<String>,
+        threads: Option<u32>,
+        policy: Option<String>,
+    }
+
+    #[test]
+    fn options_given_before_the_file_replace_only_its_keys_they_name() {
+        let file = Given { listen: Some("a:1".into()), threads: Some(2), policy: None };
+        let given = Given { threads: Some(4), policy: Some("las".into()), ..Default::default() };
+        let merged = given_over(&given, file).unwrap();
+        assert_eq!(merged, Given { listen: Some("a:1".into()), threads: Some(4), policy: Some("las".into()) });
+        assert_eq!(given_over(&Given::default(), Given { threads: Some(2), ..Default::default() }).unwrap().threads, Some(2));
     }
 }

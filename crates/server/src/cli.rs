@@ -19,8 +19,8 @@ use crate::worker::{Shared, Worker};
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
     /// TOML file with any of the options below as keys (kebab-case), then options that
-    /// replace the file's.
-    #[arg(long, num_args = 1.., allow_hyphen_values = true, value_names = ["FILE", "OPTIONS"], conflicts_with = "ServeOptions")]
+    /// replace the file's (options before --config replace them too).
+    #[arg(long, num_args = 1.., allow_hyphen_values = true, value_names = ["FILE", "OPTIONS"])]
     config: Vec<std::ffi::OsString>,
     /// Check the options and exit (0: serve would take them; else the error it would
     /// give), as `nginx -t`: the runner checks a spec's server settings this way before
@@ -97,7 +97,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let options = if args.config.is_empty() {
         args.options
     } else {
-        sojourn_config::file_then_options(&args.config, "sojourn-engine serve")?
+        sojourn_config::given_over(&args.options, sojourn_config::file_then_options(&args.config, "sojourn-engine serve")?)?
     };
     let mut settings = Settings::from_options(options)?;
     if args.check {

@@ -7,13 +7,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use sojourn_http::{HeadFields, Limits};
 use sojourn_sched::bands::parse_bytes;
 use sojourn_sched::{AdmissionSpec, Bands, Order, PolicyKind, Scheduler};
 
 /// Options of `sojourn-engine serve`; all optional so a config file can fill them.
-#[derive(Debug, Default, Clone, clap::Args, Deserialize)]
+#[derive(Debug, Default, Clone, clap::Args, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct ServeOptions {
     /// Document root: only files under it (after resolving symlinks) are served.
