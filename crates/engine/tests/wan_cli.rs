@@ -27,7 +27,7 @@ fn help_lists_the_options() {
 #[test]
 fn config_errors_name_the_input() {
     let cases = [
-        ("syntax", "tun = ", "emulator config is not valid"),
+        ("syntax", "tun = ", "TOML parse error"),
         ("loss", r#"tun = "x"
 groups = [{ name = "g", addrs = ["10.78.0.1"], up = { loss = 2 } }]"#, "group g direction up"),
         ("field", r#"tun = "x"
