@@ -184,7 +184,8 @@ def test_the_default_concurrency_is_the_measured_one_for_the_experiments_testbed
 def test_published_repetitions_of_the_same_spec_are_restored_as_complete_results(tmp_path):
     """results/ does not outlive a checkout, docs/reproduction/ does: a campaign goes on from
     the repetitions published with the same spec at the same scale, and only from those."""
-    from sojourn.reproduce.publish import RESTORED, _has_unpublished, restore_published
+    from sojourn.reproduce.publish import (RESTORED, _has_unpublished, estimated_seconds, remaining_seconds,
+                                           restore_published)
     from sojourn.runner import layout
 
     spec = tmp_path / "e.toml"
@@ -197,6 +198,9 @@ def test_published_repetitions_of_the_same_spec_are_restored_as_complete_results
         (published / "run" / rep / "summary.json").write_text('{"response_mean": 1.0}\n')
     (published / "spec.toml").write_text(experiment.text)
     (published / "meta.json").write_text(json.dumps({"scale": "full"}))
+    # --list's "published 1 of 2": half the wall time is left.
+    assert remaining_seconds(experiment, published, False, 1) == pytest.approx(estimated_seconds(experiment, 1) / 2)
+    assert remaining_seconds(experiment, published, True, 1) == pytest.approx(estimated_seconds(experiment, 1))
     results = tmp_path / "results"
     assert restore_published(experiment, published, results, quick=True) == 0  # another scale
     assert restore_published(experiment, published, results, quick=False) == 1

@@ -48,12 +48,14 @@ def at_once(experiment, concurrency: int | None) -> int:
     return concurrency or measured_concurrency(experiment)
 
 
-def estimated_seconds(experiment, testbeds: int) -> float:
-    """Wall time of the whole experiment run ``testbeds`` at once, from its load lengths."""
+def estimated_seconds(experiment, testbeds: int, done: frozenset = frozenset()) -> float:
+    """Wall time of the experiment's repetitions run ``testbeds`` at once, from their load
+    lengths, less those in ``done`` ((run, rep) pairs, rep as its directory names it)."""
     from sojourn.runner.plan import load_seconds
 
-    serial = sum(load_seconds(run.config) + REPETITION_OVERHEAD_S for run in experiment.runs)
-    return serial * experiment.repetitions / testbeds
+    serial = sum(load_seconds(run.config) + REPETITION_OVERHEAD_S for run in experiment.runs
+                 for rep in range(experiment.repetitions) if (run.name, str(rep)) not in done)
+    return serial / testbeds
 
 
 # run_entry's status when every complete repetition came from the publication: nothing to publish.
@@ -62,28 +64,43 @@ NOTHING_NEW = 3
 RESTORED = "restored.json"
 
 
+def published_reps(experiment, published: Path, quick: bool) -> list[Path]:
+    """The complete repetitions published in ``published`` from the same spec text at the
+    same scale (their directories, run/rep): what a campaign need not run again."""
+    published = Path(published)
+    try:
+        meta = json.loads((published / "meta.json").read_text())
+        same_spec = (published / "spec.toml").read_text() == experiment.text
+    except (OSError, json.JSONDecodeError):
+        return []
+    if not same_spec or meta.get("scale") != ("quick" if quick else "full"):
+        return []
+    return [status.parent for status in sorted(published.glob("*/*/status.json")) if layout.is_complete(status.parent)]
+
+
+def remaining_seconds(experiment, published: Path, quick: bool, testbeds: int) -> float:
+    """:func:`estimated_seconds` of the repetitions not yet published."""
+    done = frozenset((path.parent.name, path.name) for path in published_reps(experiment, published, quick))
+    return estimated_seconds(experiment, testbeds, done)
+
+
 def restore_published(experiment, published: Path, results: Path, quick: bool) -> int:
     """Puts the complete repetitions published in ``published`` (same spec text, same
     scale) back under ``results/<experiment>/`` where that repetition is not complete,
     without their per-request records, so the runner keeps them and a campaign goes on
     where the last checkout's stopped (results/ is not kept between checkouts,
     docs/reproduction/ is). Returns how many it restored."""
-    published = Path(published)
-    try:
-        meta = json.loads((published / "meta.json").read_text())
-        same_spec = (published / "spec.toml").read_text() == experiment.text
-    except (OSError, json.JSONDecodeError):
-        return 0
-    if not same_spec or meta.get("scale") != ("quick" if quick else "full"):
+    sources = published_reps(experiment, published, quick)
+    if not sources:
         return 0
     directory = layout.experiment_dir(results, experiment.name)
     saved = directory / "spec.toml"
     if saved.is_file() and saved.read_text() != experiment.text:
         return 0
     restored = 0
-    for status in sorted(published.glob("*/*/status.json")):
-        source, target = status.parent, directory / status.parent.parent.name / status.parent.name
-        if not layout.is_complete(source) or layout.is_complete(target):
+    for source in sources:
+        target = directory / source.parent.name / source.name
+        if layout.is_complete(target):
             continue
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(source, target)
