@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -32,7 +33,7 @@ def engine_path(build: bool = True) -> Path:
     installed = Path(sys.executable).parent / "sojourn-engine"
     if not path.is_file() and not (REPO / "Cargo.toml").is_file() and installed.is_file():
         return installed
-    newer = not path.is_file() or newer_source(path.stat().st_mtime)
+    newer = not path.is_file() or newer_source(path.stat().st_mtime, path)
     if newer:
         if not build:
             why = "is missing" if newer is True else f"is older than {newer.relative_to(REPO)}"
@@ -42,10 +43,18 @@ def engine_path(build: bool = True) -> Path:
     return path
 
 
-def newer_source(built: float) -> Path | None:
-    """A source of the Rust workspace (a crate's file, a manifest, the lock file) changed
-    after ``built`` (a modification time), or None."""
-    sources = [REPO / "Cargo.toml", REPO / "Cargo.lock", *(REPO / "crates").rglob("*")]
+def newer_source(built: float, binary: Path | None = None) -> Path | None:
+    """A source the binary is built from changed after ``built`` (a modification time), or
+    None. The sources are those cargo lists in the binary's dep-info file (``<binary>.d``:
+    what it compiled, not the crates' tests); without one, every crate's src/."""
+    binary = binary or REPO / "target" / "release" / "sojourn-engine"
+    try:
+        listed = binary.with_name(binary.name + ".d").read_text().split(": ", 1)[1]
+        # Make's syntax: a backslash-newline continues the line, a backslash-space is a space.
+        parts = re.split(r"(?<!\\)\s+", listed.replace("\\\n", " ").strip())
+        sources = [Path(part.replace("\\ ", " ")) for part in parts if part]
+    except (OSError, IndexError):
+        sources = [path for path in (REPO / "crates").glob("*/src/**/*") if path.is_file()]
     return next((source for source in sources if source.is_file() and source.stat().st_mtime > built), None)
 
 

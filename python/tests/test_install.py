@@ -41,7 +41,32 @@ def test_an_engine_older_than_a_source_is_not_run(monkeypatch):
     assert engine.newer_source(float("inf")) is None
     assert engine.newer_source(0.0) is not None  # every source is newer than 1970
     changed = REPO / "crates" / "server" / "src" / "lib.rs"
-    monkeypatch.setattr(engine, "newer_source", lambda built: changed)
+    monkeypatch.setattr(engine, "newer_source", lambda built, binary=None: changed)
     monkeypatch.delenv("SOJOURN_ENGINE", raising=False)
     with pytest.raises(FileNotFoundError, match=r"is older than crates/server/src/lib.rs: run `make build`"):
         engine.engine_path(build=False)
+
+
+def test_the_sources_of_the_engine_are_the_ones_cargo_compiled_into_it(tmp_path):
+    """cargo's dep-info file (<binary>.d) names what the binary was built from: a test of a
+    crate changed after the build does not make the binary stale (cargo would not relink it,
+    so it would stay stale for ever), a source it lists does."""
+    import os
+
+    from sojourn import engine
+
+    source, test = tmp_path / "lib.rs", tmp_path / "a test.rs"
+    for path in (source, test):
+        path.write_text("// x\n")
+    binary = tmp_path / "sojourn-engine"
+    binary.write_text("")
+    binary.with_name("sojourn-engine.d").write_text(f"{binary}: {source} \\\n {str(test).replace(' ', chr(92) + ' ')}\n")
+    os.utime(binary, (1000, 1000))
+    for path in (source, test):
+        os.utime(path, (500, 500))
+    assert engine.newer_source(1000, binary) is None
+    os.utime(test, (2000, 2000))
+    assert engine.newer_source(1000, binary) == test  # listed, with its escaped space
+    os.utime(test, (500, 500))
+    (tmp_path / "unlisted.rs").write_text("")
+    assert engine.newer_source(1000, binary) is None  # not compiled into the binary

@@ -69,7 +69,7 @@ def main(args: argparse.Namespace) -> int:
                           f"published {done} of {len(experiment.runs) * experiment.repetitions}, "
                           f"{remaining_seconds(experiment, directory, args.quick, testbeds) / 3600:.1f} h to go")
             console.print(f"{entry.name:24} {entry.title}  [{entry.spec or ' '.join(entry.command)}]{length}",
-                          markup=False, highlight=False)
+                          markup=False, highlight=False, soft_wrap=True)
         return 0
     try:
         chosen = [paper.entry(name) for name in args.only] or paper.experiments

@@ -22,6 +22,7 @@ from sojourn.reproduce import REPO, Entry, Paper
 from sojourn.reproduce.concurrency import measured_concurrency
 from sojourn.reproduce.doc import relative_paths
 from sojourn.runner import layout
+from sojourn.runner.experiment import NOT_STARTED
 
 # Per repetition: the files summary numbers come from (no per-request records; the kernel
 # counters' time series is small and holds the measured reasons, e.g. SYN_RECV build-up).
@@ -53,9 +54,18 @@ def estimated_seconds(experiment, testbeds: int, done: frozenset = frozenset()) 
     lengths, less those in ``done`` ((run, rep) pairs, rep as its directory names it)."""
     from sojourn.runner.plan import load_seconds
 
-    serial = sum(load_seconds(run.config) + REPETITION_OVERHEAD_S for run in experiment.runs
-                 for rep in range(experiment.repetitions) if (run.name, str(rep)) not in done)
+    serial = sum(load_seconds(run.config) + _drain_seconds(run.config) + REPETITION_OVERHEAD_S
+                 for run in experiment.runs for rep in range(experiment.repetitions) if (run.name, str(rep)) not in done)
     return serial / testbeds
+
+
+def _drain_seconds(config: dict) -> float:
+    """How long a repetition goes on after its load: under persistent overload (rho above 1,
+    no profile) the backlog drains until the clients' timeout (000 §4's overload runs took
+    600 s of load and about 840 s more); otherwise the last responses end within seconds."""
+    workload = config["workload"]
+    overloaded = workload["mode"] == "open" and not workload["profile"] and workload["rho"] > 1
+    return workload["timeout_s"] if overloaded else 0.0
 
 
 # run_entry's status when every complete repetition came from the publication: nothing to publish.
@@ -123,8 +133,9 @@ def run_entry(console, paper: Paper, entry: Entry, results: Path, quick: bool, p
     """Runs what is missing of ``entry`` (``concurrency`` testbeds at once where its runs
     allow it; None: :func:`measured_concurrency`), after restoring what ``published`` holds
     of it (:func:`restore_published`), starting no repetition after ``stop_at``; returns
-    (its result directory, 0) or (None, status): 1 when some repetitions are missing,
-    NOTHING_NEW when every complete one was restored (the publication already says it all)."""
+    (its result directory, 0) or (None, status): 1 when some repetitions are missing (and
+    when none is new because they failed), NOTHING_NEW when every complete one was restored
+    (the publication already says it all)."""
     root = results_root(results, paper, quick)
     if entry.spec:
         from sojourn.runner.cli import run_with_progress
@@ -144,7 +155,14 @@ def run_entry(console, paper: Paper, entry: Entry, results: Path, quick: bool, p
                                             stop_at=stop_at)
         if outcome is None:
             return None, status
+        failed = sorted(f"{run} rep {rep}" for (run, rep), state in outcome.states.items()
+                        if state not in ("complete", NOT_STARTED))
         if not _has_unpublished(outcome.directory):
+            if failed:
+                # Nothing new, and not because it is published: a failure, not a success.
+                console.print(f"[red]{entry.name}: {len(failed)} repetition(s) did not complete ({', '.join(failed)}; "
+                              "each one's status.json says why)[/]")
+                return None, 1
             return outcome.directory, NOTHING_NEW
         return outcome.directory, (0 if outcome.complete else 1)
     out = root / entry.name
