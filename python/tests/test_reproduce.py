@@ -216,3 +216,26 @@ def test_published_repetitions_of_the_same_spec_are_restored_as_complete_results
     assert _has_unpublished(results / "e")
     spec.write_text('name = "e"\nrepetitions = 2\n[workload]\nrho = 0.6\n')
     assert restore_published(load_spec(spec), published, tmp_path / "other", quick=False) == 0  # another spec
+
+
+def test_repetitions_that_failed_are_a_failure_not_nothing_new(tmp_path, monkeypatch):
+    """A campaign whose repetitions all failed (a stale engine, a server that did not start)
+    must not end as "nothing ran that is not published already" with exit 0: run_entry
+    names the failed repetitions and returns 1; stopped ones (--stop-after) are not failures."""
+    from rich.console import Console
+
+    from sojourn.reproduce import publish
+    from sojourn.runner import cli as runner_cli
+    from sojourn.runner.experiment import NOT_STARTED, Outcome
+
+    paper = load_paper("000")
+    entry = paper.entry("baseline")
+    states = {}
+    monkeypatch.setattr(runner_cli, "run_with_progress",
+                        lambda *args, **kwargs: (Outcome(tmp_path / "e", dict(states)), 0))
+    console = Console(file=open(os.devnull, "w"), width=200, record=True)
+    states.update({("fair", 0): "partial", ("srpt", 0): NOT_STARTED})
+    assert publish.run_entry(console, paper, entry, tmp_path / "results", False, "sjx") == (None, 1)
+    assert "1 repetition(s) did not complete (fair rep 0" in console.export_text()
+    states.update({("fair", 0): NOT_STARTED})
+    assert publish.run_entry(console, paper, entry, tmp_path / "results", False, "sjx")[1] == publish.NOTHING_NEW
