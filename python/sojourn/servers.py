@@ -87,6 +87,8 @@ class SojournOptions:
     delayed_ack: bool | None = None
     # Bytes per scheduling decision.
     quantum: str | None = None
+    # Files up to this size served from memory, larger ones with sendfile ("0": none in memory).
+    cache_file_max: str | None = None
     # `serve --admission NAME[:KEY=VALUE,...]`, None = every request taken.
     admission: str | None = None
     # The runner's plumbing: the Prometheus admin listener's port (--admin) and the stage

@@ -131,6 +131,9 @@ SCHEMA: dict[str, Any] = {
                                        "on the uplink)", choices=("full", "minimal")),
         "delayed_ack": _k(bool, False, "sojourn: TCP_QUICKACK off on the listener, so a request's ACK leaves with "
                                        "the response instead of in a packet of its own"),
+        "cache_file_max": _k(str, "", "sojourn: files up to this size are served from memory, larger ones with "
+                                      "sendfile (serve --cache-file-max); \"0\" = every file with sendfile; empty = "
+                                      "serve's 64K"),
         "admission": _k(str, "", "sojourn: refuse requests early under overload with a 503 (serve --admission): "
                                  "NAME[:KEY=VALUE,...] with NAME one of gradient, codel, delay, size (docs/server.md); "
                                  "size's rate defaults to network.link_mbps; empty = none"),
