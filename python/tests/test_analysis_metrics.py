@@ -72,6 +72,10 @@ def test_summary(reqs):
     s = analysis.summarize(reqs, link_bps=8000, duration_s=3.0)
     assert (s["requests"], s["completed"], s["incomplete"], s["errors"], s["gave_up"], s["retried_requests"]) == (5, 3, 2, 1, 1, 1)
     assert s["outcomes"]["connect_error"] == 1 and s["outcomes"]["ok"] == 3
+    assert s["fd_exhausted"] == 0  # ECONNREFUSED is the server's answer, not a descriptor limit
+    emfile = reqs.assign(error=reqs["error"].replace("ECONNREFUSED", "Too many open files (os error 24)"))
+    starved = analysis.summarize(emfile, link_bps=8000, duration_s=3.0)
+    assert (starved["fd_exhausted"], starved["fd_exhausted_first_s"]) == (1, 2.0)
     assert s["response_mean"] == pytest.approx(0.8)
     assert s["response_median"] == pytest.approx(0.3)
     # Var = (0.7² + 1.2² + 0.5²)/3 = 0.726667; C² = Var / 0.8² = 1.135417.

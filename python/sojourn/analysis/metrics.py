@@ -41,6 +41,16 @@ def largest_share_mean(requests: pd.DataFrame, share: float = 0.01) -> float:
     return float(done["response_s"].to_numpy()[order].mean())
 
 
+def fd_exhausted(requests: pd.DataFrame) -> dict:
+    """Requests whose last attempt could not open a connection for want of a file
+    descriptor (EMFILE, os error 24): the load generator's limit, not the server's doing
+    (docs/testbed.md "Open files"); how many, and the first one's scheduled time."""
+    starved = (requests["error"].fillna("").astype(str).str.contains("(os error 24)", regex=False)
+               if "error" in requests else pd.Series(False, index=requests.index))
+    first = requests.loc[starved, "scheduled_s"].min() if starved.any() else math.nan
+    return {"fd_exhausted": int(starved.sum()), "fd_exhausted_first_s": float(first)}
+
+
 # 004 §5.1 (Fig. 2): below about 10 KB a response's time is "nearly independent of file
 # size" (connection set-up dominates); above it, it grows with the size.
 SMALL_RESPONSE_BYTES = 10 * 1024
@@ -87,6 +97,7 @@ def summarize(requests: pd.DataFrame, link_bps: float | None = None, duration_s:
         "gave_up": outcomes["gave_up"],
         "refused": outcomes["refused"],
         "retried_requests": int((requests["attempts"] > 1).sum()),
+        **fd_exhausted(requests),
         "outcomes": outcomes,
         **_percentiles(response, "response"),
         **_percentiles(done["ttfb_s"].to_numpy(), "ttfb"),

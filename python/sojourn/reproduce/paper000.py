@@ -642,6 +642,19 @@ def differences(ctx: Context) -> str:
             f"the paper's settings together: {m['fair']['response_mean']:.3g} s. SRPT's bands dropped "
             f"{m['srpt']['uplink_drops']:.0f} packets: SYN-ACKs ride the default class at top priority, and each "
             "band has its own queue, as the paper's prio bands did.")
+    starved = [(e, rep.run, rep.rep, rep.summary) for e in ("overload", "overload-srpt") if ctx.has(e)
+               for rep in ctx.reps(e) if rep.summary.get("fd_exhausted")]
+    if starved:
+        items.append(
+            "**The load generator's file descriptors.** The generator cannot raise its open-file limit above "
+            "20,000 here (docs/testbed.md, \"Open files\"), and under persistent overload FAIR's clients hold "
+            "more connections than that: " + "; ".join(
+                f"`{e}` {run} rep {rep}: {s['fd_exhausted']:.0f} of {s['requests']:.0f} requests could not open a "
+                f"connection (EMFILE), the first scheduled at {s['fd_exhausted_first_s']:.0f} s (first SYN drop at "
+                f"{s['first_syn_drop_s']:.0f} s)" for e, run, rep, s in starved)
+            + ". They are connect errors in these runs (summary.json fd_exhausted), where the paper's clients "
+            "would have sent a SYN: the counts and times after the first such request are the generator's as much "
+            "as the server's.")
     items.append(
         "**Linux today vs the paper's 2.2.16 kernel.** The initial RTO is set to the paper's 3 s by a cgroup BPF "
         "program (docs/testbed.md); congestion control is reno (NewReno, RFC 6582); the uplink's segments are "
