@@ -44,6 +44,13 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=main)
 
 
+def _write_docs(console: Console, paper, ctx: Context) -> None:
+    from sojourn.reproduce.doc import write_docs
+
+    md_path, csv_path = write_docs(paper, ctx)
+    console.print(f"wrote {md_path} and {csv_path}", markup=False, highlight=False)
+
+
 def main(args: argparse.Namespace) -> int:
     console = Console(width=None if sys.stdout.isatty() else 160)
     try:
@@ -77,7 +84,7 @@ def main(args: argparse.Namespace) -> int:
         console.print(f"sojourn reproduce: {err.args[0]}", style="red", markup=False)
         return 2
     ctx = Context(paper, args.docs)
-    status = 0
+    status, written = 0, False
     if not args.doc_only:
         from sojourn.reproduce.publish import NOTHING_NEW, publish, run_entry
         from sojourn.runner.cli import stop_time
@@ -112,11 +119,12 @@ def main(args: argparse.Namespace) -> int:
             if code:
                 console.print(f"[yellow]{entry.name}: some repetitions are partial; published as they are[/]")
                 status = status or code
+            # The doc follows each publication, so a campaign stopped later leaves it whole.
+            _write_docs(console, paper, ctx)
+            written = True
         console.print(f"{paper.tag}: {len(chosen)} experiment(s) in {time.monotonic() - started:.0f} s")
-    from sojourn.reproduce.doc import write_docs
-
-    md_path, csv_path = write_docs(paper, ctx)
-    console.print(f"wrote {md_path} and {csv_path}", markup=False, highlight=False)
+    if not written:
+        _write_docs(console, paper, ctx)
     if Path(args.docs).resolve() == DOCS.resolve():
         from sojourn.reproduce.check import check_docs
 
