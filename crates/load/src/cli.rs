@@ -136,6 +136,13 @@ struct Common {
     #[arg(long, default_value_t = defaults::seed())]
     #[serde(default = "defaults::seed")]
     seed: u64,
+    /// Run only part I of K of the clients (`I/K`: those with client mod K = I), with the
+    /// run's own request and connection ids: K processes, each with an open-file limit of
+    /// its own, together run the whole load (the runner's workload.load_processes; root
+    /// cannot raise RLIMIT_NOFILE on every machine). Not for sessions.
+    #[arg(long)]
+    #[serde(default, deserialize_with = "sojourn_config::from_optional_text")]
+    process_part: Option<Part>,
 }
 
 /// Defaults of options, one value for the command line and the `--config` file.
@@ -385,6 +392,11 @@ impl Common {
 
     /// The random source of one loop's own draws (closed-loop paths and think times); loop 0
     /// draws what a one-loop run draws.
+    /// How many processes share the run (`--process-part I/K`: K), for the open files one needs.
+    fn processes(&self) -> u64 {
+        u64::from(self.process_part.map_or(1, |part| part.count))
+    }
+
     fn rng_of(&self, part: Part) -> SmallRng {
         SmallRng::seed_from_u64(self.seed.wrapping_add(u64::from(part.index)))
     }
@@ -467,7 +479,7 @@ fn run_open(args: OpenArgs) -> anyhow::Result<()> {
             })
         }
     };
-    let needed = Some(clients * u64::from(config.max_conns_per_client));
+    let needed = Some(clients * u64::from(config.max_conns_per_client) / args.common.processes());
     let (fd_limit, fd_warning) = raise_fd_limit(needed);
     run_one("open", &args.common, config, &*workload, &args.common.out, fd_limit, fd_warning).map(|_| ())
 }
@@ -479,7 +491,7 @@ fn run_closed(args: ClosedArgs) -> anyhow::Result<()> {
         bail!("--users 0: closed mode needs at least one user");
     }
     let paths = args.paths.load()?;
-    let (fd_limit, fd_warning) = raise_fd_limit(Some(u64::from(args.users)));
+    let (fd_limit, fd_warning) = raise_fd_limit(Some(u64::from(args.users) / args.common.processes()));
     let workload = |part| -> anyhow::Result<Box<dyn Workload>> {
         Ok(Box::new(ClosedUsers::new(args.users, args.think_time, duration, paths.clone(), args.common.rng_of(part), part)))
     };
@@ -491,7 +503,7 @@ fn run_capacity(args: CapacityArgs) -> anyhow::Result<()> {
     let config = args.common.loop_config(Some(duration))?;
     let paths = args.paths.load()?;
     let most = args.connections.0.iter().copied().max().unwrap_or(1);
-    let (fd_limit, fd_warning) = raise_fd_limit(Some(u64::from(most)));
+    let (fd_limit, fd_warning) = raise_fd_limit(Some(u64::from(most) / args.common.processes()));
     let mut levels = Vec::new();
     for &connections in &args.connections.0 {
         let dir = args.common.out.join(format!("c{connections}"));
@@ -539,6 +551,9 @@ fn run_sessions(args: SessionsArgs) -> anyhow::Result<()> {
     config.abort_after = Some(positive("delay-bound-s", model.delay_bound_s)?);
     if args.common.threads > 1 {
         bail!("--threads {}: session mode runs on one thread (its users share one session counter and summary)", args.common.threads);
+    }
+    if let Some(part) = args.common.process_part {
+        bail!("--process-part {}/{}: session mode runs in one process (its users share one session counter)", part.index, part.count);
     }
     let (fd_limit, fd_warning) = raise_fd_limit(None);
     let (model, sources) = (std::sync::Mutex::new(Some(model)), &args.common.source_addrs);
@@ -605,7 +620,8 @@ fn run_one(
     fd_warning: Option<String>,
 ) -> anyhow::Result<serde_json::Value> {
     let count = common.threads;
-    let parts: Vec<Part> = (0..count).map(|index| Part { index, count }).collect();
+    let process = common.process_part.unwrap_or(Part::WHOLE);
+    let parts: Vec<Part> = (0..count).map(|thread| process.thread(thread, count)).collect();
     let part_dir = |part: Part| if count == 1 { dir.to_path_buf() } else { dir.join(format!(".loop-{}", part.index)) };
     let progress: Vec<Progress> = parts.iter().map(|_| Progress::default()).collect();
     let start = clock::monotonic_ns();
@@ -676,6 +692,7 @@ fn run_one(
     fields.insert("target".into(), config.target.to_string().into());
     fields.insert("connections_opened".into(), end.connections_opened.into());
     fields.insert("threads".into(), count.into());
+    fields.insert("process_part".into(), format!("{}/{}", process.index, process.count).into());
     fields.insert("loop_busy_fraction".into(), times.busy_fraction.into());
     fields.insert("loop_busy_fraction_per_thread".into(), ends.iter().map(|e| e.loop_times.busy_fraction).collect::<Vec<_>>().into());
     fields.insert("loop_longest_pass_s".into(), times.longest_pass_s.into());

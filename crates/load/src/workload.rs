@@ -48,6 +48,25 @@ impl Part {
     pub fn global(self, local: u64) -> u64 {
         local * u64::from(self.count) + u64::from(self.index)
     }
+
+    /// Thread `thread` of `threads` within this part (a process's share, `--process-part`):
+    /// the clients of this part with `client mod threads*count` one residue, so the parts of
+    /// all threads of all processes cover every client once and their ids stay run-wide.
+    pub fn thread(self, thread: u32, threads: u32) -> Part {
+        Part { index: self.index + self.count * thread, count: self.count * threads }
+    }
+}
+
+impl std::str::FromStr for Part {
+    type Err = String;
+    /// `I/K`: part I of K (0 <= I < K).
+    fn from_str(text: &str) -> Result<Part, String> {
+        let parsed = text.split_once('/').and_then(|(i, k)| Some((i.trim().parse().ok()?, k.trim().parse().ok()?)));
+        match parsed {
+            Some((index, count)) if index < count => Ok(Part { index, count }),
+            _ => Err(format!("{text:?}: expected I/K with 0 <= I < K, e.g. 0/2")),
+        }
+    }
 }
 
 /// One logical request.
@@ -576,6 +595,22 @@ impl Workload for Sessions {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn process_parts_and_their_threads_cover_every_client_once_with_run_wide_ids() {
+        let (processes, threads) = (3u32, 2u32);
+        let parts: Vec<Part> = (0..processes)
+            .flat_map(|p| (0..threads).map(move |t| Part { index: p, count: processes }.thread(t, threads)))
+            .collect();
+        for client in 0..60 {
+            assert_eq!(parts.iter().filter(|part| part.owns(client)).count(), 1, "client {client}");
+        }
+        let ids: std::collections::HashSet<u64> = parts.iter().flat_map(|part| (0..10).map(|local| part.global(local))).collect();
+        assert_eq!(ids.len(), parts.len() * 10);
+        assert_eq!(Part::WHOLE.thread(0, 1), Part::WHOLE);
+        assert_eq!("1/3".parse(), Ok(Part { index: 1, count: 3 }));
+        assert!("3/3".parse::<Part>().is_err() && "x".parse::<Part>().is_err() && "0/0".parse::<Part>().is_err());
+    }
+
     use super::*;
     use rand::SeedableRng;
 

@@ -29,7 +29,7 @@ from sojourn import analysis, servers
 from sojourn.analysis.results import summarize_repetition
 from sojourn.engine import engine_path
 from sojourn.analysis import session_metrics as session_analysis
-from sojourn.runner import fidelity, layout
+from sojourn.runner import fidelity, layout, load_parts
 from sojourn.runner.derived import write_derived
 from sojourn.runner import session_workload
 from sojourn.runner.inputs import Inputs, poisson_from_catalogue
@@ -71,25 +71,29 @@ def versions(run: Run, engine: Path) -> dict:
     }
 
 
-def _interval_progress(path: Path, progress: Progress) -> None:
-    """Updates ``progress`` from the load generator's intervals.csv (one row per second,
-    docs/formats.md): the last row's rate and in-flight count, errors summed."""
-    try:
-        lines = path.read_text(errors="replace").splitlines()
-    except OSError:
-        return
-    if len(lines) < 2:
-        return
-    header = next(csv.reader(lines[:1]))
-    # The file is being written: a last line cut mid-row has fewer fields and is left out.
-    rows = [dict(zip(header, fields)) for fields in csv.reader(lines[1:]) if len(fields) == len(header)]
-    if not rows:
-        return
-    number = lambda row, key: float(row.get(key) or 0)  # noqa: E731
-    progress.requests_per_s = number(rows[-1], "completed")
-    progress.in_flight = int(number(rows[-1], "in_flight"))
-    progress.errors = int(sum(number(row, "errors") for row in rows))
-    progress.completed = int(sum(number(row, "completed") for row in rows))
+def _interval_progress(paths: list[Path], progress: Progress) -> None:
+    """Updates ``progress`` from the load generators' intervals.csv (one row per second,
+    docs/formats.md): the last rows' rates and in-flight counts, errors summed."""
+    rate = in_flight = errors = completed = 0.0
+    for path in paths:
+        try:
+            lines = path.read_text(errors="replace").splitlines()
+        except OSError:
+            continue
+        if len(lines) < 2:
+            continue
+        header = next(csv.reader(lines[:1]))
+        # The file is being written: a last line cut mid-row has fewer fields and is left out.
+        rows = [dict(zip(header, fields)) for fields in csv.reader(lines[1:]) if len(fields) == len(header)]
+        if not rows:
+            continue
+        number = lambda row, key: float(row.get(key) or 0)  # noqa: E731
+        rate += number(rows[-1], "completed")
+        in_flight += number(rows[-1], "in_flight")
+        errors += sum(number(row, "errors") for row in rows)
+        completed += sum(number(row, "completed") for row in rows)
+    progress.requests_per_s, progress.in_flight = rate, int(in_flight)
+    progress.errors, progress.completed = int(errors), int(completed)
 
 
 def _interrupt(load_proc: subprocess.Popen, grace_s: float = 15.0) -> None:
@@ -102,24 +106,27 @@ def _interrupt(load_proc: subprocess.Popen, grace_s: float = 15.0) -> None:
             load_proc.wait()
 
 
-def _follow_load(load_proc: subprocess.Popen, directory: Path, progress: Progress,
+def _follow_load(procs: list[subprocess.Popen], directories: list[Path], progress: Progress,
                  on_progress: Callable[[Progress], None], limit_s: float) -> tuple[str, str]:
-    """Waits for the load generator, updating ``progress``; stops it (SIGINT) after
-    ``limit_s``. Returns the repetition's (state, reason)."""
+    """Waits for the load generators, updating ``progress`` (summed over their
+    intervals.csv); stops them (SIGINT) after ``limit_s``. Returns the repetition's (state,
+    reason)."""
     started = time.monotonic()
     progress.phase = "load"
-    while load_proc.poll() is None:
+    while any(proc.poll() is None for proc in procs):
         time.sleep(0.5)
         progress.elapsed_s = time.monotonic() - started
-        _interval_progress(directory / "intervals.csv", progress)
+        _interval_progress([directory / "intervals.csv" for directory in directories], progress)
         on_progress(progress)
         if progress.elapsed_s > limit_s:
-            _interrupt(load_proc)
+            for proc in procs:
+                _interrupt(proc)
             return "partial", (f"load generator still running {limit_s:.0f} s after it started "
                                "(trace length + max(collect.drain_s, workload.timeout_s) + 10 s); stopped")
-    if load_proc.returncode == 0:
+    failed = [proc.returncode for proc in procs if proc.returncode != 0]
+    if not failed:
         return "complete", ""
-    return "partial", f"load generator exited with status {load_proc.returncode} (see load.log)"
+    return "partial", f"load generator exited with status {failed[0]} (see load.log)"
 
 
 def _exit_words(returncode: int) -> str:
@@ -197,7 +204,7 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                 limit_s = duration_s + max(collect["drain_s"], workload["timeout_s"]) + 10
                 if workload["mode"] == "capacity":
                     state, reason = _capacity_levels(tb, engine, run.plan.probe, inputs, target, directory, workload,
-                                                     addrs, progress, on_progress)
+                                                     addrs, progress, on_progress, run.plan.load_processes)
                 elif workload["mode"] == "sessions":
                     model = Path(workload["sessions"]["model_file"]) if workload["sessions"]["model_file"] else \
                         session_workload.session_model(server_cfg["stages"] or {}, workload["sessions"],
@@ -209,7 +216,8 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                                                       progress, on_progress, limit_s)
                 else:
                     run_file = run.plan.load.placed(target, directory, addrs, inputs.trace)
-                    state, reason = _run_load(tb, engine, run_file, progress, on_progress, limit_s)
+                    state, reason = _run_load(tb, engine, run_file, progress, on_progress, limit_s,
+                                              run.plan.load_processes)
                 tb.stop_counters()
                 died = _died_during_load(peer, tb)
                 if died and state == "complete":
@@ -251,24 +259,39 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
     return state
 
 
-def _run_load(tb, engine: Path, run_file: LoadFile, progress: Progress, on_progress, limit_s: float) -> tuple[str, str]:
-    """Runs one load generator in the client namespace into ``run_file.out`` (its
-    options kept there as load.toml) and follows it."""
+def _run_load(tb, engine: Path, run_file: LoadFile, progress: Progress, on_progress, limit_s: float,
+              processes: int = 1) -> tuple[str, str]:
+    """Runs the load generator in the client namespace into ``run_file.out`` (its options
+    kept there as load.toml) and follows it; with ``processes`` > 1, that many, each with
+    its share of the clients in a directory of its own, merged when all have ended
+    (sojourn.runner.load_parts)."""
     out = run_file.out
-    argv = [str(engine), "load", "--config", str(run_file.write(out / "load.toml"))]
-    with open(out / "load.log", "wb") as log:
-        load_proc = tb.popen(tb.client_ns, argv, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            return _follow_load(load_proc, out, progress, on_progress, limit_s)
-        except KeyboardInterrupt:
-            # Before teardown: the generator records what is outstanding as
-            # 'interrupted' and writes its files on SIGINT (docs/load.md).
-            _interrupt(load_proc)
-            raise
+    if processes == 1:
+        files = [run_file]
+    else:
+        files = [replace(run_file, out=load_parts.part_dir(out, index), process_part=f"{index}/{processes}")
+                 for index in range(processes)]
+    procs = []
+    try:
+        for part in files:
+            part.out.mkdir(parents=True, exist_ok=True)
+            argv = [str(engine), "load", "--config", str(part.write(part.out / "load.toml"))]
+            with open(part.out / "load.log", "wb") as log:
+                procs.append(tb.popen(tb.client_ns, argv, stdout=log, stderr=subprocess.STDOUT))
+        state, reason = _follow_load(procs, [part.out for part in files], progress, on_progress, limit_s)
+    except KeyboardInterrupt:
+        # Before teardown: the generator records what is outstanding as
+        # 'interrupted' and writes its files on SIGINT (docs/load.md).
+        for proc in procs:
+            _interrupt(proc)
+        raise
+    if processes > 1:
+        load_parts.merge([part.out for part in files], out)
+    return state, reason
 
 
 def _capacity_levels(tb, engine: Path, probe: LoadFile, inputs: Inputs, target: str, directory: Path, workload: dict,
-                     addrs: list[str], progress: Progress, on_progress) -> tuple[str, str]:
+                     addrs: list[str], progress: Progress, on_progress, processes: int = 1) -> tuple[str, str]:
     """002 §4.4: the server loaded by ``workload.levels`` users in turn (same server, one
     level after the other, each in level-<users>/ with its own records); capacity.json
     holds each level's throughput after its warm-up and the capacity, the most sustained."""
@@ -277,7 +300,8 @@ def _capacity_levels(tb, engine: Path, probe: LoadFile, inputs: Inputs, target: 
         out = directory / f"level-{users}"
         out.mkdir(exist_ok=True)
         run_file = probe.placed(target, out, addrs, inputs.trace, users=users)
-        state, reason = _run_load(tb, engine, run_file, progress, on_progress, workload["level_s"] + workload["timeout_s"] + 10)
+        state, reason = _run_load(tb, engine, run_file, progress, on_progress, workload["level_s"] + workload["timeout_s"] + 10,
+                                  processes)
         _adopt_load_summary(out)
         if state != "complete":
             return state, f"level {users} users: {reason}"
@@ -295,7 +319,7 @@ def _at_load_fraction(tb, engine: Path, plan: RunPlan, inputs: Inputs, target: s
     from sojourn.workloads import io as trace_io
 
     state, reason = _capacity_levels(tb, engine, plan.probe, inputs, target, directory, workload, addrs, progress,
-                                     on_progress)
+                                     on_progress, plan.load_processes)
     if state != "complete":
         return state, f"capacity probe: {reason}"
     capacity = json.loads((directory / "capacity.json").read_text())["capacity_rps"]
@@ -308,7 +332,7 @@ def _at_load_fraction(tb, engine: Path, plan: RunPlan, inputs: Inputs, target: s
     layout.write_json(directory / "offered.json", {"capacity_rps": capacity, "load_fraction": workload["load_fraction"],
                                                    "rate_rps": rate, "requests": len(trace)})
     run_file = plan.load.placed(target, directory, addrs, directory / "trace.csv")
-    return _run_load(tb, engine, run_file, progress, on_progress, limit_s)
+    return _run_load(tb, engine, run_file, progress, on_progress, limit_s, plan.load_processes)
 
 
 def _save_bands(tb, path: Path) -> None:

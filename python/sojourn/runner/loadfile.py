@@ -41,6 +41,7 @@ class LoadFile:
     trace: Path | None = None  # open
     paths_file: Path | None = None  # closed
     model: Path | None = None  # sessions
+    process_part: str | None = None  # "I/K": this process's share of the clients (sojourn.runner.load_parts)
 
     def __post_init__(self):
         if self.mode not in MODES:

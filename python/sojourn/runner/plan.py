@@ -31,6 +31,7 @@ class RunPlan:
     sojourn: SojournOptions | None  # None unless server.kind = "sojourn"
     load: LoadFile | None  # the run's load; None for a capacity probe alone
     probe: LoadFile | None  # one capacity level (users set per level); None without workload.levels
+    load_processes: int = 1  # processes sharing each load document (sojourn.runner.load_parts)
 
 
 def testbed_config(config: dict, prefix: str = CHECK_PREFIX) -> TestbedConfig:
@@ -115,4 +116,5 @@ def load_files(workload: dict) -> tuple[LoadFile | None, LoadFile | None]:
 def plan_of(config: dict) -> RunPlan:
     """The run's plan; raises the testbed's ConfigError for what it cannot build."""
     load, probe = load_files(config["workload"])
-    return RunPlan(testbed=testbed_config(config), sojourn=sojourn_options(config), load=load, probe=probe)
+    return RunPlan(testbed=testbed_config(config), sojourn=sojourn_options(config), load=load, probe=probe,
+                   load_processes=config["workload"]["load_processes"])

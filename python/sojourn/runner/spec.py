@@ -190,6 +190,10 @@ SCHEMA: dict[str, Any] = {
         "max_connections_per_client": _k(int, 1000, "per-client connection cap; the default leaves 000 §2.4's open "
                                          "system uncapped (a small cap queues requests at busy clients)", minimum=1),
         "timeout_s": _k(NUMBER, 60.0, "an attempt with no complete response after this long ends as 'timeout'", minimum=0.1),
+        "load_processes": _k(int, 1, "load generator processes, each running its share of the clients (client mod N) "
+                                     "with an open-file limit of its own: for runs that hold more connections than "
+                                     "one process may open (docs/testbed.md \"Open files\"); not for sessions",
+                             minimum=1, maximum=16),
         "mode": _k(str, "open", "open: replay the generated trace (load open); sessions: Poisson session arrivals "
                                 "over the stages (load sessions, 003 §2); closed: workload.users user equivalents "
                                 "for duration_s (load closed, 002 §3.3, 004 §4.2); capacity: closed levels of "
@@ -428,6 +432,9 @@ def _check_combinations(config: dict, where: str) -> None:
         if workload["abort_after_s"]:
             raise SpecError(f"{where}workload.abort_after_s is for workload.mode = 'open'; in 'sessions' mode "
                             "workload.sessions.delay_bound_s aborts late requests")
+        if workload["load_processes"] > 1:
+            raise SpecError(f"{where}workload.load_processes = {workload['load_processes']}: sessions run in one "
+                            "load generator process (its users share one session counter)")
         if not server["stages"]:
             check_class_networks({}, network["groups"], where)
         bounds = [("workload.sessions.delay_bound_s", workload["sessions"]["delay_bound_s"])]
