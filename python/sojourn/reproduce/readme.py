@@ -121,7 +121,9 @@ def concurrency_lines(docs: Path) -> list[str]:
              "(`bench/concurrency/run.sh`), each count's mean response times against the solo repetitions' 90% "
              "intervals. A count is safe when every mean lies inside them and every repetition is complete and "
              "valid. The default of `sojourn reproduce` is, for each kind of testbed, the largest N with every count "
-             f"from 2 to N measured safe in every comparison of that kind: {_defaults(docs)}."]
+             f"from 2 to N measured safe in every comparison of that kind: {_defaults(docs)}. A count given twice "
+             "(`run.sh 1 2 1`: solo, 2 at once, solo again) pools its sets, so the machine's drift between batches "
+             "widens the solo interval instead of deciding the verdict."]
     for path in files:
         data = json.loads(path.read_text())
         measured_counts = ", ".join(sorted(data["counts"], key=int))
