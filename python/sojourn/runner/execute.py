@@ -278,16 +278,16 @@ def _run_load(tb, engine: Path, run_file: LoadFile, progress: Progress, on_progr
             argv = [str(engine), "load", "--config", str(part.write(part.out / "load.toml"))]
             with open(part.out / "load.log", "wb") as log:
                 procs.append(tb.popen(tb.client_ns, argv, stdout=log, stderr=subprocess.STDOUT))
-        state, reason = _follow_load(procs, [part.out for part in files], progress, on_progress, limit_s)
+        return _follow_load(procs, [part.out for part in files], progress, on_progress, limit_s)
     except KeyboardInterrupt:
         # Before teardown: the generator records what is outstanding as
         # 'interrupted' and writes its files on SIGINT (docs/load.md).
         for proc in procs:
             _interrupt(proc)
         raise
-    if processes > 1:
-        load_parts.merge([part.out for part in files], out)
-    return state, reason
+    finally:
+        if processes > 1:  # also after an interruption: a partial repetition keeps its records
+            load_parts.merge([part.out for part in files], out)
 
 
 def _capacity_levels(tb, engine: Path, probe: LoadFile, inputs: Inputs, target: str, directory: Path, workload: dict,
