@@ -69,6 +69,31 @@ def _kind_cell(rows: list[dict], kind: str) -> str:
     return ", ".join(parts) or "—"
 
 
+def coverage(paper, rows: list[dict]) -> dict:
+    """How much of a paper its rows (CSV rows as dicts) cover: its own experiments and ours,
+    those with a row and those whose every row is at the paper's scale, the negative verdicts
+    and how many carry a measured reason, the rows without a result."""
+    own = [e.name for e in paper.experiments if e.of_paper]
+    by_experiment: dict[str, list[dict]] = {}
+    for row in rows:
+        by_experiment.setdefault(row["experiment"], []).append(row)
+    with_row = [name for name in own if name in by_experiment]
+    negative = [row for row in rows if row["verdict"] in NEGATIVE]
+    return {"own": len(own), "added": len(paper.experiments) - len(own), "with_row": len(with_row),
+            "at_paper": sum(all(r["scale"] == "paper" for r in by_experiment[name]) for name in with_row),
+            "negative": len(negative), "measured": sum(row["reason"] == "measured" for row in negative),
+            "no_result": sum(row["verdict"] == "no result" for row in rows)}
+
+
+def coverage_line(paper, rows: list[dict]) -> str:
+    """The count at the top of a paper's doc."""
+    c = coverage(paper, rows)
+    ours = f" (and {c['added']} of ours)" if c["added"] else ""
+    return (f"**Coverage:** {c['own']} experiments of the paper{ours}: {c['with_row']} with a row, {c['at_paper']} of "
+            f"them at the paper's scale (>= 3 repetitions, or exact); {c['measured']} of {c['negative']} negative "
+            f"verdicts carry a measured reason; {c['no_result']} rows have no result.")
+
+
 def summary_lines(docs: Path) -> list[str]:
     lines = ["| paper | experiments in the paper | with a row | at paper scale (>= 3 repetitions, or exact) | point | direction "
              "| bound | no result | negative verdicts with a measured reason |",
@@ -77,21 +102,11 @@ def summary_lines(docs: Path) -> list[str]:
         rows = _rows(docs, tag)
         if not rows:
             continue
-        paper = load_paper(tag)
-        own = [e.name for e in paper.experiments if e.of_paper]
-        added = len(paper.experiments) - len(own)
-        by_experiment: dict[str, list[dict]] = {}
-        for row in rows:
-            by_experiment.setdefault(row["experiment"], []).append(row)
-        with_row = [name for name in own if name in by_experiment]
-        at_paper = [name for name in with_row if all(r["scale"] == "paper" for r in by_experiment[name])]
-        negative = [row for row in rows if row["verdict"] in NEGATIVE]
-        measured = sum(row["reason"] == "measured" for row in negative)
-        no_result = sum(row["verdict"] == "no result" for row in rows)
-        experiments = f"{len(own)}" + (f" (+{added} of ours)" if added else "")
-        lines.append(f"| [{tag}]({tag}.md) | {experiments} | {len(with_row)} | {len(at_paper)} | "
+        c = coverage(load_paper(tag), rows)
+        experiments = f"{c['own']}" + (f" (+{c['added']} of ours)" if c["added"] else "")
+        lines.append(f"| [{tag}]({tag}.md) | {experiments} | {c['with_row']} | {c['at_paper']} | "
                      f"{_kind_cell(rows, 'point')} | {_kind_cell(rows, 'direction')} | {_kind_cell(rows, 'bound')} | "
-                     f"{no_result} | {measured} of {len(negative)} |")
+                     f"{c['no_result']} | {c['measured']} of {c['negative']} |")
     return lines
 
 
