@@ -83,6 +83,7 @@ def test_summary(reqs):
     assert s["response_largest_1pct_mean"] == pytest.approx(0.3)  # one request: the 10000-byte one
     # 004 Fig. 2's split at 10 KiB: all three completed responses are below it.
     assert s["response_mean_small"] == pytest.approx(0.8) and math.isnan(s["response_mean_large"])
+    assert s["response_share_within_10ms"] == 0.0  # 0.1, 2.0 and 0.3 s
     bigger = analysis.summarize(reqs.assign(size=reqs["size"].replace(10000, 20000)), link_bps=8000, duration_s=3.0)
     assert (bigger["response_mean_small"], bigger["response_mean_large"]) == pytest.approx((1.05, 0.3))
     assert s["throughput_rps"] == pytest.approx(1.0)

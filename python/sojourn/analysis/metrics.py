@@ -105,6 +105,8 @@ def summarize(requests: pd.DataFrame, link_bps: float | None = None, duration_s:
         "response_largest_1pct_mean": largest_share_mean(requests, 0.01),
         "response_biggest_mean": biggest_request_mean(requests),
         **mean_by_size(done),
+        # 001 §3.1 (Figs. 3-4): "Apache still delivers over 60% of its responses within" 10 ms.
+        "response_share_within_10ms": float((response <= 0.010).mean()) if len(response) else math.nan,
         "lag_p99": float(np.nanpercentile(requests["lag_s"], 99)) if requests["lag_s"].notna().any() else math.nan,
         "duration_s": duration,
         "throughput_rps": len(done) / duration if duration > 0 else math.nan,

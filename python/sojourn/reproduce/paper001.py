@@ -63,7 +63,16 @@ def _capacity_rows(ctx: Context) -> list[Row]:
 def _latency_rows(ctx: Context) -> list[Row]:
     e = "latency"
     rows = []
-    for server in ("sojourn", "nginx"):
+    # Figs. 3-4 at load 0.90: "Flash returns very few responses in less than 10ms when the load
+    # exceeds 90%, whereas Apache still delivers over 60% of its responses within that time".
+    for server, claim in (("apache2-prefork", bound(">=", 0.6, text="Apache: over 60% within 10 ms")),
+                          ("sojourn", bound("<=", 0.1, text="Flash (select() batching): very few within 10 ms"))):
+        if 0.9 in _points(ctx, e, server):
+            rows.append(ctx.row(e, f"{server}: share of responses within 10 ms at load 0.9 (Figs. 3-4)", claim,
+                                ctx.measure(e, run_name(server, "load_fraction", 0.9), "response_share_within_10ms"),
+                                note="sojourn in the original Flash's place: event-driven, without its select() "
+                                     "batching (001 §4's fixes)" if server == "sojourn" else ""))
+    for server in ("sojourn", "nginx", "apache2-prefork"):
         points = _points(ctx, e, server)
         if not points:
             continue
