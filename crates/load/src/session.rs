@@ -113,13 +113,18 @@ struct Row {
 }
 
 impl SessionModel {
+    /// The model in `path` (`load sessions --model`), read as every engine document is
+    /// (sojourn_config::read), then checked.
     pub fn load(path: &Path) -> anyhow::Result<Self> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading session model {}", path.display()))?;
-        Self::parse(&text).with_context(|| format!("session model {}", path.display()))
+        let file: ModelFile = sojourn_config::read("--model", path)?;
+        Self::from_file(file).with_context(|| format!("session model {}", path.display()))
     }
 
     pub fn parse(text: &str) -> anyhow::Result<Self> {
-        let file: ModelFile = toml::from_str(text)?;
+        Self::from_file(toml::from_str(text)?)
+    }
+
+    fn from_file(file: ModelFile) -> anyhow::Result<Self> {
         let arrivals = match (file.arrival_rate, file.users) {
             (Some(rate), None) if rate.is_finite() && rate > 0.0 => Arrivals::Poisson(rate),
             (Some(rate), None) => bail!("arrival-rate = {rate} must be a positive number of sessions per second"),
