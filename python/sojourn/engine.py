@@ -59,12 +59,15 @@ def newer_source(built: float, binary: Path | None = None) -> Path | None:
 
 
 def options_toml(options) -> str:
-    """A ``sojourn-engine`` subcommand's options (a dataclass or a dict) as the TOML its
-    ``--config`` reads: kebab-case keys, paths as text, None left out."""
-    document = {}
-    for key, value in (options if isinstance(options, dict) else asdict(options)).items():
-        if value is None:
-            continue
-        document[key.replace("_", "-")] = [str(v) for v in value] if isinstance(value, list) else (
-            str(value) if isinstance(value, Path) else value)
-    return tomli_w.dumps(document)
+    """A ``sojourn-engine`` document (a dataclass or a dict: a subcommand's options, the stage
+    pool's tables) as the TOML it reads: kebab-case keys at every depth, paths as text, None
+    left out."""
+    return tomli_w.dumps(_engine_value(options if isinstance(options, dict) else asdict(options)))
+
+
+def _engine_value(value):
+    if isinstance(value, dict):
+        return {key.replace("_", "-"): _engine_value(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_engine_value(item) for item in value]
+    return str(value) if isinstance(value, Path) else value

@@ -92,18 +92,18 @@ def _normality_rows(ctx: Context) -> list[Row]:
     probability plot (Fig. 7's "points close to a 45-degree line")."""
     e, run = "normality", run_name("sojourn", "rtt_ms", 100)
     samples = list(ctx.per_rep(e, run, "capacity_rps").values())
-    def computed(value: float) -> Measure:
+
+    def computed(statistic) -> Measure:
         if len(samples) < NORMALITY_SAMPLES:
             return Measure(absent=f"{len(samples)} repetitions of {run}; at least {NORMALITY_SAMPLES} are needed")
-        return Measure(value, None, len(samples), ((e, run),))
-    enough = len(samples) >= NORMALITY_SAMPLES
+        return Measure(float(statistic(samples)), None, len(samples), ((e, run),))
     return [
         ctx.row(e, "requests/s of the repetitions: Shapiro-Wilk p-value against normality (Fig. 6)",
                 bound(">", 0.05, text="the normal distribution is a very tight fit"),
-                computed(float(stats.shapiro(samples).pvalue) if enough else float("nan"))),
+                computed(lambda x: stats.shapiro(x).pvalue)),
         ctx.row(e, "requests/s of the repetitions: correlation of the normal probability plot (Fig. 7)",
                 bound(">=", 0.95, text="the points lie close to a 45-degree line"),
-                computed(float(stats.probplot(samples)[1][2]) if enough else float("nan"))),
+                computed(lambda x: stats.probplot(x)[1][2])),
     ]
 
 

@@ -54,8 +54,9 @@ def estimated_seconds(experiment, testbeds: int, done: frozenset = frozenset()) 
     lengths, less those in ``done`` ((run, rep) pairs, rep as its directory names it)."""
     from sojourn.runner.plan import load_seconds
 
-    serial = sum(load_seconds(run.config) + _drain_seconds(run.config) + REPETITION_OVERHEAD_S
-                 for run in experiment.runs for rep in range(experiment.repetitions) if (run.name, str(rep)) not in done)
+    serial = sum((load_seconds(run.config) + _drain_seconds(run.config) + REPETITION_OVERHEAD_S)
+                 * sum((run.name, str(rep)) not in done for rep in range(experiment.repetitions))
+                 for run in experiment.runs)
     return serial / testbeds
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import tomli_w
 
 from sojourn import papers
+from sojourn.engine import options_toml
 from sojourn.runner.spec import stage_classes
 
 # The stage pool's defaults (docs/dwfs.md), from sojourn/papers.toml: 003 §4.1's stages
@@ -45,18 +46,8 @@ def stages_file(stages: dict, client_addrs: dict[str, list[str]], series_csv: Pa
     arrays = {"class": effective_classes(stages, client_addrs)}
     if stages.get("stage"):
         arrays["stage"] = stages["stage"]
-    path.write_text(tomli_w.dumps(kebab_keys({**scalars, **arrays})))
+    path.write_text(options_toml({**scalars, **arrays}))
     return path
-
-
-def kebab_keys(table: dict) -> dict:
-    """A spec table (snake_case keys) as an engine document: every key kebab-case, in
-    nested tables and arrays of tables too (the spec's transitions are a matrix, not keys)."""
-    def value(item):
-        if isinstance(item, dict):
-            return kebab_keys(item)
-        return [value(element) for element in item] if isinstance(item, list) else item
-    return {key.replace("_", "-"): value(item) for key, item in table.items()}
 
 
 def stage_names(stages: dict) -> list[str]:
