@@ -179,11 +179,13 @@ def _drive(pool, todo: list[Point], directory: Path, spec_text: str, prefix: str
     """Hands ``todo`` to ``pool`` and records each point's state as it ends; on Ctrl-C or
     SIGTERM cancels what has not started and stops the workers."""
     futures = {}
-    for point in todo:
-        futures[pool.submit(_pool_point, point, directory, spec_text, prefix, stop_at)] = (point, time.monotonic())
-        on_event("repetition", {"run": point.run.name, "rep": point.rep, "index": point.index, "total": total,
-                                "skipped": False})
+    # The submissions are inside the try: a signal that comes while workers are being
+    # spawned must cancel too, or the pool's shutdown would run every queued point.
     try:
+        for point in todo:
+            futures[pool.submit(_pool_point, point, directory, spec_text, prefix, stop_at)] = (point, time.monotonic())
+            on_event("repetition", {"run": point.run.name, "rep": point.rep, "index": point.index, "total": total,
+                                    "skipped": False})
         for future in concurrent.futures.as_completed(futures):
             point, started = futures[future]
             try:
@@ -196,7 +198,6 @@ def _drive(pool, todo: list[Point], directory: Path, spec_text: str, prefix: str
             on_event("done", {"run": point.run.name, "rep": point.rep, "state": state,
                               "wall_s": 0.0 if state == NOT_STARTED else time.monotonic() - started})
     except KeyboardInterrupt:
-        for future in futures:
-            future.cancel()
+        pool.shutdown(wait=False, cancel_futures=True)
         _stop_workers()
         raise
