@@ -40,13 +40,16 @@ def counters(rates_bps: list[float], backlog: list[int]) -> pd.DataFrame:
 
 
 def test_uplink_rate_counts_only_intervals_inside_busy_stretches():
-    # Samples 1-5 hold two frames or more: the intervals 2-3 and 3-4 lie inside the stretch
-    # (9.9 Mbit/s); its edges (1-2, 4-5) and the rest do not count.
-    table = counters([3e6, 5e6, 9.9e6, 9.9e6, 8e6, 2e6], [5000, 6000, 7000, 8000, 9000, 0])
+    # Samples 1-5 hold 20 ms of the 10 Mbit/s link (25,000 bytes) or more: the intervals 2-3
+    # and 3-4 lie inside the stretch (9.9 Mbit/s); its edges (1-2, 4-5) and the rest do not count.
+    table = counters([3e6, 5e6, 9.9e6, 9.9e6, 8e6, 2e6], [25000, 26000, 27000, 28000, 29000, 0])
     assert fidelity.uplink_rate(table, 10e6) == pytest.approx(0.99)
     # Momentary backlogs of a lightly loaded run: no stretch, nothing judged.
-    assert fidelity.uplink_rate(counters([3e6] * 5, [0, 4000, 0, 4000, 0]), 10e6) is None
-    assert fidelity.uplink_rate(counters([3e6] * 5, [1000] * 5), 10e6) is None  # under two frames
+    assert fidelity.uplink_rate(counters([3e6] * 5, [0, 40000, 0, 40000, 0]), 10e6) is None
+    # A short queue at every sample may have emptied in between: not a busy stretch.
+    assert fidelity.uplink_rate(counters([9.6e6] * 5, [12000] * 5), 10e6) is None
+    # On a slow link two frames are the floor (20 ms of 1 Mbit/s is under two frames).
+    assert fidelity.uplink_rate(counters([0.99e6] * 5, [3100] * 5), 1e6) == pytest.approx(0.99)
 
 
 def test_each_measure_is_judged_against_its_bound_and_zero_leaves_it_unjudged():
