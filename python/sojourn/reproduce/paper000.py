@@ -40,6 +40,8 @@ EXPERIMENTS = [
     Entry("rtt-loss", "(D) 100 ms RTT and 5% loss (Fig. 9 D)", spec=_spec("rtt-loss")),
     Entry("rtt-loss-grid", "(D) RTT x loss (Fig. 9 D right)", spec=_spec("rtt-loss-grid")),
     Entry("persistent", "(E) requests per connection (Fig. 10 E)", spec=_spec("persistent")),
+    Entry("persistent-why", "why FAIR was slower with 5 requests per connection: the generator's connection pools",
+          spec=_spec("persistent-why"), of_paper=False),
     Entry("rto", "(F) initial RTO (Fig. 10 F)", spec=_spec("rto")),
     Entry("syncookies", "(G) SYN cookies on", spec=_spec("syncookies")),
     Entry("abort", "(H) user abort and retry (Fig. 10 H)", spec=_spec("abort")),
@@ -278,9 +280,47 @@ def _sweep_rows(ctx: Context, e: str) -> list[Row]:
         elif what == "fair/srpt":
             rows.append(ctx.row(e, f"FAIR / SRPT at {value(a)} {unit}", claim, _fair_over_srpt(ctx, e, key, a)))
         else:
+            why = _pools_why(ctx, e) if (e, what) == ("persistent", "fair") else None
             rows.append(ctx.row(e, f"{VARIANT_NAMES[what]} at {value(a)} / at {value(b)} {unit}", claim,
-                                _between(ctx, e, what, key, a, b)))
+                                _between(ctx, e, what, key, a, b), why))
     return rows
+
+
+PERSISTENT_WHY = "persistent-why"
+
+
+def _persistent_why_rows(ctx: Context) -> list[Row]:
+    """FAIR at 1 / at 5 requests per connection with the paper's five connection pools and
+    with one per trace client (200), and what the pools do without reuse."""
+    e, claim = PERSISTENT_WHY, SWEEP_CLAIMS["persistent"][0][3]
+    return [ctx.row(e, "FAIR at 1 / at 5 requests per connection, five client pools (the paper's machines)", claim,
+                    ctx.ratio((e, "fair-pools5", "response_mean"), (e, "fair-persistent5-pools5", "response_mean"))),
+            ctx.row(e, "FAIR at 1 / at 5 requests per connection, 200 client pools", claim,
+                    ctx.ratio((e, "fair", "response_mean"), (e, "fair-persistent5", "response_mean")),
+                    _pools_why(ctx, e)),
+            ctx.row(e, "FAIR at 1 request per connection, five pools / 200", point(1.0, "without reuse the pools do not matter (ours)"),
+                    ctx.ratio((e, "fair-pools5", "response_mean"), (e, "fair", "response_mean")))]
+
+
+def _pools_why(ctx: Context, e: str):
+    """Why FAIR at 5 requests per connection was slower than at 1 where each of 200 trace
+    clients had its own pool of connections (the experiment ``e`` ran so): their idle
+    keep-alive connections held the server's slots and filled its accept queue, and with the
+    paper's five pools (``persistent-why``) the same trace ran faster at 5 than at 1."""
+    run = "fair-persistent5" if e == PERSISTENT_WHY else _run("fair", "persistent", 5)
+    if not ctx.has(PERSISTENT_WHY) or not ctx.has(e) or (ctx.config(e, run, "workload.clients") or 0) <= 5:
+        return None
+    slots = ctx.config(e, run, "server.max_connections")
+    backlog = ctx.config(e, run, "network.tcp.somaxconn")
+    queued = ctx.counters(e, run, lambda c: c["accept_queue"].max(), "accept_queue").value
+    pools5 = ctx.counters(PERSISTENT_WHY, "fair-persistent5-pools5", lambda c: c["accept_queue"].max(), "accept_queue").value
+    mean200 = ctx.mean(PERSISTENT_WHY, "fair-persistent5", "response_mean")
+    mean5 = ctx.mean(PERSISTENT_WHY, "fair-persistent5-pools5", "response_mean")
+    return measured(f"the generator's pools: with one per trace client ({ctx.config(e, run, 'workload.clients')}) idle keep-alive "
+                    f"connections held the server's {slots} slots and the accept queue (at most {backlog}) peaked at "
+                    f"{queued:.0f} with {ctx.mean(e, run, 'syn_drops'):.0f} SYN drops; with the paper's five pools "
+                    f"(`{PERSISTENT_WHY}`, {ctx.run_length(PERSISTENT_WHY)}) FAIR at 5 requests per connection had a "
+                    f"mean of {mean5:.3g} s against {mean200:.3g} s with 200, its accept queue peaking at {pools5:.0f}")
 
 
 def _between(ctx: Context, e: str, variant: str, key: str, a, b, metric: str = "response_mean") -> Measure:
@@ -582,7 +622,7 @@ def claims(ctx: Context) -> list[Row]:
                 "workloads-realistic": lambda ctx: _range_rows(ctx, "workloads-realistic", REALISTIC_FACTOR,
                                                                "1.4-4 across the eight workloads")
                 + _largest_share_rows(ctx, "workloads-realistic") + _realistic_incomplete_rows(ctx),
-                "overload": _overload_rows, "overload-srpt": _overload_srpt_rows, "syn-queue-w4": _syn_queue_rows,
+                PERSISTENT_WHY: _persistent_why_rows, "overload": _overload_rows, "overload-srpt": _overload_srpt_rows, "syn-queue-w4": _syn_queue_rows,
                 "txqueue": _txqueue_rows, "abort-retries": _abort_retries_rows, "rtt-loss-grid": _rtt_loss_grid_rows,
                 "nasa": _wc98_like("nasa", FAIR_W1 / SRPT_W1, "\"extremely similar\" to WC98's 1.1 s / 138 ms"),
                 "nasa-realistic": _wc98_like("nasa-realistic", REALISTIC["fair"] / REALISTIC["srpt"],
