@@ -239,3 +239,37 @@ def test_repetitions_that_failed_are_a_failure_not_nothing_new(tmp_path, monkeyp
     assert "1 repetition(s) did not complete (fair rep 0" in console.export_text()
     states.update({("fair", 0): NOT_STARTED})
     assert publish.run_entry(console, paper, entry, tmp_path / "results", False, "sjx")[1] == publish.NOTHING_NEW
+
+
+def test_results_of_a_changed_spec_are_set_aside_and_the_new_version_runs(tmp_path, monkeypatch):
+    """A reproduction whose spec changed after some repetitions completed (000's persistent
+    connections got five client pools) runs the new version instead of refusing to run at
+    all; the old results are moved aside whole, not deleted. Partial results of the old
+    version alone pin nothing (the runner replaces them)."""
+    from rich.console import Console
+
+    from sojourn.reproduce import publish
+    from sojourn.runner import cli as runner_cli
+    from sojourn.runner import layout
+    from sojourn.runner.experiment import NOT_STARTED, Outcome
+
+    paper = load_paper("000")
+    entry = paper.entry("baseline")
+    seen = []
+    monkeypatch.setattr(runner_cli, "run_with_progress",
+                        lambda console, experiment, root, *a, **k: seen.append(sorted(p.name for p in root.iterdir()))
+                        or (Outcome(root / experiment.name, {("fair", 0): NOT_STARTED}), 0))
+    old = tmp_path / "results" / "reproduce" / "000" / "000-baseline"
+    (old / "fair" / "0").mkdir(parents=True)
+    (old / "spec.toml").write_text("# an older version\n")
+    layout.mark(old / "fair" / "0", "partial")
+    console = Console(file=open(os.devnull, "w"), width=200, record=True)
+    publish.run_entry(console, paper, entry, tmp_path / "results", False, "sjx")
+    assert seen[-1] == ["000-baseline"] and "changed" not in console.export_text()  # nothing complete: kept
+    layout.mark(old / "fair" / "0", "complete")
+    publish.run_entry(console, paper, entry, tmp_path / "results", False, "sjx")
+    aside = [p for p in old.parent.iterdir() if p.name.startswith("000-baseline.before-")]
+    assert len(aside) == 1 and layout.is_complete(aside[0] / "fair" / "0")
+    assert (aside[0] / "spec.toml").read_text() == "# an older version\n"
+    assert seen[-1] == [aside[0].name] and not old.exists()  # the runner starts the new version afresh
+    assert f"they are kept in {aside[0].name}" in console.export_text()

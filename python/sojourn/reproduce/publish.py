@@ -122,6 +122,21 @@ def restore_published(experiment, published: Path, results: Path, quick: bool) -
     return restored
 
 
+def set_aside_other_version(directory: Path, spec_text: str) -> Path | None:
+    """Moves ``directory`` aside when it holds complete repetitions of a different version of
+    the spec (a reproduction's spec was changed since they ran), so the new version runs
+    afresh and nothing is lost: returns where they went, ``<directory>.before-<time>``."""
+    saved = directory / "spec.toml"
+    if not saved.is_file() or saved.read_text() == spec_text:
+        return None
+    if not any(layout.is_complete(status.parent) for status in directory.glob("*/*/status.json")):
+        return None
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.localtime(saved.stat().st_mtime))
+    target = directory.with_name(f"{directory.name}.before-{stamp}")
+    directory.rename(target)
+    return target
+
+
 def _has_unpublished(directory: Path) -> bool:
     """Whether a complete repetition under ``directory`` was run here, not restored."""
     return any(layout.is_complete(status.parent) and not (status.parent / RESTORED).is_file()
@@ -143,6 +158,11 @@ def run_entry(console, paper: Paper, entry: Entry, results: Path, quick: bool, p
         from sojourn.runner.spec import load_spec
 
         experiment = load_spec(REPO / entry.spec, quick=quick)
+        aside = set_aside_other_version(layout.experiment_dir(root, experiment.name), experiment.text)
+        if aside:
+            console.print(f"{entry.name}: its spec changed since the results under {relative_paths(str(aside.parent))} "
+                          f"ran; they are kept in {aside.name} and this version runs afresh", markup=False,
+                          highlight=False)
         restored = restore_published(experiment, published, root, quick) if published else 0
         total = len(experiment.runs) * experiment.repetitions
         if restored:
