@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sojourn.reproduce import CSV_COLUMNS, DOCS, PAPERS
 from sojourn.reproduce.check import check_csv, check_docs, check_row, check_text
@@ -88,3 +92,16 @@ def test_a_bound_meets_at_the_digits_it_is_printed_with():
     ten_percent = bound("<=", 1.1, digits=2).bound
     assert ten_percent == "<= 1.10"
     assert bound_met(ten_percent, 1.104) and not bound_met(ten_percent, 1.15)
+
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(min_value=1e-4, max_value=1e3, allow_nan=False), min_size=1, max_size=400))
+def test_the_c2_floor_from_a_mean_and_the_largest_1pct_mean_holds_for_any_sample(times):
+    """000's C^2 rows rest on this bound (paper000.c2_floor): no sample has a squared
+    coefficient of variation below 0.01 (mean of its largest 1% / its mean)^2 - 1."""
+    from sojourn.reproduce.paper000 import c2_floor
+
+    values = np.sort(np.array(times))
+    top = values[-math.ceil(len(values) / 100):]  # at least 1% of the sample
+    assert values.var() / values.mean() ** 2 >= c2_floor(values.mean(), top.mean()) - 1e-9
