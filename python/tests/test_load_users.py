@@ -195,8 +195,33 @@ def test_ctrl_c_gives_every_request_a_final_outcome(tmp_path, stop):
     assert set(frame["outcome"]) == {"interrupted"} and info["interrupted_by_signal"] is True
 
 
+def test_drain_ends_an_open_run_after_the_last_request_and_interrupts_what_is_outstanding(tmp_path):
+    """`--drain S`: S seconds after the last scheduled request the run ends; requests still
+    outstanding get their final `interrupted` record, and the run is not a failure (000 §4
+    counts only requests that finished before the final one arrived). Without it the same
+    trace waits for its timeout."""
+    trace = write_trace(tmp_path / "t.csv", [0.0, 0.2, 0.4])
+    with BadServer("stall") as server:
+        started = time.monotonic()
+        result = run("open", "--target", f"127.0.0.1:{server.port}", "--out", str(tmp_path / "drained"),
+                     "--trace", str(trace), "--timeout", "60", "--drain", "0.5")
+        took = time.monotonic() - started
+        assert result.returncode == 0, result.stderr
+        timed = run("open", "--target", f"127.0.0.1:{server.port}", "--out", str(tmp_path / "timed"),
+                    "--trace", str(trace), "--timeout", "1")
+        assert timed.returncode == 0, timed.stderr
+    frame = pd.read_csv(tmp_path / "drained" / "records.csv")
+    info = json.loads((tmp_path / "drained" / "summary.json").read_text())
+    assert took < 30, f"the run waited {took:.0f} s: not ended by --drain"
+    assert list(frame["outcome"]) == ["interrupted"] * 3 and (frame["final"] == 1).all()
+    assert frame["last_byte_s"].max() >= 0.9 - 1e-6, "ended before the last request's time + --drain"
+    assert info["outcomes"] == {"interrupted": 3} and info["interrupted_by_signal"] is False
+    assert list(pd.read_csv(tmp_path / "timed" / "records.csv")["outcome"]) == ["timeout"] * 3
+
+
 @pytest.mark.parametrize("argv, message", [
     (["open", "--trace", "t.csv", "--rate", "5"], "--trace and --rate contradict"),
+    (["open", "--rate", "5", "--duration", "1", "--path", "/x", "--drain=-1"], "--drain -1"),
     (["open", "--rate", "5", "--path", "/x"], "--rate needs --duration"),
     (["open", "--rate", "5", "--duration", "1", "--path", "/x", "--retries", "2"], "--retries 2 needs --abort-after"),
     (["open", "--rate", "5", "--duration", "1", "--path", "/x", "--abort-after", "9", "--timeout", "3"],

@@ -194,6 +194,13 @@ struct OpenArgs {
     #[arg(long = "path")]
     #[serde(default, rename = "path")]
     paths: Vec<String>,
+    /// After the last scheduled request, wait at most this many seconds for answers: then
+    /// whatever is outstanding is `interrupted` and the run ends, as a closed run's does (000 §4
+    /// counts only requests that finished before the final one arrived: 0). Without it the
+    /// run ends when every request has its outcome (at most --timeout after the last).
+    #[arg(long)]
+    #[serde(default)]
+    drain: Option<f64>,
     /// Poisson arrivals are spread round robin over this many clients.
     #[arg(long, default_value_t = defaults::one())]
     #[serde(default = "defaults::one")]
@@ -428,9 +435,12 @@ pub fn run(args: LoadArgs) -> anyhow::Result<()> {
 }
 
 fn run_open(args: OpenArgs) -> anyhow::Result<()> {
-    let config = args.common.loop_config(None)?;
     let duration = args.duration.map(|d| positive("--duration", d)).transpose()?;
-    let clients;
+    let drain = match args.drain {
+        Some(seconds) if !(seconds.is_finite() && seconds >= 0.0) => bail!("--drain {seconds}: must be a number of seconds >= 0"),
+        drain => drain.map(|seconds| (seconds * 1e9).round() as u64),
+    };
+    let (clients, last_scheduled);
     // Each loop draws the whole sequence and keeps its clients' requests (workload::OpenPart).
     let workload: Box<dyn Fn(Part) -> anyhow::Result<Box<dyn Workload>> + Sync> = match (&args.trace, args.rate) {
         (Some(_), Some(_)) => bail!("--trace and --rate contradict: replay a trace or generate Poisson arrivals, not both"),
@@ -446,11 +456,11 @@ fn run_open(args: OpenArgs) -> anyhow::Result<()> {
             let open = move || -> anyhow::Result<std::io::BufReader<std::fs::File>> {
                 Ok(std::io::BufReader::new(std::fs::File::open(trace).with_context(|| format!("--trace {}", trace.display()))?))
             };
-            let (requests, trace_clients) = TraceReplay::check(open()?, scale, duration).with_context(|| format!("--trace {}", trace.display()))?;
-            if requests == 0 {
+            let shape = TraceReplay::check(open()?, scale, duration).with_context(|| format!("--trace {}", trace.display()))?;
+            if shape.requests == 0 {
                 bail!("--trace {}: no requests to replay{}", trace.display(), if duration.is_some() { " within --duration" } else { "" });
             }
-            clients = trace_clients as u64;
+            (clients, last_scheduled) = (shape.clients as u64, shape.last_scheduled);
             Box::new(move |part| {
                 let replay = TraceReplay::new(open()?, scale, duration).with_context(|| format!("--trace {}", trace.display()))?;
                 Ok(if part == Part::WHOLE { Box::new(replay) } else { Box::new(OpenPart::new(replay, part)?) })
@@ -471,7 +481,7 @@ fn run_open(args: OpenArgs) -> anyhow::Result<()> {
             if args.clients == 0 {
                 bail!("--clients 0: Poisson arrivals need at least one client");
             }
-            clients = u64::from(args.clients);
+            (clients, last_scheduled) = (u64::from(args.clients), duration);
             let (paths, client_count, seed) = (&args.paths, args.clients, args.common.seed);
             Box::new(move |part| {
                 let poisson = PoissonOpen::new(rate, duration, paths.clone(), client_count, SmallRng::seed_from_u64(seed));
@@ -479,6 +489,7 @@ fn run_open(args: OpenArgs) -> anyhow::Result<()> {
             })
         }
     };
+    let config = args.common.loop_config(drain.map(|drain| last_scheduled + drain))?;
     let needed = Some(clients * u64::from(config.max_conns_per_client) / args.common.processes());
     let (fd_limit, fd_warning) = raise_fd_limit(needed);
     run_one("open", &args.common, config, &*workload, &args.common.out, fd_limit, fd_warning).map(|_| ())

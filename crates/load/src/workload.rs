@@ -114,6 +114,15 @@ struct TraceRow {
     class: Option<u8>,
 }
 
+/// What [`TraceReplay::check`] found in a trace (within its `end`).
+#[derive(Debug, PartialEq, Eq)]
+pub struct TraceShape {
+    pub requests: u64,
+    pub clients: usize,
+    /// The last request's scheduled time (scaled).
+    pub last_scheduled: Nanos,
+}
+
 /// Open-loop replay of a `trace.csv` (docs/formats.md), read as it is replayed.
 pub struct TraceReplay<R: std::io::Read> {
     rows: csv::DeserializeRecordsIntoIter<R, TraceRow>,
@@ -134,15 +143,17 @@ impl<R: std::io::Read> TraceReplay<R> {
     }
 
     /// Read the whole trace once without keeping it, so a bad row is reported before anything
-    /// is sent; returns the number of requests and of distinct clients.
-    pub fn check(reader: R, time_scale: f64, end: Option<Nanos>) -> anyhow::Result<(u64, usize)> {
+    /// is sent; returns its size, clients and last scheduled time.
+    pub fn check(reader: R, time_scale: f64, end: Option<Nanos>) -> anyhow::Result<TraceShape> {
         let mut replay = TraceReplay::new(reader, time_scale, end)?;
         let mut clients = std::collections::HashSet::new();
+        let mut last_scheduled = 0;
         while let Some(request) = replay.next.take() {
             clients.insert(request.client);
+            last_scheduled = request.scheduled;
             replay.advance()?;
         }
-        Ok((replay.row_number, clients.len()))
+        Ok(TraceShape { requests: replay.row_number, clients: clients.len(), last_scheduled })
     }
 
     fn advance(&mut self) -> anyhow::Result<()> {
@@ -648,7 +659,9 @@ mod tests {
     #[test]
     fn check_reads_the_whole_trace_first() {
         let trace = "arrival_s,client,path,size\n0.0,0,/a,1\n0.1,3,/b,1\n0.2,0,/c,1\n";
-        assert_eq!(TraceReplay::check(trace.as_bytes(), 1.0, None).unwrap(), (3, 2));
+        assert_eq!(TraceReplay::check(trace.as_bytes(), 1.0, None).unwrap(), TraceShape { requests: 3, clients: 2, last_scheduled: 200_000_000 });
+        // Within --duration (end) and at --time-scale 2: the last request kept, at its scaled time.
+        assert_eq!(TraceReplay::check(trace.as_bytes(), 2.0, Some(100_000_000)).unwrap(), TraceShape { requests: 2, clients: 2, last_scheduled: 50_000_000 });
         let late_error = format!("{trace}0.1,0,/d,1\n");
         let err = format!("{:#}", TraceReplay::check(late_error.as_bytes(), 1.0, None).unwrap_err());
         assert!(err.contains("trace line 5"), "{err}");

@@ -62,11 +62,12 @@ def estimated_seconds(experiment, testbeds: int, done: frozenset = frozenset()) 
 
 def _drain_seconds(config: dict) -> float:
     """How long a repetition goes on after its load: under persistent overload (rho above 1,
-    no profile) the backlog drains until the clients' timeout (000 §4's overload runs took
-    600 s of load and about 840 s more); otherwise the last responses end within seconds."""
+    no profile) the backlog drains until the clients' timeout, or collect.drain_s if that is
+    shorter (the generator's --drain ends the run then); otherwise the last responses end
+    within seconds."""
     workload = config["workload"]
     overloaded = workload["mode"] == "open" and not workload["profile"] and workload["rho"] > 1
-    return workload["timeout_s"] if overloaded else 0.0
+    return min(workload["timeout_s"], config["collect"]["drain_s"]) if overloaded else 0.0
 
 
 # run_entry's status when every complete repetition came from the publication: nothing to publish.

@@ -39,6 +39,7 @@ class LoadFile:
     out: Path | None = None
     source_addrs: list[str] | None = None
     trace: Path | None = None  # open
+    drain: float | None = None  # open: after the last request, answers awaited this long (collect.drain_s)
     paths_file: Path | None = None  # closed
     model: Path | None = None  # sessions
     process_part: str | None = None  # "I/K": this process's share of the clients (sojourn.runner.load_parts)

@@ -88,10 +88,11 @@ def load_seconds(config: dict, trace_s: float | None = None) -> float:
     return trace_s if trace_s is not None else trace_seconds(workload)
 
 
-def load_files(workload: dict) -> tuple[LoadFile | None, LoadFile | None]:
+def load_files(workload: dict, drain_s: float) -> tuple[LoadFile | None, LoadFile | None]:
     """The load generator's documents for a run's workload (docs/load.md): the run's load
-    (``open`` replaying the trace, ``closed`` users, ``sessions``) and the capacity probe's
-    level (closed users for ``level_s``), each without where it runs."""
+    (``open`` replaying the trace and awaiting answers ``drain_s`` after its last request,
+    ``closed`` users, ``sessions``) and the capacity probe's level (closed users for
+    ``level_s``), each without where it runs."""
     connections = dict(seed=workload["seed"], timeout=workload["timeout_s"], requests_per_conn=workload["persistent"],
                        conns_per_client=workload["max_connections_per_client"])
     if workload["mode"] == "sessions":
@@ -110,11 +111,11 @@ def load_files(workload: dict) -> tuple[LoadFile | None, LoadFile | None]:
         return None, probe
     if mode == "closed":
         return LoadFile(**closed, users=workload["users"], duration=workload["duration_s"]), probe
-    return LoadFile(**common | dict(mode="open")), probe
+    return LoadFile(**common | dict(mode="open", drain=drain_s)), probe
 
 
 def plan_of(config: dict) -> RunPlan:
     """The run's plan; raises the testbed's ConfigError for what it cannot build."""
-    load, probe = load_files(config["workload"])
+    load, probe = load_files(config["workload"], config["collect"]["drain_s"])
     return RunPlan(testbed=testbed_config(config), sojourn=sojourn_options(config), load=load, probe=probe,
                    load_processes=config["workload"]["load_processes"])
