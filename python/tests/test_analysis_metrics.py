@@ -104,6 +104,21 @@ def test_per_second(reqs):
     assert math.isnan(table["mean_response_s"][2])
 
 
+def test_by_arrival_counts_only_what_finished_before_the_last_arrival():
+    """000 Fig. 7 (§4): under persistent overload only the requests that finished before the
+    final request arrived count, per bin of arrival time."""
+    arrived = [0.0, 1.0, 12.0, 15.0, 30.0, 31.0]
+    finished = [2.0, 35.0, 13.0, None, 30.5, 31.5]  # 35 and 31.5 s are after the last arrival (31 s): left out
+    requests = pd.DataFrame({"scheduled_s": arrived, "last_byte_s": [math.nan if f is None else f for f in finished],
+                             "completed": [f is not None for f in finished]})
+    requests["response_s"] = (requests["last_byte_s"] - requests["scheduled_s"]).where(requests["completed"])
+    requests["ttfb_s"] = requests["response_s"] / 2
+    out = analysis.metrics.by_arrival(requests, bin_s=10.0)
+    assert out["t_s"] == [0.0, 10.0, 20.0, 30.0]
+    assert out["response_mean_s"] == [2.0, 1.0, None, 0.5] and out["ttfb_mean_s"] == [1.0, 0.5, None, 0.25]
+    assert out["finished"] == [1, 1, 0, 1]
+
+
 def test_by_size_and_ccdf(reqs):
     table = analysis.by_size(reqs, bins_per_decade=1)
     assert list(table["size_lo"]) == [100, 1000, 10000]

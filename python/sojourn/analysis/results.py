@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from sojourn.analysis.inversion import service_inversion_index
-from sojourn.analysis.metrics import by_group, counter_metrics, summarize
+from sojourn.analysis.metrics import by_arrival, by_group, counter_metrics, summarize
 from sojourn.analysis.records import read_intervals, read_records, requests
 from sojourn.analysis.sweeps import over_repetitions
 
@@ -155,6 +155,7 @@ def summarize_repetition(directory: Path, link_bps: float, groups: list[dict] | 
         summary.update(summarize(reqs, link_bps=link_bps))
         done = reqs[reqs["completed"]]
         summary["service_inversion"] = service_inversion_index(done["size"], done["response_s"])
+        summary["by_arrival"] = by_arrival(reqs)
         if groups and len(groups) > 1:
             summary["by_group"] = by_group(reqs, groups)
     counters = directory / "counters.csv"

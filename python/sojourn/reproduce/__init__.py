@@ -302,6 +302,19 @@ class Context:
         rep = next((r for r in self.reps(name) if r.run == run), None)
         return None if rep is None else _dotted(rep.config, key)
 
+    def per_rep_of(self, name: str, run: str, reduce: Callable) -> dict[int, float]:
+        """``reduce`` (a function of one repetition's summary.json, returning a number or
+        None) of each complete repetition of ``run``, for values a dotted key cannot name (a
+        bin of a series)."""
+        values = {rep.rep: reduce(rep.summary) for rep in self.reps(name) if rep.run == run and rep.complete}
+        return {rep: float(value) for rep, value in values.items() if value is not None}
+
+    def from_summary(self, name: str, run: str, reduce: Callable, what: str) -> Measure:
+        """The mean and 90% interval of :meth:`per_rep_of`; ``what`` names the quantity when
+        no repetition gives one."""
+        absent = self.absent(name, run, "") or f"{run}'s summary.json has no {what}"
+        return summarize(list(self.per_rep_of(name, run, reduce).values()), ((name, run),), absent=absent)
+
     def counters(self, name: str, run: str, reduce: Callable, what: str) -> Measure:
         """``reduce`` (a function of one repetition's kernel counters, counters.csv as a
         DataFrame, returning a number or None) over the run's complete repetitions; ``what``

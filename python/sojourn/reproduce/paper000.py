@@ -552,7 +552,48 @@ def _overload_rows(ctx: Context) -> list[Row]:
         at_200 = Measure(absent=f"the run's counters end at {end.value:.0f} s")
     rows.append(ctx.row(e, "SRPT: connections the server held after 200 s at rho 1.2", point(50, "50"), at_200,
                         note=HELD))
-    return rows
+    return rows + _fig7_rows(ctx, e)
+
+
+def _arrival_bin(summary: dict, t_s: float, key: str = "response_mean_s"):
+    """The mean in the by_arrival bin (summary.json) holding arrival time ``t_s``, or None."""
+    series = summary.get("by_arrival") or {}
+    times = series.get("t_s") or []
+    index = next((i for i, start in enumerate(times) if start <= t_s < start + series["bin_s"]), None)
+    return None if index is None else series[key][index]
+
+
+FIG7_AT_S, FIG7_LATE_S = 40, 500  # 000 §4: "after only 40 seconds"; a bin late in the 600 s
+
+
+def _fig7_rows(ctx: Context, e: str) -> list[Row]:
+    """000 Fig. 7 at rho 1.2: the mean response time of the requests that finished before
+    the final one arrived, by arrival time (summary.json by_arrival, 10-s bins)."""
+    fair, srpt = _run("fair", "rho", 1.2), _run("srpt", "rho", 1.2)
+
+    def reduce(t_s, key="response_mean_s"):
+        return lambda summary: _arrival_bin(summary, t_s, key)
+
+    def at(run, t_s):
+        return ctx.from_summary(e, run, reduce(t_s), f"by_arrival at {t_s} s")
+
+    def ratio(top_run, top_s, bottom_run, bottom_s, top_key="response_mean_s") -> Measure:
+        absent = (ctx.absent(e, top_run, "") or ctx.absent(e, bottom_run, "")
+                  or "summary.json has no by_arrival (summarized before it existed)")
+        return quotient(ctx.per_rep_of(e, top_run, reduce(top_s, top_key)),
+                        ctx.per_rep_of(e, bottom_run, reduce(bottom_s)), ((e, top_run), (e, bottom_run)), absent)
+
+    window = f"arrivals {FIG7_AT_S}-{FIG7_AT_S + 10} s in"
+    return [ctx.row(e, f"FAIR mean response time, {window}, rho 1.2 (Fig. 7)",
+                    point(5, "after only 40 seconds ... 5 sec", "s"), at(fair, FIG7_AT_S)),
+            ctx.row(e, f"SRPT / FAIR mean response time, {window}, rho 1.2 (Fig. 7)",
+                    bound("<", 1, text="significantly lower"), ratio(srpt, FIG7_AT_S, fair, FIG7_AT_S)),
+            ctx.row(e, f"SRPT mean response time, arrivals {FIG7_LATE_S}-{FIG7_LATE_S + 10} s / {FIG7_AT_S}-"
+                       f"{FIG7_AT_S + 10} s in, rho 1.2 (Fig. 7)",
+                    point(1.0, "hardly grow over time"), ratio(srpt, FIG7_LATE_S, srpt, FIG7_AT_S)),
+            ctx.row(e, f"FAIR mean time to first byte / mean response time, {window}, rho 1.2 (Fig. 7 right)",
+                    point(1.0, "follows a trend very similar"),
+                    ratio(fair, FIG7_AT_S, fair, FIG7_AT_S, "ttfb_mean_s"))]
 
 
 def _first_syn_drop(ctx: Context, e: str, run: str) -> Measure:
