@@ -287,7 +287,7 @@ def _run_load(tb, engine: Path, run_file: LoadFile, progress: Progress, on_progr
         raise
     finally:
         if processes > 1:  # also after an interruption: a partial repetition keeps its records
-            load_parts.merge([part.out for part in files], out)
+            load_parts.merge(engine, [part.out for part in files], out)
 
 
 def _capacity_levels(tb, engine: Path, probe: LoadFile, inputs: Inputs, target: str, directory: Path, workload: dict,
