@@ -59,6 +59,28 @@ def test_processes_merge_into_what_one_process_writes(tmp_path):
     assert not (parts[0] / "records.csv").exists() and (parts[0] / "summary.json").exists()
 
 
+def test_a_process_that_never_started_is_named_not_fatal(tmp_path):
+    """A part without records (its process refused its options) leaves the others' merge
+    whole and is named in the summary's warnings; with no part recorded, merge refuses."""
+    from test_load_servers import make_docroot
+
+    engine = engine_path()
+    ran, empty = load_parts.part_dir(tmp_path, 0), load_parts.part_dir(tmp_path, 1)
+    empty.mkdir()
+    with Server(ServerConfig(kind="sojourn", root=make_docroot(tmp_path / "docroot"), port=free_port())) as server:
+        done = subprocess.run([str(engine), "load", "open", "--target", f"127.0.0.1:{server.config.port}", "--out",
+                               str(ran), "--rate", "50", "--duration", "0.5", "--path", "/1k.bin", "--process-part",
+                               "0/2", "--quiet"], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+    requests = json.loads((ran / "summary.json").read_text())["requests"]
+    load_parts.merge(engine, [ran, empty], tmp_path)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["requests"] == requests == len(pd.read_csv(tmp_path / "records.csv")) > 0
+    assert any(str(empty) in warning and "did not start" in warning for warning in summary["warnings"])
+    with pytest.raises(RuntimeError, match="none of .* has a records.csv"):
+        load_parts.merge(engine, [empty], tmp_path / "nothing")
+
+
 def test_sessions_run_in_one_process():
     with pytest.raises(SpecError, match=r"workload\.load_processes = 2: sessions run in one load generator process"):
         validate({"name": "s", "network": {"groups": [{"name": n} for n in ("gold", "silver", "bronze")]},

@@ -458,7 +458,13 @@ const TALLY_FILE: &str = "tally.json";
 fn run_merge(args: MergeArgs) -> anyhow::Result<()> {
     let mut tally = Tally::default();
     let (mut parts, mut unfinished) = (Vec::new(), Vec::new());
-    for part in &args.parts {
+    // A process that failed before its first record (bad options) has nothing to join.
+    let (recorded, unstarted): (Vec<PathBuf>, Vec<PathBuf>) = args.parts.iter().cloned().partition(|part| part.join("records.csv").is_file());
+    if recorded.is_empty() {
+        bail!("none of {} has a records.csv", args.parts.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
+    }
+    unfinished.extend(unstarted.iter().map(|part| format!("{} wrote no records (it did not start)", part.display())));
+    for part in &recorded {
         // A process that did not finish (killed) left records but no summary: its records
         // are kept, its figures are missing from the summary, which says so.
         let (Ok(summary), Ok(own)) = (std::fs::read_to_string(part.join("summary.json")), std::fs::read_to_string(part.join(TALLY_FILE))) else {
@@ -471,14 +477,14 @@ fn run_merge(args: MergeArgs) -> anyhow::Result<()> {
         parts.push(summary);
     }
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
-    merge_parts(&args.out, &args.parts)?;
+    merge_parts(&args.out, &recorded)?;
     if !parts.is_empty() {
         let mut summary = merged_summary(&tally, parts);
         let warnings = summary["warnings"].as_array_mut().expect("merged_summary lists warnings");
         warnings.extend(unfinished.into_iter().map(serde_json::Value::from));
         write_summary(&args.out, &summary)?;
     }
-    for part in &args.parts {
+    for part in &recorded {
         for name in ["records.csv", "intervals.csv"] {
             std::fs::remove_file(part.join(name)).with_context(|| format!("removing {}/{name}, now in {}", part.display(), args.out.display()))?;
         }

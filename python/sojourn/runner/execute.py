@@ -286,7 +286,9 @@ def _run_load(tb, engine: Path, run_file: LoadFile, progress: Progress, on_progr
             _interrupt(proc)
         raise
     finally:
-        if processes > 1:  # also after an interruption: a partial repetition keeps its records
+        # Also after an interruption: a partial repetition keeps its records (a process that
+        # never started has none, and its exit status is the repetition's reason).
+        if processes > 1 and any((part.out / "records.csv").is_file() for part in files):
             load_parts.merge(engine, [part.out for part in files], out)
 
 
