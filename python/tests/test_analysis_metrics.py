@@ -116,7 +116,7 @@ def test_by_arrival_counts_only_what_finished_before_the_last_arrival():
     out = analysis.metrics.by_arrival(requests, bin_s=10.0)
     assert out["t_s"] == [0.0, 10.0, 20.0, 30.0]
     assert out["response_mean_s"] == [2.0, 1.0, None, 0.5] and out["ttfb_mean_s"] == [1.0, 0.5, None, 0.25]
-    assert out["finished"] == [1, 1, 0, 1]
+    assert out["finished"] == [1, 1, 0, 1] and out["arrivals"] == [2, 2, 0, 2]
 
 
 def test_by_size_and_ccdf(reqs):

@@ -78,6 +78,20 @@ enum Mode {
     Capacity(CapacityArgs),
     /// Sessions: Poisson session arrivals walking a Markov chain over URL groups (003 §2).
     Sessions(SessionsArgs),
+    /// Join the output directories of one run's processes (`--process-part I/K`) into OUT:
+    /// records.csv in completion order, intervals.csv summed per second, and summary.json
+    /// with exact counts and percentiles (each part's tally.json), as one process would write.
+    Merge(MergeArgs),
+}
+
+#[derive(Debug, Args)]
+struct MergeArgs {
+    /// Where the run's merged files go.
+    #[arg(long, short = 'o')]
+    out: PathBuf,
+    /// The processes' output directories, each with records.csv, intervals.csv, summary.json and tally.json.
+    #[arg(required = true, num_args = 1..)]
+    parts: Vec<PathBuf>,
 }
 
 /// The options every mode has. With `--config`, each is the key of the same name
@@ -431,7 +445,87 @@ pub fn run(args: LoadArgs) -> anyhow::Result<()> {
         Mode::Closed(closed) => run_closed(closed),
         Mode::Capacity(capacity) => run_capacity(capacity),
         Mode::Sessions(sessions) => run_sessions(sessions),
+        Mode::Merge(merge) => run_merge(merge),
     }
+}
+
+/// Written beside a process part's summary.json: its [`Tally`], for `load merge`.
+const TALLY_FILE: &str = "tally.json";
+
+/// `load merge`: the parts' records and intervals joined (their copies then removed), and
+/// one summary.json: the merged tally's statistics, the parts' sums and extremes of the rest,
+/// and each part's own summary under `processes`.
+fn run_merge(args: MergeArgs) -> anyhow::Result<()> {
+    let mut tally = Tally::default();
+    let (mut parts, mut unfinished) = (Vec::new(), Vec::new());
+    // A process that failed before its first record (bad options) has nothing to join.
+    let (recorded, unstarted): (Vec<PathBuf>, Vec<PathBuf>) = args.parts.iter().cloned().partition(|part| part.join("records.csv").is_file());
+    if recorded.is_empty() {
+        bail!("none of {} has a records.csv", args.parts.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "));
+    }
+    unfinished.extend(unstarted.iter().map(|part| format!("{} wrote no records (it did not start)", part.display())));
+    for part in &recorded {
+        // A process that did not finish (killed) left records but no summary: its records
+        // are kept, its figures are missing from the summary, which says so.
+        let (Ok(summary), Ok(own)) = (std::fs::read_to_string(part.join("summary.json")), std::fs::read_to_string(part.join(TALLY_FILE))) else {
+            unfinished.push(format!("{} wrote no summary (it did not finish): its requests are in records.csv, not in these figures", part.display()));
+            continue;
+        };
+        let summary: serde_json::Value = serde_json::from_str(&summary).with_context(|| format!("{}/summary.json", part.display()))?;
+        let own: Tally = serde_json::from_str(&own).with_context(|| format!("{}/{TALLY_FILE}", part.display()))?;
+        tally.merge(&own);
+        parts.push(summary);
+    }
+    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+    merge_parts(&args.out, &recorded)?;
+    if !parts.is_empty() {
+        let mut summary = merged_summary(&tally, parts);
+        let warnings = summary["warnings"].as_array_mut().expect("merged_summary lists warnings");
+        warnings.extend(unfinished.into_iter().map(serde_json::Value::from));
+        write_summary(&args.out, &summary)?;
+    }
+    for part in &recorded {
+        for name in ["records.csv", "intervals.csv"] {
+            std::fs::remove_file(part.join(name)).with_context(|| format!("removing {}/{name}, now in {}", part.display(), args.out.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// One run's summary.json from its processes': the first part's keys (mode, target, config,
+/// workload), the merged tally's statistics over them, and the loop figures summed (counts,
+/// waits) or at their largest (fractions, longest pass); `process_part` becomes `processes`.
+fn merged_summary(tally: &Tally, parts: Vec<serde_json::Value>) -> serde_json::Value {
+    let numbers = |key: &str| -> Vec<f64> { parts.iter().filter_map(|part| part[key].as_f64()).collect() };
+    let mut summary = parts.first().cloned().unwrap_or_else(|| serde_json::json!({}));
+    let fields = summary.as_object_mut().expect("a summary is an object");
+    fields.remove("process_part");
+    fields.extend(tally.summary().as_object().expect("a summary is an object").clone());
+    for key in ["connections_opened", "threads", "loop_involuntary_switches"] {
+        if parts.iter().all(|part| part[key].is_u64()) {
+            fields.insert(key.into(), parts.iter().filter_map(|part| part[key].as_u64()).sum::<u64>().into());
+        }
+    }
+    if parts.iter().all(|part| part["loop_runqueue_wait_s"].is_number()) {
+        fields.insert("loop_runqueue_wait_s".into(), numbers("loop_runqueue_wait_s").iter().sum::<f64>().into());
+    }
+    for key in ["loop_busy_fraction", "loop_longest_pass_s", "loop_worst_second_runqueue_wait_s"] {
+        if parts.iter().all(|part| part[key].is_number()) {
+            fields.insert(key.into(), serde_json::json!(numbers(key).into_iter().fold(0.0, f64::max)));
+        }
+    }
+    let per_thread: Vec<serde_json::Value> = parts.iter().flat_map(|part| part["loop_busy_fraction_per_thread"].as_array().cloned().unwrap_or_default()).collect();
+    fields.insert("loop_busy_fraction_per_thread".into(), per_thread.into());
+    fields.insert("interrupted_by_signal".into(), parts.iter().any(|part| part["interrupted_by_signal"] == true).into());
+    let mut warnings: Vec<serde_json::Value> = Vec::new();
+    for warning in parts.iter().flat_map(|part| part["warnings"].as_array().cloned().unwrap_or_default()) {
+        if !warnings.contains(&warning) {
+            warnings.push(warning);
+        }
+    }
+    fields.insert("warnings".into(), warnings.into());
+    fields.insert("processes".into(), parts.into());
+    summary
 }
 
 fn run_open(args: OpenArgs) -> anyhow::Result<()> {
@@ -673,7 +767,11 @@ fn run_one(
         workload_summary = summary;
     }
     if count > 1 {
-        merge_parts(dir, &parts.iter().map(|&part| part_dir(part)).collect::<Vec<_>>())?;
+        let part_dirs: Vec<PathBuf> = parts.iter().map(|&part| part_dir(part)).collect();
+        merge_parts(dir, &part_dirs)?;
+        for part in &part_dirs {
+            std::fs::remove_dir_all(part).with_context(|| format!("removing {}", part.display()))?;
+        }
     }
     let times = combine_loop_times(&ends);
     let end = RunEnd {
@@ -728,6 +826,11 @@ fn run_one(
         }),
     );
     write_summary(dir, &summary)?;
+    if common.process_part.is_some() {
+        // What `load merge` adds up exactly across the run's processes.
+        let path = dir.join(TALLY_FILE);
+        std::fs::write(&path, serde_json::to_vec(&tally)?).with_context(|| format!("writing {}", path.display()))?;
+    }
     if !common.quiet {
         eprintln!();
     }

@@ -19,7 +19,7 @@
 
 use anyhow::Context;
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -107,7 +107,7 @@ impl Write for BackgroundFile {
 use crate::workload::Nanos;
 
 /// Final and intermediate outcomes of an attempt (docs/formats.md).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Outcome {
     Ok,
@@ -321,8 +321,28 @@ fn new_histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000 * 72, 3).expect("valid bounds")
 }
 
+/// A histogram kept as its recorded (value, count) pairs: exact, and plain JSON.
+mod histogram_counts {
+    use hdrhistogram::Histogram;
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(histogram: &Histogram<u64>, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(histogram.iter_recorded().map(|v| (v.value_iterated_to(), v.count_at_value())))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Histogram<u64>, D::Error> {
+        let mut histogram = super::new_histogram();
+        for (value, count) in Vec::<(u64, u64)>::deserialize(deserializer)? {
+            histogram.record_n(value, count).map_err(|err| D::Error::custom(format!("value {value}: {err}")))?;
+        }
+        Ok(histogram)
+    }
+}
+
 /// What summary.json is computed from: counters and histograms, mergeable across the
-/// event-loop threads of one run (`load --threads`).
+/// event-loop threads of one run (`load --threads`) and, through `tally.json`, across the
+/// processes of one run (`load --process-part`, joined by `load merge`).
+#[derive(Serialize, Deserialize)]
 pub struct Tally {
     pub requests: u64,
     pub attempts: u64,
@@ -331,9 +351,13 @@ pub struct Tally {
     bytes: u64,
     first_scheduled: Option<Nanos>,
     last_outcome: Nanos,
+    #[serde(with = "histogram_counts")]
     response_time: Histogram<u64>,
+    #[serde(with = "histogram_counts")]
     ttfb: Histogram<u64>,
+    #[serde(with = "histogram_counts")]
     service_time: Histogram<u64>,
+    #[serde(with = "histogram_counts")]
     lag: Histogram<u64>,
     /// Times an event loop waited for the disk because a file's queue was full.
     writer_waits: u64,
@@ -536,10 +560,10 @@ fn end_micros(row: &csv::ByteRecord) -> anyhow::Result<u64> {
     std::str::from_utf8(&digits).ok().and_then(|d| d.parse().ok()).with_context(|| format!("last_byte_s {:?}", String::from_utf8_lossy(field)))
 }
 
-/// Join the event loops' files (`load --threads`) in `dir`: `records.csv` rows merged in
-/// order of their end (each loop writes its rows in that order, so a k-way merge keeps a
-/// one-loop run's order), `intervals.csv` summed second by second. The parts' directories
-/// are removed once both files are complete.
+/// Join the files of a run's parts (event loops, `load --threads`; processes, `load merge`)
+/// in `dir`: `records.csv` rows merged in order of their end (each part writes its rows in
+/// that order, so a k-way merge keeps a one-part run's order), `intervals.csv` summed second
+/// by second. The parts' files stay: the caller removes them once it holds the merge.
 pub fn merge_parts(dir: &Path, parts: &[std::path::PathBuf]) -> anyhow::Result<()> {
     use std::cmp::Reverse;
     use std::collections::BinaryHeap;
@@ -587,9 +611,6 @@ pub fn merge_parts(dir: &Path, parts: &[std::path::PathBuf]) -> anyhow::Result<(
         intervals.serialize(row)?;
     }
     intervals.flush().with_context(|| format!("writing {}", intervals_path.display()))?;
-    for part in parts {
-        std::fs::remove_dir_all(part).with_context(|| format!("removing {}", part.display()))?;
-    }
     Ok(())
 }
 
@@ -771,7 +792,20 @@ mod tests {
         let intervals = std::fs::read_to_string(dir.join("intervals.csv")).unwrap();
         let completed: u64 = intervals.lines().skip(1).map(|l| l.split(',').nth(2).unwrap().parse::<u64>().unwrap()).sum();
         assert_eq!(completed, 4);
-        assert!(parts.iter().all(|part| !part.exists()), "part directories removed");
+        assert!(parts.iter().all(|part| part.join("records.csv").exists()), "the parts' files are the caller's to remove");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_tally_survives_its_json_exactly() {
+        let mut tally = Tally::default();
+        tally.requests = 3;
+        tally.final_outcomes.insert(Outcome::Interrupted, 1);
+        for (value, count) in [(1, 1), (1_234, 2), (987_654_321, 5)] {
+            tally.response_time.record_n(value, count).unwrap();
+            tally.lag.record_n(value / 2 + 1, count).unwrap();
+        }
+        let copy: Tally = serde_json::from_str(&serde_json::to_string(&tally).unwrap()).unwrap();
+        assert_eq!(copy.summary(), tally.summary(), "counts, outcomes and every percentile the same");
     }
 }

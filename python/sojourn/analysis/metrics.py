@@ -257,9 +257,10 @@ def by_arrival(requests: pd.DataFrame, bin_s: float = 10.0) -> dict:
     """Mean response time and time to first byte per bin of arrival (scheduled) time,
     counting only the requests that finished before the last request arrived, as 000 §4
     did for Fig. 7 under persistent overload: ``t_s`` is each bin's start from the first
-    arrival; a bin with none finished has null means."""
+    arrival, ``arrivals`` and ``finished`` its requests and those counted; a bin with none
+    finished has null means."""
     if requests.empty:
-        return {"bin_s": bin_s, "t_s": [], "response_mean_s": [], "ttfb_mean_s": [], "finished": []}
+        return {"bin_s": bin_s, "t_s": [], "response_mean_s": [], "ttfb_mean_s": [], "arrivals": [], "finished": []}
     start, last = requests["scheduled_s"].min(), requests["scheduled_s"].max()
     index = np.floor((requests["scheduled_s"] - start) / bin_s).astype(int)
     finished = requests["completed"] & (requests["last_byte_s"] <= last)
@@ -273,6 +274,7 @@ def by_arrival(requests: pd.DataFrame, bin_s: float = 10.0) -> dict:
 
     return {"bin_s": bin_s, "t_s": [float(b * bin_s) for b in bins], "response_mean_s": series(grouped["response_s"].mean()),
             "ttfb_mean_s": series(grouped["ttfb_s"].mean()),
+            "arrivals": [int(n) for n in grouped.size().reindex(bins, fill_value=0)],
             "finished": [int(n) for n in grouped["finished"].sum().reindex(bins, fill_value=0)]}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import subprocess
 import sys
@@ -150,7 +151,8 @@ def run_with_progress(console: Console, experiment, results: Path, prefix: str, 
                 # Ray and concurrent points finish in any order: name them, and the node they ran on.
                 label = f"{data['run']} rep {data['rep']}" if ray_address or concurrency > 1 else header["text"]
                 where = f" on {data['node']}" if data.get("node") else ""
-                live.console.print(f"{label}: {data['state']} in {data['wall_s']:.0f} s{where}", markup=False)
+                took = f" in {data['wall_s']:.0f} s" if math.isfinite(data["wall_s"]) else ""
+                live.console.print(f"{label}: {data['state']}{took}{where}", markup=False)
         try:
             return run_experiment(experiment, results, prefix=prefix, fresh=fresh, on_event=on_event,
                                   ray_address=ray_address, concurrency=concurrency, stop_at=stop_at), 0

@@ -286,8 +286,10 @@ def _run_load(tb, engine: Path, run_file: LoadFile, progress: Progress, on_progr
             _interrupt(proc)
         raise
     finally:
-        if processes > 1:  # also after an interruption: a partial repetition keeps its records
-            load_parts.merge([part.out for part in files], out)
+        # Also after an interruption: a partial repetition keeps its records (a process that
+        # never started has none, and its exit status is the repetition's reason).
+        if processes > 1 and any((part.out / "records.csv").is_file() for part in files):
+            load_parts.merge(engine, [part.out for part in files], out)
 
 
 def _capacity_levels(tb, engine: Path, probe: LoadFile, inputs: Inputs, target: str, directory: Path, workload: dict,

@@ -9,6 +9,7 @@ directory is removed and run again; ``fresh`` removes all previous results first
 from __future__ import annotations
 
 import concurrent.futures
+import math
 import multiprocessing
 import os
 import shutil
@@ -121,20 +122,23 @@ def _not_started(point: Point, outcome: Outcome, on_event: Callable[[str, dict],
 _worker_stopping = False
 
 
-def _pool_point(point: Point, directory: Path, spec_text: str, prefix: str, stop_at: float | None) -> str:
-    """A pool worker: one point with a namespace prefix of its own; a point whose turn
-    comes after ``stop_at``, or after this worker was interrupted, is not started. Between
-    points Ctrl-C is left to the driver; during one the testbed turns SIGINT and SIGTERM
-    into KeyboardInterrupt and removes what it made."""
+def _pool_point(point: Point, directory: Path, spec_text: str, prefix: str,
+                stop_at: float | None) -> tuple[str, float]:
+    """A pool worker: one point with a namespace prefix of its own, returning its state and
+    how long it ran (not how long it waited for a worker); a point whose turn comes after
+    ``stop_at``, or after this worker was interrupted, is not started. Between points
+    Ctrl-C is left to the driver; during one the testbed turns SIGINT and SIGTERM into
+    KeyboardInterrupt and removes what it made."""
     global _worker_stopping
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if _worker_stopping or _too_late(stop_at):
-        return NOT_STARTED
+        return NOT_STARTED, 0.0
+    started = time.monotonic()
     try:
-        return run_point(point, directory, spec_text, task_prefix(prefix, point.index))
+        return run_point(point, directory, spec_text, task_prefix(prefix, point.index)), time.monotonic() - started
     except KeyboardInterrupt:
         _worker_stopping = True
-        return "partial"
+        return "partial", time.monotonic() - started
 
 
 def _stop_workers() -> None:
@@ -183,20 +187,19 @@ def _drive(pool, todo: list[Point], directory: Path, spec_text: str, prefix: str
     # spawned must cancel too, or the pool's shutdown would run every queued point.
     try:
         for point in todo:
-            futures[pool.submit(_pool_point, point, directory, spec_text, prefix, stop_at)] = (point, time.monotonic())
+            futures[pool.submit(_pool_point, point, directory, spec_text, prefix, stop_at)] = point
             on_event("repetition", {"run": point.run.name, "rep": point.rep, "index": point.index, "total": total,
                                     "skipped": False})
         for future in concurrent.futures.as_completed(futures):
-            point, started = futures[future]
+            point = futures[future]
             try:
-                state = future.result()
+                state, wall_s = future.result()
             except Exception as err:  # noqa: BLE001 - the repetition's status.json holds the reason
                 print(f"sojourn run: {point.run.name} repetition {point.rep}: {type(err).__name__}: {err}",
                       file=sys.stderr)
-                state = layout.read_status(point.directory).get("state", "partial")
+                state, wall_s = layout.read_status(point.directory).get("state", "partial"), math.nan
             outcome.states[(point.run.name, point.rep)] = state
-            on_event("done", {"run": point.run.name, "rep": point.rep, "state": state,
-                              "wall_s": 0.0 if state == NOT_STARTED else time.monotonic() - started})
+            on_event("done", {"run": point.run.name, "rep": point.rep, "state": state, "wall_s": wall_s})
     except KeyboardInterrupt:
         pool.shutdown(wait=False, cancel_futures=True)
         _stop_workers()
