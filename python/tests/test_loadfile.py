@@ -85,7 +85,7 @@ def test_the_plan_holds_each_modes_documents():
     assert (open_run.load.mode, open_run.load.abort_after, open_run.load.retries, open_run.probe) == ("open", 3.0, 2, None)
     assert plan(rho=0.5).load.retries is None  # retries only with aborts
     # An open run awaits answers collect.drain_s after its last request (load --drain).
-    assert plan(rho=0.5).load.drain == 30.0
+    assert plan(rho=0.5).load.drain == 60.0 == plan(rho=0.5).load.timeout  # by default every request ends on its own
     drained = validate({"name": "t", "workload": {"rho": 1.2}, "collect": {"drain_s": 0}, "variants": {"a": {}}})
     assert drained.runs[0].plan.load.drain == 0.0
     closed = plan(mode="closed", users=7, duration_s=30.0, think_s=2.0).load

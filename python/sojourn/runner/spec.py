@@ -235,8 +235,9 @@ SCHEMA: dict[str, Any] = {
     },
     "collect": {
         "interval_s": _k(NUMBER, 1.0, "counter sampling interval", minimum=0.05, maximum=60),
-        "drain_s": _k(NUMBER, 30.0, "after the last scheduled request (open mode), wait at most this long for answers; "
-                                       "then what is outstanding is recorded 'interrupted' and the run ends", minimum=0),
+        "drain_s": _k(NUMBER, 60.0, "after the last scheduled request (open mode), wait at most this long for answers; "
+                                       "then what is outstanding is recorded 'interrupted' and the run ends (60, the "
+                                       "default timeout_s: every request has its own outcome)", minimum=0),
         "fidelity": {
             "lag_p99_ms": _k(NUMBER, 5.0, "a repetition whose generator issued 1% of its requests later than this is "
                                           "invalid and redone (sojourn.runner.fidelity); 0 = not judged", minimum=0),
