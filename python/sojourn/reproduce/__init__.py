@@ -278,12 +278,7 @@ class Context:
 
     def per_rep(self, name: str, run: str, metric: str) -> dict[int, float]:
         """``metric`` of each complete repetition of ``run`` (repetition -> value)."""
-        out = {}
-        for rep in self.reps(name):
-            value = _dotted(rep.summary, metric) if rep.run == run and rep.complete else None
-            if isinstance(value, (int, float)) and not math.isnan(value):  # a flag counts as 0 or 1
-                out[rep.rep] = float(value)
-        return out
+        return self.per_rep_of(name, run, lambda summary: _dotted(summary, metric))
 
     def measure(self, name: str, run: str, metric: str) -> Measure:
         """Mean of ``metric`` over the run's complete repetitions, with its 90% interval."""
@@ -307,7 +302,9 @@ class Context:
         None) of each complete repetition of ``run``, for values a dotted key cannot name (a
         bin of a series)."""
         values = {rep.rep: reduce(rep.summary) for rep in self.reps(name) if rep.run == run and rep.complete}
-        return {rep: float(value) for rep, value in values.items() if value is not None}
+        # A flag counts as 0 or 1; anything not a number (absent, a table) is no value.
+        return {rep: float(value) for rep, value in values.items()
+                if isinstance(value, (int, float)) and not math.isnan(value)}
 
     def from_summary(self, name: str, run: str, reduce: Callable, what: str) -> Measure:
         """The mean and 90% interval of :meth:`per_rep_of`; ``what`` names the quantity when

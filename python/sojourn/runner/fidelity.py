@@ -34,6 +34,7 @@ from pathlib import Path
 import pandas as pd
 
 from sojourn.runner import layout
+from sojourn.testbed.uplink import FRAME_BYTES
 
 FILE = "fidelity.json"
 
@@ -104,7 +105,6 @@ class CpuTimes:
 # emptied between one-second samples and the measure read 0.966-0.978 with the machine 80%
 # idle; from 20 ms of backlog it read 0.998-1.002 in the same counters.
 BUSY_BACKLOG_S = 0.020
-FRAME_BYTES = 1514
 
 
 def uplink_rate(counters: pd.DataFrame, link_bps: float) -> float | None:

@@ -33,8 +33,10 @@ BAND_MINOR_BASE = 0x10
 DEFAULT_MINOR = 0x20
 # Guaranteed rate of each band's leaf: tiny, so priority (not the rate) decides sharing.
 BAND_LEAF_RATE_BPS = 8_000
-# HTB quantum of each leaf: one Ethernet frame (tc warns about tiny computed quanta).
-LEAF_QUANTUM = 1514
+# One Ethernet frame on the uplink (MTU 1500 and its 14-byte header).
+FRAME_BYTES = 1514
+# HTB quantum of each leaf: one frame (tc warns about tiny computed quanta).
+LEAF_QUANTUM = FRAME_BYTES
 # tc's default burst (1600 bytes, 1.3 ms at 10 Mbit/s) idles the link whenever the qdisc
 # watchdog wakes later than that, which a busy machine does; 5 ms of tokens ride it out.
 BURST_S = 0.005
