@@ -72,8 +72,10 @@ def run_experiment(experiment: Experiment, results: Path, prefix: str = "sjrun",
     total = len(experiment.runs) * experiment.repetitions
     todo: list[Point] = []
     index = 0
-    for run_index, run in enumerate(experiment.runs):
-        for rep in range(experiment.repetitions):
+    # Repetition-major: every run gets its first repetition before any gets its second, so a
+    # campaign cut short by --stop-after (or by the session's end) leaves every run measured.
+    for rep in range(experiment.repetitions):
+        for run_index, run in enumerate(experiment.runs):
             index += 1
             rep_directory = layout.rep_dir(results, experiment.name, run.name, rep)
             if layout.is_complete(rep_directory):
