@@ -123,6 +123,8 @@ def test_derive_counts_what_the_doc_shows(tmp_path):
     assert d["server_refusals"] == {"deadline": 2, "codel": 0}
     assert d["scheduler"] == "srpt+bands" and d["admission"] == "size"
     assert d["sessions_per_s"] is None and len(d["settle_s"]) == 1
+    # 1-s bins by scheduled time: 1 of 2 refused, then 1 of 3, then nothing scheduled.
+    assert d["over_time"]["refused"] == [pytest.approx(0.5), pytest.approx(1 / 3), None, None]
     json.dumps(d, allow_nan=False)  # publishable as is
 
 
@@ -160,7 +162,9 @@ def test_publish_then_doc_from_the_published_numbers_alone(tmp_path):
     # 4000 body bytes of completed responses in 4 s: 0.008 Mbit/s; both repetitions alike.
     assert "| srpt-size-rho=1.2 | 2 | 0.008 | 0.5 | 2 | 2.98 | 40 | 1 | — |" in text
     assert "| srpt-size-rho=1.2 | 2 / 6 | 0 / 0 | 0 / 2 | 0 / 0 | 2 / 2 |" in text
-    assert "- overload-control-persistent, 1.2: best mean response s: srpt-rho=1.2 (2); 1.00x srpt-size-rho=1.2 (2)." in text
+    assert ("- overload-control-persistent, 1.2: best mean response s: srpt-rho=1.2 (2), tied with srpt-size-rho=1.2 "
+            "(the 90% intervals overlap); 1.00x srpt-size-rho=1.2 (2).") in text
+    assert "**Partial:** 3 of the spec's 60 repetitions are published (20 runs)" in text
     assert "**No result yet.** Nothing of `overload-control-transient`" in text
     assert "Without a full-scale result yet: overload-control-transient, overload-control-dwfs." in text
     assert (published / "figures" / "overload-control-persistent-1.2.png").is_file()

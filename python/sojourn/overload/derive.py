@@ -5,7 +5,8 @@ Definitions (issue 32), over the final attempt of every request (sojourn.analysi
 
 * goodput: body bytes of completed (``ok``) requests per second, and completed requests per
   second, over the run's span;
-* response time: mean and p99 of completed requests, overall and in bins of scheduled time;
+* response time: mean and p99 of completed requests, overall and in bins of scheduled time,
+  beside the share of each bin's requests that were refused;
 * refusals (outcome ``refused``, a 503) and requests by size class (000 §3.2's band cutoffs);
 * time to settle after each step up in offered load (the start of every period whose target
   rho exceeds 1, running to the next such start or the trace's end): in bins of a sixtieth of
@@ -60,6 +61,15 @@ def binned_response(done: pd.DataFrame, start: float, end: float, width: float) 
     grouped = inside.groupby(bins, observed=False)["response_s"]
     return pd.DataFrame({"t": edges[:-1], "mean": grouped.mean().to_numpy(),
                          "p99": grouped.quantile(0.99).to_numpy(), "completed": grouped.count().to_numpy()})
+
+
+def refused_share(requests: pd.DataFrame, start: float, end: float, width: float) -> np.ndarray:
+    """Share of the requests scheduled in each bin that were refused: when a policy refuses
+    (a probe's burst, 000 §4's step) and whether it stops again."""
+    edges = np.arange(start, end + width, width)
+    inside = requests[(requests["scheduled_s"] >= start) & (requests["scheduled_s"] < end)]
+    bins = pd.cut(inside["scheduled_s"], edges, right=False, labels=edges[:-1])
+    return (inside["outcome"] == "refused").groupby(bins, observed=False).mean().to_numpy()
 
 
 def settle_time(done: pd.DataFrame, start: float, end: float) -> float:
@@ -122,7 +132,8 @@ def derive(directory: str | Path) -> dict:
                            if "sessions_completed" in workload and span > 0 else None),
         "server_refusals": refusals_by_reason(metrics) if metrics is not None else {},
         "over_time": {"bin_s": width, "t": [round(t - start, 3) for t in over_time["t"]],
-                      "mean": [_finite(v) for v in over_time["mean"]], "p99": [_finite(v) for v in over_time["p99"]]},
+                      "mean": [_finite(v) for v in over_time["mean"]], "p99": [_finite(v) for v in over_time["p99"]],
+                      "refused": [_finite(float(v)) for v in refused_share(requests, start, start + span, width)]},
     }
     return {key: _finite(value) for key, value in out.items()}
 

@@ -91,17 +91,26 @@ def expected_hours(spec: str) -> tuple[int, int, float]:
     return len(experiment.runs), experiment.repetitions * len(experiment.runs), experiment.repetitions * seconds / 3600
 
 
+# (key of over_time, y label, y scale) of the figure's panels
+PANELS = (("mean", "mean response time (s)", "log"), ("p99", "p99 response time (s)", "log"),
+          ("refused", "share of requests refused", "linear"))
+
+
 def figure(runs: dict[str, list[dict]], title: str, path: Path) -> None:
-    """Mean and p99 response time of completed requests over time, one line per run (each
-    bin averaged over the repetitions); dashed: with an admission policy."""
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4), sharex=True)
+    """Mean and p99 response time of completed requests over time, and the share refused, one
+    line per run (each bin averaged over the repetitions); dashed: with an admission policy,
+    the only runs that can refuse."""
+    fig, axes = plt.subplots(1, len(PANELS), figsize=(18, 4), sharex=True)
     for name, reps in runs.items():
         length = min(len(rep["over_time"]["mean"]) for rep in reps)
-        for ax, key in zip(axes, ("mean", "p99")):
+        admission = bool(reps[0]["admission"])
+        for ax, (key, _, _) in zip(axes, PANELS):
+            if key == "refused" and not admission or any(key not in rep["over_time"] for rep in reps):
+                continue
             values = pd.DataFrame([rep["over_time"][key][:length] for rep in reps], dtype=float).mean(axis=0)
-            ax.plot(reps[0]["over_time"]["t"][:length], values, label=name, linestyle="--" if reps[0]["admission"] else "-")
-    for ax, key in zip(axes, ("mean", "p99")):
-        ax.set(xlabel="time since the first request (s)", ylabel=f"{key} response time (s)", yscale="log")
+            ax.plot(reps[0]["over_time"]["t"][:length], values, label=name, linestyle="--" if admission else "-")
+    for ax, (_, label, scale) in zip(axes, PANELS):
+        ax.set(xlabel="time since the first request (s)", ylabel=label, yscale=scale)
     fig.suptitle(title)
     axes[0].legend(fontsize=7, ncol=2)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -130,6 +139,11 @@ def section(experiment: Experiment, reps: list[dict], scale: str, figures: Path,
                   f"`sojourn run {experiment.spec}`, then `python -m sojourn.overload publish results/{experiment.name}` "
                   "and `python -m sojourn.overload doc`.", ""]
         return lines, []
+    runs_expected, reps_expected, _ = expected_hours(experiment.spec)
+    if scale == "full" and len(reps) < reps_expected:
+        lines += [f"**Partial:** {len(reps)} of the spec's {reps_expected} repetitions are published "
+                  f"({runs_expected} runs); the `reps` column says how many each row has. The rest run with "
+                  f"the same `sojourn run {experiment.spec}` (it resumes).", ""]
     note = []
     for sweep, runs in _by_sweep(reps).items():
         summaries = {name: summarize(run_reps) for name, run_reps in runs.items()}
@@ -153,7 +167,8 @@ def section(experiment: Experiment, reps: list[dict], scale: str, figures: Path,
 
 def closing(experiment: Experiment, sweep: str, runs: dict[str, list[dict]], summaries: dict[str, dict]) -> list[str]:
     """Per metric: the best run, its ratio to the next best, and to the same scheduler
-    without admission when the best has one."""
+    without admission when the best has one; a lead inside both runs' 90% intervals is
+    called a tie with the next best, not a win."""
     out = []
     without = {reps[0]["scheduler"]: name for name, reps in runs.items() if not reps[0]["admission"]}
     for key, title, scale, higher in METRICS:
@@ -163,12 +178,20 @@ def closing(experiment: Experiment, sweep: str, runs: dict[str, list[dict]], sum
         ranked = sorted(known, key=known.get, reverse=higher)
         best = ranked[0]
         text = f"{experiment.name}, {sweep}: best {title}: {best} ({cell(summaries[best][key], scale)})"
+        if len(ranked) > 1 and _overlap(summaries[best][key], summaries[ranked[1]][key]):
+            text += f", tied with {ranked[1]} (the 90% intervals overlap)"
         others = [name for name in (ranked[1:2] + [without.get(runs[best][0]["scheduler"])]) if name and name != best]
         for other in dict.fromkeys(others):
             if other in known and known[other] != 0:
                 text += f"; {known[best] / known[other]:.2f}x {other} ({cell(summaries[other][key], scale)})"
         out.append(f"- {text}.")
     return out
+
+
+def _overlap(one: tuple[float, float, float], other: tuple[float, float, float]) -> bool:
+    """Whether two (mean, low, high) intervals overlap (a single repetition's interval is its
+    value, so it ties only an equal value or an interval around it)."""
+    return one[1] <= other[2] and other[1] <= one[2]
 
 
 def build(published: Path = PUBLISHED, doc: Path = DOC) -> str:
