@@ -117,6 +117,7 @@ def test_derive_counts_what_the_doc_shows(tmp_path):
     # Span 0 .. 4.0 s; completed: 4000 bytes, 2 requests.
     assert d["duration_s"] == pytest.approx(4.0)
     assert d["goodput_bps"] == pytest.approx(4000 * 8 / 4.0) and d["goodput_rps"] == pytest.approx(0.5)
+    assert d["patient_rps"] == pytest.approx(0.5), "both completed within 10 s"
     assert d["response_mean"] == pytest.approx((1.0 + 3.0) / 2)
     assert (d["requests"], d["completed"], d["refused"]) == (5, 2, 2)
     assert d["refused_by_size"] == {"<1K": [1, 3], "1K-2K": [0, 0], "2K-5K": [0, 1], "5K-50K": [0, 0], ">=50K": [1, 1]}
@@ -126,6 +127,15 @@ def test_derive_counts_what_the_doc_shows(tmp_path):
     # 1-s bins by scheduled time: 1 of 2 refused, then 1 of 3, then nothing scheduled.
     assert d["over_time"]["refused"] == [pytest.approx(0.5), pytest.approx(1 / 3), None, None]
     json.dumps(d, allow_nan=False)  # publishable as is
+
+
+def test_patience_counts_only_responses_within_10_s(tmp_path):
+    directory = result_dir(tmp_path)
+    records = directory / "records.csv"
+    records.write_text(records.read_text().replace(",1.1,4.0,ok,", ",1.1,12.0,ok,"))  # /c now takes 11 s
+    d = derive(directory)
+    assert d["duration_s"] == pytest.approx(12.0)
+    assert d["goodput_rps"] == pytest.approx(2 / 12) and d["patient_rps"] == pytest.approx(1 / 12)
 
 
 def test_settle_time_and_size_classes():
@@ -160,7 +170,7 @@ def test_publish_then_doc_from_the_published_numbers_alone(tmp_path):
         ["srpt-rho=1.2/0.json", "srpt-size-rho=1.2/0.json", "srpt-size-rho=1.2/1.json"]
     text = doc.build(published, tmp_path / "doc.md")
     # 4000 body bytes of completed responses in 4 s: 0.008 Mbit/s; both repetitions alike.
-    assert "| srpt-size-rho=1.2 | 2 | 0.008 | 0.5 | 2 | 2.98 | 40 | 1 | — |" in text
+    assert "| srpt-size-rho=1.2 | 2 | 0.008 | 0.5 | 0.5 | 2 | 2.98 | 40 | 1 | — |" in text
     assert "| srpt-size-rho=1.2 | 2 / 6 | 0 / 0 | 0 / 2 | 0 / 0 | 2 / 2 |" in text
     assert ("- overload-control-persistent, 1.2: best mean response s: srpt-rho=1.2 (2), tied with srpt-size-rho=1.2 "
             "(the 90% intervals overlap); 1.00x srpt-size-rho=1.2 (2).") in text

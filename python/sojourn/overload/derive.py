@@ -4,7 +4,8 @@
 Definitions (issue 32), over the final attempt of every request (sojourn.analysis.records):
 
 * goodput: body bytes of completed (``ok``) requests per second, and completed requests per
-  second, over the run's span;
+  second, over the run's span; and the requests completed within 000 (H)'s 10-s abort time
+  per second, the ones a user who gives up after 10 s still receives;
 * response time: mean and p99 of completed requests, overall and in bins of scheduled time,
   beside the share of each bin's requests that were refused;
 * refusals (outcome ``refused``, a 503) and requests by size class (000 §3.2's band cutoffs);
@@ -35,6 +36,7 @@ SIZE_CUTOFFS = (1024, 2048, 5 * 1024, 50 * 1024)
 SIZE_CLASSES = ("<1K", "1K-2K", "2K-5K", "5K-50K", ">=50K")
 SETTLE_BAND = 1.25
 BINS = 100  # bins of the response-time-over-time series
+PATIENCE_S = 10.0  # 000 (H): users abort after 10 s (Fig. 10 H's longest abort time)
 
 
 def refusals_by_reason(metrics_text: str) -> dict[str, float]:
@@ -124,6 +126,7 @@ def derive(directory: str | Path) -> dict:
         "refused": int(refused.sum()),
         "goodput_bps": float(done["bytes"].sum()) * 8 / span if span > 0 else math.nan,
         "goodput_rps": len(done) / span if span > 0 else math.nan,
+        "patient_rps": int((done["response_s"] <= PATIENCE_S).sum()) / span if span > 0 else math.nan,
         "response_mean": float(done["response_s"].mean()) if len(done) else math.nan,
         "response_p99": float(done["response_s"].quantile(0.99)) if len(done) else math.nan,
         "refused_by_size": {c: [int((refused & (classes == c)).sum()), int((classes == c).sum())] for c in SIZE_CLASSES},

@@ -32,6 +32,7 @@ from sojourn.runner.spec import load_spec  # noqa: E402
 METRICS = (
     ("goodput_bps", "goodput Mbit/s", 1e-6, True),
     ("goodput_rps", "completed/s", 1.0, True),
+    ("patient_rps", "within 10 s/s", 1.0, True),
     ("response_mean", "mean response s", 1.0, False),
     ("response_p99", "p99 response s", 1.0, False),
     ("refused_share", "refused %", 100.0, False),
@@ -204,7 +205,9 @@ def build(published: Path = PUBLISHED, doc: Path = DOC) -> str:
         "a response's first byte), delay (DAGOR's 20 ms queueing-delay threshold) and size (refuse "
         "what would complete later than 10 s, 000 (H)'s abort time, under the server's own order, the "
         "largest first). A refusal is a 503 the load generator records as outcome `refused`.", "",
-        "Metrics: goodput counts the body bytes and the requests of completed responses per second; "
+        "Metrics: goodput counts the body bytes and the requests of completed responses per second, "
+        "and (within 10 s/s) those completed within 000 (H)'s 10-s abort time, what a user who gives "
+        "up after 10 s still receives; "
         "response times are of completed requests; settle is the time from a step up in load until "
         "the mean response time stays within 25% of its level (never: it did not, e.g. still "
         "climbing); sessions/s is 003's completed sessions per second. Cells are means over "
