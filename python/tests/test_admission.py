@@ -120,6 +120,7 @@ def test_derive_counts_what_the_doc_shows(tmp_path):
     assert d["patient_rps"] == pytest.approx(0.5), "both completed within 10 s"
     assert d["response_mean"] == pytest.approx((1.0 + 3.0) / 2)
     assert (d["requests"], d["completed"], d["refused"]) == (5, 2, 2)
+    assert d["refused_bytes_share"] == pytest.approx((61440 + 500) / (1000 + 61440 + 3000 + 500 + 100))
     assert d["refused_by_size"] == {"<1K": [1, 3], "1K-2K": [0, 0], "2K-5K": [0, 1], "5K-50K": [0, 0], ">=50K": [1, 1]}
     assert d["server_refusals"] == {"deadline": 2, "codel": 0}
     assert d["scheduler"] == "srpt+bands" and d["admission"] == "size"
@@ -170,11 +171,12 @@ def test_publish_then_doc_from_the_published_numbers_alone(tmp_path):
         ["srpt-rho=1.2/0.json", "srpt-size-rho=1.2/0.json", "srpt-size-rho=1.2/1.json"]
     text = doc.build(published, tmp_path / "doc.md")
     # 4000 body bytes of completed responses in 4 s: 0.008 Mbit/s; both repetitions alike.
-    assert "| srpt-size-rho=1.2 | 2 | 0.008 | 0.5 | 0.5 | 2 | 2.98 | 40 | 1 | — |" in text
+    assert "| srpt-size-rho=1.2 | 2 | 0.008 | 0.5 | 0.5 | 2 | 2.98 | 40 | 93.8 | 1 | — |" in text
     assert "| srpt-size-rho=1.2 | 2 / 6 | 0 / 0 | 0 / 2 | 0 / 0 | 2 / 2 |" in text
     assert ("- overload-control-persistent, 1.2: best mean response s: srpt-rho=1.2 (2), tied with srpt-size-rho=1.2 "
             "(the 90% intervals overlap); 1.00x srpt-size-rho=1.2 (2).") in text
     assert "**Partial:** 3 of the spec's 60 repetitions are published (20 runs)" in text
+    assert "best refused" not in text, "refusals describe a policy; the closing note does not rank them"
     assert "**No result yet.** Nothing of `overload-control-transient`" in text
     assert "Without a full-scale result yet: overload-control-transient, overload-control-dwfs." in text
     assert (published / "figures" / "overload-control-persistent-1.2.png").is_file()

@@ -8,7 +8,9 @@ Definitions (issue 32), over the final attempt of every request (sojourn.analysi
   per second, the ones a user who gives up after 10 s still receives;
 * response time: mean and p99 of completed requests, overall and in bins of scheduled time,
   beside the share of each bin's requests that were refused;
-* refusals (outcome ``refused``, a 503) and requests by size class (000 §3.2's band cutoffs);
+* refusals (outcome ``refused``, a 503) and requests by size class (000 §3.2's band cutoffs),
+  and the share of the offered body bytes refused: at load rho at least 1 - 1/rho of them
+  must go unserved, so a policy refusing far more than that sheds work the link could carry;
 * time to settle after each step up in offered load (the start of every period whose target
   rho exceeds 1, running to the next such start or the trace's end): in bins of a sixtieth of
   that span (at least 1 s), the mean response time of the requests scheduled in each bin; the
@@ -124,6 +126,8 @@ def derive(directory: str | Path) -> dict:
         "admission": rep.config["server"].get("admission", ""), "scheduler": scheduler(rep.config["server"]),
         "duration_s": span, "requests": int(len(requests)), "completed": int(len(done)),
         "refused": int(refused.sum()),
+        "refused_bytes_share": (float(requests.loc[refused, "size"].sum() / requests["size"].sum())
+                                if requests["size"].sum() > 0 else math.nan),
         "goodput_bps": float(done["bytes"].sum()) * 8 / span if span > 0 else math.nan,
         "goodput_rps": len(done) / span if span > 0 else math.nan,
         "patient_rps": int((done["response_s"] <= PATIENCE_S).sum()) / span if span > 0 else math.nan,

@@ -28,14 +28,16 @@ from sojourn.overload import DOC, EXPERIMENTS, PUBLISHED, REPO, Experiment  # no
 from sojourn.overload.derive import SIZE_CLASSES  # noqa: E402
 from sojourn.runner.spec import load_spec  # noqa: E402
 
-# (key, column title, scale, True when higher is better)
+# (key, column title, scale, True when higher is better, False when lower is, None when
+# neither: refusals describe a policy, they are not a goal the closing note ranks)
 METRICS = (
     ("goodput_bps", "goodput Mbit/s", 1e-6, True),
     ("goodput_rps", "completed/s", 1.0, True),
     ("patient_rps", "within 10 s/s", 1.0, True),
     ("response_mean", "mean response s", 1.0, False),
     ("response_p99", "p99 response s", 1.0, False),
-    ("refused_share", "refused %", 100.0, False),
+    ("refused_share", "refused %", 100.0, None),
+    ("refused_bytes_share", "refused bytes %", 100.0, None),
     ("settle", "settle s", 1.0, False),
     ("sessions_per_s", "sessions/s", 1.0, True),
 )
@@ -173,6 +175,8 @@ def closing(experiment: Experiment, sweep: str, runs: dict[str, list[dict]], sum
     out = []
     without = {reps[0]["scheduler"]: name for name, reps in runs.items() if not reps[0]["admission"]}
     for key, title, scale, higher in METRICS:
+        if higher is None:
+            continue
         known = {name: s[key][0] for name, s in summaries.items() if math.isfinite(s[key][0])}
         if not known:
             continue
@@ -208,7 +212,9 @@ def build(published: Path = PUBLISHED, doc: Path = DOC) -> str:
         "Metrics: goodput counts the body bytes and the requests of completed responses per second, "
         "and (within 10 s/s) those completed within 000 (H)'s 10-s abort time, what a user who gives "
         "up after 10 s still receives; "
-        "response times are of completed requests; settle is the time from a step up in load until "
+        "refused bytes % is the share of the offered body bytes refused, against the 1 - 1/rho "
+        "(16.7% at rho 1.2, 28.6% at 1.4) that must go unserved at all; response times are of "
+        "completed requests; settle is the time from a step up in load until "
         "the mean response time stays within 25% of its level (never: it did not, e.g. still "
         "climbing); sessions/s is 003's completed sessions per second. Cells are means over "
         "repetitions with their 90% interval.", "",
