@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import urllib.request
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pytest
 
 from sojourn import analysis
 from sojourn.overload import EXPERIMENTS, REPO, doc
-from sojourn.overload.derive import derive, refusals_by_reason, settle_time, size_class
+from sojourn.overload.derive import derive, refusals_by_reason, settle_time, size_class, uncensored_until
 from sojourn.overload.publish import publish
 from sojourn.servers import Server, ServerConfig, ServerError, SojournOptions, free_port, serve_toml
 from sojourn.runner.plan import admission_arg
@@ -99,7 +100,8 @@ def result_dir(root: Path, run: str = "srpt-size-rho=1.2", rep: int = 0, admissi
     (directory / "load_summary.json").write_text(json.dumps({"workload": None}))
     server = {"policy": "srpt", "kernel_bands": True, "admission": admission, "stages": ""}
     (directory / "run.json").write_text(json.dumps({
-        "run": run, "repetition": rep, "variant": run.rsplit("-", 1)[0], "sweep_value": 1.2, "config": {"server": server},
+        "run": run, "repetition": rep, "variant": run.rsplit("-", 1)[0], "sweep_value": 1.2,
+        "config": {"server": server, "workload": {"timeout_s": 60.0}, "collect": {"drain_s": 60.0}},
         "inputs": {"periods": [{"start_s": 0.0, "end_s": 2.0, "target_rho": 1.2}]}}))
     return directory
 
@@ -139,6 +141,16 @@ def test_patience_counts_only_responses_within_10_s(tmp_path):
     assert d["goodput_rps"] == pytest.approx(2 / 12) and d["patient_rps"] == pytest.approx(1 / 12)
 
 
+def test_runs_cut_at_their_last_request_leave_the_censored_end_out():
+    config = {"workload": {"timeout_s": 60.0}, "collect": {"drain_s": 0.0}}
+    assert uncensored_until(600.0, config, 71.0) == 540.0
+    assert uncensored_until(600.0, config, 3.0) == 597.0, "requests within the p99 response time of the end"
+    config["workload"]["timeout_s"] = 900.0  # 000 §4: clients never give up
+    assert uncensored_until(600.0, config, 71.0) == 529.0
+    config["collect"]["drain_s"] = 900.0
+    assert uncensored_until(600.0, config, 71.0) == 600.0, "a drain of the whole timeout censors nothing"
+
+
 def test_settle_time_and_size_classes():
     # Mean response 4 s for the first 10 s after the step, then 1 s: settled after 10 s of 40.
     t = [i + 0.5 for i in range(40)]
@@ -147,6 +159,16 @@ def test_settle_time_and_size_classes():
     # Still climbing at the end: never settled (NaN).
     climbing = pd.DataFrame({"scheduled_s": t, "response_s": [1.0 + x for x in t]})
     assert settle_time(climbing, 0.0, 40.0) != settle_time(climbing, 0.0, 40.0)
+    # A steady 1 s after 10 s at 4 s, every fourth bin lifted to 3 s by a few large responses:
+    # settled after 10 s (the spikes are not a swing).
+    spiky = pd.DataFrame({"scheduled_s": t, "response_s": [4.0 if x < 10 else 3.0 if int(x) % 4 == 1 else 1.0 for x in t]})
+    assert settle_time(spiky, 0.0, 40.0) == pytest.approx(10.0)
+    # The same spikes on a climb: never settled.
+    spiky_climb = pd.DataFrame({"scheduled_s": t, "response_s": [(1.0 + x) ** 2 * (3.0 if int(x) % 4 == 0 else 1.0) for x in t]})
+    assert settle_time(spiky_climb, 0.0, 40.0) != settle_time(spiky_climb, 0.0, 40.0)
+    # A slow swing between 0.5 and 1.5 s (period 16 s): never settled.
+    swing = pd.DataFrame({"scheduled_s": t, "response_s": [1.0 + 0.5 * math.sin(x * math.pi / 8) for x in t]})
+    assert settle_time(swing, 0.0, 40.0) != settle_time(swing, 0.0, 40.0)
     assert list(size_class(pd.Series([0, 1023, 1024, 5120, 51199, 51200]))) == \
         ["<1K", "<1K", "1K-2K", "5K-50K", "5K-50K", ">=50K"]
 
@@ -171,7 +193,7 @@ def test_publish_then_doc_from_the_published_numbers_alone(tmp_path):
         ["srpt-rho=1.2/0.json", "srpt-size-rho=1.2/0.json", "srpt-size-rho=1.2/1.json"]
     text = doc.build(published, tmp_path / "doc.md")
     # 4000 body bytes of completed responses in 4 s: 0.008 Mbit/s; both repetitions alike.
-    assert "| srpt-size-rho=1.2 | 2 | 0.008 | 0.5 | 0.5 | 2 | 2.98 | 40 | 93.8 | 1 | — |" in text
+    assert "| srpt-size-rho=1.2 | 2 | 0.008 | 0.5 | 0.5 | 2 | 2.98 | 40 | 93.8 | 0 | — |" in text
     assert "| srpt-size-rho=1.2 | 2 / 6 | 0 / 0 | 0 / 2 | 0 / 0 | 2 / 2 |" in text
     assert ("- overload-control-persistent, 1.2: best mean response s: srpt-rho=1.2 (2), tied with srpt-size-rho=1.2 "
             "(the 90% intervals overlap); 1.00x srpt-size-rho=1.2 (2).") in text

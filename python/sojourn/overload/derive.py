@@ -14,9 +14,16 @@ Definitions (issue 32), over the final attempt of every request (sojourn.analysi
 * time to settle after each step up in offered load (the start of every period whose target
   rho exceeds 1, running to the next such start or the trace's end): in bins of a sixtieth of
   that span (at least 1 s), the mean response time of the requests scheduled in each bin; the
-  level is the median over the span's second half; the settle time is when the bins enter
-  ``[level / 1.25, level x 1.25]`` to stay. A run that only settles in the span's last quarter
-  (response time still climbing, as FAIR's under persistent overload, 000 §4) did not settle;
+  series is their running median over 5 bins, so that a bin lifted by a few of the largest
+  responses (heavy-tailed sizes, a tenth of a second's bins' mean can double) does not count
+  as unsettled while a climb or a slow swing still does; the level is the median over the
+  span's second half; the settle time is when the series enters ``[level / 1.25, level x
+  1.25]`` to stay. A run that only settles in the span's last quarter
+  (response time still climbing, as FAIR's under persistent overload, 000 §4) did not settle.
+  When the run stopped with its last request (``collect.drain_s`` below the timeout), a
+  request scheduled near the end completed only if it was fast, so the last ``timeout -
+  drain`` seconds, or the run's p99 response time if shorter (000 §4's clients never time out),
+  are left out of the span;
 * completed sessions per second (003's productivity of sessions), in session mode;
 * the server's refusals by reason (``sojourn_admission_refusals_total``).
 """
@@ -37,6 +44,7 @@ from sojourn.analysis.metrics import run_span
 SIZE_CUTOFFS = (1024, 2048, 5 * 1024, 50 * 1024)
 SIZE_CLASSES = ("<1K", "1K-2K", "2K-5K", "5K-50K", ">=50K")
 SETTLE_BAND = 1.25
+SMOOTH_BINS = 5  # running median of the settle series (module notes)
 BINS = 100  # bins of the response-time-over-time series
 PATIENCE_S = 10.0  # 000 (H): users abort after 10 s (Fig. 10 H's longest abort time)
 
@@ -79,15 +87,27 @@ def refused_share(requests: pd.DataFrame, start: float, end: float, width: float
 def settle_time(done: pd.DataFrame, start: float, end: float) -> float:
     """Seconds from ``start`` until the binned mean response time stays within the settle
     band of its second-half level (module notes); NaN when it never does."""
+    if end <= start:
+        return math.nan
     width = max(1.0, (end - start) / 60)
     series = binned_response(done, start, end, width).dropna(subset=["mean"])
+    series["smooth"] = series["mean"].rolling(SMOOTH_BINS, center=True, min_periods=1).median()
     late = series[series["t"] >= start + (end - start) / 2]
     if late.empty:
         return math.nan
-    level = float(late["mean"].median())
-    outside = series[(series["mean"] > level * SETTLE_BAND) | (series["mean"] < level / SETTLE_BAND)]
+    level = float(late["smooth"].median())
+    outside = series[(series["smooth"] > level * SETTLE_BAND) | (series["smooth"] < level / SETTLE_BAND)]
     settled = start if outside.empty else float(outside["t"].max()) + width
     return settled - start if settled - start <= 0.75 * (end - start) else math.nan
+
+
+def uncensored_until(run_end: float, config: dict, response_p99: float) -> float:
+    """The last scheduled time whose requests had time enough to complete: a run that stops
+    ``collect.drain_s`` after its last request cuts short those scheduled later than ``timeout
+    - drain`` before its end (only the fast ones among them complete); no more than 1% of
+    them if they had the run's p99 response time."""
+    horizon = max(0.0, config["workload"]["timeout_s"] - config["collect"]["drain_s"])
+    return run_end - (min(horizon, response_p99) if math.isfinite(response_p99) else horizon)
 
 
 def step_ups(periods: list[dict]) -> list[tuple[float, float]]:
@@ -117,7 +137,9 @@ def derive(directory: str | Path) -> dict:
     start = float(requests["scheduled_s"].min()) if len(requests) else 0.0
     width = max(1.0, span / BINS)
     over_time = binned_response(done, start, start + span, width)
-    settles = [settle_time(done, start, end) for start, end in step_ups(rep.periods)]
+    p99 = float(done["response_s"].quantile(0.99)) if len(done) else math.nan
+    until = uncensored_until(start + span, rep.config, p99)
+    settles = [settle_time(done, begin, min(end, until)) for begin, end in step_ups(rep.periods)]
     workload = rep.json("load_summary.json").get("workload") or {}
     metrics = rep.text("server_metrics.txt")
     out = {
@@ -132,7 +154,7 @@ def derive(directory: str | Path) -> dict:
         "goodput_rps": len(done) / span if span > 0 else math.nan,
         "patient_rps": int((done["response_s"] <= PATIENCE_S).sum()) / span if span > 0 else math.nan,
         "response_mean": float(done["response_s"].mean()) if len(done) else math.nan,
-        "response_p99": float(done["response_s"].quantile(0.99)) if len(done) else math.nan,
+        "response_p99": p99,
         "refused_by_size": {c: [int((refused & (classes == c)).sum()), int((classes == c).sum())] for c in SIZE_CLASSES},
         "settle_s": [_finite(s) for s in settles],
         "sessions_per_s": (workload["sessions_completed"] / span

@@ -215,8 +215,8 @@ def build(published: Path = PUBLISHED, doc: Path = DOC) -> str:
         "refused bytes % is the share of the offered body bytes refused, against the 1 - 1/rho "
         "(16.7% at rho 1.2, 28.6% at 1.4) that must go unserved at all; response times are of "
         "completed requests; settle is the time from a step up in load until "
-        "the mean response time stays within 25% of its level (never: it did not, e.g. still "
-        "climbing); sessions/s is 003's completed sessions per second. Cells are means over "
+        "the mean response time (by bins of a sixtieth of the span, a running median over 5 bins) "
+        "stays within 25% of its level (never: it did not, still climbing or swinging); sessions/s is 003's completed sessions per second. Cells are means over "
         "repetitions with their 90% interval.", "",
     ]
     note, missing = [], []
