@@ -16,8 +16,9 @@ import pytest
 
 from sojourn import analysis
 from sojourn.overload import EXPERIMENTS, REPO, doc
-from sojourn.overload.derive import derive, refusals_by_reason, settle_time, size_class, uncensored_until
+from sojourn.overload.derive import derive, refusals_by_reason, settle_time, size_class, uncensored_until, censor_horizon
 from sojourn.overload.publish import publish
+from sojourn.overload.simulate import body_rate_bps, sim_args
 from sojourn.servers import Server, ServerConfig, ServerError, SojournOptions, free_port, serve_toml
 from sojourn.runner.plan import admission_arg
 from sojourn.runner.spec import SpecError, load_spec, validate
@@ -91,6 +92,16 @@ sojourn_admission_refusals_total{admission="size",reason="codel"} 0
 """
 
 
+TRACE = """\
+arrival_s,client,path,size
+0.0,0,/a,1000
+0.5,1,/b,61440
+1.0,2,/c,3000
+1.5,3,/d,500
+1.8,0,/e,100
+"""
+
+
 def result_dir(root: Path, run: str = "srpt-size-rho=1.2", rep: int = 0, admission: str = "size") -> Path:
     directory = root / run / str(rep)
     directory.mkdir(parents=True)
@@ -98,11 +109,17 @@ def result_dir(root: Path, run: str = "srpt-size-rho=1.2", rep: int = 0, admissi
     (directory / "status.json").write_text(json.dumps({"state": "complete"}))
     (directory / "server_metrics.txt").write_text(METRICS)
     (directory / "load_summary.json").write_text(json.dumps({"workload": None}))
-    server = {"policy": "srpt", "kernel_bands": True, "admission": admission, "stages": ""}
+    trace = root / "trace.csv"
+    trace.write_text(TRACE)
+    server = {"policy": "srpt", "kernel_bands": True, "admission": admission, "stages": "", "quantum": "32K",
+              "write_concurrency": 8, "write_concurrency_from": "", "notsent_lowat": "16K"}
     (directory / "run.json").write_text(json.dumps({
         "run": run, "repetition": rep, "variant": run.rsplit("-", 1)[0], "sweep_value": 1.2,
-        "config": {"server": server, "workload": {"timeout_s": 60.0}, "collect": {"drain_s": 60.0}},
-        "inputs": {"periods": [{"start_s": 0.0, "end_s": 2.0, "target_rho": 1.2}]}}))
+        "config": {"server": server, "network": {"link_mbps": 10}, "workload": {"timeout_s": 60.0},
+                   "collect": {"drain_s": 60.0}},
+        # The records' 66,040 body bytes in 2 s at a load of 1.2: a body rate of 220 kbit/s.
+        "inputs": {"trace": str(trace), "periods": [{"start_s": 0.0, "end_s": 2.0, "target_rho": 1.2,
+                                                      "achieved_rho": 1.2, "bytes": 66040}]}}))
     return directory
 
 
@@ -143,12 +160,25 @@ def test_patience_counts_only_responses_within_10_s(tmp_path):
 
 def test_runs_cut_at_their_last_request_leave_the_censored_end_out():
     config = {"workload": {"timeout_s": 60.0}, "collect": {"drain_s": 0.0}}
-    assert uncensored_until(600.0, config, 71.0) == 540.0
-    assert uncensored_until(600.0, config, 3.0) == 597.0, "requests within the p99 response time of the end"
+    assert uncensored_until(600.0, censor_horizon(config), 71.0) == 540.0
+    assert uncensored_until(600.0, censor_horizon(config), 3.0) == 597.0, "requests within the p99 response time of the end"
     config["workload"]["timeout_s"] = 900.0  # 000 §4: clients never give up
-    assert uncensored_until(600.0, config, 71.0) == 529.0
+    assert uncensored_until(600.0, censor_horizon(config), 71.0) == 529.0
     config["collect"]["drain_s"] = 900.0
-    assert uncensored_until(600.0, config, 71.0) == 600.0, "a drain of the whole timeout censors nothing"
+    assert censor_horizon(config) == 0.0, "a drain of the whole timeout censors nothing"
+
+
+def test_the_model_runs_at_the_body_rate_a_load_of_one_carried():
+    periods = [{"start_s": 0.0, "end_s": 600.0, "achieved_rho": 1.2, "bytes": 787_346_413}]
+    assert body_rate_bps(periods) == pytest.approx(8.748e6, rel=1e-3), "000's rho 1.2 on the wire: 8.75 Mbit/s of bodies"
+    config = {"server": {"policy": "fair", "quantum": "32K", "write_concurrency": 8, "write_concurrency_from": "",
+                         "notsent_lowat": "16K", "admission": "size", "stages": ""}, "network": {"link_mbps": 10}}
+    assert sim_args(config, periods) == ["--link", "8748293", "--policy", "fair", "--quantum", "32K", "--write-concurrency",
+                                         "8", "--kernel-buffer", "16K", "--admission", "size:rate=10mbit"]
+    config["server"]["stages"] = {"policy": "dwfs"}
+    assert sim_args(config, periods) is None, "the stage pool has no model"
+    with pytest.raises(ValueError, match="carry no load"):
+        body_rate_bps([{"start_s": 0.0, "end_s": 10.0, "achieved_rho": 0.0, "bytes": 0}])
 
 
 def test_settle_time_and_size_classes():
@@ -190,10 +220,14 @@ def test_publish_then_doc_from_the_published_numbers_alone(tmp_path):
     published = tmp_path / "published"
     destination = publish(results, published)
     assert sorted(p.relative_to(destination).as_posix() for p in destination.rglob("*.json")) == \
-        ["srpt-rho=1.2/0.json", "srpt-size-rho=1.2/0.json", "srpt-size-rho=1.2/1.json"]
+        ["srpt-rho=1.2/0.json", "srpt-rho=1.2/model.json", "srpt-size-rho=1.2/0.json", "srpt-size-rho=1.2/1.json",
+         "srpt-size-rho=1.2/model.json"]
     text = doc.build(published, tmp_path / "doc.md")
     # 4000 body bytes of completed responses in 4 s: 0.008 Mbit/s; both repetitions alike.
-    assert "| srpt-size-rho=1.2 | 2 | 0.008 | 0.5 | 0.5 | 2 | 2.98 | 40 | 93.8 | 0 | — |" in text
+    assert "| srpt-size-rho=1.2 | 2 | 0.008 | 0.5 | 0.5 | 2 | 2.98 | 40 | 93.8 | 8.33 | 0 | — |" in text
+    # The simulator replayed the trace on 220 kbit/s of bodies (66,040 bytes in 2 s at load
+    # 1.2); the size policy, told the testbed's 10 Mbit/s, refused none of the five there.
+    assert "| srpt-size-rho=1.2 | 40 / 0 | 8.33 / 0 | 0.008 / 0.184 | 2 / 0.532 | 2.98 / 2.28 |" in text
     assert "| srpt-size-rho=1.2 | 2 / 6 | 0 / 0 | 0 / 2 | 0 / 0 | 2 / 2 |" in text
     assert ("- overload-control-persistent, 1.2: best mean response s: srpt-rho=1.2 (2), tied with srpt-size-rho=1.2 "
             "(the 90% intervals overlap); 1.00x srpt-size-rho=1.2 (2).") in text

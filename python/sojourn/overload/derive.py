@@ -11,6 +11,8 @@ Definitions (issue 32), over the final attempt of every request (sojourn.analysi
 * refusals (outcome ``refused``, a 503) and requests by size class (000 §3.2's band cutoffs),
   and the share of the offered body bytes refused: at load rho at least 1 - 1/rho of them
   must go unserved, so a policy refusing far more than that sheds work the link could carry;
+  the refusal swing is the standard deviation of the refused share over the time bins (a
+  steady policy refuses about the same share in every bin, DAGOR's AIMD level swings);
 * time to settle after each step up in offered load (the start of every period whose target
   rho exceeds 1, running to the next such start or the trace's end): in bins of a sixtieth of
   that span (at least 1 s), the mean response time of the requests scheduled in each bin; the
@@ -101,13 +103,17 @@ def settle_time(done: pd.DataFrame, start: float, end: float) -> float:
     return settled - start if settled - start <= 0.75 * (end - start) else math.nan
 
 
-def uncensored_until(run_end: float, config: dict, response_p99: float) -> float:
+def uncensored_until(run_end: float, censor_s: float, response_p99: float) -> float:
     """The last scheduled time whose requests had time enough to complete: a run that stops
-    ``collect.drain_s`` after its last request cuts short those scheduled later than ``timeout
-    - drain`` before its end (only the fast ones among them complete); no more than 1% of
-    them if they had the run's p99 response time."""
-    horizon = max(0.0, config["workload"]["timeout_s"] - config["collect"]["drain_s"])
-    return run_end - (min(horizon, response_p99) if math.isfinite(response_p99) else horizon)
+    ``collect.drain_s`` after its last request cuts short those scheduled later than
+    ``censor_s`` (``timeout - drain``) before its end (only the fast ones among them
+    complete); no more than 1% of them if they had the run's p99 response time."""
+    return run_end - (min(censor_s, response_p99) if math.isfinite(response_p99) else censor_s)
+
+
+def censor_horizon(config: dict) -> float:
+    """``timeout - drain`` of a run's config: how long before its end a request may be cut."""
+    return max(0.0, config["workload"]["timeout_s"] - config["collect"]["drain_s"])
 
 
 def step_ups(periods: list[dict]) -> list[tuple[float, float]]:
@@ -126,10 +132,9 @@ def scheduler(server: dict) -> str:
     return server["policy"] + ("+bands" if server.get("kernel_bands") else "")
 
 
-def derive(directory: str | Path) -> dict:
-    """The doc's numbers for one repetition directory (results/<name>/<run>/<rep>/)."""
-    rep = open_repetition(directory)
-    requests = rep.requests()
+def request_numbers(requests: pd.DataFrame, periods: list[dict], censor_s: float) -> dict:
+    """The doc's numbers of a set of requests (sojourn.analysis.records.requests), measured or
+    simulated; ``censor_s`` as :func:`uncensored_until`'s (0 when every request ran out)."""
     done = requests[requests["completed"]]
     span = run_span(requests)
     refused = requests["outcome"] == "refused"
@@ -138,14 +143,10 @@ def derive(directory: str | Path) -> dict:
     width = max(1.0, span / BINS)
     over_time = binned_response(done, start, start + span, width)
     p99 = float(done["response_s"].quantile(0.99)) if len(done) else math.nan
-    until = uncensored_until(start + span, rep.config, p99)
-    settles = [settle_time(done, begin, min(end, until)) for begin, end in step_ups(rep.periods)]
-    workload = rep.json("load_summary.json").get("workload") or {}
-    metrics = rep.text("server_metrics.txt")
-    out = {
-        "run": rep.run, "repetition": rep.rep, "variant": rep.variant,
-        "sweep_value": rep.sweep_value, "state": rep.status.get("state"),
-        "admission": rep.config["server"].get("admission", ""), "scheduler": scheduler(rep.config["server"]),
+    until = uncensored_until(start + span, censor_s, p99)
+    settles = [settle_time(done, begin, min(end, until)) for begin, end in step_ups(periods)]
+    refused_over_time = refused_share(requests, start, start + span, width)
+    return {
         "duration_s": span, "requests": int(len(requests)), "completed": int(len(done)),
         "refused": int(refused.sum()),
         "refused_bytes_share": (float(requests.loc[refused, "size"].sum() / requests["size"].sum())
@@ -157,12 +158,29 @@ def derive(directory: str | Path) -> dict:
         "response_p99": p99,
         "refused_by_size": {c: [int((refused & (classes == c)).sum()), int((classes == c).sum())] for c in SIZE_CLASSES},
         "settle_s": [_finite(s) for s in settles],
+        "over_time": {"bin_s": width, "t": [round(t - start, 3) for t in over_time["t"]],
+                      "mean": [_finite(v) for v in over_time["mean"]], "p99": [_finite(v) for v in over_time["p99"]],
+                      "refused": [_finite(float(v)) for v in refused_over_time]},
+        "refused_swing": float(np.nanstd(refused_over_time)) if np.isfinite(refused_over_time).any() else math.nan,
+    }
+
+
+def derive(directory: str | Path) -> dict:
+    """The doc's numbers for one repetition directory (results/<name>/<run>/<rep>/)."""
+    rep = open_repetition(directory)
+    requests = rep.requests()
+    numbers = request_numbers(requests, rep.periods, censor_horizon(rep.config))
+    span = numbers["duration_s"]
+    workload = rep.json("load_summary.json").get("workload") or {}
+    metrics = rep.text("server_metrics.txt")
+    out = {
+        "run": rep.run, "repetition": rep.rep, "variant": rep.variant,
+        "sweep_value": rep.sweep_value, "state": rep.status.get("state"),
+        "admission": rep.config["server"].get("admission", ""), "scheduler": scheduler(rep.config["server"]),
+        **numbers,
         "sessions_per_s": (workload["sessions_completed"] / span
                            if "sessions_completed" in workload and span > 0 else None),
         "server_refusals": refusals_by_reason(metrics) if metrics is not None else {},
-        "over_time": {"bin_s": width, "t": [round(t - start, 3) for t in over_time["t"]],
-                      "mean": [_finite(v) for v in over_time["mean"]], "p99": [_finite(v) for v in over_time["p99"]],
-                      "refused": [_finite(float(v)) for v in refused_share(requests, start, start + span, width)]},
     }
     return {key: _finite(value) for key, value in out.items()}
 

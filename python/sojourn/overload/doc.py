@@ -38,6 +38,7 @@ METRICS = (
     ("response_p99", "p99 response s", 1.0, False),
     ("refused_share", "refused %", 100.0, None),
     ("refused_bytes_share", "refused bytes %", 100.0, None),
+    ("refused_swing", "refusal swing %", 100.0, None),
     ("settle", "settle s", 1.0, False),
     ("sessions_per_s", "sessions/s", 1.0, True),
 )
@@ -48,10 +49,38 @@ def read_published(root: Path, experiment: Experiment) -> tuple[list[dict], str]
     """Every published repetition of ``experiment`` (docs/overload-control/<name>/<run>/<rep>.json)
     and its scale: the full one, else the quick one (``<name>-quick``) if only that ran."""
     for scale, name in (("full", experiment.name), ("quick", f"{experiment.name}-quick")):
-        reps = [json.loads(path.read_text()) for path in sorted((root / name).glob("*/*.json"))]
+        reps = [json.loads(path.read_text()) for path in sorted((root / name).glob("*/[0-9]*.json"))]
         if reps:
             return reps, scale
     return [], "none"
+
+
+def read_models(root: Path, name: str) -> dict[str, dict]:
+    """The simulator's numbers of each run (docs/overload-control/<name>/<run>/model.json)."""
+    return {path.parent.name: json.loads(path.read_text()) for path in sorted((root / name).glob("*/model.json"))}
+
+
+# (key, title, scale) of the testbed-beside-model table
+MODEL_METRICS = (("refused_share", "refused %", 100.0), ("refused_swing", "refusal swing %", 100.0),
+                 ("goodput_bps", "goodput Mbit/s", 1e-6), ("response_mean", "mean response s", 1.0),
+                 ("response_p99", "p99 response s", 1.0))
+
+
+def model_table(runs: dict[str, list[dict]], summaries: dict[str, dict], models: dict[str, dict]) -> list[str]:
+    """Markdown rows setting each run's testbed mean beside the simulator's replay of its trace."""
+    rows = [name for name in runs if name in models]
+    if not rows:
+        return []
+    lines = ["The simulator beside the testbed (`sojourn-engine sim`, the server's scheduler and admission "
+             "code replaying the same trace without TCP, packets or a SYN queue; each cell testbed / model):", "",
+             "| run | " + " | ".join(title for _, title, _ in MODEL_METRICS) + " |", "|---|" + "---|" * len(MODEL_METRICS)]
+    for name in rows:
+        cells = []
+        for key, _, scale in MODEL_METRICS:
+            model = _value(models[name], key)
+            cells.append(f"{cell(summaries[name][key], scale)} / " + ("—" if math.isnan(model) else f"{model * scale:.3g}"))
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines + [""]
 
 
 def _value(rep: dict, key: str) -> float:
@@ -129,7 +158,8 @@ def _by_sweep(reps: list[dict]) -> dict[str, dict[str, list[dict]]]:
     return grouped
 
 
-def section(experiment: Experiment, reps: list[dict], scale: str, figures: Path, doc: Path) -> tuple[list[str], list[str]]:
+def section(experiment: Experiment, reps: list[dict], scale: str, figures: Path, doc: Path,
+            models: dict[str, dict]) -> tuple[list[str], list[str]]:
     """Markdown lines of one experiment, and its lines of the closing note."""
     lines = [f"## {experiment.title}", "", f"Spec: `{experiment.spec}`.", ""]
     if scale == "quick":
@@ -161,9 +191,10 @@ def section(experiment: Experiment, reps: list[dict], scale: str, figures: Path,
         for name, run_reps in runs.items():
             counts = [[sum(rep["refused_by_size"][c][i] for rep in run_reps) for i in (0, 1)] for c in SIZE_CLASSES]
             lines.append(f"| {name} | " + " | ".join(f"{r} / {n}" for r, n in counts) + " |")
+        lines += [""] + model_table(runs, summaries, models)
         png = figures / f"{experiment.name}-{sweep}.png".replace(" ", "-")
         figure(runs, f"{experiment.name}, {sweep}", png)
-        lines += ["", f"![mean and p99 response time over time, {sweep}]({os.path.relpath(png, doc.parent)})", ""]
+        lines += [f"![mean and p99 response time over time, {sweep}]({os.path.relpath(png, doc.parent)})", ""]
         note += closing(experiment, sweep, runs, summaries)
     return lines, note
 
@@ -218,11 +249,18 @@ def build(published: Path = PUBLISHED, doc: Path = DOC) -> str:
         "the mean response time (by bins of a sixtieth of the span, a running median over 5 bins) "
         "stays within 25% of its level (never: it did not, still climbing or swinging); sessions/s is 003's completed sessions per second. Cells are means over "
         "repetitions with their 90% interval.", "",
+        "Beside each run, the simulator (`sojourn-engine sim`, docs/simulator.md) replays the run's trace "
+        "with the server's own scheduler and admission code and the run's write quantum, write "
+        "concurrency and NOTSENT_LOWAT, on a link of the body rate a load of 1 carried in the trace "
+        "(load counted on the wire, 000 §2.3: 8.75 of the 10 Mbit/s), without TCP, packets, a SYN queue "
+        "or the kernel's priority bands. Where testbed and model agree, the policy alone explains the "
+        "figure; where they part, the network does (sojourn.overload.simulate).", "",
     ]
     note, missing = [], []
     for experiment in EXPERIMENTS:
         reps, scale = read_published(published, experiment)
-        part, part_note = section(experiment, reps, scale, published / "figures", doc)
+        name = experiment.name if scale != "quick" else f"{experiment.name}-quick"
+        part, part_note = section(experiment, reps, scale, published / "figures", doc, read_models(published, name))
         lines += part
         note += part_note
         if scale != "full":

@@ -1,0 +1,75 @@
+"""The simulator beside each run: ``sojourn-engine sim`` (crates/sim, the server's own
+scheduler and admission code, without TCP, packets or a SYN queue) replays the run's trace
+with the run's write quantum, write concurrency, NOTSENT_LOWAT and admission policy, and the
+same numbers as :mod:`sojourn.overload.derive` are taken from its records. Where the testbed
+and the model agree (a swing in refusals, a share refused), the policy alone explains it;
+where they part, the network does.
+
+The simulated link carries bodies only, so it runs at the body rate the run offered divided by
+its load: with load counted on the wire (000 §2.3, ``workload.load_basis = "wire"``) that is
+what the bodies get of the uplink, e.g. 8.75 Mbit/s of the 10. The kernel's priority bands
+(SRPT's ``kernel_bands``) are not simulated; with a few write slots the application's order
+decides what reaches them (experiments/overload-control/persistent.toml). The stage pool
+(003's DWFS) has no model here: such runs get none.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from sojourn.analysis.records import read_records, requests as request_table
+from sojourn.analysis.results import open_repetition
+from sojourn.engine import engine_path
+from sojourn.overload.derive import _finite, request_numbers, scheduler
+from sojourn.runner.plan import admission_arg
+
+
+def body_rate_bps(periods: list[dict]) -> float:
+    """Body bits per second a load of 1 is, from the trace's periods (their bytes over their
+    length and achieved load; the median over the periods that carry load)."""
+    rates = [float(p["bytes"]) * 8 / (float(p["end_s"]) - float(p["start_s"])) / float(p["achieved_rho"])
+             for p in periods if float(p.get("achieved_rho") or 0) > 0 and float(p["end_s"]) > float(p["start_s"])]
+    if not rates:
+        raise ValueError("the trace's periods carry no load: no body rate for the simulated link")
+    return float(np.median(rates))
+
+
+def sim_args(config: dict, periods: list[dict]) -> list[str] | None:
+    """``sojourn-engine sim`` options for a run's config (the trace apart); None when the
+    run's server has no model (a stage pool)."""
+    server = config["server"]
+    if server.get("stages"):
+        return None
+    args = ["--link", f"{body_rate_bps(periods):.0f}", "--policy", server["policy"], "--quantum", server["quantum"]]
+    if server.get("write_concurrency"):
+        args += ["--write-concurrency", str(server["write_concurrency"])]
+    if server.get("write_concurrency_from"):
+        args += ["--write-concurrency-from", server["write_concurrency_from"]]
+    if server.get("notsent_lowat"):
+        args += ["--kernel-buffer", server["notsent_lowat"]]
+    admission = admission_arg(server, config["network"])
+    if admission:
+        args += ["--admission", admission]
+    return args
+
+
+def simulate(directory: str | Path) -> dict | None:
+    """The doc's numbers for the simulator replaying one repetition's trace with its config;
+    None for a run without a model."""
+    rep = open_repetition(directory)
+    args = sim_args(rep.config, rep.periods)
+    if args is None:
+        return None
+    trace = Path(rep.json("run.json")["inputs"]["trace"])
+    with tempfile.TemporaryDirectory(prefix="sojourn-sim-") as out:
+        subprocess.run([str(engine_path()), "sim", "--trace", str(trace), *args, "--size-bins", "0", "--out", out],
+                       check=True, capture_output=True, text=True)
+        requests = request_table(read_records(Path(out) / "records.csv"))
+    numbers = request_numbers(requests, rep.periods, censor_s=0.0)  # the model runs every request out
+    out = {"run": rep.run, "sweep_value": rep.sweep_value, "admission": rep.config["server"].get("admission", ""),
+           "scheduler": scheduler(rep.config["server"]), "sim_args": args, **numbers}
+    return {key: _finite(value) for key, value in out.items()}
