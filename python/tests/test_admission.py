@@ -168,6 +168,20 @@ def test_runs_cut_at_their_last_request_leave_the_censored_end_out():
     assert censor_horizon(config) == 0.0, "a drain of the whole timeout censors nothing"
 
 
+def test_closing_note_says_what_a_lead_cost():
+    nan3 = (math.nan,) * 3
+    summaries = {
+        "srpt": {key: nan3 for key, *_ in doc.METRICS} | {"response_mean": (0.15, 0.14, 0.16), "refused_share": (0.0,) * 3},
+        "srpt-gradient": {key: nan3 for key, *_ in doc.METRICS} | {"response_mean": (0.04, 0.03, 0.05),
+                                                                   "refused_share": (0.19, 0.18, 0.20)},
+    }
+    runs = {"srpt": [{"admission": "", "scheduler": "srpt+bands"}],
+            "srpt-gradient": [{"admission": "gradient", "scheduler": "srpt+bands"}]}
+    lines = doc.closing(EXPERIMENTS[0], "1.2", runs, summaries)
+    assert lines == ["- overload-control-persistent, 1.2: best mean response s: srpt-gradient (0.04 [0.03, 0.05], refusing "
+                     "19 [18, 20]% of requests); 0.27x srpt (0.15 [0.14, 0.16])."], lines
+
+
 def test_the_model_runs_at_the_body_rate_a_load_of_one_carried():
     periods = [{"start_s": 0.0, "end_s": 600.0, "achieved_rho": 1.2, "bytes": 787_346_413}]
     assert body_rate_bps(periods) == pytest.approx(8.748e6, rel=1e-3), "000's rho 1.2 on the wire: 8.75 Mbit/s of bodies"

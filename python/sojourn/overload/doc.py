@@ -39,7 +39,7 @@ METRICS = (
     ("refused_share", "refused %", 100.0, None),
     ("refused_bytes_share", "refused bytes %", 100.0, None),
     ("refused_swing", "refusal swing %", 100.0, None),
-    ("settle", "settle s", 1.0, False),
+    ("settle", "settle s", 1.0, None),  # settling fast onto a high plateau (FAIR's) is no win
     ("sessions_per_s", "sessions/s", 1.0, True),
 )
 SETUP_S = 30  # testbed set-up and tear-down per repetition, for the wall-time estimate
@@ -213,7 +213,11 @@ def closing(experiment: Experiment, sweep: str, runs: dict[str, list[dict]], sum
             continue
         ranked = sorted(known, key=known.get, reverse=higher)
         best = ranked[0]
-        text = f"{experiment.name}, {sweep}: best {title}: {best} ({cell(summaries[best][key], scale)})"
+        text = f"{experiment.name}, {sweep}: best {title}: {best} ({cell(summaries[best][key], scale)}"
+        if runs[best][0]["admission"]:
+            # What the lead cost: response times are of completed requests only.
+            text += f", refusing {cell(summaries[best]['refused_share'], 100.0)}% of requests"
+        text += ")"
         if len(ranked) > 1 and _overlap(summaries[best][key], summaries[ranked[1]][key]):
             text += f", tied with {ranked[1]} (the 90% intervals overlap)"
         others = [name for name in (ranked[1:2] + [without.get(runs[best][0]["scheduler"])]) if name and name != best]
