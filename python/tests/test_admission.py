@@ -179,7 +179,7 @@ def test_closing_note_says_what_a_lead_cost():
             "srpt-gradient": [{"admission": "gradient", "scheduler": "srpt+bands"}]}
     lines = doc.closing(EXPERIMENTS[0], "1.2", runs, summaries)
     assert lines == ["- overload-control-persistent, 1.2: best mean response s: srpt-gradient (0.04 [0.03, 0.05], refusing "
-                     "19 [18, 20]% of requests); 0.27x srpt (0.15 [0.14, 0.16])."], lines
+                     "19 [18, 20]% of requests); 0.267x srpt (0.15 [0.14, 0.16])."], lines
 
 
 def test_the_model_runs_at_the_body_rate_a_load_of_one_carried():
@@ -244,7 +244,7 @@ def test_publish_then_doc_from_the_published_numbers_alone(tmp_path):
     assert "| srpt-size-rho=1.2 | 40 / 0 | 8.33 / 0 | 0.008 / 0.184 | 2 / 0.532 | 2.98 / 2.28 |" in text
     assert "| srpt-size-rho=1.2 | 2 / 6 | 0 / 0 | 0 / 2 | 0 / 0 | 2 / 2 |" in text
     assert ("- overload-control-persistent, 1.2: best mean response s: srpt-rho=1.2 (2), tied with srpt-size-rho=1.2 "
-            "(the 90% intervals overlap); 1.00x srpt-size-rho=1.2 (2).") in text
+            "(the 90% intervals overlap); 1x srpt-size-rho=1.2 (2).") in text
     assert "**Partial:** 3 of the spec's 60 repetitions are published (20 runs)" in text
     assert "best refused" not in text, "refusals describe a policy; the closing note does not rank them"
     assert "**No result yet.** Nothing of `overload-control-transient`" in text

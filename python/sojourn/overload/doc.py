@@ -223,7 +223,7 @@ def closing(experiment: Experiment, sweep: str, runs: dict[str, list[dict]], sum
         others = [name for name in (ranked[1:2] + [without.get(runs[best][0]["scheduler"])]) if name and name != best]
         for other in dict.fromkeys(others):
             if other in known and known[other] != 0:
-                text += f"; {known[best] / known[other]:.2f}x {other} ({cell(summaries[other][key], scale)})"
+                text += f"; {known[best] / known[other]:.3g}x {other} ({cell(summaries[other][key], scale)})"
         out.append(f"- {text}.")
     return out
 
