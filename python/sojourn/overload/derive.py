@@ -27,7 +27,9 @@ Definitions (issue 32), over the final attempt of every request (sojourn.analysi
   drain`` seconds, or the run's p99 response time if shorter (000 §4's clients never time out),
   are left out of the span;
 * completed sessions per second (003's productivity of sessions), in session mode;
-* the server's refusals by reason (``sojourn_admission_refusals_total``).
+* the server's refusals by reason (``sojourn_admission_refusals_total``), and the SYNs the
+  server's host dropped (the repetition's summary: demand queued beyond the server's
+  connection cap, where no admission policy of the server looks).
 """
 
 from __future__ import annotations
@@ -181,6 +183,8 @@ def derive(directory: str | Path) -> dict:
         "sessions_per_s": (workload["sessions_completed"] / span
                            if "sessions_completed" in workload and span > 0 else None),
         "server_refusals": refusals_by_reason(metrics) if metrics is not None else {},
+        # 000 §4's sign that the server's queue overflowed into the kernel's: SYNs dropped.
+        "syn_drops": rep.json("summary.json").get("syn_drops", math.nan),
     }
     return {key: _finite(value) for key, value in out.items()}
 

@@ -39,6 +39,7 @@ METRICS = (
     ("refused_share", "refused %", 100.0, None),
     ("refused_bytes_share", "refused bytes %", 100.0, None),
     ("refused_swing", "refusal swing %", 100.0, None),
+    ("syn_drops", "SYN drops", 1.0, None),
     ("settle", "settle s", 1.0, None),  # settling fast onto a high plateau (FAIR's) is no win
     ("sessions_per_s", "sessions/s", 1.0, True),
 )
@@ -249,7 +250,8 @@ def build(published: Path = PUBLISHED, doc: Path = DOC) -> str:
         "up after 10 s still receives; "
         "refused bytes % is the share of the offered body bytes refused, against the 1 - 1/rho "
         "(16.7% at rho 1.2, 28.6% at 1.4) that must go unserved at all; response times are of "
-        "completed requests; settle is the time from a step up in load until "
+        "completed requests; SYN drops counts the SYNs the server's host dropped, demand queued beyond "
+        "the server's connection cap, where no admission policy of the server looks (000 §4); settle is the time from a step up in load until "
         "the mean response time (by bins of a sixtieth of the span, a running median over 5 bins) "
         "stays within 25% of its level (never: it did not, still climbing or swinging); sessions/s is 003's completed sessions per second. Cells are means over "
         "repetitions with their 90% interval.", "",
