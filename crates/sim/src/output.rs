@@ -72,14 +72,24 @@ pub fn write_records<W: Write>(out: W, jobs: &[Job], served: &[Served], refused:
             &id,
             "0",
             &arrival,
-            &format!("{:.6}", s.start),
-            &format!("{:.6}", s.finish),
+            &seconds(s.start),
+            &seconds(s.finish),
             if refused { "refused" } else { "ok" },
             "",
         ])?;
     }
     w.flush()?;
     Ok(())
+}
+
+/// A time column: empty when the job never reached it (a response refused before its first
+/// byte has no start), as docs/formats.md writes a missing time.
+fn seconds(t: f64) -> String {
+    if t.is_finite() {
+        format!("{t:.6}")
+    } else {
+        String::new()
+    }
 }
 
 /// Mean response time and slowdown of the jobs in one size range.
@@ -242,5 +252,11 @@ mod tests {
         write_records(&mut out, &jobs, &served, &[true, false, false], None).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(text.lines().nth(1).unwrap().ends_with(",2,0,503,0.000000,0.000000,0.000000,,,0,0,0.000000,0.000000,3.000000,refused,"), "{text}");
+        // Refused after waiting (CoDel at its first write): no first byte, an empty field.
+        let waited = [Served { start: f64::NAN, finish: 0.5 }];
+        let mut out = Vec::new();
+        write_records(&mut out, &jobs[..1], &waited, &[true], None).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.lines().nth(1).unwrap().ends_with(",0.000000,,0.500000,refused,"), "{text}");
     }
 }
