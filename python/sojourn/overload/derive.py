@@ -69,23 +69,28 @@ def size_class(sizes: pd.Series) -> pd.Series:
                      index=sizes.index)
 
 
+def by_bin(frame: pd.DataFrame, start: float, end: float, width: float):
+    """The bin edges of ``[start, end)`` in steps of ``width``, and ``frame``'s rows in it
+    grouped by the bin of their scheduled time (every bin present, empty ones too)."""
+    edges = np.arange(start, end + width, width)
+    inside = frame[(frame["scheduled_s"] >= start) & (frame["scheduled_s"] < end)]
+    return edges, inside.groupby(pd.cut(inside["scheduled_s"], edges, right=False, labels=edges[:-1]), observed=False)
+
+
 def binned_response(done: pd.DataFrame, start: float, end: float, width: float) -> pd.DataFrame:
     """Mean and p99 response time of completed requests by bin of scheduled time."""
-    edges = np.arange(start, end + width, width)
-    inside = done[(done["scheduled_s"] >= start) & (done["scheduled_s"] < end)]
-    bins = pd.cut(inside["scheduled_s"], edges, right=False, labels=edges[:-1])
-    grouped = inside.groupby(bins, observed=False)["response_s"]
-    return pd.DataFrame({"t": edges[:-1], "mean": grouped.mean().to_numpy(),
-                         "p99": grouped.quantile(0.99).to_numpy(), "completed": grouped.count().to_numpy()})
+    edges, grouped = by_bin(done, start, end, width)
+    response = grouped["response_s"]
+    return pd.DataFrame({"t": edges[:-1], "mean": response.mean().to_numpy(),
+                         "p99": response.quantile(0.99).to_numpy(), "completed": response.count().to_numpy()})
 
 
 def refused_share(requests: pd.DataFrame, start: float, end: float, width: float) -> np.ndarray:
     """Share of the requests scheduled in each bin that were refused: when a policy refuses
     (a probe's burst, 000 §4's step) and whether it stops again."""
-    edges = np.arange(start, end + width, width)
-    inside = requests[(requests["scheduled_s"] >= start) & (requests["scheduled_s"] < end)]
-    bins = pd.cut(inside["scheduled_s"], edges, right=False, labels=edges[:-1])
-    return (inside["outcome"] == "refused").groupby(bins, observed=False).mean().to_numpy()
+    refused = requests.assign(refused=(requests["outcome"] == "refused").astype(float))
+    _, grouped = by_bin(refused, start, end, width)
+    return grouped["refused"].mean().to_numpy()
 
 
 def settle_time(done: pd.DataFrame, start: float, end: float) -> float:

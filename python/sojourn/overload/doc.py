@@ -61,10 +61,9 @@ def read_models(root: Path, name: str) -> dict[str, dict]:
     return {path.parent.name: json.loads(path.read_text()) for path in sorted((root / name).glob("*/model.json"))}
 
 
-# (key, title, scale) of the testbed-beside-model table
-MODEL_METRICS = (("refused_share", "refused %", 100.0), ("refused_swing", "refusal swing %", 100.0),
-                 ("goodput_bps", "goodput Mbit/s", 1e-6), ("response_mean", "mean response s", 1.0),
-                 ("response_p99", "p99 response s", 1.0))
+# The columns of the testbed-beside-model table, titled and scaled as in METRICS
+MODEL_METRICS = tuple(next(m for m in METRICS if m[0] == key) for key in (
+    "refused_share", "refused_swing", "goodput_bps", "response_mean", "response_p99"))
 
 
 def model_table(runs: dict[str, list[dict]], summaries: dict[str, dict], models: dict[str, dict]) -> list[str]:
@@ -74,10 +73,10 @@ def model_table(runs: dict[str, list[dict]], summaries: dict[str, dict], models:
         return []
     lines = ["The simulator beside the testbed (`sojourn-engine sim`, the server's scheduler and admission "
              "code replaying the same trace without TCP, packets or a SYN queue; each cell testbed / model):", "",
-             "| run | " + " | ".join(title for _, title, _ in MODEL_METRICS) + " |", "|---|" + "---|" * len(MODEL_METRICS)]
+             "| run | " + " | ".join(title for _, title, *_ in MODEL_METRICS) + " |", "|---|" + "---|" * len(MODEL_METRICS)]
     for name in rows:
         cells = []
-        for key, _, scale in MODEL_METRICS:
+        for key, _, scale, _ in MODEL_METRICS:
             model = _value(models[name], key)
             cells.append(f"{cell(summaries[name][key], scale)} / " + ("—" if math.isnan(model) else f"{model * scale:.3g}"))
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
@@ -258,7 +257,8 @@ def build(published: Path = PUBLISHED, doc: Path = DOC) -> str:
         "Beside each run, the simulator (`sojourn-engine sim`, docs/simulator.md) replays the run's trace "
         "with the server's own scheduler and admission code and the run's write quantum, write "
         "concurrency and NOTSENT_LOWAT, on a link of the body rate a load of 1 carried in the trace "
-        "(load counted on the wire, 000 §2.3: 8.75 of the 10 Mbit/s), without TCP, packets, a SYN queue "
+        "(load counted on the wire, 000 §2.3: what the bodies get of the uplink; each model.json names its "
+        "options), without TCP, packets, a SYN queue "
         "or the kernel's priority bands. Where testbed and model agree, the policy alone explains the "
         "figure; where they part, the network does (sojourn.overload.simulate).", "",
     ]
