@@ -78,6 +78,9 @@ pub struct Shard {
     pub ready_queue_length: AtomicI64,
     pub events_per_wait: Histogram,
     pub service_time: Histogram,
+    /// How long a request's first bytes waited in the kernel (the accept queue included)
+    /// before the server read them; measured only with --admission (receive timestamps).
+    pub unread_wait: Histogram,
     /// Requests refused by --admission, by [`Reason::index`].
     pub refusals: [AtomicU64; Reason::ALL.len()],
     /// The admission policy's level (f64 bits; NaN until it has one).
@@ -103,6 +106,7 @@ impl Shard {
             ready_queue_length: AtomicI64::new(0),
             events_per_wait: Histogram::new(&EVENTS_BOUNDS),
             service_time: Histogram::new(&SERVICE_BOUNDS),
+            unread_wait: Histogram::new(&SERVICE_BOUNDS),
             refusals: Default::default(),
             admission_level: AtomicU64::new(f64::NAN.to_bits()),
         }
@@ -232,6 +236,13 @@ impl Metrics {
         Histogram::render(&histograms, &mut out, "sojourn_epoll_ready_events", "Ready events returned per epoll_wait (001 §6.1).");
         let histograms: Vec<&Histogram> = self.shards.iter().map(|s| &s.service_time).collect();
         Histogram::render(&histograms, &mut out, "sojourn_service_time_seconds", "Request head parsed to last response byte handed to the kernel.");
+        let histograms: Vec<&Histogram> = self.shards.iter().map(|s| &s.unread_wait).collect();
+        Histogram::render(
+            &histograms,
+            &mut out,
+            "sojourn_unread_wait_seconds",
+            "A request's first bytes received by the host to read by the server, the accept queue included (measured with --admission only).",
+        );
         out
     }
 }

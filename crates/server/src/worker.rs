@@ -116,7 +116,8 @@ struct Conn {
     response: Option<Box<Response>>,
     /// When the connection began waiting for its next request.
     idle_since: Instant,
-    /// When the first byte of the pending request head arrived.
+    /// When the first byte of the pending request head arrived: received by the host (the
+    /// kernel's stamp, with --admission) or else read.
     head_started: Option<Instant>,
     /// A write would block: out of the ready queue until epoll says writable.
     blocked: bool,

@@ -223,7 +223,7 @@ impl Discipline for Quantum {
         self.sockets[index].progress = Progress::new(bytes);
         self.sockets[index].arrived = self.now;
         if let Some(admission) = self.admission.as_mut() {
-            if let Verdict::Refuse(_) = admission.arrive(at(self.now), job as JobId, Some(bytes)) {
+            if let Verdict::Refuse(_) = admission.arrive(at(self.now), job as JobId, at(self.now), Some(bytes)) {
                 self.sockets[index].refused = true;
                 serving.push(job);
                 self.empty.push(job);
