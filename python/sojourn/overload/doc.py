@@ -254,7 +254,8 @@ def build(published: Path = PUBLISHED, doc: Path = DOC) -> str:
         "the server's connection cap, where no admission policy of the server looks (000 §4); unread wait is "
         "the mean time a request's first bytes waited in the kernel before the server read them, the accept "
         "queue included (`sojourn_unread_wait_seconds`, measured with an admission policy since it judges "
-        "requests from that arrival; — for runs without one or from before the measure); settle is the time from a step up in load until "
+        "requests from that arrival; — for runs without a policy, or from before the measure, whose policy judged "
+        "requests from when the server read them); settle is the time from a step up in load until "
         "the mean response time (by bins of a sixtieth of the span, a running median over 5 bins) "
         "stays within 25% of its level (never: it did not, still climbing or swinging); sessions/s is 003's completed sessions per second. Cells are means over "
         "repetitions with their 90% interval.", "",
