@@ -108,7 +108,7 @@ fn bad_input_is_named() {
     let scratch = Scratch::new("errors");
     let unsorted = scratch.0.join("unsorted.csv");
     std::fs::write(&unsorted, "arrival_s,client,path,size\n2,0,/a,1\n1,0,/b,1\n").unwrap();
-    let cases: [(Vec<&str>, &str); 9] = [
+    let cases: [(Vec<&str>, &str); 8] = [
         (vec!["--sizes", "exp", "--mean", "100", "--rho", "0.5", "--jobs", "10", "--link", "fast"], "bad rate \"fast\""),
         (vec!["--trace", "/nonexistent/trace.csv", "--link", "1Mbit"], "/nonexistent/trace.csv"),
         (vec!["--trace", unsorted.to_str().unwrap(), "--link", "1Mbit"], "line 3"),
@@ -117,7 +117,6 @@ fn bad_input_is_named() {
         (vec!["--sizes", "exp", "--mean", "1", "--rho", "0.5", "--jobs", "10", "--link", "1Mbit", "--policy", "fcfs", "--quantum", "1K"], "--policy must be"),
         (vec!["--sizes", "exp", "--mean", "1", "--rho", "0.5", "--jobs", "10", "--link", "1Mbit", "--quantum", "0"], "at least 1 byte"),
         (vec!["--sizes", "exp", "--mean", "1", "--rho", "0.5", "--jobs", "10", "--link", "1Mbit", "--quantum", "1K", "--write-concurrency", "0"], "at least one"),
-        (vec!["--sizes", "exp", "--mean", "1", "--rho", "0.5", "--jobs", "10", "--link", "1Mbit", "--quantum", "1K", "--kernel-buffer", "0"], "--kernel-buffer 0"),
     ];
     for (args, needle) in cases {
         let result = sim(&args);

@@ -106,7 +106,7 @@ pub struct SimOptions {
     pub write_concurrency_from: Option<u64>,
     /// Unsent bytes up to which a socket takes a write, as `serve --notsent-lowat`
     /// (TCP_NOTSENT_LOWAT: a write is taken in part up to the mark, and a socket at the
-    /// mark turns writable below half of it); default unlimited (every write is accepted).
+    /// mark turns writable below half of it); default (and 0, as in Linux) unlimited.
     #[arg(long, requires = "quantum", value_parser = sojourn_sched::bands::parse_bytes)]
     #[serde(default, deserialize_with = "bytes")]
     pub kernel_buffer: Option<u64>,
@@ -365,9 +365,6 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
         if let Err(why) = Scheduler::slots_from_allowed(policy) {
             bail!("--write-concurrency-from {from}: needs --policy srpt ({why})");
         }
-    }
-    if args.kernel_buffer == Some(0) {
-        bail!("--kernel-buffer 0: a socket under TCP_NOTSENT_LOWAT 0 takes no byte; give at least 1");
     }
     let Input { jobs, rows, source, profile } = input(&args, rate)?;
     let started = (Instant::now(), thread_cpu_time());

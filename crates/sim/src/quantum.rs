@@ -14,8 +14,10 @@
 //! the link is shared equally among the sockets holding any (TCP flows sharing
 //! the bottleneck). With `kernel_buffer` (TCP_NOTSENT_LOWAT; unlimited by default,
 //! as with the kernel's large send buffers) a socket takes bytes while it holds
-//! fewer than the mark, and only up to it: `tcp_sendmsg` copies while
-//! `sk_stream_memory_free` (unsent < lowat) and returns the partial count. A
+//! fewer than the mark, and about up to it: `tcp_sendmsg` checks
+//! `sk_stream_memory_free` (unsent < lowat) before each new segment and returns the
+//! partial count (so Linux can pass the mark by the segment it fills; the model
+//! stops at the mark, rounded up to a byte). A
 //! socket that refused a write turns writable when it holds less than half the
 //! mark (`tcp_poll`: `(unsent << 1) < lowat`). Here "unsent" counts the bytes in
 //! flight too (the link has no round trip). Taking whole quanta instead, and waking
@@ -52,8 +54,8 @@ pub struct QuantumConfig {
     pub write_concurrency: Option<usize>,
     /// Only responses with at least this many bytes left need a slot (`serve --write-concurrency-from`).
     pub write_concurrency_from: Option<u64>,
-    /// TCP_NOTSENT_LOWAT: a socket takes bytes only up to this many unsent (at least 1);
-    /// `None` = unlimited.
+    /// TCP_NOTSENT_LOWAT: a socket takes bytes only up to this many unsent; `None` (or 0,
+    /// which Linux reads as unset: the sysctl's default, unlimited) = unlimited.
     pub kernel_buffer: Option<u64>,
 }
 
@@ -107,7 +109,7 @@ fn at(seconds: f64) -> Duration {
 impl Quantum {
     pub fn new(config: QuantumConfig) -> Self {
         Quantum {
-            kernel_buffer: config.kernel_buffer.map(|b| b as f64),
+            kernel_buffer: config.kernel_buffer.filter(|&b| b > 0).map(|b| b as f64),
             scheduler: Scheduler::new(config.policy, config.quantum, config.write_concurrency).slots_from(config.write_concurrency_from),
             sockets: Vec::new(),
             virtual_time: 0.0,
@@ -364,6 +366,12 @@ mod tests {
     }
 
     #[test]
+    fn a_mark_of_zero_is_unset_as_in_linux() {
+        let list = [(0.0, 4.0), (1.0, 1.0), (2.0, 2.0)];
+        assert_eq!(run(PolicyKind::Srpt, 1, Some(1), Some(0), &list), run(PolicyKind::Srpt, 1, Some(1), None, &list));
+    }
+
+    #[test]
     fn unlimited_buffers_share_like_ps() {
         // Every write accepted: the kernel holds whole responses, so the policy no longer
         // matters (004 §3.3) - processor sharing, whatever the concurrency.
@@ -454,7 +462,7 @@ mod tests {
         #[test]
         fn work_conserving(sizes in proptest::collection::vec((0u32..5, 0u32..40), 1..30),
                            quantum in 1u64..16, concurrency in proptest::option::of(1usize..4),
-                           buffer in proptest::option::of(1u64..20), kind in 0usize..3) {
+                           buffer in proptest::option::of(0u64..20), kind in 0usize..3) {
             let mut t = 0.0;
             let list: Vec<(f64, f64)> = sizes.iter().map(|&(gap, size)| { t += gap as f64; (t, size as f64) }).collect();
             let fluid_last = ps(&list).into_iter().fold(0.0, f64::max);

@@ -324,7 +324,7 @@ def _persistent_ratio_why(ctx: Context, e: str, key: str, x, paper_ratio: float)
     if math.isnan(at_one) or math.isnan(at_x) or at_x <= 0:
         return None
     ours_cut, paper_cut = at_one / at_x, paper_at_one / paper_ratio
-    if within_2x(at_one / paper_at_one) or not within_2x(ours_cut / paper_cut):
+    if at_one <= paper_at_one or within_2x(at_one / paper_at_one) or not within_2x(ours_cut / paper_cut):
         return None
     fair, srpt = _run("fair", key, x), _run("srpt", key, x)
     return measured(f"inherited from one request per connection: there FAIR / SRPT was {at_one:.3g} in this sweep, "

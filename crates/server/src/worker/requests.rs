@@ -41,11 +41,13 @@ impl Worker {
                 Ok((0, _)) => conn.peer_closed = true,
                 Ok((n, stamp)) => {
                     if conn.head_started.is_none() {
-                        let received = stamp.map_or(now, |stamp| received_at(stamp, now));
-                        if stamp.is_some() {
-                            self.shared.metrics.shard(self.index).unread_wait.observe(now.duration_since(received).as_secs_f64());
+                        conn.head_started = Some(now);
+                        if let Some(stamp) = stamp {
+                            // Both clocks read together: how long the bytes sat unread, and so when they came.
+                            let age = SystemTime::now().duration_since(stamp).unwrap_or_default();
+                            conn.head_arrived = Instant::now().checked_sub(age);
+                            self.shared.metrics.shard(self.index).unread_wait.observe(age.as_secs_f64());
                         }
-                        conn.head_started = Some(received);
                     }
                     conn.read_buf.extend_from_slice(&self.scratch[..n]);
                     if n < self.scratch.len() && !to_end {
@@ -130,12 +132,13 @@ impl Worker {
     }
 
     /// `--admission` for the connection's request, judged `now`: whether it is refused. It
-    /// arrived when its head's first bytes reached the host. `size`: the response's bytes,
+    /// arrived when its head's first read's bytes reached the host (a pipelined head: when it
+    /// was read). `size`: the response's bytes,
     /// `None` when not known yet. An admitted request is marked on its connection, to leave
     /// the policy when it is done.
     fn admit(&mut self, id: JobId, size: Option<u64>, now: Instant) -> bool {
         let Some(admission) = self.admission.as_mut() else { return false };
-        let arrived = self.conns.get(&id).and_then(|conn| conn.head_started).map_or(now, |at| at.min(now));
+        let arrived = self.conns.get(&id).and_then(|conn| conn.head_arrived.or(conn.head_started)).map_or(now, |at| at.min(now));
         let since_origin = |at: Instant| at.saturating_duration_since(self.origin);
         match admission.arrive(since_origin(now), id, since_origin(arrived), size) {
             Verdict::Admit => {
@@ -199,11 +202,4 @@ impl Worker {
             }
         }
     }
-}
-
-/// The instant a kernel receive stamp (CLOCK_REALTIME) stands for on the monotonic clock,
-/// `now` being the loop's instant: no later than `now` (the two clocks are read apart).
-fn received_at(stamp: SystemTime, now: Instant) -> Instant {
-    let age = SystemTime::now().duration_since(stamp).unwrap_or_default();
-    Instant::now().checked_sub(age).map_or(now, |at| at.min(now))
 }
