@@ -89,6 +89,13 @@ METRICS = """\
 # TYPE sojourn_admission_refusals_total counter
 sojourn_admission_refusals_total{admission="size",reason="deadline"} 2
 sojourn_admission_refusals_total{admission="size",reason="codel"} 0
+# HELP sojourn_unread_wait_seconds A request's first bytes received by the host to read by the server.
+# TYPE sojourn_unread_wait_seconds histogram
+sojourn_unread_wait_seconds_bucket{le="0.001"} 1
+sojourn_unread_wait_seconds_bucket{le="5"} 3
+sojourn_unread_wait_seconds_bucket{le="+Inf"} 4
+sojourn_unread_wait_seconds_sum 9
+sojourn_unread_wait_seconds_count 4
 """
 
 
@@ -143,6 +150,7 @@ def test_derive_counts_what_the_doc_shows(tmp_path):
     assert d["refused_bytes_share"] == pytest.approx((61440 + 500) / (1000 + 61440 + 3000 + 500 + 100))
     assert d["refused_by_size"] == {"<1K": [1, 3], "1K-2K": [0, 0], "2K-5K": [0, 1], "5K-50K": [0, 0], ">=50K": [1, 1]}
     assert d["server_refusals"] == {"deadline": 2, "codel": 0} and d["syn_drops"] == 7
+    assert d["unread_wait_mean"] == pytest.approx(9 / 4)
     assert d["scheduler"] == "srpt+bands" and d["admission"] == "size"
     assert d["sessions_per_s"] is None and len(d["settle_s"]) == 1
     # 1-s bins by scheduled time: 1 of 2 refused, then 1 of 3, then nothing scheduled.
@@ -239,7 +247,7 @@ def test_publish_then_doc_from_the_published_numbers_alone(tmp_path):
          "srpt-size-rho=1.2/model.json"]
     text = doc.build(published, tmp_path / "doc.md")
     # 4000 body bytes of completed responses in 4 s: 0.008 Mbit/s; both repetitions alike.
-    assert "| srpt-size-rho=1.2 | 2 | 0.008 | 0.5 | 0.5 | 2 | 2.98 | 40 | 93.8 | 8.33 | 7 | 0 | — |" in text
+    assert "| srpt-size-rho=1.2 | 2 | 0.008 | 0.5 | 0.5 | 2 | 2.98 | 40 | 93.8 | 8.33 | 7 | 2.25 | 0 | — |" in text
     # The simulator replayed the trace on 220 kbit/s of bodies (66,040 bytes in 2 s at load
     # 1.2); the size policy, told the testbed's 10 Mbit/s, refused none of the five there.
     assert "| srpt-size-rho=1.2 | 40 / 0 | 8.33 / 0 | 0.008 / 0.184 | 2 / 0.532 | 2.98 / 2.28 |" in text

@@ -273,3 +273,32 @@ def test_results_of_a_changed_spec_are_set_aside_and_the_new_version_runs(tmp_pa
     assert (aside[0] / "spec.toml").read_text() == "# an older version\n"
     assert seen[-1] == [aside[0].name] and not old.exists()  # the runner starts the new version afresh
     assert f"they are kept in {aside[0].name}" in console.export_text()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="sojourn reproduce refuses testbed experiments without root")
+def test_each_doc_of_a_campaign_reads_what_was_published_before_it(tmp_path, monkeypatch):
+    """The doc written after an experiment is published must read the published results
+    afresh: a context kept from the previous doc had cached the next experiment's old
+    repetitions, and a campaign's doc showed rto's compressed rows after its paper-scale
+    repetitions were published."""
+    import argparse
+
+    from sojourn.reproduce import cli, publish
+
+    events = []
+
+    class Recording(cli.Context):
+        def __init__(self, *args, **kwargs):
+            events.append("context")
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(cli, "Context", Recording)
+    monkeypatch.setattr(publish, "run_entry", lambda console, paper, entry, *rest: (tmp_path / entry.name, 0))
+    monkeypatch.setattr(publish, "publish", lambda paper, entry, *rest: events.append(f"published {entry.name}"))
+    monkeypatch.setattr(cli, "_write_docs", lambda console, paper, ctx: events.append("doc"))
+    parser = argparse.ArgumentParser()
+    cli.register(parser)
+    args = parser.parse_args(["000", "--only", "baseline", "--only", "rto", "--docs", str(tmp_path / "docs"),
+                              "--results", str(tmp_path / "results")])
+    assert cli.main(args) == 0
+    assert events == ["context", "published baseline", "context", "doc", "published rto", "context", "doc"]

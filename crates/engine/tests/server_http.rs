@@ -194,6 +194,29 @@ fn admission_refuses_with_a_503_counted_by_reason() {
 }
 
 #[test]
+fn admission_counts_the_wait_in_the_accept_queue() {
+    // size at 8 kbit/s (1000 B/s), deadline 1 s: index.html with its head takes ~0.2 s alone,
+    // in time when read at once, late once it has waited 1.2 s in the accept queue.
+    let dir = TempDir::new("http-admission-queue");
+    let root = docroot(&dir);
+    let admin = format!("127.0.0.1:{}", free_port());
+    let server = Server::start(&root, &["--threads", "1", "--accept-limit", "1", "--admin", &admin, "--admission", "size:rate=8kbit,deadline=1s"]);
+    std::thread::sleep(Duration::from_millis(200)); // the readiness probe's connection is gone
+    let holder = server.connect(); // an idle connection holds the one place
+    std::thread::sleep(Duration::from_millis(100));
+    let mut waiting = server.connect();
+    waiting.write_all(b"GET /index.html HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    drop(holder);
+    waiting.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let late = read_response(&mut waiting, &mut Vec::new(), false).expect("answered once the place was free");
+    assert_eq!(late.status, 503, "a request that waited 1.2 s unread was judged as if it had just arrived");
+    assert_eq!(get(&server, "/index.html", "").status, 200, "read at once, the same request is in time");
+    assert!(metric(&admin, "sojourn_unread_wait_seconds_sum") >= 1.2);
+    assert_eq!(metric(&admin, "sojourn_unread_wait_seconds_count"), 2.0);
+}
+
+#[test]
 fn traversal_never_leaves_the_root() {
     let dir = TempDir::new("http-trav");
     let root = docroot(&dir);

@@ -41,8 +41,9 @@ fn finishes(out: &Path) -> Vec<String> {
 const TRACE: &str = "arrival_s,client,path,size\n0.0,1,/a,4\n1.0,2,/b,1\n2.0,3,/c,2\n2.5,1,/d,6\n3.0,2,/e,3\n";
 
 /// Completion times by policy. The FCFS, SRPT and quantum-SRPT rows were worked out by
-/// hand (every preemption and write followed on paper; in the quantum rows a write that
-/// the kernel accepts frees the slot, so responses share the link, as in the server);
+/// hand (every preemption and write followed on paper; in the quantum rows the kernel takes
+/// a write only up to the 1-byte mark, a partial write keeps the slot until the socket holds
+/// under half a byte, and a whole one frees it, so responses share the link, as in the server);
 /// the others pin the behaviour the unit tests of crates/sim check on smaller cases.
 const SNAPSHOT: &str = "\
 policy                 | /a        | /b        | /c        | /d        | /e
@@ -51,8 +52,8 @@ ps                     | 11.541667 | 4.041667  | 10.041667 | 16.000000 | 13.1250
 srpt                   | 7.000000  | 2.000000  | 4.000000  | 16.000000 | 10.000000
 las                    | 14.000000 | 2.000000  | 9.000000  | 16.000000 | 12.000000
 bands 2,5              | 8.000000  | 2.000000  | 4.000000  | 16.000000 | 10.000000
-quantum fair q2 c1 b0  | 8.833333  | 5.833333  | 8.833333  | 16.000000 | 15.000000
-quantum srpt q2 c1 b0  | 8.833333  | 5.833333  | 8.833333  | 16.000000 | 13.000000
+quantum fair q2 c1 b1  | 10.500000 | 3.500000  | 10.500000 | 16.000000 | 13.500000
+quantum srpt q2 c1 b1  | 7.500000  | 3.500000  | 8.500000  | 16.000000 | 11.500000
 quantum las q1 unlim.  | 11.541667 | 4.041667  | 10.041667 | 16.000000 | 13.125000
 ";
 
@@ -67,8 +68,8 @@ fn snapshot_of_every_policy() {
         ("srpt", &["--policy", "srpt"]),
         ("las", &["--policy", "las"]),
         ("bands 2,5", &["--policy", "bands", "--bands", "2,5"]),
-        ("quantum fair q2 c1 b0", &["--policy", "fair", "--quantum", "2", "--write-concurrency", "1", "--kernel-buffer", "0"]),
-        ("quantum srpt q2 c1 b0", &["--policy", "srpt", "--quantum", "2", "--write-concurrency", "1", "--kernel-buffer", "0"]),
+        ("quantum fair q2 c1 b1", &["--policy", "fair", "--quantum", "2", "--write-concurrency", "1", "--kernel-buffer", "1"]),
+        ("quantum srpt q2 c1 b1", &["--policy", "srpt", "--quantum", "2", "--write-concurrency", "1", "--kernel-buffer", "1"]),
         ("quantum las q1 unlim.", &["--policy", "las", "--quantum", "1"]),
     ];
     let mut table = String::from("policy                 | /a        | /b        | /c        | /d        | /e\n");

@@ -1,6 +1,7 @@
 //! `sojourn-engine serve`: options, start-up (listeners, workers, admin, signals)
 //! and graceful shutdown. The event loop itself is in [`crate::worker`].
 
+use std::os::fd::AsRawFd;
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
@@ -34,8 +35,10 @@ pub struct ServeArgs {
 /// A listening socket with SO_REUSEPORT, so each worker can own one (the kernel
 /// spreads new connections across them). `delayed_ack`: TCP_QUICKACK off, which
 /// accepted connections inherit before their request arrives (setting it after
-/// accept would come too late: the request is usually ACKed by then).
-fn reuseport_listener(addr: std::net::SocketAddr, delayed_ack: bool) -> std::io::Result<std::net::TcpListener> {
+/// accept would come too late: the request is usually ACKed by then). `stamped`:
+/// receive timestamps, inherited likewise, so a request read after waiting in the
+/// accept queue still says when it arrived (what --admission judges by).
+fn reuseport_listener(addr: std::net::SocketAddr, delayed_ack: bool, stamped: bool) -> std::io::Result<std::net::TcpListener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     socket.set_reuse_address(true)?;
     socket.set_reuse_port(true)?;
@@ -45,6 +48,9 @@ fn reuseport_listener(addr: std::net::SocketAddr, delayed_ack: bool) -> std::io:
     if delayed_ack {
         // After listen(), which clears the ACK state (inet_csk_delack_init).
         socket.set_quickack(false)?;
+    }
+    if stamped {
+        sojourn_sys::socket::set_receive_timestamps(socket.as_raw_fd())?;
     }
     Ok(socket.into())
 }
@@ -136,7 +142,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let shared = Arc::new(Shared { settings, metrics, log, stages, opener });
     let mut workers = Vec::new();
     for index in 0..threads {
-        let listener = reuseport_listener(listen, shared.settings.delayed_ack).with_context(|| format!("--listen {listen}: cannot listen"))?;
+        let listener = reuseport_listener(listen, shared.settings.delayed_ack, shared.settings.admission.is_some()).with_context(|| format!("--listen {listen}: cannot listen"))?;
         let worker = Worker::new(index, listener, shared.clone())?;
         workers.push(std::thread::Builder::new().name(format!("worker-{index}")).spawn(move || worker.run())?);
     }

@@ -51,6 +51,10 @@ const EVENTS_BOUNDS: [f64; 12] = [0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128
 /// Response service time in seconds: request head parsed to last byte handed to the kernel.
 const SERVICE_BOUNDS: [f64; 14] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0];
 
+/// Waits unread in the kernel: from CoDel's 5 ms target to past 000 (H)'s 10-s abort time
+/// and a 21-s SYN retry.
+const UNREAD_BOUNDS: [f64; 13] = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0];
+
 /// The counters one worker updates: each worker has its own, on its own cache
 /// lines, so workers never contend; a scrape sums them.
 #[derive(Debug)]
@@ -78,6 +82,9 @@ pub struct Shard {
     pub ready_queue_length: AtomicI64,
     pub events_per_wait: Histogram,
     pub service_time: Histogram,
+    /// How long a request's first bytes waited in the kernel (the accept queue included)
+    /// before the server read them; measured only with --admission (receive timestamps).
+    pub unread_wait: Histogram,
     /// Requests refused by --admission, by [`Reason::index`].
     pub refusals: [AtomicU64; Reason::ALL.len()],
     /// The admission policy's level (f64 bits; NaN until it has one).
@@ -103,6 +110,7 @@ impl Shard {
             ready_queue_length: AtomicI64::new(0),
             events_per_wait: Histogram::new(&EVENTS_BOUNDS),
             service_time: Histogram::new(&SERVICE_BOUNDS),
+            unread_wait: Histogram::new(&UNREAD_BOUNDS),
             refusals: Default::default(),
             admission_level: AtomicU64::new(f64::NAN.to_bits()),
         }
@@ -232,6 +240,13 @@ impl Metrics {
         Histogram::render(&histograms, &mut out, "sojourn_epoll_ready_events", "Ready events returned per epoll_wait (001 §6.1).");
         let histograms: Vec<&Histogram> = self.shards.iter().map(|s| &s.service_time).collect();
         Histogram::render(&histograms, &mut out, "sojourn_service_time_seconds", "Request head parsed to last response byte handed to the kernel.");
+        let histograms: Vec<&Histogram> = self.shards.iter().map(|s| &s.unread_wait).collect();
+        Histogram::render(
+            &histograms,
+            &mut out,
+            "sojourn_unread_wait_seconds",
+            "A request's first bytes received by the host to read by the server, the accept queue included (measured with --admission only).",
+        );
         out
     }
 }

@@ -116,8 +116,11 @@ struct Conn {
     response: Option<Box<Response>>,
     /// When the connection began waiting for its next request.
     idle_since: Instant,
-    /// When the first byte of the pending request head arrived.
+    /// When the first byte of the pending request head was read.
     head_started: Option<Instant>,
+    /// When the bytes of the pending head's first read reached the host, by the kernel's
+    /// receive stamp (with --admission): what admission judges the request's wait from.
+    head_arrived: Option<Instant>,
     /// A write would block: out of the ready queue until epoll says writable.
     blocked: bool,
     /// Since when the socket has been full (meaningful while `blocked`).
@@ -418,6 +421,7 @@ impl Worker {
         }
         conn.idle_since = now;
         conn.head_started = (!conn.read_buf.is_empty()).then_some(now);
+        conn.head_arrived = None;
         if conn.read_buf.is_empty() {
             conn.read_buf = Vec::new(); // idle connections keep no buffer
         }

@@ -104,8 +104,9 @@ pub struct SimOptions {
     #[arg(long, requires = "write_concurrency", value_parser = sojourn_sched::bands::parse_bytes)]
     #[serde(default, deserialize_with = "bytes")]
     pub write_concurrency_from: Option<u64>,
-    /// Unsent bytes a socket may hold before a write blocks, as `serve --notsent-lowat`
-    /// (TCP_NOTSENT_LOWAT); default unlimited (every write is accepted).
+    /// Unsent bytes up to which a socket takes a write, as `serve --notsent-lowat`
+    /// (TCP_NOTSENT_LOWAT: a write is taken in part up to the mark, and a socket at the
+    /// mark turns writable below half of it); default (and 0, as in Linux) unlimited.
     #[arg(long, requires = "quantum", value_parser = sojourn_sched::bands::parse_bytes)]
     #[serde(default, deserialize_with = "bytes")]
     pub kernel_buffer: Option<u64>,

@@ -3,18 +3,28 @@
 //! The scheduling round is `sojourn_sched::Scheduler`, the type the server's
 //! worker drives too: it grants the next response a slot (limited write
 //! concurrency, 004 §3.3) and a quantum (004 §3.1); a write the kernel accepts
-//! frees the slot at once and re-queues the response with its new `Progress`; a
-//! write that would block keeps the slot until the socket is writable again.
+//! whole frees the slot at once and re-queues the response with its new `Progress`;
+//! a write the kernel takes only in part, or not at all, keeps the slot until the
+//! socket is writable again (the server's `write_quantum` returns `Blocked` on
+//! the `EAGAIN` that follows a partial write).
 //! This module only plays the kernel's part in virtual time, so the simulator
 //! cannot drift from the server.
 //!
 //! The kernel: each socket holds the bytes written but not yet on the link, and
 //! the link is shared equally among the sockets holding any (TCP flows sharing
-//! the bottleneck). A write is accepted while the socket holds at most
-//! `kernel_buffer` bytes (TCP_NOTSENT_LOWAT; unlimited by default, as with the
-//! kernel's large send buffers), and a blocked socket becomes writable when it
-//! drains to that level. A response is complete when its last byte leaves the
-//! link. Sharing uses virtual time like [`crate::ps`], with stale heap entries
+//! the bottleneck). With `kernel_buffer` (TCP_NOTSENT_LOWAT; unlimited by default,
+//! as with the kernel's large send buffers) a socket takes bytes while it holds
+//! fewer than the mark, and about up to it: `tcp_sendmsg` checks
+//! `sk_stream_memory_free` (unsent < lowat) before each new segment and returns the
+//! partial count (so Linux can pass the mark by the segment it fills; the model
+//! stops at the mark, rounded up to a byte). A
+//! socket that refused a write turns writable when it holds less than half the
+//! mark (`tcp_poll`: `(unsent << 1) < lowat`). Here "unsent" counts the bytes in
+//! flight too (the link has no round trip). Taking whole quanta instead, and waking
+//! at the full mark, freed every slot at once: bursts of first writes that ended
+//! CoDel's dropping state and refused a third of what the testbed did
+//! (docs/overload-control.md). A response is complete when its last byte leaves
+//! the link. Sharing uses virtual time like [`crate::ps`], with stale heap entries
 //! skipped by generation, so every event is `O(log n)`.
 //!
 //! With an admission policy (`serve --admission`, `sojourn_sched::admission`), the policy is
@@ -44,14 +54,15 @@ pub struct QuantumConfig {
     pub write_concurrency: Option<usize>,
     /// Only responses with at least this many bytes left need a slot (`serve --write-concurrency-from`).
     pub write_concurrency_from: Option<u64>,
-    /// Unsent bytes a socket may hold before a write blocks (TCP_NOTSENT_LOWAT); `None` = unlimited.
+    /// TCP_NOTSENT_LOWAT: a socket takes bytes only up to this many unsent; `None` (or 0,
+    /// which Linux reads as unset: the sysctl's default, unlimited) = unlimited.
     pub kernel_buffer: Option<u64>,
 }
 
 /// What happens when the virtual time reaches a tag.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Event {
-    /// The socket has drained to `kernel_buffer` bytes: a blocked write may go on.
+    /// The socket has drained to half of `kernel_buffer`: a blocked write may go on.
     Writable,
     /// The socket is empty.
     Drained,
@@ -98,7 +109,7 @@ fn at(seconds: f64) -> Duration {
 impl Quantum {
     pub fn new(config: QuantumConfig) -> Self {
         Quantum {
-            kernel_buffer: config.kernel_buffer.map(|b| b as f64),
+            kernel_buffer: config.kernel_buffer.filter(|&b| b > 0).map(|b| b as f64),
             scheduler: Scheduler::new(config.policy, config.quantum, config.write_concurrency).slots_from(config.write_concurrency_from),
             sockets: Vec::new(),
             virtual_time: 0.0,
@@ -136,17 +147,29 @@ impl Quantum {
         }
     }
 
-    /// Whether the socket takes a write now; half a byte of slack absorbs rounding
-    /// at the moment a blocked socket turns writable.
-    fn accepts(&self, job: JobIndex) -> bool {
-        !self.kernel_buffer.is_some_and(|limit| self.unsent(job) > limit + 0.5)
+    /// Bytes of a `bytes` write the socket takes now: all of them without a mark, else
+    /// what fits under it (rounded up: the kernel copies whole segments while below the
+    /// mark); 0 when the socket holds the mark already (half a byte of slack absorbs
+    /// rounding at the moment a blocked socket turns writable).
+    fn room(&self, job: JobIndex, bytes: u64) -> u64 {
+        match self.kernel_buffer {
+            None => bytes,
+            Some(limit) => {
+                let free = limit - self.unsent(job);
+                if free < 0.5 {
+                    0
+                } else {
+                    bytes.min(free.ceil() as u64)
+                }
+            }
+        }
     }
 
     fn schedule(&mut self, job: JobIndex, event: Event) {
         let s = &self.sockets[job as usize];
         let tag = match event {
             Event::Drained => s.drained_at,
-            Event::Writable => s.drained_at - self.kernel_buffer.unwrap_or(0.0),
+            Event::Writable => s.drained_at - self.kernel_buffer.unwrap_or(0.0) / 2.0,
         };
         self.events.push(Reverse((Amount(tag.max(self.virtual_time)), event, job, s.generation)));
     }
@@ -177,14 +200,15 @@ impl Quantum {
                 }
             }
             self.quanta += 1;
-            if !self.accepts(job) {
+            let taken = self.room(job, grant.bytes);
+            if taken == 0 {
                 // Blocked: the slot stays taken until the Writable event.
                 self.scheduler.blocked(grant.job);
                 self.schedule(job, Event::Writable);
                 continue;
             }
             let s = &mut self.sockets[job as usize];
-            s.progress = s.progress.after(grant.bytes);
+            s.progress = s.progress.after(taken);
             if !s.holding {
                 if self.holding == 0 {
                     self.virtual_time = 0.0;
@@ -193,11 +217,17 @@ impl Quantum {
                 s.drained_at = self.virtual_time;
                 self.holding += 1;
             }
-            s.drained_at += grant.bytes as f64;
+            s.drained_at += taken as f64;
             s.generation += 1;
             let (progress, arrived) = (s.progress, s.arrived);
             self.schedule(job, Event::Drained);
             serving.push(job);
+            if taken < grant.bytes {
+                // A partial write: the server's next write gets EAGAIN, and the slot stays taken.
+                self.scheduler.blocked(grant.job);
+                self.schedule(job, Event::Writable);
+                continue;
+            }
             if !self.scheduler.wrote(grant.job, progress) {
                 // The last byte went to the kernel: where the server's worker finishes it.
                 if let Some(admission) = self.admission.as_mut() {
@@ -223,7 +253,7 @@ impl Discipline for Quantum {
         self.sockets[index].progress = Progress::new(bytes);
         self.sockets[index].arrived = self.now;
         if let Some(admission) = self.admission.as_mut() {
-            if let Verdict::Refuse(_) = admission.arrive(at(self.now), job as JobId, Some(bytes)) {
+            if let Verdict::Refuse(_) = admission.arrive(at(self.now), job as JobId, at(self.now), Some(bytes)) {
                 self.sockets[index].refused = true;
                 serving.push(job);
                 self.empty.push(job);
@@ -304,31 +334,41 @@ mod tests {
 
     #[test]
     fn one_slot_srpt_by_hand() {
-        // Quantum 2, buffer 0 (a write blocks while its socket holds anything), one slot,
-        // 1 byte/s. t=0: job 0 (5) writes 2, is popped again and blocks (slot held) until
-        // its socket empties at t=2; job 1 (1) arrives at t=1 and waits. t=2: job 1 (1 left)
-        // beats job 0 (3 left) and writes its byte; the write is accepted, the slot freed,
-        // so job 0 writes 2 more: the two share the link and job 1 finishes at t=4. Job 0
-        // blocks, drains at t=5, writes its last byte: t=6.
-        assert_eq!(run(PolicyKind::Srpt, 2, Some(1), Some(0), &[(0.0, 5.0), (1.0, 1.0)]), vec![6.0, 4.0]);
+        // Quantum 2, mark 2, one slot, 1 byte/s. t=0: job 0 (5) writes 2 (taken whole), is
+        // granted again and blocks, holding the slot, until its socket is under half the mark
+        // (t=1); then it takes 1 of its 2 (up to the mark): a partial write, the slot stays
+        // taken until t=2. Job 1 (1) arrived at t=1 and waited. t=2: job 1 (1 left) beats
+        // job 0 (2 left) and writes its byte; job 0 writes 1 (partial, socket at the mark
+        // again). The two share the link: job 1 done at t=4, when job 0 holds 1 byte and
+        // takes its last one: t=6.
+        assert_eq!(run(PolicyKind::Srpt, 2, Some(1), Some(2), &[(0.0, 5.0), (1.0, 1.0)]), vec![6.0, 4.0]);
     }
 
     #[test]
     fn one_slot_from_a_threshold_by_hand() {
         // As one_slot_srpt_by_hand, but only responses with 3 bytes or more left need the
-        // slot: job 1 (1 byte) arrives at t=1 while job 0 holds the slot blocked, and is
-        // written at once. The two sockets share the link (1 byte each unsent): both
-        // drained at t=3, job 1 done. Job 0 (3 left) writes 2, blocks, drains at t=5,
-        // writes its last byte: t=6.
-        assert_eq!(run_from(PolicyKind::Srpt, 2, Some(1), Some(3), Some(0), &[(0.0, 5.0), (1.0, 1.0)]), vec![6.0, 3.0]);
+        // slot: at t=1 job 0 takes 1 of its 3 left (partial, slot held) and job 1 (1 byte)
+        // is written at once, without a slot. The sockets share the link (2 and 1 unsent):
+        // job 1 done at t=3, when job 0 is under half the mark again and takes 1 more
+        // (partial), then at t=4 its last byte: t=6.
+        assert_eq!(run_from(PolicyKind::Srpt, 2, Some(1), Some(3), Some(2), &[(0.0, 5.0), (1.0, 1.0)]), vec![6.0, 3.0]);
     }
 
     #[test]
     fn one_slot_fair_by_hand() {
-        // Quantum 1, buffer 0, one slot, both at t=0. Job 0 writes 1 and then blocks, holding
-        // the slot, so job 1 waits until job 0's byte left (t=1). Then both write a byte
-        // (round robin) and share the link: drained at t=3; again: both done at t=5.
-        assert_eq!(run(PolicyKind::Fair, 1, Some(1), Some(0), &[(0.0, 3.0), (0.0, 2.0)]), vec![5.0, 5.0]);
+        // Quantum 1, mark 1, one slot, both at t=0. Job 0 writes 1 and then blocks, holding
+        // the slot, until half its byte left (t=0.5). Round robin: job 1 writes 1, job 0
+        // writes 1 (its socket 1.5), job 1 blocks at the mark (holding 1). Sharing the link,
+        // job 1 is under half the mark at t=1.5, but job 0, first in the round, holds 1 byte
+        // and blocks until t=2.5, when job 1's socket is empty: both write their last byte
+        // (1.5 and 1 unsent) and job 1 is done at t=4.5, job 0 at t=5.
+        assert_eq!(run(PolicyKind::Fair, 1, Some(1), Some(1), &[(0.0, 3.0), (0.0, 2.0)]), vec![5.0, 4.5]);
+    }
+
+    #[test]
+    fn a_mark_of_zero_is_unset_as_in_linux() {
+        let list = [(0.0, 4.0), (1.0, 1.0), (2.0, 2.0)];
+        assert_eq!(run(PolicyKind::Srpt, 1, Some(1), Some(0), &list), run(PolicyKind::Srpt, 1, Some(1), None, &list));
     }
 
     #[test]
@@ -348,18 +388,19 @@ mod tests {
         let list = [(0.0, 400.0), (100.0, 100.0), (200.0, 200.0)];
         let jobs: Vec<Job> = list.iter().map(|&(a, s)| Job { arrival: a, size: s }).collect();
         let fluid = FluidPolicy::Srpt.run(&jobs, 1.0);
-        let q = run(PolicyKind::Srpt, 1, Some(1), Some(0), &list);
+        let q = run(PolicyKind::Srpt, 1, Some(1), Some(1), &list);
         // Whenever a response writes its last byte the next one writes too and they share
-        // the link for a quantum, so each completion can shift others by one quantum.
+        // the link while the first still holds up to the mark plus a partial write's rounding
+        // up (under two bytes here), so each completion can shift others by two quanta.
         for (a, b) in q.iter().zip(&fluid) {
-            assert!((a - b.finish).abs() <= list.len() as f64, "{a} vs {}", b.finish);
+            assert!((a - b.finish).abs() <= 2.0 * list.len() as f64, "{a} vs {}", b.finish);
         }
     }
 
-    /// Runs `list` under SRPT with one slot, a quantum of 1 and no socket buffer, asking `admission`.
+    /// Runs `list` under SRPT with one slot, a quantum of 1 and a mark of 1 byte, asking `admission`.
     fn with_admission(admission: &str, list: &[(f64, f64)]) -> (Vec<f64>, Vec<bool>) {
         let jobs: Vec<Job> = list.iter().map(|&(arrival, size)| Job { arrival, size }).collect();
-        let config = QuantumConfig { policy: PolicyKind::Srpt, quantum: 1, write_concurrency: Some(1), write_concurrency_from: None, kernel_buffer: Some(0) };
+        let config = QuantumConfig { policy: PolicyKind::Srpt, quantum: 1, write_concurrency: Some(1), write_concurrency_from: None, kernel_buffer: Some(1) };
         let spec: sojourn_sched::AdmissionSpec = admission.parse().unwrap();
         let mut q = Quantum::new(config).with_admission(spec.build(sojourn_sched::Order::ShortestFirst));
         let finish = simulate(&mut q, &jobs, 1.0).iter().map(|s| s.finish).collect();
@@ -380,11 +421,11 @@ mod tests {
 
     #[test]
     fn codel_refuses_at_the_first_grant_only() {
-        // Ten 3-byte responses at t=0, one slot, 1 byte/s: a response blocks on its second
-        // quantum holding the slot, so the next one's first grant waits ~3 s. The second's wait
-        // starts CoDel's interval; the third, ~3 s later, is refused at its grant, which frees the
-        // slot at once for the fourth (its next drop is 100 ms later). When the fourth is done, 3 s
-        // on, the next drop times (100 ms / sqrt(count) apart, RFC 8289 §3.2) are long past, so the
+        // Ten 3-byte responses at t=0, one slot, 1 byte/s: a response holds the slot, blocked at
+        // the 1-byte mark, until its last byte is written, so the next one's first grant waits
+        // 1.5-2 s. The second's wait starts CoDel's interval; the third, later again, is refused at
+        // its grant, which frees the slot at once for the fourth (its next drop is 100 ms later).
+        // When the fourth has written its bytes, seconds on, the next drop times (100 ms / sqrt(count) apart, RFC 8289 §3.2) are long past, so the
         // rest are refused one grant after the other, as the RFC's dequeue loop would.
         let list: Vec<(f64, f64)> = (0..10).map(|_| (0.0, 3.0)).collect();
         let (finish, refused) = with_admission("codel", &list);

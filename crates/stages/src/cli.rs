@@ -198,7 +198,7 @@ fn print_row(config: &StudyConfig, result: &StudyResult, json: bool) -> anyhow::
 /// `--weights 5,1,1,1 --weights 1,5,1,1` arrives flattened: split per stage count.
 fn split_weight_sets(flat: &[f64], stages: usize) -> anyhow::Result<Vec<Vec<f64>>> {
     anyhow::ensure!(
-        stages > 0 && flat.len() % stages == 0,
+        stages > 0 && flat.len().is_multiple_of(stages),
         "--weights has {} numbers; expected a multiple of the number of stages ({stages})",
         flat.len()
     );

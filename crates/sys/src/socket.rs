@@ -1,8 +1,10 @@
 //! The socket calls that neither std nor mio nor socket2 offer: `sendfile`, `SO_PRIORITY`,
-//! `TCP_NOTSENT_LOWAT` and `IP_BIND_ADDRESS_NO_PORT`.
+//! `TCP_NOTSENT_LOWAT`, `IP_BIND_ADDRESS_NO_PORT`, and reads that say when their bytes
+//! reached the host (`SO_TIMESTAMPNS`).
 
 use std::io;
 use std::os::fd::RawFd;
+use std::time::{Duration, SystemTime};
 
 use crate::check;
 
@@ -35,6 +37,49 @@ const IP_BIND_ADDRESS_NO_PORT: libc::c_int = 24;
 /// at connect(), against the whole 4-tuple. Kernels before 4.2 refuse it.
 pub fn bind_address_no_port(socket: RawFd) -> io::Result<()> {
     set_int_option(socket, libc::IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, 1)
+}
+
+/// Sets `SO_TIMESTAMPNS`: [`recv_stamped`] then says when the bytes it read were received
+/// by the host. Accepted sockets inherit it from their listener (the flag is copied with the
+/// socket), so bytes that waited in the accept queue carry their arrival time too. The first
+/// such socket of the system turns stamping on from a work queue, so bytes received in the
+/// next few milliseconds may come without a stamp.
+pub fn set_receive_timestamps(socket: RawFd) -> io::Result<()> {
+    set_int_option(socket, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)
+}
+
+/// Reads into `buf` like `read`, and returns with the count when the last byte read was
+/// received by the host (the kernel's receive timestamp, CLOCK_REALTIME; TCP hands it over
+/// since Linux 4.13, `tcp_recv_timestamp`), `None` without `SO_TIMESTAMPNS` or a stamp.
+pub fn recv_stamped(socket: RawFd, buf: &mut [u8]) -> io::Result<(usize, Option<SystemTime>)> {
+    // Room for one cmsghdr and its timespec, aligned as the kernel writes them.
+    let mut control = [0u64; 8];
+    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+    // SAFETY: an all-zero msghdr is valid (no name, no buffers) before the fields are set.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control) as _;
+    // SAFETY: `msg` points at `iov` (over `buf`) and `control`, which outlive the call; the
+    // kernel writes at most their given lengths.
+    let read = check(unsafe { libc::recvmsg(socket, &mut msg, 0) })? as usize;
+    let mut stamp = None;
+    // SAFETY: the CMSG_* walk stays within `msg_controllen`, which the kernel set; a
+    // SCM_TIMESTAMPNS message holds one timespec, read unaligned.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_TIMESTAMPNS {
+                let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast());
+                if ts.tv_sec > 0 {
+                    stamp = Some(SystemTime::UNIX_EPOCH + Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32));
+                }
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+    }
+    Ok((read, stamp))
 }
 
 /// Sends up to `count` bytes of `file` from `*offset` to `socket` and advances
@@ -73,5 +118,34 @@ mod tests {
         let mut received = [0; 4];
         receiver.read_exact(&mut received).unwrap();
         assert_eq!(&received, b"3456");
+    }
+
+    #[test]
+    fn a_stamped_read_says_when_the_bytes_arrived_also_after_the_accept_queue() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        set_receive_timestamps(listener.as_raw_fd()).unwrap();
+        // The first such socket turns the kernel's receive stamping on from a work queue
+        // (net_enable_timestamp): packets in the next moments may go unstamped.
+        std::thread::sleep(Duration::from_millis(100));
+        let mut sender = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        sender.write_all(b"GET / HTTP/1.1\r\n\r\n").unwrap();
+        let sent = SystemTime::now();
+        // The connection and its request wait in the accept queue.
+        std::thread::sleep(Duration::from_millis(200));
+        let (receiver, _) = listener.accept().unwrap();
+        let mut buf = [0; 64];
+        let (n, stamp) = recv_stamped(receiver.as_raw_fd(), &mut buf).unwrap();
+        assert_eq!(&buf[..n], b"GET / HTTP/1.1\r\n\r\n");
+        let stamp = stamp.expect("the accepted socket inherits SO_TIMESTAMPNS");
+        let waited = SystemTime::now().duration_since(stamp).unwrap();
+        assert!(waited >= Duration::from_millis(200), "stamped {waited:?} before the read");
+        assert!(stamp.duration_since(sent).unwrap_or_default() < Duration::from_millis(100), "stamped long after it was sent");
+        // Without the option, no stamp.
+        let plain = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut sender = TcpStream::connect(plain.local_addr().unwrap()).unwrap();
+        sender.write_all(b"x").unwrap();
+        let (receiver, _) = plain.accept().unwrap();
+        std::thread::sleep(Duration::from_millis(10));
+        assert_eq!(recv_stamped(receiver.as_raw_fd(), &mut buf).unwrap(), (1, None));
     }
 }

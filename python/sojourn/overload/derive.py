@@ -27,9 +27,11 @@ Definitions (issue 32), over the final attempt of every request (sojourn.analysi
   drain`` seconds, or the run's p99 response time if shorter (000 §4's clients never time out),
   are left out of the span;
 * completed sessions per second (003's productivity of sessions), in session mode;
-* the server's refusals by reason (``sojourn_admission_refusals_total``), and the SYNs the
+* the server's refusals by reason (``sojourn_admission_refusals_total``), the SYNs the
   server's host dropped (the repetition's summary: demand queued beyond the server's
-  connection cap, where no admission policy of the server looks).
+  connection cap, where no admission policy of the server looks), and the mean time requests
+  waited unread in the kernel, the accept queue included (``sojourn_unread_wait_seconds``,
+  measured with an admission policy, which judges requests from their arrival there).
 """
 
 from __future__ import annotations
@@ -172,6 +174,18 @@ def request_numbers(requests: pd.DataFrame, periods: list[dict], censor_s: float
     }
 
 
+def unread_wait_mean(metrics_text: str) -> float:
+    """Mean ``sojourn_unread_wait_seconds``: how long requests' first bytes waited in the
+    kernel (the accept queue included) before the server read them; NaN where the server
+    did not measure it (no admission policy, or a server before the measure)."""
+    for family in text_string_to_metric_families(metrics_text):
+        if family.name == "sojourn_unread_wait_seconds":
+            values = {sample.name: sample.value for sample in family.samples}
+            count = values.get("sojourn_unread_wait_seconds_count", 0.0)
+            return values["sojourn_unread_wait_seconds_sum"] / count if count else math.nan
+    return math.nan
+
+
 def derive(directory: str | Path) -> dict:
     """The doc's numbers for one repetition directory (results/<name>/<run>/<rep>/)."""
     rep = open_repetition(directory)
@@ -188,6 +202,7 @@ def derive(directory: str | Path) -> dict:
         "sessions_per_s": (workload["sessions_completed"] / span
                            if "sessions_completed" in workload and span > 0 else None),
         "server_refusals": refusals_by_reason(metrics) if metrics is not None else {},
+        "unread_wait_mean": unread_wait_mean(metrics) if metrics is not None else math.nan,
         # 000 §4's sign that the server's queue overflowed into the kernel's: SYNs dropped.
         "syn_drops": rep.json("summary.json").get("syn_drops", math.nan),
     }

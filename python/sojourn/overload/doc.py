@@ -40,6 +40,7 @@ METRICS = (
     ("refused_bytes_share", "refused bytes %", 100.0, None),
     ("refused_swing", "refusal swing %", 100.0, None),
     ("syn_drops", "SYN drops", 1.0, None),
+    ("unread_wait_mean", "unread wait s", 1.0, None),
     ("settle", "settle s", 1.0, None),  # settling fast onto a high plateau (FAIR's) is no win
     ("sessions_per_s", "sessions/s", 1.0, True),
 )
@@ -250,7 +251,11 @@ def build(published: Path = PUBLISHED, doc: Path = DOC) -> str:
         "refused bytes % is the share of the offered body bytes refused, against the 1 - 1/rho "
         "(16.7% at rho 1.2, 28.6% at 1.4) that must go unserved at all; response times are of "
         "completed requests; SYN drops counts the SYNs the server's host dropped, demand queued beyond "
-        "the server's connection cap, where no admission policy of the server looks (000 §4); settle is the time from a step up in load until "
+        "the server's connection cap, where no admission policy of the server looks (000 §4); unread wait is "
+        "the mean time a request's first bytes waited in the kernel before the server read them, the accept "
+        "queue included (`sojourn_unread_wait_seconds`, measured with an admission policy since it judges "
+        "requests from that arrival; — for runs without a policy, or from before the measure, whose policy judged "
+        "requests from when the server read them); settle is the time from a step up in load until "
         "the mean response time (by bins of a sixtieth of the span, a running median over 5 bins) "
         "stays within 25% of its level (never: it did not, still climbing or swinging); sessions/s is 003's completed sessions per second. Cells are means over "
         "repetitions with their 90% interval.", "",

@@ -119,7 +119,11 @@ def main(args: argparse.Namespace) -> int:
             if code:
                 console.print(f"[yellow]{entry.name}: some repetitions are partial; published as they are[/]")
                 status = status or code
-            # The doc follows each publication, so a campaign stopped later leaves it whole.
+            # The doc follows each publication, so a campaign stopped later leaves it whole. A
+            # fresh context: the old one cached every experiment's published repetitions as they
+            # were when the previous doc was written (a campaign's doc kept an experiment's
+            # old rows after its new repetitions were published).
+            ctx = Context(paper, args.docs)
             _write_docs(console, paper, ctx)
             written = True
         console.print(f"{paper.tag}: {len(chosen)} experiment(s) in {time.monotonic() - started:.0f} s")

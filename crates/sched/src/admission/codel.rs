@@ -85,7 +85,7 @@ impl Admission for Codel {
         "codel"
     }
 
-    fn arrive(&mut self, _now: Duration, _job: JobId, _size: Option<u64>) -> Verdict {
+    fn arrive(&mut self, _now: Duration, _job: JobId, _arrived: Duration, _size: Option<u64>) -> Verdict {
         Verdict::Admit
     }
 
@@ -146,7 +146,7 @@ mod tests {
     #[test]
     fn never_refuses_at_arrival() {
         let mut c = Codel::new(CodelConfig::default());
-        assert_eq!(c.arrive(ms(0), 1, Some(1 << 30)), Verdict::Admit);
+        assert_eq!(c.arrive(ms(0), 1, ms(0), Some(1 << 30)), Verdict::Admit);
     }
 
     proptest! {

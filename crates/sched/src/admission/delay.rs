@@ -85,7 +85,7 @@ impl Admission for Delay {
         "delay"
     }
 
-    fn arrive(&mut self, now: Duration, _job: JobId, _size: Option<u64>) -> Verdict {
+    fn arrive(&mut self, now: Duration, _job: JobId, _arrived: Duration, _size: Option<u64>) -> Verdict {
         self.roll(now);
         self.credit = (self.credit + self.share).min(1.0 + self.share);
         if self.credit >= 1.0 {
@@ -120,17 +120,17 @@ mod tests {
     #[test]
     fn an_overloaded_window_cuts_admissions_by_alpha_and_calm_ones_give_back_beta() {
         let mut d = Delay::new(DelayConfig::default());
-        assert_eq!(d.arrive(ms(0), 0, None), Verdict::Admit);
+        assert_eq!(d.arrive(ms(0), 0, ms(0), None), Verdict::Admit);
         // One window of 30 ms mean wait: overloaded.
         d.first_write(ms(500), 0, ms(470));
-        d.arrive(ms(1000), 0, None);
+        d.arrive(ms(1000), 0, ms(1000), None);
         assert!((d.share - 0.95).abs() < 1e-12, "{}", d.share);
         // Of the next 100 arrivals (inside one window), 95 are admitted.
-        let admitted = (0..100).filter(|i| d.arrive(ms(1001 + i), 0, None) == Verdict::Admit).count();
+        let admitted = (0..100).filter(|i| d.arrive(ms(1001 + i), 0, ms(1001 + i), None) == Verdict::Admit).count();
         assert_eq!(admitted, 95);
         // A calm window (10 ms mean) gives back 1%.
         d.first_write(ms(1500), 0, ms(1490));
-        d.arrive(ms(2100), 0, None);
+        d.arrive(ms(2100), 0, ms(2100), None);
         assert!((d.share - 0.96).abs() < 1e-12, "{}", d.share);
         assert_eq!(d.level(), Some(d.share));
     }
@@ -161,7 +161,7 @@ mod tests {
             prop_assert!(share > 0.0 && share <= 1.0);
             // All arrivals inside one window, so the share does not move.
             let start = d.window_start;
-            let admitted = (0..arrivals).filter(|_| d.arrive(start, 0, None) == Verdict::Admit).count() as f64;
+            let admitted = (0..arrivals).filter(|_| d.arrive(start, 0, start, None) == Verdict::Admit).count() as f64;
             prop_assert!((admitted - share * arrivals as f64).abs() <= 1.0 + 1e-9, "{} of {} at {}", admitted, arrivals, share);
         }
     }

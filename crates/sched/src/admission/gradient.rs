@@ -152,7 +152,7 @@ impl Admission for Gradient {
         "gradient"
     }
 
-    fn arrive(&mut self, now: Duration, _job: JobId, _size: Option<u64>) -> Verdict {
+    fn arrive(&mut self, now: Duration, _job: JobId, _arrived: Duration, _size: Option<u64>) -> Verdict {
         self.update(now);
         if self.in_flight >= self.limit() {
             return Verdict::Refuse(Reason::ConcurrencyLimit);
@@ -194,11 +194,11 @@ mod tests {
         let mut g = Gradient::new(GradientConfig::default());
         assert_eq!(g.limit(), 3, "the first probe pins the limit to min_limit");
         for _ in 0..3 {
-            assert_eq!(g.arrive(ms(0), 0, None), Verdict::Admit);
+            assert_eq!(g.arrive(ms(0), 0, ms(0), None), Verdict::Admit);
         }
-        assert_eq!(g.arrive(ms(0), 0, None), Verdict::Refuse(Reason::ConcurrencyLimit));
+        assert_eq!(g.arrive(ms(0), 0, ms(0), None), Verdict::Refuse(Reason::ConcurrencyLimit));
         g.left(ms(10), 0, ms(0), true);
-        assert_eq!(g.arrive(ms(10), 0, None), Verdict::Admit, "a request left: room for one");
+        assert_eq!(g.arrive(ms(10), 0, ms(10), None), Verdict::Admit, "a request left: room for one");
         window(&mut g, ms(10), 49, ms(10));
         assert_eq!(g.min_rtt, ms(10));
         assert_eq!(g.limit(), 3, "back to the limit held before the probe");
@@ -241,7 +241,7 @@ mod tests {
             for (gap, latency, arrive) in events {
                 now += ms(gap);
                 if arrive || in_flight.is_empty() {
-                    if g.arrive(now, 0, None) == Verdict::Admit {
+                    if g.arrive(now, 0, now, None) == Verdict::Admit {
                         in_flight.push(now);
                         prop_assert!(in_flight.len() as u32 <= g.limit(), "admitted beyond the limit");
                     }

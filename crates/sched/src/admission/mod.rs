@@ -16,8 +16,10 @@
 //! passing the time in as a [`Duration`] since an origin of its choosing (as the scheduler
 //! takes bytes, these take time: nothing here reads a clock):
 //!
-//! - [`Admission::arrive`]: a request whose response has `size` bytes (if known) arrived: take
-//!   it or refuse it now;
+//! - [`Admission::arrive`]: a request whose response has `size` bytes (if known), which arrived
+//!   at `arrived`, is read by the server `now`: take it or refuse it now. The two differ by
+//!   the time its bytes waited in the kernel (a connection in the accept queue, 000 §2); the
+//!   simulator has no such queue and passes `now` twice;
 //! - [`Admission::first_write`]: an admitted response is granted its first write, `arrived`
 //!   being when its request came: go on, or refuse it now, before any byte (CoDel drops at
 //!   dequeue, RFC 8289 §3.2, and the first write is a request's dequeue);
@@ -82,8 +84,9 @@ pub enum Verdict {
 pub trait Admission: Send + fmt::Debug {
     /// The name used on command lines and in configs.
     fn name(&self) -> &'static str;
-    /// A request arrived whose response has `size` bytes (`None`: not known before it is made).
-    fn arrive(&mut self, now: Duration, job: JobId, size: Option<u64>) -> Verdict;
+    /// A request that arrived at `arrived`, whose response has `size` bytes (`None`: not known
+    /// before it is made), is read `now`.
+    fn arrive(&mut self, now: Duration, job: JobId, arrived: Duration, size: Option<u64>) -> Verdict;
     /// The admitted `job`, whose request arrived at `arrived`, is granted its first write.
     fn first_write(&mut self, _now: Duration, _job: JobId, _arrived: Duration) -> Verdict {
         Verdict::Admit

@@ -13,7 +13,9 @@
 //! ```
 //!
 //! (`r_i` the bytes left of those in the model), a bound later arrivals can only push back.
-//! When it exceeds `deadline` the request is refused at once. Both predictions grow with
+//! When that, added to the time the request already waited before the server read it (in the
+//! accept queue while the server is at its connection limit, 000 §2), exceeds `deadline`,
+//! the request is refused at once. Both predictions grow with
 //! `s`, so under overload the largest requests are refused first: under SRPT those are the
 //! ones it starves anyway (000 §4: SRPT's backlog under persistent overload is of large
 //! requests). The default deadline is 10 s, when 000 Table 2 (H)'s users abort and reload.
@@ -138,11 +140,12 @@ impl Admission for Size {
         "size"
     }
 
-    fn arrive(&mut self, now: Duration, job: JobId, size: Option<u64>) -> Verdict {
+    fn arrive(&mut self, now: Duration, job: JobId, arrived: Duration, size: Option<u64>) -> Verdict {
         self.drain(now);
         // A response whose size is not known yet (a /stage/ reply) cannot be judged.
         let Some(size) = size else { return Verdict::Admit };
-        if self.predict(size) > self.deadline {
+        // The deadline runs from the request's arrival, also while it waited unread.
+        if now.saturating_sub(arrived).as_secs_f64() + self.predict(size) > self.deadline {
             return Verdict::Refuse(Reason::Deadline);
         }
         self.left.insert(job, size as f64);
@@ -183,39 +186,49 @@ mod tests {
     #[test]
     fn srpt_refuses_the_large_and_keeps_the_small() {
         let mut m = size(Order::ShortestFirst);
-        assert_eq!(m.arrive(s(0.0), 1, Some(6000)), Verdict::Admit);
-        assert_eq!(m.arrive(s(0.0), 2, Some(3000)), Verdict::Admit);
+        assert_eq!(m.arrive(s(0.0), 1, s(0.0), Some(6000)), Verdict::Admit);
+        assert_eq!(m.arrive(s(0.0), 2, s(0.0), Some(3000)), Verdict::Admit);
         // 5000 bytes: 3000 ahead of it (6000 is larger, so behind): 8 s.
         assert!((m.predict(5000) - 8.0).abs() < 1e-9);
         // 7000: 9000 ahead: 16 s > 10 s: refused, while 100 bytes go through.
-        assert_eq!(m.arrive(s(0.0), 3, Some(7000)), Verdict::Refuse(Reason::Deadline));
-        assert_eq!(m.arrive(s(0.0), 4, Some(100)), Verdict::Admit);
+        assert_eq!(m.arrive(s(0.0), 3, s(0.0), Some(7000)), Verdict::Refuse(Reason::Deadline));
+        assert_eq!(m.arrive(s(0.0), 4, s(0.0), Some(100)), Verdict::Admit);
         // 3.1 s later the model served 100 then 3000 bytes: only job 1's 6000 remain.
         m.drain(s(3.1));
         assert_eq!(m.backlog(), vec![(6000.0, 1)]);
-        assert_eq!(m.arrive(s(3.1), 3, Some(7000)), Verdict::Refuse(Reason::Deadline), "13 s");
+        assert_eq!(m.arrive(s(3.1), 3, s(3.1), Some(7000)), Verdict::Refuse(Reason::Deadline), "13 s");
         m.left(s(4.0), 1, s(0.0), true);
-        assert_eq!(m.arrive(s(4.0), 3, Some(7000)), Verdict::Admit, "alone: 7 s");
+        assert_eq!(m.arrive(s(4.0), 3, s(4.0), Some(7000)), Verdict::Admit, "alone: 7 s");
     }
 
     #[test]
     fn fair_shares_the_link_in_its_prediction_and_drain() {
         let mut m = size(Order::Shared);
-        assert_eq!(m.arrive(s(0.0), 1, Some(6000)), Verdict::Admit);
-        assert_eq!(m.arrive(s(0.0), 2, Some(2000)), Verdict::Admit);
+        assert_eq!(m.arrive(s(0.0), 1, s(0.0), Some(6000)), Verdict::Admit);
+        assert_eq!(m.arrive(s(0.0), 2, s(0.0), Some(2000)), Verdict::Admit);
         // 3000 bytes under sharing: 3000 + min(6000, 3000) + 2000 = 8000: 8 s.
         assert!((m.predict(3000) - 8.0).abs() < 1e-9);
         // 5 s: both drain at 500 B/s until job 2 is done at 4 s, then job 1 alone: 6000 - 3000.
         m.drain(s(5.0));
         assert_eq!(m.backlog(), vec![(3000.0, 1)]);
-        assert_eq!(m.arrive(s(5.0), 3, Some(1)), Verdict::Admit);
-        assert_eq!(m.arrive(s(5.0), 4, None), Verdict::Admit, "an unknown size is not judged");
+        assert_eq!(m.arrive(s(5.0), 3, s(5.0), Some(1)), Verdict::Admit);
+        assert_eq!(m.arrive(s(5.0), 4, s(5.0), None), Verdict::Admit, "an unknown size is not judged");
+    }
+
+    #[test]
+    fn the_deadline_counts_the_wait_before_the_request_was_read() {
+        let mut m = size(Order::Shared);
+        // 4000 bytes alone: 4 s, within 10 s when read at once, past it after 7 s unread.
+        assert_eq!(m.arrive(s(7.0), 1, s(7.0), Some(4000)), Verdict::Admit);
+        m.left(s(7.0), 1, s(7.0), false);
+        assert_eq!(m.arrive(s(7.0), 2, s(0.0), Some(4000)), Verdict::Refuse(Reason::Deadline));
+        assert_eq!(m.arrive(s(7.0), 3, s(0.0), Some(2000)), Verdict::Admit, "7 + 2 s: in time");
     }
 
     #[test]
     fn a_response_pushed_back_past_its_deadline_is_refused_at_its_first_write() {
         let mut m = size(Order::ShortestFirst);
-        assert_eq!(m.arrive(s(0.0), 1, Some(5000)), Verdict::Admit, "5 s alone");
+        assert_eq!(m.arrive(s(0.0), 1, s(0.0), Some(5000)), Verdict::Admit, "5 s alone");
         // Granted at 4 s: 4 + 5 = 9 s <= 10 s; at 6 s: 11 s, it would miss the deadline anyway.
         assert_eq!(m.first_write(s(4.0), 1, s(0.0)), Verdict::Admit);
         assert_eq!(m.first_write(s(6.0), 1, s(0.0)), Verdict::Refuse(Reason::Deadline));
@@ -240,7 +253,7 @@ mod tests {
                 now += Duration::from_millis(gap_ms);
                 m.drain(now);
                 let predicted = m.predict(bytes);
-                let verdict = m.arrive(now, job as JobId, Some(bytes));
+                let verdict = m.arrive(now, job as JobId, now, Some(bytes));
                 prop_assert_eq!(verdict == Verdict::Admit, predicted <= 10.0);
             }
             let mut sizes = probe;
@@ -254,7 +267,7 @@ mod tests {
         fn the_model_conserves_work(order in arb_order(), sizes in prop::collection::vec(1u64..5000, 1..30), t in 0.0f64..30.0) {
             let mut m = Size::new(SizeConfig { deadline: Duration::from_secs(1_000_000), rate_bytes_per_s: Some(1000.0) }, order);
             for (job, bytes) in sizes.iter().enumerate() {
-                m.arrive(Duration::ZERO, job as JobId, Some(*bytes));
+                m.arrive(Duration::ZERO, job as JobId, Duration::ZERO, Some(*bytes));
             }
             let before: f64 = m.left.values().sum();
             m.drain(Duration::from_secs_f64(t));

@@ -75,6 +75,7 @@ impl Worker {
                     response: None,
                     idle_since: now,
                     head_started: None,
+                    head_arrived: None,
                     blocked: false,
                     blocked_since: now,
                     peer_closed: false,

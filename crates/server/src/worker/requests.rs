@@ -30,10 +30,25 @@ impl Worker {
                 conn.read_paused = true;
                 break;
             }
-            match conn.stream.read(&mut self.scratch) {
-                Ok(0) => conn.peer_closed = true,
-                Ok(n) => {
-                    conn.head_started.get_or_insert(now);
+            // A new head's first read says when its bytes reached the host (the listener's
+            // receive timestamps, set with --admission): what admission judges the wait by.
+            let read = if self.admission.is_some() && conn.head_started.is_none() {
+                socket::recv_stamped(conn.stream.as_raw_fd(), &mut self.scratch)
+            } else {
+                conn.stream.read(&mut self.scratch).map(|n| (n, None))
+            };
+            match read {
+                Ok((0, _)) => conn.peer_closed = true,
+                Ok((n, stamp)) => {
+                    if conn.head_started.is_none() {
+                        conn.head_started = Some(now);
+                        if let Some(stamp) = stamp {
+                            // Both clocks read together: how long the bytes sat unread, and so when they came.
+                            let age = SystemTime::now().duration_since(stamp).unwrap_or_default();
+                            conn.head_arrived = Instant::now().checked_sub(age);
+                            self.shared.metrics.shard(self.index).unread_wait.observe(age.as_secs_f64());
+                        }
+                    }
                     conn.read_buf.extend_from_slice(&self.scratch[..n]);
                     if n < self.scratch.len() && !to_end {
                         // A short read emptied the socket; more data brings a new edge.
@@ -65,7 +80,7 @@ impl Worker {
                 let peer = conn.peer;
                 if let Some(stage) = self.stages.as_ref().and_then(|r| r.stage_of(&request.target)) {
                     // The reply's size is not known before the stage made it.
-                    if self.admit(id, None, now, now) {
+                    if self.admit(id, None, now) {
                         let response = refusal(&self.bands, &self.heads, request.request_line(), now);
                         self.start(id, response);
                         return;
@@ -116,12 +131,16 @@ impl Worker {
         }
     }
 
-    /// `--admission` at a request's arrival (`arrived`; judged `now`): whether it is refused.
-    /// `size`: the response's bytes, `None` when not known yet. An admitted request is marked
-    /// on its connection, to leave the policy when it is done.
-    fn admit(&mut self, id: JobId, size: Option<u64>, arrived: Instant, now: Instant) -> bool {
+    /// `--admission` for the connection's request, judged `now`: whether it is refused. It
+    /// arrived when its head's first read's bytes reached the host (a pipelined head: when it
+    /// was read). `size`: the response's bytes,
+    /// `None` when not known yet. An admitted request is marked on its connection, to leave
+    /// the policy when it is done.
+    fn admit(&mut self, id: JobId, size: Option<u64>, now: Instant) -> bool {
         let Some(admission) = self.admission.as_mut() else { return false };
-        match admission.arrive(now.saturating_duration_since(self.origin), id, size) {
+        let arrived = self.conns.get(&id).and_then(|conn| conn.head_arrived.or(conn.head_started)).map_or(now, |at| at.min(now));
+        let since_origin = |at: Instant| at.saturating_duration_since(self.origin);
+        match admission.arrive(since_origin(now), id, since_origin(arrived), size) {
             Verdict::Admit => {
                 if let Some(conn) = self.conns.get_mut(&id) {
                     conn.admitted = Some(Admitted { arrived, written: false });
@@ -137,7 +156,7 @@ impl Worker {
 
     /// `response`, or a 503 in its place if `--admission` refuses its request.
     fn admitted_or_refused(&mut self, id: JobId, response: Box<Response>, now: Instant) -> Box<Response> {
-        if self.admit(id, Some(response.progress.remaining), response.started, now) {
+        if self.admit(id, Some(response.progress.remaining), now) {
             refusal(&self.bands, &self.heads, response.log.request_line, response.started)
         } else {
             response

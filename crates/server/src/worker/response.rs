@@ -194,6 +194,7 @@ mod tests {
             response: Some(response),
             idle_since: Instant::now(),
             head_started: None,
+            head_arrived: None,
             blocked: false,
             blocked_since: Instant::now(),
             peer_closed: false,
