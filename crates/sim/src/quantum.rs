@@ -201,33 +201,31 @@ impl Quantum {
             }
             self.quanta += 1;
             let taken = self.room(job, grant.bytes);
-            if taken == 0 {
-                // Blocked: the slot stays taken until the Writable event.
-                self.scheduler.blocked(grant.job);
-                self.schedule(job, Event::Writable);
-                continue;
-            }
-            let s = &mut self.sockets[job as usize];
-            s.progress = s.progress.after(taken);
-            if !s.holding {
-                if self.holding == 0 {
-                    self.virtual_time = 0.0;
+            if taken > 0 {
+                let s = &mut self.sockets[job as usize];
+                s.progress = s.progress.after(taken);
+                if !s.holding {
+                    if self.holding == 0 {
+                        self.virtual_time = 0.0;
+                    }
+                    s.holding = true;
+                    s.drained_at = self.virtual_time;
+                    self.holding += 1;
                 }
-                s.holding = true;
-                s.drained_at = self.virtual_time;
-                self.holding += 1;
+                s.drained_at += taken as f64;
+                s.generation += 1;
+                self.schedule(job, Event::Drained);
+                serving.push(job);
             }
-            s.drained_at += taken as f64;
-            s.generation += 1;
-            let (progress, arrived) = (s.progress, s.arrived);
-            self.schedule(job, Event::Drained);
-            serving.push(job);
             if taken < grant.bytes {
-                // A partial write: the server's next write gets EAGAIN, and the slot stays taken.
+                // Blocked, at once or after a partial write (whose next write gets EAGAIN in
+                // the server): the slot stays taken until the Writable event.
                 self.scheduler.blocked(grant.job);
                 self.schedule(job, Event::Writable);
                 continue;
             }
+            let s = &self.sockets[job as usize];
+            let (progress, arrived) = (s.progress, s.arrived);
             if !self.scheduler.wrote(grant.job, progress) {
                 // The last byte went to the kernel: where the server's worker finishes it.
                 if let Some(admission) = self.admission.as_mut() {

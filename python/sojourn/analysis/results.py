@@ -226,12 +226,14 @@ def _prometheus_samples(text: str) -> dict[str, float]:
 
 def server_metric_means(text: str) -> dict:
     """Means of the server's own histograms from its Prometheus text (sojourn /metrics):
-    ready events per epoll_wait (001 §6.1, Figs. 13-14) and service time. Empty for
-    servers that expose neither (nginx stub_status, apache2 mod_status)."""
+    ready events per epoll_wait (001 §6.1, Figs. 13-14), service time, and the wait of
+    requests unread in the kernel (measured with --admission only). Empty for servers that
+    expose none (nginx stub_status, apache2 mod_status)."""
     values = _prometheus_samples(text)
     out = {}
     for prefix, key in (("sojourn_epoll_ready_events", "events_per_wait_mean"),
-                        ("sojourn_service_time_seconds", "server_service_time_mean")):
+                        ("sojourn_service_time_seconds", "server_service_time_mean"),
+                        ("sojourn_unread_wait_seconds", "unread_wait_mean")):
         if values.get(f"{prefix}_count"):
             out[key] = values[f"{prefix}_sum"] / values[f"{prefix}_count"]
     return out

@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 from prometheus_client.parser import text_string_to_metric_families
 
-from sojourn.analysis.results import open_repetition
+from sojourn.analysis.results import open_repetition, server_metric_means
 from sojourn.analysis.metrics import run_span
 
 # 000 §3.2's cutoffs (1 KB, 2 KB, 5 KB, 50 KB) as size classes.
@@ -174,18 +174,6 @@ def request_numbers(requests: pd.DataFrame, periods: list[dict], censor_s: float
     }
 
 
-def unread_wait_mean(metrics_text: str) -> float:
-    """Mean ``sojourn_unread_wait_seconds``: how long requests' first bytes waited in the
-    kernel (the accept queue included) before the server read them; NaN where the server
-    did not measure it (no admission policy, or a server before the measure)."""
-    for family in text_string_to_metric_families(metrics_text):
-        if family.name == "sojourn_unread_wait_seconds":
-            values = {sample.name: sample.value for sample in family.samples}
-            count = values.get("sojourn_unread_wait_seconds_count", 0.0)
-            return values["sojourn_unread_wait_seconds_sum"] / count if count else math.nan
-    return math.nan
-
-
 def derive(directory: str | Path) -> dict:
     """The doc's numbers for one repetition directory (results/<name>/<run>/<rep>/)."""
     rep = open_repetition(directory)
@@ -202,7 +190,8 @@ def derive(directory: str | Path) -> dict:
         "sessions_per_s": (workload["sessions_completed"] / span
                            if "sessions_completed" in workload and span > 0 else None),
         "server_refusals": refusals_by_reason(metrics) if metrics is not None else {},
-        "unread_wait_mean": unread_wait_mean(metrics) if metrics is not None else math.nan,
+        # NaN where the server did not measure it (no admission policy, or a server before the measure).
+        "unread_wait_mean": server_metric_means(metrics).get("unread_wait_mean", math.nan) if metrics is not None else math.nan,
         # 000 §4's sign that the server's queue overflowed into the kernel's: SYNs dropped.
         "syn_drops": rep.json("summary.json").get("syn_drops", math.nan),
     }

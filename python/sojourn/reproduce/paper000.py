@@ -305,8 +305,9 @@ def _sweep_rows(ctx: Context, e: str) -> list[Row]:
         if what == "least":
             rows.append(ctx.row(e, f"least FAIR / SRPT over the {plural}", claim, ctx.extreme(e, min)))
         elif what == "fair/srpt":
-            why = _persistent_ratio_why(ctx, e, key, a, claim.paper_value) if e == "persistent" else None
-            rows.append(ctx.row(e, f"FAIR / SRPT at {value(a)} {unit}", claim, _fair_over_srpt(ctx, e, key, a), why))
+            ratio = _fair_over_srpt(ctx, e, key, a)
+            why = _persistent_ratio_why(ctx, e, key, a, ratio.value, claim.paper_value) if e == "persistent" else None
+            rows.append(ctx.row(e, f"FAIR / SRPT at {value(a)} {unit}", claim, ratio, why))
         else:
             why = _pools_why(ctx, e) if (e, what) == ("persistent", "fair") else None
             rows.append(ctx.row(e, f"{VARIANT_NAMES[what]} at {value(a)} / at {value(b)} {unit}", claim,
@@ -314,12 +315,12 @@ def _sweep_rows(ctx: Context, e: str) -> list[Row]:
     return rows
 
 
-def _persistent_ratio_why(ctx: Context, e: str, key: str, x, paper_ratio: float):
-    """Why FAIR / SRPT with ``x`` requests per connection exceeds the paper's: the same sweep's
+def _persistent_ratio_why(ctx: Context, e: str, key: str, x, at_x: float, paper_ratio: float):
+    """Why FAIR / SRPT with ``x`` requests per connection (``at_x``) exceeds the paper's: the same sweep's
     ratio at 1 request per connection is already beyond 2x of the paper's baseline ratio, and
     persistence divides it by a factor within 2x of the paper's (1.1 s / 138 ms to 3); what
     remains of FAIR's time in handshakes says where the excess sits."""
-    at_one, at_x = _fair_over_srpt(ctx, e, key, 1).value, _fair_over_srpt(ctx, e, key, x).value
+    at_one = _fair_over_srpt(ctx, e, key, 1).value
     paper_at_one = FAIR_W1 / SRPT_W1
     if math.isnan(at_one) or math.isnan(at_x) or at_x <= 0:
         return None

@@ -133,9 +133,8 @@ impl Worker {
 
     /// `--admission` for the connection's request, judged `now`: whether it is refused. It
     /// arrived when its head's first read's bytes reached the host (a pipelined head: when it
-    /// was read). `size`: the response's bytes,
-    /// `None` when not known yet. An admitted request is marked on its connection, to leave
-    /// the policy when it is done.
+    /// was read). `size`: the response's bytes, `None` when not known yet. An admitted
+    /// request is marked on its connection, to leave the policy when it is done.
     fn admit(&mut self, id: JobId, size: Option<u64>, now: Instant) -> bool {
         let Some(admission) = self.admission.as_mut() else { return false };
         let arrived = self.conns.get(&id).and_then(|conn| conn.head_arrived.or(conn.head_started)).map_or(now, |at| at.min(now));
