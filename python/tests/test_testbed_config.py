@@ -121,7 +121,20 @@ def test_proc_parsers():
            "   0: 0100007F:1F90 00000000:0000 0A 00000000:00000003 00:00000000 00000000     0        0 1\n"
            "   1: 0100007F:1F90 0100007F:C350 01 00000000:00000000 00:00000000 00000000     0        0 2\n"
            "   2: 0100007F:1F90 0100007F:C351 03 00000000:00000000 00:00000000 00000000     0        0 3\n")
-    assert socket_states([tcp]) == {"established": 1, "syn_recv": 1, "accept_queue": 3}
+    assert socket_states([tcp]) == {"established": 1, "syn_recv": 1, "accept_queue": 3, "sockets_unacked": 0,
+                                    "sockets_probe0": 0, "sockets_backoff": 0, "sockets_rto_ge_1s": 0,
+                                    "max_rto_ticks": 0}
+    # Rows as get_tcp4_sock prints them: an established socket with 0x5A8 bytes unacked on
+    # the zero-window probe timer after 3 unanswered probes, RTO 0.2 s (20 ticks); one in
+    # FIN-WAIT-1 in its second RTO backoff, RTO 3.2 s; one with nothing unacked.
+    tail = "1 0000000000000000 {rto} 4 0 10 -1"
+    census = ("  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
+              f"   0: 0100007F:1F90 0100007F:C350 01 000005A8:00000000 04:00000010 00000000     0        3 7 {tail.format(rto=20)}\n"
+              f"   1: 0100007F:1F90 0100007F:C352 04 00000010:00000000 01:00000100 00000002     0        0 8 {tail.format(rto=320)}\n"
+              f"   2: 0100007F:1F90 0100007F:C353 01 00000000:00000000 00:00000000 00000000     0        0 9 {tail.format(rto=20)}\n")
+    assert socket_states([census]) == {"established": 2, "syn_recv": 0, "accept_queue": 0, "sockets_unacked": 2,
+                                       "sockets_probe0": 1, "sockets_backoff": 2, "sockets_rto_ge_1s": 1,
+                                       "max_rto_ticks": 320}
     dev = ("Inter-|   Receive                            |  Transmit\n"
            " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets\n"
            "  sjxs: 100 2 0 0 0 0 0 0 5000 7 0 0 0 0 0 0\n")

@@ -377,10 +377,14 @@ def test_counters_record_uplink_traffic_accept_queue_and_listen_drops(tmp_path):
     assert rows["uplink_util"].max() > 0.8
     assert rows["listen_overflows"].iloc[-1] > 0 or rows["listen_drops"].iloc[-1] > 0
     assert rows["accept_queue"].max() >= 1
+    # The source's bytes wait in the uplink's queue unacknowledged while it sends.
+    assert rows["sockets_unacked"].max() >= 1 and rows["max_rto_ticks"].max() > 0
+    for part in ("sockets_probe0", "sockets_backoff", "sockets_rto_ge_1s"):
+        assert (rows[part] <= rows["sockets_unacked"]).all(), part
     assert rows["server_runnable"].max() >= 1 and rows["server_processes"].max() >= 2
     assert (rows["server_runnable"] <= rows["server_processes"]).all()
     for cumulative in ("retrans_segs", "rto_timeouts", "loss_probes", "fast_retrans", "dsack_received", "host_queue_skips",
-                       "reordering_seen"):
+                       "reordering_seen", "aborts_on_timeout"):
         assert rows[cumulative].is_monotonic_increasing and rows[cumulative].iloc[0] >= 0, cumulative
     assert description["sysctls"][tb.server_ns]["net.core.somaxconn"] == "4"
     assert "htb" in description["qdisc"]

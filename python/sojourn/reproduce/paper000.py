@@ -46,6 +46,8 @@ EXPERIMENTS = [
     Entry("persistent-why", "why FAIR was slower with 5 requests per connection: the generator's connection pools",
           spec=_spec("persistent-why"), of_paper=False),
     Entry("rto", "(F) initial RTO (Fig. 10 F)", spec=_spec("rto")),
+    Entry("rto-why", "why FAIR's 60-s timeouts rise as the initial RTO falls: where the unanswered responses wait",
+          spec=_spec("rto-why"), of_paper=False),
     Entry("syncookies", "(G) SYN cookies on", spec=_spec("syncookies")),
     Entry("abort", "(H) user abort and retry (Fig. 10 H)", spec=_spec("abort")),
     Entry("abort-retries", "(H) abort after 15 s with 2, 3 and 6 retries", spec=_spec("abort-retries")),

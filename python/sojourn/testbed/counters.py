@@ -5,10 +5,12 @@ namespace's tables, so sampling costs no process spawn except one ``tc`` call
 for the qdisc counters. Columns (docs/testbed.md):
 
 ``t_s`` seconds since sampling started; ``established``, ``syn_recv`` socket
-counts; ``accept_queue`` connections waiting in listen queues; cumulative
+counts; ``accept_queue`` connections waiting in listen queues; ``sockets_unacked``,
+``sockets_probe0``, ``sockets_backoff``, ``sockets_rto_ge_1s``, ``max_rto_ticks``: a census
+of the sockets holding unacknowledged bytes (``socket_states``); cumulative
 ``listen_overflows``, ``listen_drops`` (the papers' SYN drops), ``retrans_segs``,
 ``syn_retrans``, ``rto_timeouts``, ``loss_probes``, ``fast_retrans``, ``dsack_received``,
-``host_queue_skips``, ``reordering_seen``; ``uplink_tx_bytes`` and ``uplink_util`` (fraction of the link
+``host_queue_skips``, ``reordering_seen``, ``aborts_on_timeout``; ``uplink_tx_bytes`` and ``uplink_util`` (fraction of the link
 rate over the last interval); ``server_cpu`` (CPU seconds per second of every
 process in the server namespace over the last interval), ``server_rss_bytes`` (their
 resident memory), ``server_processes`` (how many there are) and ``server_runnable`` (how
@@ -54,6 +56,9 @@ KERNEL_COUNTERS: dict[str, tuple[str, ...]] = {
     # band rose overtaking its earlier ones in a lower band).
     "host_queue_skips": ("TcpExt.TCPSpuriousRtxHostQueues",),
     "reordering_seen": ("TcpExt.TCPSACKReorder", "TcpExt.TCPTSReorder", "TcpExt.TCPRenoReorder"),
+    # Connections the kernel gave up on when their retransmissions or probes ran out
+    # (tcp_retries2, tcp_orphan_retries): closed without a RST, so the peer only times out.
+    "aborts_on_timeout": ("TcpExt.TCPAbortOnTimeout",),
 }
 
 
@@ -71,10 +76,22 @@ def parse_proc_net_stats(text: str) -> dict[str, int]:
 
 
 def socket_states(tables: list[str]) -> dict[str, int]:
-    """Counts of established and SYN-RECV sockets, and the summed accept-queue
-    length of listening sockets (``rx_queue`` of a LISTEN row is its accept
-    backlog), from ``/proc/net/tcp``-format tables."""
-    counts = {"established": 0, "syn_recv": 0, "accept_queue": 0}
+    """Counts of established and SYN-RECV sockets, the summed accept-queue length of
+    listening sockets (``rx_queue`` of a LISTEN row is its accept backlog), and a census of
+    the sockets holding bytes not yet acknowledged, from ``/proc/net/tcp``-format tables
+    (the fields of ``get_tcp4_sock`` in net/ipv4/tcp_ipv4.c):
+
+    - ``sockets_unacked``: not listening, ``tx_queue`` (write_seq - snd_una) > 0;
+    - ``sockets_probe0``: of those, timer 4 (ICSK_TIME_PROBE0): nothing in flight and the
+      next send waits, for a zero window or after a full local queue refused it;
+    - ``sockets_backoff``: of those, in backoff: ``retrnsmt`` (RTO retransmissions) or
+      ``timeout`` (unanswered probes) > 0;
+    - ``sockets_rto_ge_1s``: of those, an RTO (field 13, clock ticks, doubled by each
+      backoff) of at least 1 s;
+    - ``max_rto_ticks``: the largest such RTO, in clock ticks.
+    """
+    counts = {"established": 0, "syn_recv": 0, "accept_queue": 0, "sockets_unacked": 0, "sockets_probe0": 0,
+              "sockets_backoff": 0, "sockets_rto_ge_1s": 0, "max_rto_ticks": 0}
     for table in tables:
         for line in table.splitlines()[1:]:
             fields = line.split()
@@ -87,6 +104,15 @@ def socket_states(tables: list[str]) -> dict[str, int]:
                 counts["syn_recv"] += 1
             elif state == TCP_LISTEN:
                 counts["accept_queue"] += int(fields[4].split(":")[1], 16)
+                continue
+            if int(fields[4].split(":")[0], 16) == 0 or len(fields) < 13:
+                continue
+            counts["sockets_unacked"] += 1
+            counts["sockets_probe0"] += fields[5].split(":")[0] == "04"
+            counts["sockets_backoff"] += int(fields[6], 16) > 0 or int(fields[8]) > 0
+            rto_ticks = int(fields[12])
+            counts["sockets_rto_ge_1s"] += rto_ticks >= CLOCK_TICKS
+            counts["max_rto_ticks"] = max(counts["max_rto_ticks"], rto_ticks)
     return counts
 
 
