@@ -81,6 +81,8 @@ def test_bad_tcp_knobs_are_named():
         TcpKnobs(congestion="vegas")
     with pytest.raises(ConfigError, match="cwnd_clamp=0"):
         TcpKnobs(cwnd_clamp=0)
+    with pytest.raises(ConfigError, match="orphan_retries=256"):
+        TcpKnobs(orphan_retries=256)
 
 
 def test_addresses_names_and_knobs():
@@ -95,6 +97,9 @@ def test_addresses_names_and_knobs():
     assert knobs.sysctls()["net.ipv4.tcp_timestamps"] == "1"
     assert TcpKnobs(timestamps=False).sysctls()["net.ipv4.tcp_timestamps"] == "0"
     assert knobs.sysctls()["net.core.somaxconn"] == "512"
+    # Linux's own orphan retries unless set.
+    assert "net.ipv4.tcp_orphan_retries" not in knobs.sysctls()
+    assert TcpKnobs(orphan_retries=40).sysctls()["net.ipv4.tcp_orphan_retries"] == "40"
 
 
 def test_emulator_document_and_the_engine_agree_on_keys(tmp_path):

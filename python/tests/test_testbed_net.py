@@ -344,7 +344,7 @@ def test_mtu_clamps_the_mss_of_a_group():
 
 
 def test_counters_record_uplink_traffic_accept_queue_and_listen_drops(tmp_path):
-    with Testbed(TestbedConfig(prefix="sjtbh", tcp=TcpKnobs(somaxconn=4, syn_backlog=4))) as tb:
+    with Testbed(TestbedConfig(prefix="sjtbh", tcp=TcpKnobs(somaxconn=4, syn_backlog=4, orphan_retries=40))) as tb:
         path = tmp_path / "counters.csv"
         tb.start_counters(path, interval_s=0.2)
         # A process spinning in the server namespace: runnable in the samples it spans.
@@ -387,6 +387,7 @@ def test_counters_record_uplink_traffic_accept_queue_and_listen_drops(tmp_path):
                        "reordering_seen", "aborts_on_timeout"):
         assert rows[cumulative].is_monotonic_increasing and rows[cumulative].iloc[0] >= 0, cumulative
     assert description["sysctls"][tb.server_ns]["net.core.somaxconn"] == "4"
+    assert description["sysctls"][tb.server_ns]["net.ipv4.tcp_orphan_retries"] == "40"
     assert "htb" in description["qdisc"]
 
 

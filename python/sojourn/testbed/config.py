@@ -132,6 +132,11 @@ class TcpKnobs:
     cwnd_clamp: int | None = None
     rto_min_ms: int | None = None
     initial_rto_ms: int | None = None
+    # Probes an orphaned socket (closed by its process with bytes unsent) may send unanswered
+    # before the kernel drops it without a RST (net.ipv4.tcp_orphan_retries; None = Linux's
+    # 0, which means 8). A probe that a full local queue refuses counts, and the next one
+    # follows 0.5 s later (TCP_RESOURCE_PROBE_INTERVAL), so 8 last about 4 s.
+    orphan_retries: int | None = None
 
     def __post_init__(self) -> None:
         _check(self.congestion in CONGESTION_CONTROLS,
@@ -145,6 +150,9 @@ class TcpKnobs:
                f"rto_min_ms={self.rto_min_ms}, accepted None or 1..60000")
         _check(self.initial_rto_ms is None or 1 <= self.initial_rto_ms <= 120_000,
                f"initial_rto_ms={self.initial_rto_ms}, accepted None or 1..120000")
+        # icsk_probes_out, which the kernel compares with it, is 8 bits.
+        _check(self.orphan_retries is None or 1 <= self.orphan_retries <= 255,
+               f"orphan_retries={self.orphan_retries}, accepted None or 1..255")
 
     def sysctls(self) -> dict[str, str]:
         """The namespace sysctls these knobs set."""
@@ -155,7 +163,7 @@ class TcpKnobs:
             "net.ipv4.tcp_syncookies": str(int(self.syncookies)),
             "net.ipv4.tcp_max_syn_backlog": str(self.syn_backlog),
             "net.core.somaxconn": str(self.somaxconn),
-        }
+        } | ({"net.ipv4.tcp_orphan_retries": str(self.orphan_retries)} if self.orphan_retries is not None else {})
 
     def route_metrics(self) -> list[str]:
         """`ip route` arguments for the per-route knobs."""

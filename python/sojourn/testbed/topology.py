@@ -288,7 +288,8 @@ class Testbed:
     def describe(self) -> dict:
         """Everything a result needs to say what network it ran on."""
         keys = ["net.ipv4.tcp_congestion_control", "net.ipv4.tcp_sack", "net.ipv4.tcp_timestamps", "net.ipv4.tcp_syncookies",
-                "net.ipv4.tcp_max_syn_backlog", "net.core.somaxconn", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"]
+                "net.ipv4.tcp_max_syn_backlog", "net.core.somaxconn", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_orphan_retries",
+                "net.ipv4.tcp_retries2"]
         return {
             "config": asdict(self.config),
             "namespaces": {"server": self.server_ns, "client": self.client_ns, "router": self.router_ns},
