@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import subprocess
 from collections import Counter
 from pathlib import Path
 
@@ -15,6 +17,7 @@ import pytest
 
 from sojourn import analysis
 from sojourn.runner.experiment import run_experiment
+from sojourn.runner.inputs import warm_page_cache
 from sojourn.runner.spec import SpecError, load_spec, validate
 
 SIZE = 100_000
@@ -117,3 +120,30 @@ def test_load_fraction_measures_capacity_then_offers_that_fraction(tmp_path):
     # Half the link-limited capacity is offered and served, within Poisson noise of a short run.
     assert summary["throughput_rps"] == pytest.approx(0.5 * capacity, rel=0.35)
     assert summary["offered"]["load_fraction"] == 0.5
+
+
+def test_warm_page_cache_brings_a_cold_docroot_into_memory(tmp_path):
+    """A docroot evicted from the page cache (as one made in an earlier session is) is
+    resident after warm_page_cache; fincore(1) reads the kernel's residency (mincore)."""
+    fincore = shutil.which("fincore")
+    if fincore is None:
+        pytest.skip("fincore (util-linux) is not installed")
+    docroot = tmp_path / "docroot"
+    (docroot / "o").mkdir(parents=True)
+    sizes = {"o/a.bin": 3 << 20, "o/b.bin": 1, "c.bin": 70_000}
+    for name, size in sizes.items():
+        path = docroot / name
+        path.write_bytes(os.urandom(size))
+        with open(path, "rb") as f:
+            os.fsync(f.fileno())
+            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+
+    def resident() -> int:
+        out = subprocess.run([fincore, "--bytes", "--noheadings", "--output", "RES", *map(str, docroot.rglob("*.bin"))],
+                             capture_output=True, text=True, check=True).stdout
+        return sum(int(line) for line in out.split())
+
+    assert resident() < sum(sizes.values()) // 2  # evicted (clean pages of an fsynced file)
+    warmed = warm_page_cache(docroot)
+    assert warmed["files"] == 3 and warmed["bytes"] == sum(sizes.values()) and warmed["read_s"] >= 0
+    assert resident() >= sum(sizes.values())  # whole pages: at least the files' bytes
