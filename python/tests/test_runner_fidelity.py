@@ -86,6 +86,10 @@ def test_a_cpu_bound_spec_refuses_concurrency(tmp_path):
     path.write_text('name = "t"\n[workload]\nmode = "closed"\n[variants.a]\n[variants.b]\n')
     with pytest.raises(ValueError, match="CPU-bound"):
         run_experiment(load_spec(path), tmp_path / "results", concurrency=2)
+    # A cold docroot would be evicted under a testbed that shares it.
+    path.write_text('name = "t"\n[workload]\nrho = 0.5\n[collect]\ndocroot_cache = "cold"\n[variants.a]\n[variants.b]\n')
+    with pytest.raises(ValueError, match="docroot_cache"):
+        run_experiment(load_spec(path), tmp_path / "results", concurrency=2)
 
 
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")

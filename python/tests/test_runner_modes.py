@@ -17,7 +17,7 @@ import pytest
 
 from sojourn import analysis
 from sojourn.runner.experiment import run_experiment
-from sojourn.runner.inputs import warm_page_cache
+from sojourn.runner.inputs import set_page_cache
 from sojourn.runner.spec import SpecError, load_spec, validate
 
 SIZE = 100_000
@@ -122,9 +122,10 @@ def test_load_fraction_measures_capacity_then_offers_that_fraction(tmp_path):
     assert summary["offered"]["load_fraction"] == 0.5
 
 
-def test_warm_page_cache_brings_a_cold_docroot_into_memory(tmp_path):
-    """A docroot evicted from the page cache (as one made in an earlier session is) is
-    resident after warm_page_cache; fincore(1) reads the kernel's residency (mincore)."""
+def test_page_cache_states_evict_and_warm_the_docroot(tmp_path):
+    """``cold`` evicts a docroot from the page cache and ``warm`` brings it back (a docroot
+    made in an earlier session is on disk only); fincore(1) reads the kernel's residency
+    (mincore)."""
     fincore = shutil.which("fincore")
     if fincore is None:
         pytest.skip("fincore (util-linux) is not installed")
@@ -135,15 +136,20 @@ def test_warm_page_cache_brings_a_cold_docroot_into_memory(tmp_path):
         path = docroot / name
         path.write_bytes(os.urandom(size))
         with open(path, "rb") as f:
-            os.fsync(f.fileno())
-            os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+            os.fsync(f.fileno())  # clean pages, which DONTNEED may drop
 
     def resident() -> int:
         out = subprocess.run([fincore, "--bytes", "--noheadings", "--output", "RES", *map(str, docroot.rglob("*.bin"))],
                              capture_output=True, text=True, check=True).stdout
         return sum(int(line) for line in out.split())
 
-    assert resident() < sum(sizes.values()) // 2  # evicted (clean pages of an fsynced file)
-    warmed = warm_page_cache(docroot)
-    assert warmed["files"] == 3 and warmed["bytes"] == sum(sizes.values()) and warmed["read_s"] >= 0
-    assert resident() >= sum(sizes.values())  # whole pages: at least the files' bytes
+    total = sum(sizes.values())
+    assert resident() >= total  # just written
+    cold = set_page_cache(docroot, "cold")
+    assert (cold["state"], cold["files"], cold["bytes"]) == ("cold", 3, total)
+    assert resident() < total // 2
+    warm = set_page_cache(docroot, "warm")
+    assert (warm["state"], warm["files"], warm["bytes"]) == ("warm", 3, total) and warm["seconds"] >= 0
+    assert resident() >= total  # whole pages: at least the files' bytes
+    with pytest.raises(ValueError, match="'lukewarm'"):
+        set_page_cache(docroot, "lukewarm")

@@ -32,7 +32,7 @@ from sojourn.analysis import session_metrics as session_analysis
 from sojourn.runner import fidelity, layout, load_parts
 from sojourn.runner.derived import write_derived
 from sojourn.runner import session_workload
-from sojourn.runner.inputs import Inputs, poisson_from_catalogue, warm_page_cache
+from sojourn.runner.inputs import Inputs, poisson_from_catalogue, set_page_cache
 from sojourn.runner.loadfile import LoadFile
 from sojourn.runner.plan import RunPlan, load_seconds
 from sojourn.runner.spec import Run
@@ -195,7 +195,7 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                 max_connections=server_cfg["max_connections"] or None, sojourn=sojourn,
                 extra_args=list(server_cfg["args"]), command=list(server_cfg["command"]),
                 preexec_fn=tb.server_preexec())
-            meta["page_cache"] = warm_page_cache(inputs.docroot)
+            meta["page_cache"] = set_page_cache(inputs.docroot, collect["docroot_cache"])
             layout.write_json(directory / "versions.json", meta)
             progress.phase = "server"
             on_progress(progress)

@@ -163,8 +163,9 @@ def _run_concurrently(todo: list[Point], directory: Path, spec_text: str, prefix
     Inputs are made here first, so workers never make the same inputs at once."""
     for point in todo:
         if not fidelity.may_share_the_machine(point.run.config):
-            raise ValueError(f"run {point.run.name} is CPU-bound (or sets collect.fidelity.cpu_idle_min = 0): the guard "
-                             "cannot tell its disturbance from its load, so run it with --concurrency 1")
+            raise ValueError(f"run {point.run.name} is CPU-bound (or sets collect.fidelity.cpu_idle_min = 0, or "
+                             "collect.docroot_cache = \"cold\"): the guard cannot tell its disturbance from its load, "
+                             "so run it with --concurrency 1")
     for point in todo:
         point_inputs(point.run, directory)
     context = multiprocessing.get_context("spawn")

@@ -51,8 +51,11 @@ def cpu_bound(config: dict) -> bool:
 
 def may_share_the_machine(config: dict) -> bool:
     """Whether a run may run beside other testbeds: the guard must be able to see its
-    disturbance, so not a CPU-bound run nor one whose idle time is not judged."""
-    return not cpu_bound(config) and config["collect"]["fidelity"]["cpu_idle_min"] > 0
+    disturbance, so not a CPU-bound run nor one whose idle time is not judged; nor one that
+    serves from disk (``collect.docroot_cache = "cold"``), whose eviction would reach a
+    docroot the others share and whose disk reads the guard does not judge."""
+    return (not cpu_bound(config) and config["collect"]["fidelity"]["cpu_idle_min"] > 0
+            and config["collect"]["docroot_cache"] != "cold")
 
 
 def bounds_of(settings: dict, cpu_bound_run: bool = False) -> Bounds:

@@ -36,21 +36,28 @@ class Inputs:
     requests: int
 
 
-def warm_page_cache(docroot: Path) -> dict:
-    """Reads every file under ``docroot`` once, so the server under test serves it from
-    memory: a docroot made in an earlier session is on disk only, and a single-threaded
-    server blocks on each first read (000 §2.2 assumes the files fit in memory). Returns
-    the files and bytes read and the seconds it took (seconds rather than a fraction of a
-    second say the docroot was cold)."""
+def set_page_cache(docroot: Path, state: str) -> dict:
+    """Brings every file under ``docroot`` into the page cache (``warm``: read once, so the
+    server under test serves it from memory, as 000 §2.2 assumes; a docroot made in an
+    earlier session is on disk only, and a single-threaded server blocks on each first read)
+    or out of it (``cold``: POSIX_FADV_DONTNEED, which drops the clean pages of a file no
+    one maps). Returns the files and bytes and the seconds it took (seconds rather than a
+    fraction of a second to warm say the docroot was cold)."""
+    if state not in ("warm", "cold"):
+        raise ValueError(f"page cache state {state!r}: accepted warm, cold")
     files = size = 0
     start = time.monotonic()
     for path in sorted(docroot.rglob("*")):
         if path.is_file():
             with open(path, "rb", buffering=0) as f:
-                while chunk := f.read(1 << 20):
-                    size += len(chunk)
+                if state == "cold":
+                    os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+                    size += os.fstat(f.fileno()).st_size
+                else:
+                    while chunk := f.read(1 << 20):
+                        size += len(chunk)
             files += 1
-    return {"files": files, "bytes": size, "read_s": round(time.monotonic() - start, 3)}
+    return {"state": state, "files": files, "bytes": size, "seconds": round(time.monotonic() - start, 3)}
 
 
 def is_catalogue(workload: dict) -> bool:

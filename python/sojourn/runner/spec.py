@@ -238,6 +238,9 @@ SCHEMA: dict[str, Any] = {
     },
     "collect": {
         "interval_s": _k(NUMBER, 1.0, "counter sampling interval", minimum=0.05, maximum=60),
+        "docroot_cache": _k(str, "warm", "the docroot's files in the page cache when the server starts: warm (read "
+                                          "once first, as 000 §2.2's servers held their files in memory) or cold (evicted "
+                                          "first, to measure what serving from disk costs)", choices=("warm", "cold")),
         "drain_s": _k(NUMBER, 60.0, "after the last scheduled request (open mode), wait at most this long for answers; "
                                        "then what is outstanding is recorded 'interrupted' and the run ends (60, the "
                                        "default timeout_s: every request has its own outcome)", minimum=0),
