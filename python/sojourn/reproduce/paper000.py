@@ -35,7 +35,7 @@ EXPERIMENTS = [
           of_paper=False),
     Entry("baseline-why", "why FAIR drops SYNs under W1 at the paper's time scale: one factor at a time, load on bodies",
           spec=_spec("baseline-why"), of_paper=False),
-    Entry("cold-docroot", "what serving from disk costs: FAIR and SRPT with the docroot in memory and evicted",
+    Entry("cold-docroot", "what serving from disk costs: SRPT at rho 1.4 with the docroot in memory and evicted",
           spec=_spec("cold-docroot"), of_paper=False),
     Entry("baseline-wire", "W1 at the paper's time scale with load counted on the wire (000 §2.3)",
           spec=_spec("baseline-wire"), of_paper=False),
