@@ -173,6 +173,7 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
         on_progress(progress)
         with Testbed(replace(run.plan.testbed, prefix=prefix), workdir=directory / "testbed") as tb:
             meta["testbed"] = tb.describe()
+            meta["page_cache"] = set_page_cache(inputs.docroot, collect["docroot_cache"])
             if tb.leftovers:
                 meta["leftovers_removed"] = tb.leftovers
                 print(f"sojourn run: removed what a run that died (pid {tb.leftovers['owner'].get('pid')}) left with "
@@ -195,8 +196,6 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                 max_connections=server_cfg["max_connections"] or None, sojourn=sojourn,
                 extra_args=list(server_cfg["args"]), command=list(server_cfg["command"]),
                 preexec_fn=tb.server_preexec())
-            meta["page_cache"] = set_page_cache(inputs.docroot, collect["docroot_cache"])
-            layout.write_json(directory / "versions.json", meta)
             progress.phase = "server"
             on_progress(progress)
             with servers.Server(peer_cfg, log_dir=directory) as peer:
