@@ -14,7 +14,7 @@ from sojourn.engine import engine_path
 from sojourn.testbed import ConfigError, TcpKnobs, TestbedConfig, WanGroup
 from sojourn.testbed.cli import parse_group, parse_rate
 from sojourn.testbed.config import parse_bands
-from sojourn.testbed.counters import parse_proc_net_stats, socket_states, tx_bytes
+from sojourn.testbed.counters import parse_proc_net_stats, pressure_stall_us, socket_states, tx_bytes
 from sojourn.testbed.emulator import emulator_config
 from sojourn.testbed.uplink import LeafQueue, band_of, uplink_commands
 
@@ -144,6 +144,12 @@ def test_proc_parsers():
            " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets\n"
            "  sjxs: 100 2 0 0 0 0 0 0 5000 7 0 0 0 0 0 0\n")
     assert tx_bytes(dev, "sjxs") == 5000
+    # /proc/pressure/io as Documentation/accounting/psi.rst prints it; a kernel without PSI
+    # has no file (an empty read).
+    psi = ("some avg10=0.63 avg60=1.66 avg300=0.68 total=580954362\n"
+           "full avg10=0.59 avg60=1.34 avg300=0.54 total=412878206\n")
+    assert pressure_stall_us(psi) == 580954362
+    assert pressure_stall_us("") == 0
 
 
 def test_cli_parsing():

@@ -383,6 +383,11 @@ def test_counters_record_uplink_traffic_accept_queue_and_listen_drops(tmp_path):
         assert (rows[part] <= rows["sockets_unacked"]).all(), part
     assert rows["server_runnable"].max() >= 1 and rows["server_processes"].max() >= 2
     assert (rows["server_runnable"] <= rows["server_processes"]).all()
+    assert (rows["server_blocked"] <= rows["server_processes"]).all()
+    # Stall fractions of a real interval: in [0, 1] (a little over 1 from clock skew between
+    # the PSI counter and the sampler's clock), and the transfer's CPU work shows in some.
+    for resource in ("cpu", "io", "memory"):
+        assert rows[f"host_{resource}_stall"].between(0, 1.05).all(), resource
     for cumulative in ("retrans_segs", "rto_timeouts", "loss_probes", "fast_retrans", "dsack_received", "host_queue_skips",
                        "reordering_seen", "aborts_on_timeout"):
         assert rows[cumulative].is_monotonic_increasing and rows[cumulative].iloc[0] >= 0, cumulative

@@ -136,11 +136,11 @@ def _read(path: str) -> str:
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 
 
-def ns_processes(ns_inode: str) -> tuple[dict[int, int], int, int]:
+def ns_processes(ns_inode: str) -> tuple[dict[int, int], int, int, int]:
     """utime + stime (clock ticks) of every process whose network namespace is
     ``ns_inode``, the sum of their resident set sizes in bytes, and how many of them are
-    runnable (state R, proc(5) field 3)."""
-    ticks, rss, runnable = {}, 0, 0
+    runnable (state R, proc(5) field 3) and blocked (state D)."""
+    ticks, rss, runnable, blocked = {}, 0, 0, 0
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -155,7 +155,23 @@ def ns_processes(ns_inode: str) -> tuple[dict[int, int], int, int]:
             ticks[int(entry)] = int(fields[11]) + int(fields[12])
             rss += int(fields[21]) * PAGE_BYTES  # rss in pages (proc(5) field 24)
             runnable += fields[0] == "R"
-    return ticks, rss, runnable
+            blocked += fields[0] == "D"
+    return ticks, rss, runnable, blocked
+
+
+# Pressure stall information (Documentation/accounting/psi.rst): per resource, the
+# cumulative microseconds in which at least one task waited for it.
+PRESSURE_RESOURCES = ("cpu", "io", "memory")
+
+
+def pressure_stall_us(text: str) -> int:
+    """The ``some`` line's ``total=`` (microseconds) of a ``/proc/pressure/<resource>`` file;
+    0 when the kernel has no PSI."""
+    for line in text.splitlines():
+        kind, *fields = line.split()
+        if kind == "some":
+            return int(dict(field.split("=") for field in fields)["total"])
+    return 0
 
 
 class CounterSampler:
@@ -210,6 +226,7 @@ class CounterSampler:
         start = time.monotonic()
         previous_bytes = None
         previous_ticks: dict[int, int] = {}
+        previous_stall = None
         previous_t = start
         with open(self.path, "w", newline="") as out:
             writer = None
@@ -217,15 +234,20 @@ class CounterSampler:
             while True:
                 now = time.monotonic()
                 row = self.sample()
-                ticks, rss, runnable = ns_processes(self.ns_inode)
+                ticks, rss, runnable, blocked = ns_processes(self.ns_inode)
+                stall = {r: pressure_stall_us(_read(f"/proc/pressure/{r}")) for r in PRESSURE_RESOURCES}
                 elapsed = max(now - previous_t, 1e-9)
                 sent = row["uplink_tx_bytes"] - previous_bytes if previous_bytes is not None else 0
                 row["uplink_util"] = round(sent * 8 / elapsed / self.link_bps, 4)
                 cpu = sum(t - previous_ticks[pid] for pid, t in ticks.items() if pid in previous_ticks)
                 row["server_cpu"] = round(cpu / CLOCK_TICKS / elapsed, 4)
                 row["server_rss_bytes"] = rss
-                row["server_processes"], row["server_runnable"] = len(ticks), runnable
+                row["server_processes"], row["server_runnable"], row["server_blocked"] = len(ticks), runnable, blocked
+                for resource in PRESSURE_RESOURCES:
+                    waited_us = stall[resource] - previous_stall[resource] if previous_stall else 0
+                    row[f"host_{resource}_stall"] = round(waited_us / 1e6 / elapsed, 4)
                 previous_bytes, previous_ticks, previous_t = row["uplink_tx_bytes"], ticks, now
+                previous_stall = stall
                 row = {"t_s": round(now - start, 6)} | row
                 if writer is None:
                     writer = csv.DictWriter(out, fieldnames=list(row), extrasaction="ignore", restval="")
