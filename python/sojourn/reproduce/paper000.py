@@ -681,20 +681,29 @@ def _plateau_why(ctx: Context, e: str, run: str):
                     "waited levels off instead of growing with the backlog")
 
 
-def _first_syn_drop(ctx: Context, e: str, run: str) -> Measure:
-    """The time of a run's first SYN drop; with none, why there is no value (the run's length)."""
-    first = ctx.measure(e, run, "first_syn_drop_s")
-    if not first.ok and run in ctx.runs_of(e):
-        lasted = ctx.measure(e, run, "duration_s")
-        first = Measure(absent=f"no SYN drop in the {lasted.value:.0f} s the run lasted")
-    return first
+def _first_syn_drop_or_end(summary: dict) -> float | None:
+    """A repetition's first SYN drop, or its length when none came (the drop, if any, came
+    later: a censored time)."""
+    first = summary.get("first_syn_drop_s")
+    return first if isinstance(first, (int, float)) else summary.get("duration_s")
 
 
 def _overload_srpt_rows(ctx: Context) -> list[Row]:
+    # §4: SRPT held rho 1.2 and 1.4 until "approximately the half hour mark" / "nearly half an
+    # hour". A run of 30 minutes without a drop only says the time is at least 1800 s, so the
+    # row is a bound at half the paper's time (the 2x a point's verdict allows): missed when a
+    # drop comes within 15 minutes.
     e = "overload-srpt"
-    return [ctx.row(e, f"SRPT alone for 30 minutes: time to the first SYN drop at rho {rho:g}",
-                    point(1800, "approximately the half hour mark" if rho == 1.2 else "nearly half an hour", "s"),
-                    _first_syn_drop(ctx, e, _run("srpt", "rho", rho))) for rho in (1.2, 1.4)]
+    rows = []
+    for rho, text in ((1.2, "approximately the half hour mark"), (1.4, "nearly half an hour")):
+        run = _run("srpt", "rho", rho)
+        ours = ctx.from_summary(e, run, _first_syn_drop_or_end, "first_syn_drop_s or duration_s")
+        drops = ctx.per_rep_of(e, run, lambda s: s.get("first_syn_drop_s"))
+        note = (f"ours: the first SYN drop, or the run's length when none came; {len(drops)} of "
+                f"{ours.repetitions} repetitions dropped a SYN" if ours.ok else "")
+        rows.append(ctx.row(e, f"SRPT alone for 30 minutes: time to the first SYN drop at rho {rho:g}",
+                            bound(">=", 900, paper=1800, text=text, unit="s"), ours, note=note))
+    return rows
 
 
 def _syn_queue_rows(ctx: Context) -> list[Row]:
