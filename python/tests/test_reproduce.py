@@ -107,7 +107,7 @@ def test_a_run_without_a_syn_drop_counts_its_length_and_an_early_drop_misses_the
     assert _first_syn_drop_or_end({"first_syn_drop_s": 43.2, "duration_s": 1800.4}) == 43.2
     assert _first_syn_drop_or_end({"first_syn_drop_s": 0, "duration_s": 1800.4}) == 0  # a drop at once
     assert _first_syn_drop_or_end({"first_syn_drop_s": None, "duration_s": 1800.4}) == 1800.4
-    half_hour = bound(">=", 900, paper=1800, unit="s")
+    half_hour = bound(">=", 900, unit="s")
     assert Row("e", "c", half_hour, Measure(1800.4, None, 3), "p", "paper").verdict() == "met"
     assert Row("e", "c", half_hour, Measure(43.2, None, 1), "p", "paper").verdict() == "missed"
 
