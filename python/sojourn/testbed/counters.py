@@ -226,7 +226,7 @@ class CounterSampler:
         start = time.monotonic()
         previous_bytes = None
         previous_ticks: dict[int, int] = {}
-        previous_stall = None
+        previous_stall, previous_stall_t = None, start
         previous_t = start
         with open(self.path, "w", newline="") as out:
             writer = None
@@ -235,6 +235,8 @@ class CounterSampler:
                 now = time.monotonic()
                 row = self.sample()
                 ticks, rss, runnable, blocked = ns_processes(self.ns_inode)
+                # Over their own span: reading the socket tables above can take a while under load.
+                stall_t = time.monotonic()
                 stall = {r: pressure_stall_us(_read(f"/proc/pressure/{r}")) for r in PRESSURE_RESOURCES}
                 elapsed = max(now - previous_t, 1e-9)
                 sent = row["uplink_tx_bytes"] - previous_bytes if previous_bytes is not None else 0
@@ -245,9 +247,9 @@ class CounterSampler:
                 row["server_processes"], row["server_runnable"], row["server_blocked"] = len(ticks), runnable, blocked
                 for resource in PRESSURE_RESOURCES:
                     waited_us = stall[resource] - previous_stall[resource] if previous_stall else 0
-                    row[f"host_{resource}_stall"] = round(waited_us / 1e6 / elapsed, 4)
+                    row[f"host_{resource}_stall"] = round(waited_us / 1e6 / max(stall_t - previous_stall_t, 1e-9), 4)
                 previous_bytes, previous_ticks, previous_t = row["uplink_tx_bytes"], ticks, now
-                previous_stall = stall
+                previous_stall, previous_stall_t = stall, stall_t
                 row = {"t_s": round(now - start, 6)} | row
                 if writer is None:
                     writer = csv.DictWriter(out, fieldnames=list(row), extrasaction="ignore", restval="")
