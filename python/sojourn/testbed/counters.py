@@ -139,7 +139,8 @@ PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 def ns_processes(ns_inode: str) -> tuple[dict[int, int], int, int, int]:
     """utime + stime (clock ticks) of every process whose network namespace is
     ``ns_inode``, the sum of their resident set sizes in bytes, and how many of them are
-    runnable (state R, proc(5) field 3) and blocked (state D)."""
+    runnable (state R, proc(5) field 3), and how many of their threads are blocked (state D:
+    a process's own state is its main thread's, and a worker thread may wait alone)."""
     ticks, rss, runnable, blocked = {}, 0, 0, 0
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -155,7 +156,12 @@ def ns_processes(ns_inode: str) -> tuple[dict[int, int], int, int, int]:
             ticks[int(entry)] = int(fields[11]) + int(fields[12])
             rss += int(fields[21]) * PAGE_BYTES  # rss in pages (proc(5) field 24)
             runnable += fields[0] == "R"
-            blocked += fields[0] == "D"
+            try:
+                threads = os.listdir(f"/proc/{entry}/task")
+            except OSError:
+                continue
+            blocked += sum(_read(f"/proc/{entry}/task/{tid}/stat").rsplit(")", 1)[-1].split()[:1] == ["D"]
+                           for tid in threads)
     return ticks, rss, runnable, blocked
 
 
