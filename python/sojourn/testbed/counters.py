@@ -15,7 +15,11 @@ rate over the last interval); ``server_cpu`` (CPU seconds per second of every
 process in the server namespace over the last interval), ``server_rss_bytes`` (their
 resident memory), ``server_processes`` (how many there are) and ``server_runnable`` (how
 many are in state R, running or waiting for a CPU: 001 §6.2's run queue, per process as
-there, not per thread); per queue of the
+there, not per thread), ``server_blocked`` (how many of their threads are in state D,
+waiting uninterruptibly, e.g. on a disk or the filesystem's journal); ``host_cpu_stall``,
+``host_io_stall``, ``host_memory_stall``: the fraction of the last interval in which some
+task of the whole machine waited for a CPU, for I/O or for memory (pressure stall
+information, PSI), disturbances no namespace counter sees; per queue of the
 uplink (each band, or the FIFO) ``q<class>_sent_bytes``, ``q<class>_dropped``,
 ``q<class>_backlog_bytes`` with ``<class>`` the HTB class, e.g. ``q1_10``.
 """
