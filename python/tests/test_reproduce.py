@@ -102,6 +102,16 @@ def test_row_verdicts():
         point(0)  # a point needs the paper's value, which a ratio is taken to
 
 
+def test_a_run_without_a_syn_drop_counts_its_length_and_an_early_drop_misses_the_bound():
+    from sojourn.reproduce.paper000 import _first_syn_drop_or_end
+    assert _first_syn_drop_or_end({"first_syn_drop_s": 43.2, "duration_s": 1800.4}) == 43.2
+    assert _first_syn_drop_or_end({"first_syn_drop_s": 0, "duration_s": 1800.4}) == 0  # a drop at once
+    assert _first_syn_drop_or_end({"first_syn_drop_s": None, "duration_s": 1800.4}) == 1800.4
+    half_hour = bound(">=", 900, unit="s")
+    assert Row("e", "c", half_hour, Measure(1800.4, None, 3), "p", "paper").verdict() == "met"
+    assert Row("e", "c", half_hour, Measure(43.2, None, 1), "p", "paper").verdict() == "missed"
+
+
 def test_doc_regenerates_the_stored_docs_from_the_published_results(tmp_path):
     """The committed docs/reproduction/<paper>.csv and .md, the figures of the paper's values
     beside ours and README.md are what the generator makes from the committed published

@@ -363,7 +363,8 @@ fn a_client_that_stops_reading_is_dropped_after_send_timeout() {
     let root = docroot(&dir);
     let size = 48 << 20; // more than loopback socket buffers hold
     std::fs::write(root.join("huge.bin"), content(size)).unwrap();
-    let server = Server::start(&root, &["--threads", "1", "--send-timeout", "0.5"]);
+    let admin = format!("127.0.0.1:{}", free_port());
+    let server = Server::start(&root, &["--threads", "1", "--send-timeout", "0.5", "--admin", &admin]);
     let mut stream = server.connect();
     stream.write_all(b"GET /huge.bin HTTP/1.1\r\nHost: t\r\n\r\n").unwrap();
     std::thread::sleep(Duration::from_millis(2000)); // read nothing
@@ -376,6 +377,8 @@ fn a_client_that_stops_reading_is_dropped_after_send_timeout() {
         }
     }
     assert!(received < size, "the whole response arrived although the client stalled");
+    // Its window closed (it read nothing), so the send timeout, not an error, closed it.
+    assert_eq!(metric(&admin, "sojourn_send_timeouts_total"), 1.0);
     // The server is still healthy.
     assert_eq!(get(&server, "/small.txt", "").status, 200);
 }

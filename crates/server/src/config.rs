@@ -88,8 +88,9 @@ pub struct ServeOptions {
     /// Seconds an idle persistent connection is kept open [default: 15].
     #[arg(long)]
     pub keepalive_timeout: Option<f64>,
-    /// Seconds a response may stay blocked on a client that reads nothing before the
-    /// connection is closed [default: 60].
+    /// Seconds a response may stay blocked on a client that reads nothing (its receive
+    /// window closed) before the connection is closed; bytes waiting behind an open window
+    /// (a higher --kernel-bands band, a full uplink) never time out [default: 60].
     #[arg(long)]
     pub send_timeout: Option<f64>,
     /// Largest request head in bytes (431 beyond) [default: 8K].

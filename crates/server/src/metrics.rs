@@ -72,6 +72,8 @@ pub struct Shard {
     /// Connections in a lingering close; lingering closes ended by a timeout.
     pub lingering: AtomicI64,
     pub linger_timeouts: AtomicU64,
+    /// Connections closed by --send-timeout: a response blocked that long on a closed window.
+    pub send_timeouts: AtomicU64,
     pub quanta: AtomicU64,
     pub band_changes: AtomicU64,
     /// Access-log lines dropped because the writer thread's channel was full.
@@ -103,6 +105,7 @@ impl Shard {
             accept_errors: AtomicU64::new(0),
             lingering: AtomicI64::new(0),
             linger_timeouts: AtomicU64::new(0),
+            send_timeouts: AtomicU64::new(0),
             quanta: AtomicU64::new(0),
             band_changes: AtomicU64::new(0),
             log_lines_dropped: AtomicU64::new(0),
@@ -164,7 +167,7 @@ impl Metrics {
         for (i, status) in STATUSES.iter().enumerate() {
             let _ = writeln!(out, "sojourn_requests_total{{status=\"{status}\"}} {}", self.sum(|s| s.requests[i].load(Relaxed)));
         }
-        let counters: [(&str, &str, u64); 9] = [
+        let counters: [(&str, &str, u64); 10] = [
             ("sojourn_bytes_sent_total", "Response bytes (heads and bodies) handed to the kernel.", self.sum(|s| s.bytes_sent.load(Relaxed))),
             ("sojourn_connections_accepted_total", "Connections accepted.", self.sum(|s| s.connections_accepted.load(Relaxed))),
             (
@@ -186,6 +189,11 @@ impl Metrics {
                 "sojourn_linger_timeouts_total",
                 "Lingering closes ended by --linger-timeout or --linger-read-timeout instead of the client's close.",
                 self.sum(|s| s.linger_timeouts.load(Relaxed)),
+            ),
+            (
+                "sojourn_send_timeouts_total",
+                "Connections closed because a response stayed blocked --send-timeout on a client that read nothing (its receive window closed).",
+                self.sum(|s| s.send_timeouts.load(Relaxed)),
             ),
             ("sojourn_write_quanta_total", "Write quanta granted by the scheduler.", self.sum(|s| s.quanta.load(Relaxed))),
             ("sojourn_priority_changes_total", "SO_PRIORITY changes made for --kernel-bands.", self.sum(|s| s.band_changes.load(Relaxed))),

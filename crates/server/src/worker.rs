@@ -467,6 +467,7 @@ impl Worker {
         let shutting_down = self.shutdown_deadline.is_some();
         let mut slow = Vec::new();
         let mut idle = Vec::new();
+        let mut stalled = Vec::new();
         let mut lingered = Vec::new();
         for (&id, conn) in &self.conns {
             if let (Some((started, last_read)), Some((total, between))) = (conn.lingering, settings.linger) {
@@ -477,7 +478,14 @@ impl Worker {
                 continue;
             }
             if conn.blocked && now.duration_since(conn.blocked_since) >= settings.send_timeout {
-                idle.push(id); // the client stopped reading
+                // Only a client that stopped reading is timed out: its receive window is
+                // closed. Behind an open window the bytes wait in this host (a higher band
+                // of --kernel-bands, a full uplink queue), which is the scheduling under
+                // test, not the client's fault; a client that vanished is the kernel's to
+                // give up on (tcp_retries2), and its error wakes the connection.
+                if socket::peer_window(conn.stream.as_raw_fd()).map_or(true, |window| window == 0) {
+                    stalled.push(id);
+                }
                 continue;
             }
             if conn.response.is_some() || conn.awaiting_file || self.stages.as_ref().is_some_and(|s| s.is_waiting(id)) {
@@ -489,15 +497,13 @@ impl Worker {
                 _ => {}
             }
         }
-        for id in idle {
-            self.close(id);
-        }
         let metrics = self.shared.metrics.shard(self.index);
+        metrics.send_timeouts.fetch_add(stalled.len() as u64, Relaxed);
         metrics.linger_timeouts.fetch_add(lingered.len() as u64, Relaxed);
         if let Some(level) = self.admission.as_ref().and_then(|a| a.level()) {
             metrics.admission_level.store(level.to_bits(), Relaxed);
         }
-        for id in lingered {
+        for id in idle.into_iter().chain(stalled).chain(lingered) {
             self.close(id);
         }
         for id in slow {

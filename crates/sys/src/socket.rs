@@ -1,6 +1,6 @@
 //! The socket calls that neither std nor mio nor socket2 offer: `sendfile`, `SO_PRIORITY`,
-//! `TCP_NOTSENT_LOWAT`, `IP_BIND_ADDRESS_NO_PORT`, and reads that say when their bytes
-//! reached the host (`SO_TIMESTAMPNS`).
+//! `TCP_NOTSENT_LOWAT`, `IP_BIND_ADDRESS_NO_PORT`, reads that say when their bytes
+//! reached the host (`SO_TIMESTAMPNS`), and the peer's receive window (`TCP_INFO`).
 
 use std::io;
 use std::os::fd::RawFd;
@@ -28,6 +28,23 @@ pub fn set_priority(socket: RawFd, priority: u32) -> io::Result<()> {
 /// already committed to.
 pub fn set_notsent_lowat(socket: RawFd, bytes: u32) -> io::Result<()> {
     set_int_option(socket, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT, bytes.min(i32::MAX as u32) as libc::c_int)
+}
+
+/// The receive window the peer last advertised, in bytes (`TCP_INFO`'s `tcpi_snd_wnd`,
+/// Linux 5.4): 0 when the peer's receive buffer is full, i.e. its application reads nothing.
+/// Unsent bytes behind an open window wait in this host instead (a full or higher-priority
+/// uplink queue, the congestion window).
+pub fn peer_window(socket: RawFd) -> io::Result<u32> {
+    // SAFETY: an all-zero tcp_info is valid; the kernel writes at most `len` bytes of it
+    // and says in `len` how many it wrote.
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    check(unsafe { libc::getsockopt(socket, libc::IPPROTO_TCP, libc::TCP_INFO, (&mut info as *mut libc::tcp_info).cast(), &mut len) })?;
+    let end_of_field = std::mem::offset_of!(libc::tcp_info, tcpi_snd_wnd) + std::mem::size_of::<u32>();
+    if (len as usize) < end_of_field {
+        return Err(io::Error::new(io::ErrorKind::Unsupported, "TCP_INFO has no tcpi_snd_wnd (Linux < 5.4)"));
+    }
+    Ok(info.tcpi_snd_wnd)
 }
 
 /// IP_BIND_ADDRESS_NO_PORT (linux/in.h, Linux 4.2), which libc does not name.
@@ -147,5 +164,32 @@ mod tests {
         let (receiver, _) = plain.accept().unwrap();
         std::thread::sleep(Duration::from_millis(10));
         assert_eq!(recv_stamped(receiver.as_raw_fd(), &mut buf).unwrap(), (1, None));
+    }
+
+    #[test]
+    fn the_peer_window_closes_when_the_peer_reads_nothing_and_opens_when_it_reads() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut sender = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (mut receiver, _) = listener.accept().unwrap();
+        assert!(peer_window(sender.as_raw_fd()).unwrap() > 0, "a fresh connection has an open window");
+        // Fill the receiver's buffer and ours: the receiver reads nothing.
+        sender.set_nonblocking(true).unwrap();
+        let chunk = vec![7u8; 1 << 16];
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while peer_window(sender.as_raw_fd()).unwrap() > 0 {
+            assert!(std::time::Instant::now() < deadline, "the window never closed");
+            match sender.write(&chunk) {
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(10)),
+                Err(e) => panic!("{e}"),
+            }
+        }
+        // Once the receiver reads, it advertises room again (a window update).
+        let mut buf = vec![0u8; 1 << 20];
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while peer_window(sender.as_raw_fd()).unwrap() == 0 {
+            assert!(std::time::Instant::now() < deadline, "the window never reopened");
+            let _ = receiver.read(&mut buf).unwrap();
+        }
     }
 }

@@ -91,7 +91,8 @@ def coverage_line(paper, rows: list[dict]) -> str:
     ours = f" (and {c['added']} of ours)" if c["added"] else ""
     return (f"**Coverage:** {c['own']} experiments of the paper{ours}: {c['with_row']} with a row, {c['at_paper']} of "
             f"them at the paper's scale (>= 3 repetitions, or exact); {c['measured']} of {c['negative']} negative "
-            f"verdicts carry a measured reason; {c['no_result']} rows have no result.")
+            f"verdicts {'carries' if c['measured'] == 1 else 'carry'} a measured reason; "
+            f"{c['no_result']} {'row has' if c['no_result'] == 1 else 'rows have'} no result.")
 
 
 def summary_lines(docs: Path) -> list[str]:

@@ -15,7 +15,11 @@ rate over the last interval); ``server_cpu`` (CPU seconds per second of every
 process in the server namespace over the last interval), ``server_rss_bytes`` (their
 resident memory), ``server_processes`` (how many there are) and ``server_runnable`` (how
 many are in state R, running or waiting for a CPU: 001 §6.2's run queue, per process as
-there, not per thread); per queue of the
+there, not per thread), ``server_blocked`` (how many of their threads are in state D,
+waiting uninterruptibly, e.g. on a disk or the filesystem's journal); ``host_cpu_stall``,
+``host_io_stall``, ``host_memory_stall``: the fraction of the last interval in which some
+task of the whole machine waited for a CPU, for I/O or for memory (pressure stall
+information, PSI), disturbances no namespace counter sees; per queue of the
 uplink (each band, or the FIFO) ``q<class>_sent_bytes``, ``q<class>_dropped``,
 ``q<class>_backlog_bytes`` with ``<class>`` the HTB class, e.g. ``q1_10``.
 """
@@ -139,7 +143,8 @@ PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 def ns_processes(ns_inode: str) -> tuple[dict[int, int], int, int, int]:
     """utime + stime (clock ticks) of every process whose network namespace is
     ``ns_inode``, the sum of their resident set sizes in bytes, and how many of them are
-    runnable (state R, proc(5) field 3) and blocked (state D)."""
+    runnable (state R, proc(5) field 3), and how many of their threads are blocked (state D:
+    a process's own state is its main thread's, and a worker thread may wait alone)."""
     ticks, rss, runnable, blocked = {}, 0, 0, 0
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -155,7 +160,12 @@ def ns_processes(ns_inode: str) -> tuple[dict[int, int], int, int, int]:
             ticks[int(entry)] = int(fields[11]) + int(fields[12])
             rss += int(fields[21]) * PAGE_BYTES  # rss in pages (proc(5) field 24)
             runnable += fields[0] == "R"
-            blocked += fields[0] == "D"
+            try:
+                threads = os.listdir(f"/proc/{entry}/task")
+            except OSError:
+                continue
+            blocked += sum(_read(f"/proc/{entry}/task/{tid}/stat").rsplit(")", 1)[-1].split()[:1] == ["D"]
+                           for tid in threads)
     return ticks, rss, runnable, blocked
 
 
@@ -226,7 +236,7 @@ class CounterSampler:
         start = time.monotonic()
         previous_bytes = None
         previous_ticks: dict[int, int] = {}
-        previous_stall = None
+        previous_stall, previous_stall_t = None, start
         previous_t = start
         with open(self.path, "w", newline="") as out:
             writer = None
@@ -235,6 +245,8 @@ class CounterSampler:
                 now = time.monotonic()
                 row = self.sample()
                 ticks, rss, runnable, blocked = ns_processes(self.ns_inode)
+                # Over their own span: reading the socket tables above can take a while under load.
+                stall_t = time.monotonic()
                 stall = {r: pressure_stall_us(_read(f"/proc/pressure/{r}")) for r in PRESSURE_RESOURCES}
                 elapsed = max(now - previous_t, 1e-9)
                 sent = row["uplink_tx_bytes"] - previous_bytes if previous_bytes is not None else 0
@@ -245,9 +257,9 @@ class CounterSampler:
                 row["server_processes"], row["server_runnable"], row["server_blocked"] = len(ticks), runnable, blocked
                 for resource in PRESSURE_RESOURCES:
                     waited_us = stall[resource] - previous_stall[resource] if previous_stall else 0
-                    row[f"host_{resource}_stall"] = round(waited_us / 1e6 / elapsed, 4)
+                    row[f"host_{resource}_stall"] = round(waited_us / 1e6 / max(stall_t - previous_stall_t, 1e-9), 4)
                 previous_bytes, previous_ticks, previous_t = row["uplink_tx_bytes"], ticks, now
-                previous_stall = stall
+                previous_stall, previous_stall_t = stall, stall_t
                 row = {"t_s": round(now - start, 6)} | row
                 if writer is None:
                     writer = csv.DictWriter(out, fieldnames=list(row), extrasaction="ignore", restval="")
