@@ -52,12 +52,23 @@ def test_uplink_rate_counts_only_intervals_inside_busy_stretches():
     assert fidelity.uplink_rate(counters([0.99e6] * 5, [3100] * 5), 1e6) == pytest.approx(0.99)
 
 
+def test_io_stall_is_the_longest_stretch_of_io_pressure_at_half_or_more():
+    # overload-srpt's stall: 0.79 and 1.15 in two samples in a row, 1 s apart; a lone 0.6 and
+    # values below 0.5 do not add to it.
+    table = pd.DataFrame({"t_s": [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+                          "host_io_stall": [0.0, 0.6, 0.1, 0.79, 1.15, 0.49, 0.0]})
+    assert fidelity.io_stall_seconds(table) == pytest.approx(2.0)
+    assert fidelity.io_stall_seconds(table.assign(host_io_stall=0.25)) == 0.0
+    assert fidelity.io_stall_seconds(table.drop(columns="host_io_stall")) is None  # counters from before the column
+
+
 def test_each_measure_is_judged_against_its_bound_and_zero_leaves_it_unjudged():
     bounds = fidelity.bounds_of(DEFAULTS)
-    good = {"lag_p99_s": 0.001, "emulator_late_p99_s": 5e-5, "uplink_rate": 1.0, "cpu_idle": 0.7, "cpu_steal": 0.0}
+    good = {"lag_p99_s": 0.001, "emulator_late_p99_s": 5e-5, "uplink_rate": 1.0, "cpu_idle": 0.7, "cpu_steal": 0.0,
+            "io_stall_s": 1.0}
     assert fidelity.violations(good, bounds) == []
     for name, bad in {"lag_p99_s": 0.02, "emulator_late_p99_s": 0.003, "uplink_rate": 0.9, "cpu_idle": 0.05,
-                      "cpu_steal": 0.2}.items():
+                      "cpu_steal": 0.2, "io_stall_s": 2.0}.items():
         lines = fidelity.violations({**good, name: bad}, bounds)
         assert len(lines) == 1 and lines[0].startswith(name), lines
     assert fidelity.violations({**good, "uplink_rate": None}, bounds) == []  # does not apply: not judged

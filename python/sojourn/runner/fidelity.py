@@ -12,6 +12,7 @@ kept their promises while it ran, so every repetition records its own fidelity i
 | ``uplink_rate``: the uplink's rate over the link rate in the intervals inside busy stretches (queue >= 20 ms of the link's bytes, and two frames, at four samples in a row) | ``counters.csv`` | 1 +- 0.03 (``uplink_rate_tolerance``) |
 | ``cpu_idle``: the machine's idle share of CPU time over the run | ``/proc/stat`` | >= 0.2 (``cpu_idle_min``) |
 | ``cpu_steal``: the hypervisor's share (time taken by other guests) | ``/proc/stat`` | <= 0.05 (``cpu_steal_max``) |
+| ``io_stall_s``: the longest stretch in which the machine's I/O pressure (some task waiting for I/O, ``host_io_stall``) stayed at 0.5 or more | ``counters.csv`` | <= 1 s (``io_stall_max_s``) |
 
 A measure that does not apply (no WAN emulator; a run whose uplink never stayed busy for a
 whole sampling interval) is recorded as ``null`` and not judged, nor is one whose bound a
@@ -38,7 +39,7 @@ from sojourn.testbed.uplink import FRAME_BYTES
 
 FILE = "fidelity.json"
 
-MEASURES = ("lag_p99_s", "emulator_late_p99_s", "uplink_rate", "cpu_idle", "cpu_steal")
+MEASURES = ("lag_p99_s", "emulator_late_p99_s", "uplink_rate", "cpu_idle", "cpu_steal", "io_stall_s")
 Bounds = dict[str, tuple[float | None, float | None]]
 
 
@@ -75,6 +76,7 @@ def bounds_of(settings: dict, cpu_bound_run: bool = False) -> Bounds:
         "uplink_rate": (1 - tolerance, 1 + tolerance) if tolerance else (None, None),
         "cpu_idle": (settings["cpu_idle_min"] or None, None),
         "cpu_steal": at_most(settings["cpu_steal_max"]),
+        "io_stall_s": at_most(settings["io_stall_max_s"]),
     }
 
 
@@ -129,6 +131,28 @@ def uplink_rate(counters: pd.DataFrame, link_bps: float) -> float | None:
     return float(sent[inside].sum() * 8 / seconds[inside].sum() / link_bps)
 
 
+# I/O pressure at which the server was seen to stall: in overload-srpt (26 Nov 2026, 4 testbeds
+# at once) the machine's I/O pressure read 0.79 and 1.15 in two one-second samples while tests
+# ran beside the campaign, and in all four testbeds SRPT's small responses got their first
+# byte 1.6 s late, the server's CPU fell to 0.02 and 71 connections waited unaccepted; no other
+# sample of those 1800 s reached 0.5, nor did a 1 GiB write with fsync beside 4 testbeds (0.25).
+IO_STALL_LEVEL = 0.5
+
+
+def io_stall_seconds(counters: pd.DataFrame) -> float | None:
+    """The longest run of samples in which the machine's I/O pressure (``host_io_stall``,
+    the share of the interval some task waited for I/O) was at least ``IO_STALL_LEVEL``,
+    in seconds of sampling; None for counters from before the column."""
+    if "host_io_stall" not in counters or len(counters) < 2:
+        return None
+    stalled = (counters["host_io_stall"] >= IO_STALL_LEVEL).to_numpy()
+    longest = run = 0
+    for sample in stalled:
+        run = run + 1 if sample else 0
+        longest = max(longest, run)
+    return float(longest * counters["t_s"].diff().median())
+
+
 def measure(directory: Path, link_bps: float, cpu: dict[str, float | None]) -> dict[str, float | None]:
     """Every measure of the table above for the repetition in ``directory``."""
     directory = Path(directory)
@@ -145,7 +169,9 @@ def measure(directory: Path, link_bps: float, cpu: dict[str, float | None]) -> d
             values["emulator_late_p99_s"] = late["p99"] / 1e6
     counters = directory / "counters.csv"
     if counters.is_file() and counters.stat().st_size > 0:
-        values["uplink_rate"] = uplink_rate(pd.read_csv(counters), link_bps)
+        table = pd.read_csv(counters)
+        values["uplink_rate"] = uplink_rate(table, link_bps)
+        values["io_stall_s"] = io_stall_seconds(table)
     return values
 
 

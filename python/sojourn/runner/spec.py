@@ -256,6 +256,9 @@ SCHEMA: dict[str, Any] = {
                                minimum=0, maximum=1),
             "cpu_steal_max": _k(NUMBER, 0.05, "likewise when the hypervisor took more than this share; 0 = not judged",
                                 minimum=0, maximum=1),
+            "io_stall_max_s": _k(NUMBER, 1.0, "likewise when the machine's I/O pressure (some task waiting for I/O) "
+                                              "stayed at 0.5 or more for longer than this many seconds in a row, which "
+                                              "stalls the server; 0 = not judged", minimum=0),
             "redo": _k(int, 2, "times an invalid repetition is run again at once before it is left invalid (a later "
                                "`sojourn run` redoes it)", minimum=0, maximum=10),
         },
