@@ -469,7 +469,7 @@ impl Worker {
         let mut idle = Vec::new();
         let mut stalled = Vec::new();
         let mut lingered = Vec::new();
-        for (&id, conn) in &self.conns {
+        for (&id, conn) in &mut self.conns {
             if let (Some((started, last_read)), Some((total, between))) = (conn.lingering, settings.linger) {
                 // Apache 1.3's lingering_close: at most `total`, and `between` of silence.
                 if shutting_down || now.duration_since(started) >= total || now.duration_since(last_read) >= between {
@@ -482,9 +482,13 @@ impl Worker {
                 // closed. Behind an open window the bytes wait in this host (a higher band
                 // of --kernel-bands, a full uplink queue), which is the scheduling under
                 // test, not the client's fault; a client that vanished is the kernel's to
-                // give up on (tcp_retries2), and its error wakes the connection.
+                // give up on (tcp_retries2), and its error wakes the connection. An open
+                // window starts the timeout again, so a starved response costs one TCP_INFO
+                // call a timeout, not one a tick.
                 if socket::peer_window(conn.stream.as_raw_fd()).map_or(true, |window| window == 0) {
                     stalled.push(id);
+                } else {
+                    conn.blocked_since = now;
                 }
                 continue;
             }

@@ -568,8 +568,7 @@ def _overload_rows(ctx: Context) -> list[Row]:
         if lasted:
             rows.append(ctx.row(e, f"SRPT: no SYN drop within the {lasted:g}-s run at rho {rho:g}",
                                 bound(">=", lasted, text=f"the first at about half an hour ({srpt_s} s)", unit="s"),
-                                ctx.from_summary(e, srpt, _first_syn_drop_or_end, "first_syn_drop_s or duration_s"),
-                                note="ours: the first SYN drop, or the run's length when none came"))
+                                _censored_first_drop(ctx, e, srpt), note=CENSORED_DROP_NOTE))
     fair, srpt = _run("fair", "rho", 1.2), _run("srpt", "rho", 1.2)
     held = ctx.counters(e, fair, lambda c: _held(c).max(), "connections")
     why = None
@@ -691,6 +690,14 @@ def _first_syn_drop_or_end(summary: dict) -> float | None:
     return first if isinstance(first, (int, float)) else summary.get("duration_s")
 
 
+CENSORED_DROP_NOTE = "ours: the first SYN drop, or the run's length when none came"
+
+
+def _censored_first_drop(ctx: Context, e: str, run: str) -> Measure:
+    """:func:`_first_syn_drop_or_end` over the run's repetitions."""
+    return ctx.from_summary(e, run, _first_syn_drop_or_end, "first_syn_drop_s or duration_s")
+
+
 def _overload_srpt_rows(ctx: Context) -> list[Row]:
     # §4: SRPT held rho 1.2 and 1.4 until "approximately the half hour mark" / "nearly half an
     # hour". A run of 30 minutes without a drop only says the time is at least 1800 s, so the
@@ -700,10 +707,9 @@ def _overload_srpt_rows(ctx: Context) -> list[Row]:
     rows = []
     for rho, text in ((1.2, "approximately the half hour mark"), (1.4, "nearly half an hour")):
         run = _run("srpt", "rho", rho)
-        ours = ctx.from_summary(e, run, _first_syn_drop_or_end, "first_syn_drop_s or duration_s")
+        ours = _censored_first_drop(ctx, e, run)
         drops = ctx.per_rep_of(e, run, lambda s: s.get("first_syn_drop_s"))
-        note = (f"ours: the first SYN drop, or the run's length when none came; {len(drops)} of "
-                f"{ours.repetitions} repetitions dropped a SYN" if ours.ok else "")
+        note = f"{CENSORED_DROP_NOTE}; {len(drops)} of {ours.repetitions} repetitions dropped a SYN" if ours.ok else ""
         rows.append(ctx.row(e, f"SRPT alone for 30 minutes: time to the first SYN drop at rho {rho:g}",
                             bound(">=", 900, text=f"{text} (1800 s)", unit="s"), ours, note=note))
     return rows

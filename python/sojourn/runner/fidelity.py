@@ -145,11 +145,8 @@ def io_stall_seconds(counters: pd.DataFrame) -> float | None:
     in seconds of sampling; None for counters from before the column."""
     if "host_io_stall" not in counters or len(counters) < 2:
         return None
-    stalled = (counters["host_io_stall"] >= IO_STALL_LEVEL).to_numpy()
-    longest = run = 0
-    for sample in stalled:
-        run = run + 1 if sample else 0
-        longest = max(longest, run)
+    stalled = counters["host_io_stall"] >= IO_STALL_LEVEL
+    longest = stalled.groupby((~stalled).cumsum()).sum().max()  # each calm sample starts a new stretch
     return float(longest * counters["t_s"].diff().median())
 
 

@@ -154,9 +154,8 @@ def ns_processes(ns_inode: str) -> tuple[dict[int, int], int, int, int]:
                 continue
         except OSError:
             continue
-        stat = _read(f"/proc/{entry}/stat")
-        if stat:
-            fields = stat.rsplit(")", 1)[1].split()
+        fields = _stat_fields(_read(f"/proc/{entry}/stat"))
+        if fields:
             ticks[int(entry)] = int(fields[11]) + int(fields[12])
             rss += int(fields[21]) * PAGE_BYTES  # rss in pages (proc(5) field 24)
             runnable += fields[0] == "R"
@@ -164,9 +163,15 @@ def ns_processes(ns_inode: str) -> tuple[dict[int, int], int, int, int]:
                 threads = os.listdir(f"/proc/{entry}/task")
             except OSError:
                 continue
-            blocked += sum(_read(f"/proc/{entry}/task/{tid}/stat").rsplit(")", 1)[-1].split()[:1] == ["D"]
-                           for tid in threads)
+            blocked += sum(_stat_fields(_read(f"/proc/{entry}/task/{tid}/stat"))[:1] == ["D"] for tid in threads)
     return ticks, rss, runnable, blocked
+
+
+def _stat_fields(stat: str) -> list[str]:
+    """The fields of a ``/proc/<pid>/stat`` line after the command name (state first); the
+    name is cut at its last ')' since it may hold spaces and parentheses. Empty for a process
+    that is gone."""
+    return stat.rsplit(")", 1)[1].split() if stat else []
 
 
 # Pressure stall information (Documentation/accounting/psi.rst): per resource, the
