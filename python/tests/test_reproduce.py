@@ -112,6 +112,21 @@ def test_a_run_without_a_syn_drop_counts_its_length_and_an_early_drop_misses_the
     assert Row("e", "c", half_hour, Measure(43.2, None, 1), "p", "paper").verdict() == "missed"
 
 
+def test_an_experiment_not_run_has_its_claims_as_rows_naming_its_spec(tmp_path):
+    """Nothing published: every claim of 000 is still a row, `no result` at scale `not run`,
+    citing the spec and the command that runs it; a claim made per workload has a row for
+    every workload the spec runs (issue 28: "that is a row, not silence")."""
+    paper = load_paper("000")
+    rows = paper.claims(Context(paper, tmp_path))
+    assert {row.experiment for row in rows} >= {"txqueue", "syn-queue-w4", "rtt-loss-grid", "workloads"}
+    assert all(row.verdict() == "no result" and row.scale == "not run" for row in rows)
+    assert all(row.result_path == paper.entry(row.experiment).spec for row in rows)
+    assert all(f"sojourn reproduce 000 --only {row.experiment}" in row.why_text() for row in rows)
+    profiles = [run.sweep_value for run in load_spec(REPO / paper.entry("workloads").spec).runs]
+    largest = [row for row in rows if row.experiment == "workloads" and "largest 1%" in row.claim]
+    assert [row.claim.rsplit(", ", 1)[1] for row in largest] == list(dict.fromkeys(profiles)) and len(largest) == 10
+
+
 def test_doc_regenerates_the_stored_docs_from_the_published_results(tmp_path):
     """The committed docs/reproduction/<paper>.csv and .md, the figures of the paper's values
     beside ours and README.md are what the generator makes from the committed published

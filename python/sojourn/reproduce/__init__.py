@@ -28,7 +28,7 @@ from __future__ import annotations
 import importlib
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cache
 from pathlib import Path
@@ -141,10 +141,12 @@ class Paper:
 
 
 def rows_of(ctx: "Context", builders: dict[str, Callable[["Context"], list[Row]]]) -> list[Row]:
-    """The rows of every published experiment that has a builder, in the paper's order."""
+    """The rows of every experiment that has a builder, in the paper's order; those of an
+    experiment not run yet are its claims without a result (the table shows what is missing,
+    issue 28: "that is a row, not silence")."""
     rows: list[Row] = []
     for entry in ctx.paper.experiments:
-        if entry.name in builders and ctx.has(entry.name):
+        if entry.name in builders:
             rows += builders[entry.name](ctx)
     return rows
 
@@ -175,7 +177,10 @@ class Context:
         return self.docs / self.paper.tag / name
 
     def result_path(self, name: str) -> str:
-        """The published directory as the CSV names it (relative to the repository)."""
+        """The published directory as the CSV names it (relative to the repository); the
+        spec for an experiment not run yet (what a row without a result waits for)."""
+        if not self.has(name):
+            return self.paper.entry(name).spec
         path = (self.cited / self.paper.tag / name).resolve()
         try:
             return str(path.relative_to(REPO))
@@ -190,7 +195,7 @@ class Context:
 
     def _reps(self, name: str):
         from sojourn.analysis.results import load_experiment
-        if not self.paper.entry(name).spec:
+        if not self.paper.entry(name).spec or not self.has(name):
             return []
         return load_experiment(self.directory(name))
 
@@ -230,6 +235,8 @@ class Context:
         --quick) with at least PAPER_REPETITIONS repetitions, or is an exact computation;
         else ``quick``. Read from the published run.json and meta.json."""
         entry = self.paper.entry(name)
+        if not self.has(name):
+            return "not run"
         if entry.exact:
             return "paper"
         reps = [r for r in self.reps(name) if not run or r.run == run]
@@ -287,6 +294,15 @@ class Context:
 
     def mean(self, name: str, run: str, metric: str) -> float:
         return self.measure(name, run, metric).value
+
+    def sweep_values(self, name: str) -> list:
+        """The sweep values of experiment ``name`` at the paper's scale: those its spec in the
+        repository runs without ``--quick``, then any other the published runs have, so a
+        claim made per point has a row for every point, run or not."""
+        from sojourn.runner.spec import load_spec
+        planned = [run.sweep_value for run in load_spec(REPO / self.paper.entry(name).spec).runs]
+        published = [rep.sweep_value for rep in self.reps(name)]
+        return [value for value in dict.fromkeys(planned + published) if value is not None]
 
     def runs_of(self, name: str) -> set[str]:
         """The runs of experiment ``name`` in its published results."""
@@ -353,7 +369,8 @@ class Context:
         the interval of the point it was found at."""
         found = {point: parts[part] for point, parts in self.sweep(name, metric, variants).items() if parts[part].ok}
         if not found:
-            return Measure(absent=f"no sweep point of {name} has both {' and '.join(variants)}")
+            return Measure(absent=f"no sweep point of {name} has both {' and '.join(variants)}" if self.has(name)
+                           else self.not_run(name))
         point = pick(found, key=lambda p: found[p].value)
         best = found[point]
         runs = tuple(run for m in found.values() for run in m.runs)
@@ -361,9 +378,16 @@ class Context:
         at = f"{key}={point:g}" if isinstance(point, float) else f"{key}={point}"
         return Measure(best.value, best.ci, min(m.repetitions for m in found.values()), runs, at=at)
 
+    def not_run(self, name: str) -> str:
+        """Why an experiment without published results gives nothing, with the command that
+        runs it."""
+        return f"not run yet: `sojourn reproduce {self.paper.tag} --only {name}`"
+
     def absent(self, name: str, run: str, metric: str) -> str:
         """Why run ``run`` of published experiment ``name`` gives no ``metric`` (any metric
         when empty): the sentence a row shows in place of a value, or "" when it gives one."""
+        if not self.has(name):
+            return self.not_run(name)
         reps = [r for r in self.reps(name) if r.run == run]
         if not reps:
             return f"run {run} is not in the published results of {name}"
@@ -378,10 +402,14 @@ class Context:
     def row(self, name: str, claim: str, paper: Claim, ours: Measure, why: Why | None = None,
             note: str = "") -> Row:
         """A row of experiment ``name``; its scale is the least of the runs ``ours`` read
-        (compressed, then quick, then paper)."""
+        (not run, then compressed, then quick, then paper)."""
         runs = ours.runs or ((name, ""),)
         scales = {self.scale(experiment, run) for experiment, run in runs}
-        scale = next(s for s in ("compressed", "quick", "paper") if s in scales)
+        scale = next(s for s in ("not run", "compressed", "quick", "paper") if s in scales)
+        unrun = [experiment for experiment, _ in runs if not self.has(experiment)]
+        if unrun and not ours.ok:
+            # Whatever a builder says of a missing value, the reason is that nothing ran.
+            ours, why = replace(ours, absent=self.not_run(unrun[0])), None
         return Row(name, claim, paper, ours, self.result_path(name), scale, why, note)
 
 

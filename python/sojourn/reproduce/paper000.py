@@ -502,13 +502,12 @@ def _largest_share_rows(ctx: Context, e: str) -> list[Row]:
     """§5.2: "the mean response times of only the biggest 1% of all requests is never more
     than 10% higher under SRPT than FAIR for any workload in the baseline case ... and this
     penalty is further substantially diminished under the realistic scenario": a row per
-    workload that ran."""
-    profiles = sorted({rep.sweep_value for rep in ctx.reps(e)}, key=lambda name: int(name[1:]))
+    workload the spec runs."""
     return [ctx.row(e, f"SRPT / FAIR mean of the largest 1%, {profile}",
                     bound("<=", 1.1, text="never more than 10% higher under SRPT for any workload", digits=2),
                     ctx.ratio((e, _run("srpt", "profile", profile), "response_largest_1pct_mean"),
                               (e, _run("fair", "profile", profile), "response_largest_1pct_mean")))
-            for profile in profiles]
+            for profile in ctx.sweep_values(e)]
 
 
 def _realistic_incomplete_rows(ctx: Context) -> list[Row]:
@@ -517,7 +516,7 @@ def _realistic_incomplete_rows(ctx: Context) -> list[Row]:
     load is each workload's time-average (000 Table 1)."""
     e = "workloads-realistic"
     rows = []
-    for profile in sorted({rep.sweep_value for rep in ctx.reps(e)}, key=lambda name: int(name[1:])):
+    for profile in ctx.sweep_values(e):
         load = shaping.profile_by_name(profile).mean_rho
         claim = point(0.002, "0.2% at load 0.7") if load < 0.8 else point(0.125, "10-15% at load 0.9")
         rows += [ctx.row(e, f"{VARIANT_NAMES[v]}: share of requests incomplete, {profile} (load {load:.2g})", claim,
@@ -733,20 +732,22 @@ def _syn_queue_rows(ctx: Context) -> list[Row]:
 def _txqueue_rows(ctx: Context) -> list[Row]:
     e = "txqueue"
     key = "queue_packets"
-    means = {value: ctx.measure(e, _run("fair", key, value), "response_mean")
-             for value in sorted({r.sweep_value for r in ctx.reps(e) if isinstance(r.sweep_value, (int, float))})}
+    means = {value: ctx.measure(e, _run("fair", key, value), "response_mean") for value in ctx.sweep_values(e)}
     means = {value: m for value, m in means.items() if m.ok}
-    if not means:
-        return []
-    best = min(means, key=lambda value: means[value].value)
-    longest = max(means)
-    return [ctx.row(e, f"FAIR: least mean over the queue lengths (at {best:g} packets) / at 100",
+    least = min(means, key=lambda value: means[value].value) if means else None
+    longest = max(means) if means else None
+
+    def over(top, bottom) -> Measure:
+        if not means:
+            return Measure(absent=ctx.absent(e, _run("fair", key, 100), "response_mean") or "no queue length gave a mean")
+        return ctx.ratio((e, _run("fair", key, top), "response_mean"), (e, _run("fair", key, bottom), "response_mean"))
+
+    at = f" (at {least:g} packets)" if means else ""
+    return [ctx.row(e, f"FAIR: least mean over the queue lengths{at} / the mean at 100 packets",
                     bound("<", 1, text="increasing it up to a point slightly decreases response time"),
-                    ctx.ratio((e, _run("fair", key, best), "response_mean"), (e, _run("fair", key, 100), "response_mean"))),
-            ctx.row(e, f"FAIR: mean at {longest:g} packets / the least mean",
-                    bound(">", 1, text="beyond that it actually hurts response time"),
-                    ctx.ratio((e, _run("fair", key, longest), "response_mean"),
-                              (e, _run("fair", key, best), "response_mean")))]
+                    over(least, 100)),
+            ctx.row(e, f"FAIR: mean at the longest queue{f' ({longest:g} packets)' if means else ''} / the least mean",
+                    bound(">", 1, text="beyond that it actually hurts response time"), over(longest, least))]
 
 
 def _abort_retries_rows(ctx: Context) -> list[Row]:

@@ -38,9 +38,9 @@ in these columns (the doc `<paper>.md` shows the same rows, with the reasons wri
 | ratio | ours / paper_value; never to a bound (empty when the paper prints no value) |
 | verdict | `met` or `missed` for a bound (ours rounded to the digits the paper printed for >= and <=; > and < are strict); for a point or a direction `same direction within 2x`, `same direction beyond 2x` (ratio outside 0.5-2) or `opposite` (ours on the other side of the reference, or on it; a point's reference is 0); `no result` when there is no value |
 | reason | for a negative verdict (missed, beyond 2x, opposite): `measured` when a published measurement shows the cause (the `why` column says which), else `unexplained`; `—` for the others |
-| scale | what the published result ran: `compressed` when its runs had workload.time_compression > 1; `paper` at the spec's full scale (not `--quick`) with at least 3 repetitions, or an exact computation (a formula); else `quick`. Read from the published run.json and meta.json of the runs the row uses |
+| scale | what the published result ran: `compressed` when its runs had workload.time_compression > 1; `paper` at the spec's full scale (not `--quick`) with at least 3 repetitions, or an exact computation (a formula); `not run` when the experiment has no published result yet; else `quick`. Read from the published run.json and meta.json of the runs the row uses |
 | repetitions | the complete repetitions the row's value is over (the fewest of its runs) |
-| result_path | the published directory the value comes from, relative to the repository |
+| result_path | the published directory the value comes from, relative to the repository; for an experiment not run yet, its spec |
 | why | for a negative verdict, the measured reason or what is known of an unexplained one; for `no result`, why there is none |
 
 Every number in the generated docs comes from the published files under `<paper>/<experiment>/`
@@ -48,7 +48,9 @@ Every number in the generated docs comes from the published files under `<paper>
 holds the papers' numbers and no number of ours. No row passes by construction: where a run could
 not see what the paper measured (SRPT's first SYN drop near half an hour, in a run of minutes), or
 an experiment ran but gave no value, the claim keeps its row as `no result` and says why. An
-experiment not yet published has no rows; its doc lists it as not run.
+experiment not yet published has its rows too, each `no result` at scale `not run`, naming the
+spec and the command that runs it; a claim made per workload or per point has a row for every
+point its spec runs, whether that point ran or not.
 
 `python -m sojourn.reproduce.check` (which `sojourn reproduce` runs after writing the docs) and
 `python/tests/test_reproduce_tables.py` check every CSV and doc against these rules: a row whose
@@ -71,32 +73,35 @@ def _kind_cell(rows: list[dict], kind: str) -> str:
 
 def coverage(paper, rows: list[dict]) -> dict:
     """How much of a paper its rows (CSV rows as dicts) cover: its own experiments and ours,
-    those with a row and those whose every row is at the paper's scale, the negative verdicts
-    and how many carry a measured reason, the rows without a result."""
+    those with a result (a row with a value) and those whose every row is at the paper's
+    scale, the negative verdicts and how many carry a measured reason, the rows without a
+    result and how many of those wait for an experiment not run yet."""
     own = [e.name for e in paper.experiments if e.of_paper]
     by_experiment: dict[str, list[dict]] = {}
     for row in rows:
         by_experiment.setdefault(row["experiment"], []).append(row)
-    with_row = [name for name in own if name in by_experiment]
+    with_result = [name for name in own if any(r["verdict"] != "no result" for r in by_experiment.get(name, ()))]
     negative = [row for row in rows if row["verdict"] in NEGATIVE]
-    return {"own": len(own), "added": len(paper.experiments) - len(own), "with_row": len(with_row),
-            "at_paper": sum(all(r["scale"] == "paper" for r in by_experiment[name]) for name in with_row),
+    return {"own": len(own), "added": len(paper.experiments) - len(own), "with_result": len(with_result),
+            "at_paper": sum(all(r["scale"] == "paper" for r in by_experiment[name]) for name in with_result),
             "negative": len(negative), "measured": sum(row["reason"] == "measured" for row in negative),
-            "no_result": sum(row["verdict"] == "no result" for row in rows)}
+            "no_result": sum(row["verdict"] == "no result" for row in rows),
+            "not_run": sum(row["scale"] == "not run" for row in rows)}
 
 
 def coverage_line(paper, rows: list[dict]) -> str:
     """The count at the top of a paper's doc."""
     c = coverage(paper, rows)
     ours = f" (and {c['added']} of ours)" if c["added"] else ""
-    return (f"**Coverage:** {c['own']} experiments of the paper{ours}: {c['with_row']} with a row, {c['at_paper']} of "
-            f"them at the paper's scale (>= 3 repetitions, or exact); {c['measured']} of {c['negative']} negative "
-            f"verdicts {'carries' if c['measured'] == 1 else 'carry'} a measured reason; "
-            f"{c['no_result']} {'row has' if c['no_result'] == 1 else 'rows have'} no result.")
+    return (f"**Coverage:** {c['own']} experiments of the paper{ours}: {c['with_result']} with a result, "
+            f"{c['at_paper']} of them at the paper's scale (>= 3 repetitions, or exact); {c['measured']} of "
+            f"{c['negative']} negative verdicts {'carries' if c['measured'] == 1 else 'carry'} a measured reason; "
+            f"{c['no_result']} {'row has' if c['no_result'] == 1 else 'rows have'} no result, {c['not_run']} of them "
+            f"of experiments not run yet.")
 
 
 def summary_lines(docs: Path) -> list[str]:
-    lines = ["| paper | experiments in the paper | with a row | at paper scale (>= 3 repetitions, or exact) | point | direction "
+    lines = ["| paper | experiments in the paper | with a result | at paper scale (>= 3 repetitions, or exact) | point | direction "
              "| bound | no result | negative verdicts with a measured reason |",
              "|---|---|---|---|---|---|---|---|---|"]
     for tag in PAPERS:
@@ -105,7 +110,7 @@ def summary_lines(docs: Path) -> list[str]:
             continue
         c = coverage(load_paper(tag), rows)
         experiments = f"{c['own']}" + (f" (+{c['added']} of ours)" if c["added"] else "")
-        lines.append(f"| [{tag}]({tag}.md) | {experiments} | {c['with_row']} | {c['at_paper']} | "
+        lines.append(f"| [{tag}]({tag}.md) | {experiments} | {c['with_result']} | {c['at_paper']} | "
                      f"{_kind_cell(rows, 'point')} | {_kind_cell(rows, 'direction')} | {_kind_cell(rows, 'bound')} | "
                      f"{c['no_result']} | {c['measured']} of {c['negative']} |")
     return lines
@@ -160,7 +165,7 @@ def concurrency_lines(docs: Path) -> list[str]:
 def readme_text(docs: Path) -> str:
     lines = ["# Reproducing the papers", "",
              "Generated by `sojourn reproduce` from the CSVs beside it; do not edit by hand. One line per "
-             "paper: its experiments (and studies of ours beside them), how many have a row in the paper's "
+             "paper: its experiments (and studies of ours beside them), how many have a result in the paper's "
              "table, how many of those ran at the paper's scale with at least three repetitions (or are an exact "
              "computation), the "
              "verdicts of its rows by kind, and how many negative verdicts (missed, beyond 2x, opposite) "

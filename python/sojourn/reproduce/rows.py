@@ -28,7 +28,7 @@ KINDS = ("point", "direction", "bound")
 VERDICTS = ("met", "missed", "same direction within 2x", "same direction beyond 2x", "opposite", "no result")
 NEGATIVE = ("missed", "same direction beyond 2x", "opposite")
 REASONS = ("measured", "unexplained", "—")
-SCALES = ("paper", "quick", "compressed")
+SCALES = ("paper", "quick", "compressed", "not run")
 BOUND_OPS = (">=", "<=", ">", "<")
 
 
