@@ -219,6 +219,16 @@ def test_settle_time_and_size_classes():
     # The same spikes on a climb: never settled.
     spiky_climb = pd.DataFrame({"scheduled_s": t, "response_s": [(1.0 + x) ** 2 * (3.0 if int(x) % 4 == 0 else 1.0) for x in t]})
     assert settle_time(spiky_climb, 0.0, 40.0) != settle_time(spiky_climb, 0.0, 40.0)
+    # Settled at 1 s after 10 s at 4 s, with three seconds at 1.3 s half way: a settled series
+    # grazing the band's edge (the mean of a few bins of heavy-tailed sizes) does not restart
+    # the clock; it settled after 10 s, not after 33.
+    t60 = [i + 0.5 for i in range(60)]
+    grazing = pd.DataFrame({"scheduled_s": t60,
+                            "response_s": [4.0 if x < 10 else 1.3 if 30 <= x < 33 else 1.0 for x in t60]})
+    assert settle_time(grazing, 0.0, 60.0) == pytest.approx(10.0)
+    # Settled at once, then falling by half over the second half: a drift, never settled.
+    falling = pd.DataFrame({"scheduled_s": t60, "response_s": [1.0 if x < 30 else 1.0 - (x - 30) / 60 for x in t60]})
+    assert math.isnan(settle_time(falling, 0.0, 60.0))
     # A slow swing between 0.5 and 1.5 s (period 16 s): never settled.
     swing = pd.DataFrame({"scheduled_s": t, "response_s": [1.0 + 0.5 * math.sin(x * math.pi / 8) for x in t]})
     assert settle_time(swing, 0.0, 40.0) != settle_time(swing, 0.0, 40.0)

@@ -20,8 +20,11 @@ Definitions (issue 32), over the final attempt of every request (sojourn.analysi
   responses (heavy-tailed sizes, a tenth of a second's bins' mean can double) does not count
   as unsettled while a climb or a slow swing still does; the level is the median over the
   span's second half; the settle time is when the series enters ``[level / 1.25, level x
-  1.25]`` to stay. A run that only settles in the span's last quarter
-  (response time still climbing, as FAIR's under persistent overload, 000 §4) did not settle.
+  1.25]`` to spend at least 90% of the rest of the span in it (a single bin of a settled
+  series that grazes the band's edge, as the mean of ten seconds of heavy-tailed sizes does,
+  does not restart the clock). A run that only settles in the span's last quarter, or whose
+  second half still climbs or falls by more than the band (Theil-Sen slope; response time
+  still climbing, as FAIR's under persistent overload, 000 §4), did not settle.
   When the run stopped with its last request (``collect.drain_s`` below the timeout), a
   request scheduled near the end completed only if it was fast, so the last ``timeout -
   drain`` seconds, or the run's p99 response time if shorter (000 §4's clients never time out),
@@ -42,6 +45,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from prometheus_client.parser import text_string_to_metric_families
+from scipy import stats
 
 from sojourn.analysis.results import open_repetition, server_metric_means
 from sojourn.analysis.metrics import run_span
@@ -50,6 +54,7 @@ from sojourn.analysis.metrics import run_span
 SIZE_CUTOFFS = (1024, 2048, 5 * 1024, 50 * 1024)
 SIZE_CLASSES = ("<1K", "1K-2K", "2K-5K", "5K-50K", ">=50K")
 SETTLE_BAND = 1.25
+SETTLE_STAY = 0.9  # share of the later bins a settled series spends in the band (module notes)
 SMOOTH_BINS = 5  # running median of the settle series (module notes)
 BINS = 100  # bins of the response-time-over-time series
 PATIENCE_S = 10.0  # 000 (H): users abort after 10 s (Fig. 10 H's longest abort time)
@@ -96,20 +101,32 @@ def refused_share(requests: pd.DataFrame, start: float, end: float, width: float
 
 
 def settle_time(done: pd.DataFrame, start: float, end: float) -> float:
-    """Seconds from ``start`` until the binned mean response time stays within the settle
-    band of its second-half level (module notes); NaN when it never does."""
+    """Seconds from ``start`` until the binned mean response time enters the settle band of
+    its second-half level and spends at least :data:`SETTLE_STAY` of the rest of the span in
+    it (module notes); NaN when it never does, or when the second half still drifts by more
+    than the band."""
     if end <= start:
         return math.nan
     width = max(1.0, (end - start) / 60)
     series = binned_response(done, start, end, width).dropna(subset=["mean"])
     series["smooth"] = series["mean"].rolling(SMOOTH_BINS, center=True, min_periods=1).median()
     late = series[series["t"] >= start + (end - start) / 2]
-    if late.empty:
+    if len(late) < 2:
         return math.nan
     level = float(late["smooth"].median())
-    outside = series[(series["smooth"] > level * SETTLE_BAND) | (series["smooth"] < level / SETTLE_BAND)]
-    settled = start if outside.empty else float(outside["t"].max()) + width
-    return settled - start if settled - start <= 0.75 * (end - start) else math.nan
+    # A climb or a fall through the second half (Theil-Sen, robust to the spikes of single
+    # bins) is no level to settle on, however long it spends near its median.
+    slope = stats.theilslopes(late["smooth"].to_numpy(), late["t"].to_numpy(dtype=float))[0]
+    if abs(slope) * (end - start) / 2 > (SETTLE_BAND - 1) * level:
+        return math.nan
+    inside = ((series["smooth"] <= level * SETTLE_BAND) & (series["smooth"] >= level / SETTLE_BAND)).to_numpy()
+    # Share of the bins from each one to the end that lie inside the band.
+    stays = np.cumsum(inside[::-1])[::-1] / np.arange(len(inside), 0, -1)
+    entered = np.flatnonzero(inside & (stays >= SETTLE_STAY))
+    if not len(entered):
+        return math.nan
+    settled = float(series["t"].iloc[entered[0]]) - start
+    return settled if settled <= 0.75 * (end - start) else math.nan
 
 
 def uncensored_until(run_end: float, censor_s: float, response_p99: float) -> float:

@@ -257,7 +257,8 @@ def build(published: Path = PUBLISHED, doc: Path = DOC) -> str:
         "requests from that arrival; — for runs without a policy, or from before the measure, whose policy judged "
         "requests from when the server read them); settle is the time from a step up in load until "
         "the mean response time (by bins of a sixtieth of the span, a running median over 5 bins) "
-        "stays within 25% of its level (never: it did not, still climbing or swinging); sessions/s is 003's completed sessions per second. Cells are means over "
+        "enters the band of 25% around its second half's level to spend at least 90% of the rest of the span in "
+        "it (never: it did not, still climbing, falling or swinging); sessions/s is 003's completed sessions per second. Cells are means over "
         "repetitions with their 90% interval.", "",
         "Beside each run, the simulator (`sojourn-engine sim`, docs/simulator.md) replays the run's trace "
         "with the server's own scheduler and admission code and the run's write quantum, write "
