@@ -6,7 +6,10 @@ repetitions' 90% intervals, and how many repetitions the fidelity guard passed.
 
 A count is *safe* when every run's mean response time lies inside the solo 90% interval
 (widened by nothing) and every repetition is complete and valid; the largest safe count
-is printed last (and is what docs/experiments.md recommends for --concurrency). A count run
+is printed last (and is what docs/experiments.md recommends for --concurrency). Beside the
+rule, each run's difference from solo with its Welch 90% interval and p-value (repetitions
+of the two sets, unequal variances): a rule on one mean against an interval misjudges a
+shift as often as its own noise decides, the difference says how large a shift could be. A count run
 more than once (run.sh's `1 2 1`: roots 1, 2, 1-again2) has its sets pooled, so solo sets
 before and after a concurrent batch give one interval.
 """
@@ -17,6 +20,9 @@ import argparse
 import json
 from pathlib import Path
 
+import numpy as np
+from scipy import stats
+
 from sojourn.analysis.results import load_experiment, summaries
 from sojourn.analysis.sweeps import over_repetitions
 
@@ -26,6 +32,18 @@ METRICS = ["response_mean", "response_largest_1pct_mean", "syn_drops", "incomple
 def experiment_dir(root: Path) -> Path:
     """The one experiment directory under a count's results root."""
     return next(path for path in root.iterdir() if path.is_dir())
+
+
+def welch(concurrent: list[float], solo: list[float]) -> dict:
+    """The relative difference of the means, concurrent / solo - 1, with its Welch 90%
+    interval and two-sided p-value (scipy's t-test with unequal variances)."""
+    a, b = np.asarray(concurrent, float), np.asarray(solo, float)
+    if len(a) < 2 or len(b) < 2 or b.mean() == 0:  # no interval (JSON's null)
+        return {"welch_diff": None, "welch_lo": None, "welch_hi": None, "welch_p": None}
+    test = stats.ttest_ind(a, b, equal_var=False)
+    interval = test.confidence_interval(0.90)
+    return {"welch_diff": a.mean() / b.mean() - 1, "welch_lo": interval.low / b.mean(),
+            "welch_hi": interval.high / b.mean(), "welch_p": float(test.pvalue)}
 
 
 def table(reps: list) -> dict:
@@ -41,6 +59,7 @@ def table(reps: list) -> dict:
     stats["complete"] = stats["run"].map(frame.groupby("run")["state"].apply(lambda s: int((s == "complete").sum())))
     stats["cpu_idle"] = stats["run"].map(frame.groupby("run")["idle"].mean())
     stats["redone"] = stats["run"].map(frame.groupby("run")["redone"].sum())
+    stats["values"] = stats["run"].map(frame.groupby("run")["response_mean"].apply(list))
     return {row["run"]: row for row in stats.to_dict("records")}
 
 
@@ -68,7 +87,7 @@ def main() -> int:
     solo = tables[1]
     out, safe = {}, []
     print(f"{'count':>5} {'run':6} {'reps':>4} {'valid':>5} {'idle':>5} {'mean (s)':>9} {'solo 90% interval':>20} "
-          f"{'inside':>6} {'SYN drops':>9} {'incomplete':>10}")
+          f"{'inside':>6} {'vs solo (Welch 90%)':>24} {'p':>5} {'SYN drops':>9} {'incomplete':>10}")
     for count in counts:
         ok = True
         for run, row in tables[count].items():
@@ -76,13 +95,17 @@ def main() -> int:
             inside = bool(low <= row["response_mean"] <= high)
             whole = row["valid"] == row["n"] and row["complete"] == row["n"]
             ok &= (inside or count == 1) and whole
+            shift = welch(row["values"], solo[run]["values"]) if count != 1 else {}
+            known = shift.get("welch_lo") is not None
+            beside = f"{shift['welch_diff']:+.1%} [{shift['welch_lo']:+.1%}, {shift['welch_hi']:+.1%}]" if known else "—"
+            p_value = f"{shift['welch_p']:.2f}" if known else "—"
             print(f"{count:>5} {run:6} {row['n']:>4} {row['valid']:>5} {row['cpu_idle']:>5.2f} {row['response_mean']:>9.3f} "
-                  f"{f'[{low:.3f}, {high:.3f}]':>20} {'yes' if inside else 'no':>6} {row['syn_drops']:>9.0f} "
-                  f"{row['incomplete']:>10.0f}")
+                  f"{f'[{low:.3f}, {high:.3f}]':>20} {'yes' if inside else 'no':>6} {beside:>24} "
+                  f"{p_value:>5} {row['syn_drops']:>9.0f} {row['incomplete']:>10.0f}")
             out.setdefault(str(count), {})[run] = {**{k: row[k] for k in ("n", "valid", "complete", "cpu_idle",
-                                                                           "redone")},
+                                                                           "redone", "values")},
                                                    **{m: row[m] for m in METRICS}, "solo_lo": low, "solo_hi": high,
-                                                   "inside_solo_interval": inside}
+                                                   "inside_solo_interval": inside, **shift}
         if ok:
             safe.append(count)
     largest = max((count for count in safe if all(c in safe for c in counts if c <= count)), default=1)

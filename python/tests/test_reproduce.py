@@ -206,6 +206,23 @@ def test_the_default_concurrency_is_the_measured_one_for_the_experiments_testbed
     assert (measured_concurrency(lan, tmp_path), measured_concurrency(wan, tmp_path)) == (4, 1)
 
 
+def test_the_concurrency_comparison_gives_each_shift_with_its_welch_interval():
+    """bench/concurrency/compare.py: the shift of a concurrent set from the solo one, with
+    the Welch 90% interval of the difference of means, relative to the solo mean."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("compare", REPO / "bench" / "concurrency" / "compare.py")
+    compare = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(compare)
+    solo = [1.00, 1.02, 0.98, 1.01, 0.99, 1.00]
+    shifted = compare.welch([1.10, 1.12, 1.08], solo)
+    assert shifted["welch_diff"] == pytest.approx(0.10)
+    assert 0 < shifted["welch_lo"] < 0.10 < shifted["welch_hi"] and shifted["welch_p"] < 0.01
+    same = compare.welch([1.00, 1.02, 0.98], solo)
+    assert same["welch_lo"] < 0 < same["welch_hi"] and same["welch_p"] > 0.5
+    assert compare.welch([1.1], solo)["welch_lo"] is None  # one repetition: no interval
+
+
 def test_published_repetitions_of_the_same_spec_are_restored_as_complete_results(tmp_path):
     """results/ does not outlive a checkout, docs/reproduction/ does: a campaign goes on from
     the repetitions published with the same spec at the same scale, and only from those."""

@@ -131,6 +131,14 @@ def _defaults(docs: Path) -> str:
     return ", ".join(f"{measured_concurrency(load_spec(REPO / spec), docs)} {kind}" for kind, spec in kinds)
 
 
+def _shift(row: dict) -> str:
+    """A concurrent run's shift from solo with its Welch interval and p (compare.py), — for
+    the solo rows and for comparisons published before compare.py kept the repetitions."""
+    if row.get("welch_lo") is None:
+        return "—"
+    return f"{row['welch_diff']:+.1%} [{row['welch_lo']:+.1%}, {row['welch_hi']:+.1%}] ({row['welch_p']:.2f})"
+
+
 def concurrency_lines(docs: Path) -> list[str]:
     """The solo-against-concurrent check of `sojourn reproduce --concurrency`'s default, one
     table per published comparison (bench/concurrency/run.sh, compare.py --json)."""
@@ -146,21 +154,24 @@ def concurrency_lines(docs: Path) -> list[str]:
              "valid. The default of `sojourn reproduce` is, for each kind of testbed, the largest N with every count "
              f"from 2 to N measured safe in every comparison of that kind: {_defaults(docs)}. A count given twice "
              "(`run.sh 1 2 1`: solo, 2 at once, solo again) pools its sets, so the machine's drift between batches "
-             "widens the solo interval instead of deciding the verdict."]
+             "widens the solo interval instead of deciding the verdict. Beside the rule, comparisons made since "
+             "compare.py kept each repetition give the shift from solo with its Welch 90% interval and p-value "
+             "(unequal variances): how large a change the repetitions could hide."]
     for path in files:
         data = json.loads(path.read_text())
         measured_counts = ", ".join(sorted(data["counts"], key=int))
         lines += ["", f"`{data['spec']}` ({data['run_length']} of load per repetition, ran {data['ran_on']}; counts "
                       f"measured: {measured_counts}; largest safe count: **{data['largest_safe']}**):", "",
                   "| testbeds at once | run | repetitions (valid) | invalid attempts redone | CPU idle | mean (s) | "
-                  "solo 90% interval (s) | inside | SYN drops | incomplete |", "|---|---|---|---|---|---|---|---|---|---|"]
+                  "solo 90% interval (s) | inside | vs solo, Welch 90% (p) | SYN drops | incomplete |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
         for count, runs in sorted(data["counts"].items(), key=lambda kv: int(kv[0])):
             for run, row in runs.items():
                 inside = "—" if count == "1" else ("yes" if row["inside_solo_interval"] else "no")
                 lines.append(f"| {count} | {run} | {row['n']} ({row['valid']}) | {row.get('redone', 0):.0f} | "
                              f"{row['cpu_idle']:.2f} | "
                              f"{row['response_mean']:.3g} | {row['solo_lo']:.3g}-{row['solo_hi']:.3g} | {inside} | "
-                             f"{row['syn_drops']:.0f} | {row['incomplete']:.0f} |")
+                             f"{_shift(row)} | {row['syn_drops']:.0f} | {row['incomplete']:.0f} |")
     return lines
 
 
