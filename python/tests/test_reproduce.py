@@ -112,16 +112,27 @@ def test_a_run_without_a_syn_drop_counts_its_length_and_an_early_drop_misses_the
     assert Row("e", "c", half_hour, Measure(43.2, None, 1), "p", "paper").verdict() == "missed"
 
 
-def test_an_experiment_not_run_has_its_claims_as_rows_naming_its_spec(tmp_path):
-    """Nothing published: every claim of 000 is still a row, `no result` at scale `not run`,
-    citing the spec and the command that runs it; a claim made per workload has a row for
-    every workload the spec runs (issue 28: "that is a row, not silence")."""
+@pytest.mark.parametrize("tag", list(PAPERS))
+def test_an_experiment_not_run_has_its_claims_as_rows_naming_its_spec(tag, tmp_path):
+    """Nothing published: every claim of a spec is still a row, `no result` at scale `not
+    run`, citing the spec and the command that runs it, and the docs are written."""
+    paper = load_paper(tag)
+    rows = paper.claims(Context(paper, tmp_path))
+    specs = {entry.name for entry in paper.experiments if entry.spec}
+    assert rows and {row.experiment for row in rows} <= specs
+    assert all(row.verdict() == "no result" and row.scale == "not run" for row in rows)
+    assert all(row.result_path == paper.entry(row.experiment).spec for row in rows)
+    assert all(f"sojourn reproduce {tag} --only {row.experiment}" in row.why_text() for row in rows)
+    md_path, csv_path = write_docs(paper, Context(paper, tmp_path))
+    assert len(list(csv.DictReader(csv_path.open()))) == len(rows) and "not run" in md_path.read_text()
+
+
+def test_a_claim_per_workload_has_a_row_for_every_workload_of_the_spec(tmp_path):
+    """000 §5.2's "never more than 10% higher under SRPT for any workload": a row per workload
+    the spec runs, before any ran (issue 28: "that is a row, not silence")."""
     paper = load_paper("000")
     rows = paper.claims(Context(paper, tmp_path))
     assert {row.experiment for row in rows} >= {"txqueue", "syn-queue-w4", "rtt-loss-grid", "workloads"}
-    assert all(row.verdict() == "no result" and row.scale == "not run" for row in rows)
-    assert all(row.result_path == paper.entry(row.experiment).spec for row in rows)
-    assert all(f"sojourn reproduce 000 --only {row.experiment}" in row.why_text() for row in rows)
     profiles = [run.sweep_value for run in load_spec(REPO / paper.entry("workloads").spec).runs]
     largest = [row for row in rows if row.experiment == "workloads" and "largest 1%" in row.claim]
     assert [row.claim.rsplit(", ", 1)[1] for row in largest] == list(dict.fromkeys(profiles)) and len(largest) == 10

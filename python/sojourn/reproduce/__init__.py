@@ -141,12 +141,13 @@ class Paper:
 
 
 def rows_of(ctx: "Context", builders: dict[str, Callable[["Context"], list[Row]]]) -> list[Row]:
-    """The rows of every experiment that has a builder, in the paper's order; those of an
-    experiment not run yet are its claims without a result (the table shows what is missing,
-    issue 28: "that is a row, not silence")."""
+    """The rows of every experiment that has a builder, in the paper's order; those of a spec
+    not run yet are its claims without a result (the table shows what is missing, issue 28:
+    "that is a row, not silence"). A command's claims are read from the files it writes, so
+    they wait for its first run."""
     rows: list[Row] = []
     for entry in ctx.paper.experiments:
-        if entry.name in builders:
+        if entry.name in builders and (entry.spec or ctx.has(entry.name)):
             rows += builders[entry.name](ctx)
     return rows
 

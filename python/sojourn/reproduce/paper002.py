@@ -62,7 +62,7 @@ def _independent_loss_rows(ctx: Context) -> list[Row]:
     """§4: "similar trends and behavior using ... the independent loss model": capacity falls
     with independent loss as with dependent loss."""
     entry = "loss-independent"
-    losses = sorted({rep.sweep_value for rep in ctx.reps(entry)})
+    losses = sorted(ctx.sweep_values(entry))
     low, high = losses[0], losses[-1]
     return [_capacity_row(ctx, entry, server, "loss", high, low,
                           f"{server}: capacity at {high:.0%} / at {low:.0%} independent loss",
