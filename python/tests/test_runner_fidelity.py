@@ -129,7 +129,8 @@ redo = {redo}
 @pytest.mark.netns
 def test_a_disturbed_repetition_is_marked_invalid_and_redone(tmp_path):
     """Two busy loops beside the first attempt take the machine's idle time below the
-    bound: that attempt is invalid, its record kept in attempts.json; the attempt run
+    bound: that attempt is invalid, its record kept in attempts.json and its counters beside
+    it; the attempt run
     again without them is valid and complete."""
     path = tmp_path / "guard.toml"
     path.write_text(SPEC.format(name="guard", redo=1))
@@ -156,6 +157,7 @@ def test_a_disturbed_repetition_is_marked_invalid_and_redone(tmp_path):
     assert [kind for kind, _ in seen].count("invalid") == 1
     attempts = json.loads((directory / "attempts.json").read_text())
     assert len(attempts) == 1 and not attempts[0]["fidelity"]["valid"]
+    assert "host_io_stall" in (directory / "attempt-0-counters.csv").read_text().splitlines()[0]
     assert any(line.startswith("cpu_idle") for line in attempts[0]["fidelity"]["violations"])
     record = json.loads((directory / "fidelity.json").read_text())
     assert record["valid"] and record["values"]["cpu_idle"] >= 0.3

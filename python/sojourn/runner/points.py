@@ -72,10 +72,12 @@ def run_point(point: Point, directory: Path, spec_text: str, prefix: str,
     """One repetition into ``point.directory`` (inputs under ``directory``), run again at
     once while the fidelity guard finds it ``invalid``; returns the final state."""
     attempts: list[dict] = []
+    # Each invalid attempt's kernel and machine counters, kept beside the attempt that counts
+    # (attempt-N-counters.csv), so whether the guard's verdict was deserved can be read later.
+    counters: list[str] = []
     for _attempt in range(point.run.config["collect"]["fidelity"]["redo"] + 1):
         start_point(point, spec_text, on_event)
-        if attempts:
-            layout.write_json(point.directory / ATTEMPTS, attempts)
+        _keep_attempts(point.directory, attempts, counters)
         on_event("progress", Progress(phase="inputs"))
         try:
             inputs = point_inputs(point.run, directory)
@@ -90,7 +92,20 @@ def run_point(point: Point, directory: Path, spec_text: str, prefix: str,
         attempts.append({"started": status.get("started"), "finished": status.get("finished"),
                          "reason": status.get("reason"),
                          "fidelity": json.loads((point.directory / fidelity.FILE).read_text())})
+        sampled = point.directory / "counters.csv"
+        counters.append(sampled.read_text() if sampled.is_file() else "")
         on_event("invalid", {"run": point.run.name, "rep": point.rep, "reason": status.get("reason"),
                              "attempt": len(attempts)})
-    layout.write_json(point.directory / ATTEMPTS, attempts)
+    _keep_attempts(point.directory, attempts, counters)
     return "invalid"
+
+
+def _keep_attempts(directory: Path, attempts: list[dict], counters: list[str]) -> None:
+    """attempts.json and each invalid attempt's counters (when it sampled any) into the
+    repetition's directory, which the next attempt starts afresh."""
+    if not attempts:
+        return
+    layout.write_json(directory / ATTEMPTS, attempts)
+    for number, text in enumerate(counters):
+        if text:
+            (directory / f"attempt-{number}-counters.csv").write_text(text)
