@@ -130,8 +130,7 @@ redo = {redo}
 def test_a_disturbed_repetition_is_marked_invalid_and_redone(tmp_path):
     """Two busy loops beside the first attempt take the machine's idle time below the
     bound: that attempt is invalid, its record kept in attempts.json and its counters beside
-    it; the attempt run
-    again without them is valid and complete."""
+    it; the attempt run again without them is valid and complete."""
     path = tmp_path / "guard.toml"
     path.write_text(SPEC.format(name="guard", redo=1))
     hogs: list[subprocess.Popen] = []
