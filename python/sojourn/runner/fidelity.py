@@ -142,12 +142,14 @@ IO_STALL_LEVEL = 0.5
 def io_stall_seconds(counters: pd.DataFrame) -> float | None:
     """The longest run of samples in which the machine's I/O pressure (``host_io_stall``,
     the share of the interval some task waited for I/O) was at least ``IO_STALL_LEVEL``,
-    in seconds of sampling; None for counters from before the column."""
+    in seconds of sampling (to the millisecond: one sample of a 1-s sampler is 1 s, not the
+    1.000002 s its jitter makes of it, and meets a bound of 1 s); None for counters from
+    before the column."""
     if "host_io_stall" not in counters or len(counters) < 2:
         return None
     stalled = counters["host_io_stall"] >= IO_STALL_LEVEL
     longest = stalled.groupby((~stalled).cumsum()).sum().max()  # each calm sample starts a new stretch
-    return float(longest * counters["t_s"].diff().median())
+    return round(float(longest * counters["t_s"].diff().median()), 3)
 
 
 def measure(directory: Path, link_bps: float, cpu: dict[str, float | None]) -> dict[str, float | None]:
