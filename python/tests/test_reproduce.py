@@ -182,7 +182,7 @@ def test_quick_reproduction_of_one_factor_end_to_end(tmp_path):
     figures = json.loads((docs / "000" / "baseline" / "figures.json").read_text())
     assert figures and all((docs / "000" / "baseline" / f["file"]).is_file() for f in figures)
     rows = list(csv.DictReader((docs / "000.csv").open()))
-    (row,) = [r for r in rows if r["claim"] == "FAIR / SRPT mean response time"]
+    (row,) = [r for r in rows if r["experiment"] == "baseline" and r["claim"] == "FAIR / SRPT mean response time"]
     fair = json.loads((docs / "000/baseline/fair/0/summary.json").read_text())["response_mean"]
     srpt = json.loads((docs / "000/baseline/srpt/0/summary.json").read_text())["response_mean"]
     assert float(row["ours"]) == pytest.approx(fair / srpt, rel=1e-5)

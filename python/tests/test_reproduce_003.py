@@ -47,7 +47,8 @@ def test_section5_runs_and_its_claims_are_computed(tmp_path):
     paper = load_paper("003")
     docs = tmp_path / "docs"
     publish(paper, paper.entry("section5"), source, docs / "003" / "section5", quick=True, wall_s=1.0)
-    rows = {row.claim: row for row in paper.claims(Context(paper, docs))}
+    # The same claims of the experiments not run here are rows too, without a result.
+    rows = {row.claim: row for row in paper.claims(Context(paper, docs)) if row.experiment == "section5"}
     ratio = rows["DWFS gold / FIFO mean response time, 40 clients"]
     assert ratio.ours.repetitions == 1 and ratio.ours.ok and ratio.ours.value > 0
     assert rows["DWFS gold request timeout (drop) rate, 40 clients"].ours.value >= 0

@@ -111,14 +111,16 @@ def settle_time(done: pd.DataFrame, start: float, end: float) -> float:
     series = binned_response(done, start, end, width).dropna(subset=["mean"])
     series["smooth"] = series["mean"].rolling(SMOOTH_BINS, center=True, min_periods=1).median()
     late = series[series["t"] >= start + (end - start) / 2]
-    if len(late) < 2:
+    if late.empty:
         return math.nan
     level = float(late["smooth"].median())
     # A climb or a fall through the second half (Theil-Sen, robust to the spikes of single
-    # bins) is no level to settle on, however long it spends near its median.
-    slope = stats.theilslopes(late["smooth"].to_numpy(), late["t"].to_numpy(dtype=float))[0]
-    if abs(slope) * (end - start) / 2 > (SETTLE_BAND - 1) * level:
-        return math.nan
+    # bins) is no level to settle on, however long it spends near its median; one bin has
+    # no slope to judge.
+    if len(late) > 1:
+        slope = stats.theilslopes(late["smooth"].to_numpy(), late["t"].to_numpy(dtype=float))[0]
+        if abs(slope) * (end - start) / 2 > (SETTLE_BAND - 1) * level:
+            return math.nan
     inside = ((series["smooth"] <= level * SETTLE_BAND) & (series["smooth"] >= level / SETTLE_BAND)).to_numpy()
     # Share of the bins from each one to the end that lie inside the band.
     stays = np.cumsum(inside[::-1])[::-1] / np.arange(len(inside), 0, -1)
