@@ -370,8 +370,7 @@ class Context:
         the interval of the point it was found at."""
         found = {point: parts[part] for point, parts in self.sweep(name, metric, variants).items() if parts[part].ok}
         if not found:
-            return Measure(absent=f"no sweep point of {name} has both {' and '.join(variants)}" if self.has(name)
-                           else self.not_run(name))
+            return Measure(absent=f"no sweep point of {name} has both {' and '.join(variants)}")
         point = pick(found, key=lambda p: found[p].value)
         best = found[point]
         runs = tuple(run for m in found.values() for run in m.runs)
@@ -387,8 +386,6 @@ class Context:
     def absent(self, name: str, run: str, metric: str) -> str:
         """Why run ``run`` of published experiment ``name`` gives no ``metric`` (any metric
         when empty): the sentence a row shows in place of a value, or "" when it gives one."""
-        if not self.has(name):
-            return self.not_run(name)
         reps = [r for r in self.reps(name) if r.run == run]
         if not reps:
             return f"run {run} is not in the published results of {name}"
