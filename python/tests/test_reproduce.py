@@ -237,7 +237,7 @@ def test_the_concurrency_comparison_gives_each_shift_with_its_welch_interval():
 def test_published_repetitions_of_the_same_spec_are_restored_as_complete_results(tmp_path):
     """results/ does not outlive a checkout, docs/reproduction/ does: a campaign goes on from
     the repetitions published with the same spec at the same scale, and only from those."""
-    from sojourn.reproduce.publish import (RESTORED, _has_unpublished, estimated_seconds, remaining_seconds,
+    from sojourn.reproduce.publish import (RESTORED, has_unpublished, estimated_seconds, remaining_seconds,
                                            restore_published)
     from sojourn.runner import layout
 
@@ -263,10 +263,10 @@ def test_published_repetitions_of_the_same_spec_are_restored_as_complete_results
     assert not (results / "e" / "run" / "1").exists()  # a partial repetition is run again
     assert (results / "e" / "spec.toml").read_text() == experiment.text
     assert restore_published(experiment, published, results, quick=False) == 0  # complete already
-    assert not _has_unpublished(results / "e")  # nothing to publish again
+    assert not has_unpublished(results / "e")  # nothing to publish again
     (results / "e" / "run" / "1").mkdir()
     layout.mark(results / "e" / "run" / "1", "complete")
-    assert _has_unpublished(results / "e")
+    assert has_unpublished(results / "e")
     spec.write_text('name = "e"\nrepetitions = 2\n[workload]\nrho = 0.6\n')
     assert restore_published(load_spec(spec), published, tmp_path / "other", quick=False) == 0  # another spec
 

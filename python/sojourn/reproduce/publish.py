@@ -138,7 +138,7 @@ def set_aside_other_version(directory: Path, spec_text: str) -> Path | None:
     return target
 
 
-def _has_unpublished(directory: Path) -> bool:
+def has_unpublished(directory: Path) -> bool:
     """Whether a complete repetition under ``directory`` was run here, not restored."""
     return any(layout.is_complete(status.parent) and not (status.parent / RESTORED).is_file()
                for status in Path(directory).glob("*/*/status.json"))
@@ -179,7 +179,7 @@ def run_entry(console, paper: Paper, entry: Entry, results: Path, quick: bool, p
             return None, status
         failed = sorted(f"{run} rep {rep}" for (run, rep), state in outcome.states.items()
                         if state not in ("complete", NOT_STARTED))
-        if not _has_unpublished(outcome.directory):
+        if not has_unpublished(outcome.directory):
             if failed:
                 # Nothing new, and not because it is published: a failure, not a success.
                 console.print(f"[red]{entry.name}: {len(failed)} repetition(s) did not complete ({', '.join(failed)}; "
