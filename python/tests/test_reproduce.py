@@ -346,7 +346,7 @@ def test_each_doc_of_a_campaign_reads_what_was_published_before_it(tmp_path, mon
             super().__init__(*args, **kwargs)
 
     monkeypatch.setattr(cli, "Context", Recording)
-    monkeypatch.setattr(publish, "run_entry", lambda console, paper, entry, *rest: (tmp_path / entry.name, 0))
+    monkeypatch.setattr(publish, "run_entry", lambda console, paper, entry, *rest, **options: (tmp_path / entry.name, 0))
     monkeypatch.setattr(publish, "publish", lambda paper, entry, *rest: events.append(f"published {entry.name}"))
     monkeypatch.setattr(cli, "_write_docs", lambda console, paper, ctx: events.append("doc"))
     parser = argparse.ArgumentParser()
@@ -355,3 +355,28 @@ def test_each_doc_of_a_campaign_reads_what_was_published_before_it(tmp_path, mon
                               "--results", str(tmp_path / "results")])
     assert cli.main(args) == 0
     assert events == ["context", "published baseline", "context", "doc", "published rto", "context", "doc"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="sojourn reproduce refuses testbed experiments without root")
+def test_fresh_runs_the_named_experiments_anew_without_their_publication(tmp_path, monkeypatch):
+    """For results the code has changed under (000's overload ran with a server that cut off
+    starved responses): --fresh neither restores the publication nor keeps local results, and
+    is refused without --only, which would run every experiment of the paper again."""
+    import argparse
+
+    from sojourn.reproduce import cli, publish
+
+    calls = []
+    monkeypatch.setattr(publish, "run_entry", lambda console, paper, entry, results, quick, prefix, concurrency,
+                        published, stop_at, fresh=False: calls.append((entry.name, published, fresh)) or (None, 1))
+    parser = argparse.ArgumentParser()
+    cli.register(parser)
+
+    def main(*argv: str) -> int:
+        return cli.main(parser.parse_args(["000", *argv, "--docs", str(tmp_path / "docs"),
+                                           "--results", str(tmp_path / "results")]))
+    assert main("--fresh") == 2 and calls == []
+    main("--only", "overload", "--fresh")
+    assert calls == [("overload", None, True)]
+    main("--only", "overload")
+    assert calls[-1] == ("overload", tmp_path / "docs" / "000" / "overload", False)

@@ -146,10 +146,11 @@ def has_unpublished(directory: Path) -> bool:
 
 def run_entry(console, paper: Paper, entry: Entry, results: Path, quick: bool, prefix: str,
               concurrency: int | None = None, published: Path | None = None,
-              stop_at: float | None = None) -> tuple[Path | None, int]:
+              stop_at: float | None = None, fresh: bool = False) -> tuple[Path | None, int]:
     """Runs what is missing of ``entry`` (``concurrency`` testbeds at once where its runs
     allow it; None: :func:`measured_concurrency`), after restoring what ``published`` holds
-    of it (:func:`restore_published`), starting no repetition after ``stop_at``; returns
+    of it (:func:`restore_published`), starting no repetition after ``stop_at``; ``fresh``
+    removes its results here first, so every repetition runs anew; returns
     (its result directory, 0) or (None, status): 1 when some repetitions are missing (and
     when none is new because they failed), NOTHING_NEW when every complete one was restored
     (the publication already says it all)."""
@@ -173,7 +174,7 @@ def run_entry(console, paper: Paper, entry: Entry, results: Path, quick: bool, p
         console.print(f"{entry.name}: {concurrency} testbed(s) at once, about "
                       f"{estimated_seconds(experiment, concurrency) * (total - restored) / total / 60:.0f} min",
                       markup=False, highlight=False)
-        outcome, status = run_with_progress(console, experiment, root, prefix, concurrency=concurrency,
+        outcome, status = run_with_progress(console, experiment, root, prefix, fresh=fresh, concurrency=concurrency,
                                             stop_at=stop_at)
         if outcome is None:
             return None, status
