@@ -19,7 +19,7 @@ from rich.console import Console
 from sojourn import analysis
 from sojourn.overload import EXPERIMENTS, REPO, doc
 from sojourn.overload.derive import derive, refusals_by_reason, settle_time, size_class, uncensored_until, censor_horizon
-from sojourn.overload.campaign import run_and_publish
+from sojourn.overload.campaign import plan, run_and_publish
 from sojourn.overload.publish import publish
 from sojourn.reproduce.publish import restore_published
 from sojourn.runner.layout import is_complete
@@ -326,6 +326,7 @@ def test_run_refuses_to_replace_a_publication_it_cannot_resume_from(tmp_path):
                            published=tmp_path / "published", doc_path=tmp_path / "doc.md") == 2
     assert "move them aside" in console.file.getvalue()
     assert (old / "0.json").read_text() == "{}" and not (tmp_path / "results").exists()
+    assert "published 0 of 60 (1 published without runner files" in plan(published=tmp_path / "published")[0]
 
 
 @pytest.mark.parametrize("path", sorted((REPO / "experiments" / "overload-control").glob("*.toml")), ids=lambda p: p.name)

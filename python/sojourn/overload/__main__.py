@@ -35,6 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     from sojourn.runner.cli import add_stop_after, stop_time
 
     add_stop_after(running)
+    listing = commands.add_parser("list", help="each experiment's size, what is published of it and the hours to go")
+    listing.add_argument("--quick", action="store_true", help="at the specs' [quick] scale")
     publishing = commands.add_parser("publish", help="derive and publish the doc's numbers of result directories")
     publishing.add_argument("results", nargs="+", help="results/<name> of an overload-control spec")
     commands.add_parser("doc", help="write docs/overload-control.md from the published numbers")
@@ -51,6 +53,12 @@ def main(argv: list[str] | None = None) -> int:
 
             return run_and_publish(Console(), args.name, Path(args.results), args.quick, args.concurrency,
                                    stop_time(args.stop_after), args.prefix)
+        if args.command == "list":
+            from sojourn.overload.campaign import plan
+
+            for line in plan(args.quick):
+                print(line)
+            return 0
         if args.command == "publish":
             for directory in args.results:
                 print(f"published {publish(directory)}")

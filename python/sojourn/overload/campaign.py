@@ -11,9 +11,9 @@ from pathlib import Path
 
 from rich.console import Console
 
-from sojourn.overload import DOC, PUBLISHED, REPO, doc, experiment_named
+from sojourn.overload import DOC, EXPERIMENTS, PUBLISHED, REPO, doc, experiment_named
 from sojourn.overload.publish import publish
-from sojourn.reproduce.publish import (at_once, has_unpublished, remaining_seconds, restore_published,
+from sojourn.reproduce.publish import (at_once, has_unpublished, published_reps, remaining_seconds, restore_published,
                                        set_aside_other_version)
 from sojourn.runner import layout
 from sojourn.runner.cli import run_with_progress
@@ -53,3 +53,21 @@ def run_and_publish(console: Console, name: str, results: Path, quick: bool = Fa
         doc.build(published, doc_path)
         console.print(f"wrote {doc_path}", markup=False, highlight=False)
     return 0 if outcome.complete else 1
+
+
+def plan(quick: bool = False, published: Path = PUBLISHED) -> list[str]:
+    """A line per experiment: its runs and repetitions, the testbeds it runs at once, what is
+    published of it (resumable) and the hours left, as ``sojourn reproduce --list`` says."""
+    lines = []
+    for entry in EXPERIMENTS:
+        experiment = load_spec(REPO / entry.spec, quick=quick)
+        testbeds = at_once(experiment, None)
+        destination = published / experiment.name
+        done = len(published_reps(experiment, destination, quick))
+        numbers = len(list(destination.glob("*/[0-9]*.json")))
+        older = f" ({numbers} published without runner files: `run` refuses to replace them)" \
+            if numbers and not (destination / "meta.json").is_file() else ""
+        lines.append(f"{entry.name:30} {len(experiment.runs)} runs x {experiment.repetitions}, {testbeds} at once; "
+                     f"published {done} of {len(experiment.runs) * experiment.repetitions}{older}, "
+                     f"{remaining_seconds(experiment, destination, quick, testbeds) / 3600:.1f} h to go")
+    return lines
