@@ -1,4 +1,4 @@
-"""``python -m sojourn.overload run NAME | publish RESULT_DIR... | doc`` (see :mod:`sojourn.overload`).
+"""``python -m sojourn.overload list | run NAME | publish RESULT_DIR... | doc`` (see :mod:`sojourn.overload`).
 
 Example, the transient set at the paper's time scale, resumed where the last checkout
 stopped and ended whole within two hours:
