@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sojourn.reproduce import CSV_COLUMNS, PAPERS, Context, load_paper
+from sojourn.reproduce import CSV_COLUMNS, DOCS, PAPERS, Context, load_paper
 from sojourn.reproduce.doc import BESIDE, write_docs
 from sojourn.reproduce.rows import Measure, Row, bound, direction, measured, point
 from sojourn.runner.spec import SpecError, load_spec
@@ -125,6 +125,17 @@ def test_an_experiment_not_run_has_its_claims_as_rows_naming_its_spec(tag, tmp_p
     assert all(f"sojourn reproduce {tag} --only {row.experiment}" in row.why_text() for row in rows)
     md_path, csv_path = write_docs(paper, Context(paper, tmp_path))
     assert len(list(csv.DictReader(csv_path.open()))) == len(rows) and "not run" in md_path.read_text()
+
+
+def test_the_most_over_a_sweep_counts_the_repetitions_of_the_point_it_shows(tmp_path):
+    """000 (H): FAIR / SRPT incomplete is defined in one repetition at 15 s (SRPT left none
+    incomplete in the other two) and in three at 3 s, the most; the row shows the 3-s point's
+    mean and interval, so its repetitions are that point's 3, not the sweep's least 1."""
+    paper = load_paper("000")
+    shutil.copytree(DOCS / "000" / "abort", tmp_path / "000" / "abort")
+    (row,) = [r for r in paper.claims(Context(paper, tmp_path))
+              if r.experiment == "abort" and r.claim.startswith("FAIR / SRPT incomplete")]
+    assert row.ours.at == "abort_after_s=3" and row.ours.repetitions == 3 and row.ours.ci is not None
 
 
 def test_a_claim_per_workload_has_a_row_for_every_workload_of_the_spec(tmp_path):
