@@ -10,14 +10,19 @@ import json
 import math
 import urllib.request
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
+from rich.console import Console
 
 from sojourn import analysis
 from sojourn.overload import EXPERIMENTS, REPO, doc
 from sojourn.overload.derive import derive, refusals_by_reason, settle_time, size_class, uncensored_until, censor_horizon
+from sojourn.overload.campaign import plan, run_and_publish
 from sojourn.overload.publish import publish
+from sojourn.reproduce.publish import restore_published
+from sojourn.runner.layout import is_complete
 from sojourn.overload.simulate import body_rate_bps, sim_args
 from sojourn.servers import Server, ServerConfig, ServerError, SojournOptions, free_port, serve_toml
 from sojourn.runner.plan import admission_arg
@@ -252,9 +257,10 @@ def test_publish_then_doc_from_the_published_numbers_alone(tmp_path):
     (results / "spec.toml").write_text("")
     published = tmp_path / "published"
     destination = publish(results, published)
-    assert sorted(p.relative_to(destination).as_posix() for p in destination.rglob("*.json")) == \
+    assert sorted(p.relative_to(destination).as_posix() for p in destination.glob("*/*.json")) == \
         ["srpt-rho=1.2/0.json", "srpt-rho=1.2/model.json", "srpt-size-rho=1.2/0.json", "srpt-size-rho=1.2/1.json",
          "srpt-size-rho=1.2/model.json"]
+    assert not any(destination.rglob("records.csv")), "the per-request records stay under results/"
     text = doc.build(published, tmp_path / "doc.md")
     # 4000 body bytes of completed responses in 4 s: 0.008 Mbit/s; both repetitions alike.
     assert "| srpt-size-rho=1.2 | 2 | 0.008 | 0.5 | 0.5 | 2 | 2.98 | 40 | 93.8 | 8.33 | 7 | 2.25 | 0 | — |" in text
@@ -274,6 +280,53 @@ def test_publish_then_doc_from_the_published_numbers_alone(tmp_path):
         other.mkdir()
         (other / "spec.toml").write_text("")
         publish(other, published)
+
+
+def test_a_campaign_resumes_from_its_publication_in_a_new_checkout(tmp_path):
+    """results/ is not kept between checkouts: what one published, the next restores and
+    keeps, running and deriving only the repetitions that are new."""
+    spec_text = 'name = "overload-control-persistent"\n'
+    experiment = SimpleNamespace(name="overload-control-persistent", text=spec_text)
+    first = tmp_path / "first" / "overload-control-persistent"
+    result_dir(first, "srpt-size-rho=1.2", 0)
+    (first / "spec.toml").write_text(spec_text)
+    published = tmp_path / "published"
+    destination = publish(first, published)
+    assert json.loads((destination / "meta.json").read_text())["scale"] == "full"
+    assert (destination / "spec.toml").read_text() == spec_text
+    assert sorted(p.name for p in (destination / "srpt-size-rho=1.2" / "0").iterdir()) == \
+        ["run.json", "status.json", "summary.json"], "the runner's files, not the per-request records"
+    derived = (destination / "srpt-size-rho=1.2" / "0.json").read_text()
+
+    second = tmp_path / "second"
+    assert restore_published(experiment, destination, second, quick=False) == 1
+    resumed = second / "overload-control-persistent"
+    assert is_complete(resumed / "srpt-size-rho=1.2" / "0") and not (resumed / "srpt-size-rho=1.2" / "0" / "records.csv").exists()
+    result_dir(resumed, "srpt-size-rho=1.2", 1)
+    destination = publish(resumed, published)
+    assert (destination / "srpt-size-rho=1.2" / "0.json").read_text() == derived, "carried over, not derived again"
+    assert (destination / "srpt-size-rho=1.2" / "1.json").is_file() and (destination / "srpt-size-rho=1.2" / "model.json").is_file()
+    assert "| srpt-size-rho=1.2 | 2 |" in doc.build(published, tmp_path / "doc.md")
+
+    # A repetition restored from a publication that lacks its numbers is left out, not invented.
+    (destination / "srpt-size-rho=1.2" / "1.json").unlink()
+    third = tmp_path / "third"
+    assert restore_published(experiment, destination, third, quick=False) == 2
+    destination = publish(third / "overload-control-persistent", published)
+    assert [p.name for p in (destination / "srpt-size-rho=1.2").glob("[0-9]*.json")] == ["0.json"]
+
+
+def test_run_refuses_to_replace_a_publication_it_cannot_resume_from(tmp_path):
+    """One published before publications kept the runner's files: running would replace it."""
+    old = tmp_path / "published" / "overload-control-persistent" / "fair-rho=1.2"
+    old.mkdir(parents=True)
+    (old / "0.json").write_text("{}")
+    console = Console(file=io.StringIO(), width=300)
+    assert run_and_publish(console, "overload-control-persistent", tmp_path / "results",
+                           published=tmp_path / "published", doc_path=tmp_path / "doc.md") == 2
+    assert "move them aside" in console.file.getvalue()
+    assert (old / "0.json").read_text() == "{}" and not (tmp_path / "results").exists()
+    assert "published 0 of 60 (1 published without runner files" in plan(published=tmp_path / "published")[0]
 
 
 @pytest.mark.parametrize("path", sorted((REPO / "experiments" / "overload-control").glob("*.toml")), ids=lambda p: p.name)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sojourn.reproduce import CSV_COLUMNS, PAPERS, Context, load_paper
+from sojourn.reproduce import CSV_COLUMNS, DOCS, PAPERS, Context, load_paper
 from sojourn.reproduce.doc import BESIDE, write_docs
 from sojourn.reproduce.rows import Measure, Row, bound, direction, measured, point
 from sojourn.runner.spec import SpecError, load_spec
@@ -127,6 +127,17 @@ def test_an_experiment_not_run_has_its_claims_as_rows_naming_its_spec(tag, tmp_p
     assert len(list(csv.DictReader(csv_path.open()))) == len(rows) and "not run" in md_path.read_text()
 
 
+def test_the_most_over_a_sweep_counts_the_repetitions_of_the_point_it_shows(tmp_path):
+    """000 (H): FAIR / SRPT incomplete is defined in one repetition at 15 s (SRPT left none
+    incomplete in the other two) and in three at 3 s, the most; the row shows the 3-s point's
+    mean and interval, so its repetitions are that point's 3, not the sweep's least 1."""
+    paper = load_paper("000")
+    shutil.copytree(DOCS / "000" / "abort", tmp_path / "000" / "abort")
+    (row,) = [r for r in paper.claims(Context(paper, tmp_path))
+              if r.experiment == "abort" and r.claim.startswith("FAIR / SRPT incomplete")]
+    assert row.ours.at == "abort_after_s=3" and row.ours.repetitions == 3 and row.ours.ci is not None
+
+
 def test_a_claim_per_workload_has_a_row_for_every_workload_of_the_spec(tmp_path):
     """000 §5.2's "never more than 10% higher under SRPT for any workload": a row per workload
     the spec runs, before any ran (issue 28: "that is a row, not silence")."""
@@ -237,7 +248,7 @@ def test_the_concurrency_comparison_gives_each_shift_with_its_welch_interval():
 def test_published_repetitions_of_the_same_spec_are_restored_as_complete_results(tmp_path):
     """results/ does not outlive a checkout, docs/reproduction/ does: a campaign goes on from
     the repetitions published with the same spec at the same scale, and only from those."""
-    from sojourn.reproduce.publish import (RESTORED, _has_unpublished, estimated_seconds, remaining_seconds,
+    from sojourn.reproduce.publish import (RESTORED, has_unpublished, estimated_seconds, remaining_seconds,
                                            restore_published)
     from sojourn.runner import layout
 
@@ -263,10 +274,10 @@ def test_published_repetitions_of_the_same_spec_are_restored_as_complete_results
     assert not (results / "e" / "run" / "1").exists()  # a partial repetition is run again
     assert (results / "e" / "spec.toml").read_text() == experiment.text
     assert restore_published(experiment, published, results, quick=False) == 0  # complete already
-    assert not _has_unpublished(results / "e")  # nothing to publish again
+    assert not has_unpublished(results / "e")  # nothing to publish again
     (results / "e" / "run" / "1").mkdir()
     layout.mark(results / "e" / "run" / "1", "complete")
-    assert _has_unpublished(results / "e")
+    assert has_unpublished(results / "e")
     spec.write_text('name = "e"\nrepetitions = 2\n[workload]\nrho = 0.6\n')
     assert restore_published(load_spec(spec), published, tmp_path / "other", quick=False) == 0  # another spec
 
@@ -346,7 +357,7 @@ def test_each_doc_of_a_campaign_reads_what_was_published_before_it(tmp_path, mon
             super().__init__(*args, **kwargs)
 
     monkeypatch.setattr(cli, "Context", Recording)
-    monkeypatch.setattr(publish, "run_entry", lambda console, paper, entry, *rest: (tmp_path / entry.name, 0))
+    monkeypatch.setattr(publish, "run_entry", lambda console, paper, entry, *rest, **options: (tmp_path / entry.name, 0))
     monkeypatch.setattr(publish, "publish", lambda paper, entry, *rest: events.append(f"published {entry.name}"))
     monkeypatch.setattr(cli, "_write_docs", lambda console, paper, ctx: events.append("doc"))
     parser = argparse.ArgumentParser()
@@ -355,3 +366,28 @@ def test_each_doc_of_a_campaign_reads_what_was_published_before_it(tmp_path, mon
                               "--results", str(tmp_path / "results")])
     assert cli.main(args) == 0
     assert events == ["context", "published baseline", "context", "doc", "published rto", "context", "doc"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="sojourn reproduce refuses testbed experiments without root")
+def test_fresh_runs_the_named_experiments_anew_without_their_publication(tmp_path, monkeypatch):
+    """For results the code has changed under (000's overload ran with a server that cut off
+    starved responses): --fresh neither restores the publication nor keeps local results, and
+    is refused without --only, which would run every experiment of the paper again."""
+    import argparse
+
+    from sojourn.reproduce import cli, publish
+
+    calls = []
+    monkeypatch.setattr(publish, "run_entry", lambda console, paper, entry, results, quick, prefix, concurrency,
+                        published, stop_at, fresh=False: calls.append((entry.name, published, fresh)) or (None, 1))
+    parser = argparse.ArgumentParser()
+    cli.register(parser)
+
+    def main(*argv: str) -> int:
+        return cli.main(parser.parse_args(["000", *argv, "--docs", str(tmp_path / "docs"),
+                                           "--results", str(tmp_path / "results")]))
+    assert main("--fresh") == 2 and calls == []
+    main("--only", "overload", "--fresh")
+    assert calls == [("overload", None, True)]
+    main("--only", "overload")
+    assert calls[-1] == ("overload", tmp_path / "docs" / "000" / "overload", False)

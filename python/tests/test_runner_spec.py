@@ -45,6 +45,15 @@ def test_defaults_are_filled():
     assert experiment.baseline == "run"
 
 
+def test_the_emulator_runs_when_a_group_needs_it_or_the_spec_says_on():
+    """002 Fig. 8 weighs the emulator itself: "on" puts it in the path of a plain wire."""
+    def emulated(network: dict) -> bool:
+        return validate(spec(network=network)).runs[0].plan.testbed.uses_emulator
+    assert not emulated({}) and not emulated({"groups": [{"name": "wan"}]})
+    assert emulated({"groups": [{"name": "wan", "rtt_ms": 100}]})
+    assert emulated({"emulator": "on"}) and emulated({"emulator": "on", "groups": [{"name": "wan"}]})
+
+
 @pytest.mark.parametrize("raw, message", [
     (spec(servr={}), r"unknown key servr in the top level"),
     (spec(server={"polcy": "srpt"}), r"unknown key server\.polcy in \[server\]; accepted: kind, policy"),
@@ -88,6 +97,7 @@ def test_defaults_are_filled():
     (spec(variants={"x": {"name": "y"}}), r"unknown key variants\.x\.name"),
     (spec(variants={"x": {"server": {"kernel_bands": True}}}), r"variants\.x: server\.kernel_bands = true needs network\.bands"),
     (spec(baseline="nope"), r"baseline = 'nope' is not a run"),
+    (spec(network={"emulator": "off"}), r"network\.emulator = 'off' is not accepted; accepted: 'auto', 'on'"),
     ({"workload": {"rho": 0.5}}, r"name must be a non-empty string"),
     ({"name": "../x", "workload": {"rho": 0.5}}, r"name must be a non-empty string"),
 ])

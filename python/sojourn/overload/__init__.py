@@ -10,6 +10,10 @@ Three stages, as the reproductions (sojourn.reproduce) have, each rerunnable alo
 3. ``python -m sojourn.overload doc``: docs/overload-control.md and its figures from
    docs/overload-control/ alone (:mod:`sojourn.overload.doc`); an experiment with nothing
    published is named as having no result.
+
+``python -m sojourn.overload run <name>`` does all three, after putting back under results/
+what is already published (:mod:`sojourn.overload.campaign`), so a campaign longer than one
+checkout goes on where the last one stopped.
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ import pandas as pd  # noqa: E402
 from sojourn import analysis  # noqa: E402
 from sojourn.overload import DOC, EXPERIMENTS, PUBLISHED, REPO, Experiment  # noqa: E402
 from sojourn.overload.derive import SIZE_CLASSES  # noqa: E402
+from sojourn.reproduce.publish import at_once, estimated_seconds  # noqa: E402
 from sojourn.runner.spec import load_spec  # noqa: E402
 
 # (key, column title, scale, True when higher is better, False when lower is, None when
@@ -44,7 +45,6 @@ METRICS = (
     ("settle", "settle s", 1.0, None),  # settling fast onto a high plateau (FAIR's) is no win
     ("sessions_per_s", "sessions/s", 1.0, True),
 )
-SETUP_S = 30  # testbed set-up and tear-down per repetition, for the wall-time estimate
 
 
 def read_published(root: Path, experiment: Experiment) -> tuple[list[dict], str]:
@@ -117,11 +117,13 @@ def cell(interval: tuple[float, float, float], scale: float) -> str:
     return f"{mean * scale:.3g} [{low * scale:.3g}, {high * scale:.3g}]"
 
 
-def expected_hours(spec: str) -> tuple[int, int, float]:
-    """(runs, repetitions in all, hours at least) of a spec at one testbed at a time."""
+def expected_hours(spec: str) -> tuple[int, int, int, float]:
+    """(runs, repetitions in all, testbeds at once, hours) of a spec run whole by
+    ``python -m sojourn.overload run``, estimated as ``sojourn reproduce --list`` does."""
     experiment = load_spec(REPO / spec)
-    seconds = sum(run.config["workload"]["duration_s"] + run.config["collect"]["drain_s"] + SETUP_S for run in experiment.runs)
-    return len(experiment.runs), experiment.repetitions * len(experiment.runs), experiment.repetitions * seconds / 3600
+    testbeds = at_once(experiment, None)
+    return (len(experiment.runs), experiment.repetitions * len(experiment.runs), testbeds,
+            estimated_seconds(experiment, testbeds) / 3600)
 
 
 # (key of over_time, y label, y scale) of the figure's panels
@@ -167,17 +169,17 @@ def section(experiment: Experiment, reps: list[dict], scale: str, figures: Path,
         lines += [f"Only the quick scale (`sojourn run --quick`, results/{experiment.name}-quick) is published: "
                   "shorter and with one repetition, not the experiment the issue asks for.", ""]
     if not reps:
-        runs, repetitions, hours = expected_hours(experiment.spec)
+        runs, repetitions, testbeds, hours = expected_hours(experiment.spec)
         lines += [f"**No result yet.** Nothing of `{experiment.name}` is published: {runs} runs, {repetitions} "
-                  f"repetitions in all, at least {hours:.1f} h at one testbed at a time. Run it with "
-                  f"`sojourn run {experiment.spec}`, then `python -m sojourn.overload publish results/{experiment.name}` "
-                  "and `python -m sojourn.overload doc`.", ""]
+                  f"repetitions in all, about {hours:.1f} h at {testbeds} testbed(s) at once. Run it with "
+                  f"`python -m sojourn.overload run {experiment.name}` (add `--stop-after MINUTES` to end a sitting "
+                  "whole: what is published is kept, and the same command goes on from there).", ""]
         return lines, []
-    runs_expected, reps_expected, _ = expected_hours(experiment.spec)
+    runs_expected, reps_expected, _, _ = expected_hours(experiment.spec)
     if scale == "full" and len(reps) < reps_expected:
         lines += [f"**Partial:** {len(reps)} of the spec's {reps_expected} repetitions are published "
                   f"({runs_expected} runs); the `reps` column says how many each row has. The rest run with "
-                  f"the same `sojourn run {experiment.spec}` (it resumes).", ""]
+                  f"`python -m sojourn.overload run {experiment.name}` (it resumes from the publication).", ""]
     note = []
     for sweep, runs in _by_sweep(reps).items():
         summaries = {name: summarize(run_reps) for name, run_reps in runs.items()}

@@ -376,7 +376,10 @@ class Context:
         runs = tuple(run for m in found.values() for run in m.runs)
         key = _sweep_parameter(self.directory(name) / "spec.toml").rsplit(".", 1)[-1]
         at = f"{key}={point:g}" if isinstance(point, float) else f"{key}={point}"
-        return Measure(best.value, best.ci, min(m.repetitions for m in found.values()), runs, at=at)
+        # The repetitions of the point whose value and interval the row shows: 000 (H)'s
+        # incomplete FAIR / SRPT had one repetition at 15 s (SRPT left none incomplete in two)
+        # and said 1 beside the 3-repetition interval of its 3-s point.
+        return Measure(best.value, best.ci, best.repetitions, runs, at=at)
 
     def not_run(self, name: str) -> str:
         """Why an experiment without published results gives nothing, with the command that

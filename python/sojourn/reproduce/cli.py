@@ -40,6 +40,11 @@ def register(parser: argparse.ArgumentParser) -> None:
                              "repetition they disturb; CPU-bound experiments run one at a time). Default: the most "
                              "measured safe for the experiment's kind of testbed, with the WAN emulator or without "
                              "(bench/concurrency, docs/reproduction/concurrency/*.json)")
+    parser.add_argument("--fresh", action="store_true",
+                        help="with --only: run the named experiments anew, neither keeping their results here nor "
+                             "restoring their publication, which the new runs replace when they publish (for results "
+                             "the code has since changed under; give it once: the next invocation without it resumes "
+                             "from what this one published)")
     add_stop_after(parser)
     parser.set_defaults(func=main)
 
@@ -83,6 +88,10 @@ def main(args: argparse.Namespace) -> int:
     except KeyError as err:
         console.print(f"sojourn reproduce: {err.args[0]}", style="red", markup=False)
         return 2
+    if args.fresh and not args.only:
+        console.print("sojourn reproduce: --fresh needs --only NAME (which experiments to run anew)", style="red",
+                      markup=False)
+        return 2
     ctx = Context(paper, args.docs)
     status, written = 0, False
     if not args.doc_only:
@@ -99,7 +108,8 @@ def main(args: argparse.Namespace) -> int:
             console.rule(f"{paper.tag} [{number}/{len(chosen)}] {entry.name}: {entry.title}")
             began = time.monotonic()
             directory, code = run_entry(console, paper, entry, args.results, args.quick, args.prefix,
-                                        args.concurrency, ctx.directory(entry.name), stop_at)
+                                        args.concurrency, None if args.fresh else ctx.directory(entry.name), stop_at,
+                                        fresh=args.fresh)
             if code == NOTHING_NEW:
                 console.print(f"{entry.name}: nothing ran that is not published already")
                 continue

@@ -138,7 +138,7 @@ def set_aside_other_version(directory: Path, spec_text: str) -> Path | None:
     return target
 
 
-def _has_unpublished(directory: Path) -> bool:
+def has_unpublished(directory: Path) -> bool:
     """Whether a complete repetition under ``directory`` was run here, not restored."""
     return any(layout.is_complete(status.parent) and not (status.parent / RESTORED).is_file()
                for status in Path(directory).glob("*/*/status.json"))
@@ -146,10 +146,11 @@ def _has_unpublished(directory: Path) -> bool:
 
 def run_entry(console, paper: Paper, entry: Entry, results: Path, quick: bool, prefix: str,
               concurrency: int | None = None, published: Path | None = None,
-              stop_at: float | None = None) -> tuple[Path | None, int]:
+              stop_at: float | None = None, fresh: bool = False) -> tuple[Path | None, int]:
     """Runs what is missing of ``entry`` (``concurrency`` testbeds at once where its runs
     allow it; None: :func:`measured_concurrency`), after restoring what ``published`` holds
-    of it (:func:`restore_published`), starting no repetition after ``stop_at``; returns
+    of it (:func:`restore_published`), starting no repetition after ``stop_at``; ``fresh``
+    removes its results here first, so every repetition runs anew; returns
     (its result directory, 0) or (None, status): 1 when some repetitions are missing (and
     when none is new because they failed), NOTHING_NEW when every complete one was restored
     (the publication already says it all)."""
@@ -173,13 +174,13 @@ def run_entry(console, paper: Paper, entry: Entry, results: Path, quick: bool, p
         console.print(f"{entry.name}: {concurrency} testbed(s) at once, about "
                       f"{estimated_seconds(experiment, concurrency) * (total - restored) / total / 60:.0f} min",
                       markup=False, highlight=False)
-        outcome, status = run_with_progress(console, experiment, root, prefix, concurrency=concurrency,
+        outcome, status = run_with_progress(console, experiment, root, prefix, fresh=fresh, concurrency=concurrency,
                                             stop_at=stop_at)
         if outcome is None:
             return None, status
         failed = sorted(f"{run} rep {rep}" for (run, rep), state in outcome.states.items()
                         if state not in ("complete", NOT_STARTED))
-        if not _has_unpublished(outcome.directory):
+        if not has_unpublished(outcome.directory):
             if failed:
                 # Nothing new, and not because it is published: a failure, not a success.
                 console.print(f"[red]{entry.name}: {len(failed)} repetition(s) did not complete ({', '.join(failed)}; "

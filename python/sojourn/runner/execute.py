@@ -303,13 +303,19 @@ def _capacity_levels(tb, engine: Path, probe: LoadFile, inputs: Inputs, target: 
         out = directory / f"level-{users}"
         out.mkdir(exist_ok=True)
         run_file = probe.placed(target, out, addrs, inputs.trace, users=users)
+        cpu_before, started = tb.server_cpu_seconds(), time.monotonic()
         state, reason = _run_load(tb, engine, run_file, progress, on_progress, workload["level_s"] + workload["timeout_s"] + 10,
                                   processes)
+        cpu_after, took = tb.server_cpu_seconds(), time.monotonic() - started
         _adopt_load_summary(out)
         if state != "complete":
             return state, f"level {users} users: {reason}"
         reqs = analysis.requests(analysis.read_records(out / "records.csv"))
-        levels.append({"users": users, **analysis.window_throughput(reqs, workload["warmup_s"], workload["level_s"])})
+        # The server's CPU seconds per second over the whole level, warm-up included (processes
+        # alive at both ends: the server's own, not a CGI's), 002 Figs. 10 and 12.
+        cpu = sum(after - cpu_before[pid] for pid, after in cpu_after.items() if pid in cpu_before)
+        levels.append({"users": users, **analysis.window_throughput(reqs, workload["warmup_s"], workload["level_s"]),
+                       "server_cpu": round(cpu / took, 4)})
     layout.write_json(directory / "capacity.json", analysis.capacity_of_levels(levels))
     return "complete", ""
 

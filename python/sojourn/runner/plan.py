@@ -49,7 +49,8 @@ def testbed_config(config: dict, prefix: str = CHECK_PREFIX) -> TestbedConfig:
     return TestbedConfig(prefix=prefix, link_bps=int(network["link_mbps"] * 1e6),
                          queue_bytes=network["queue_bytes"] or None, queue_packets=network["queue_packets"] or None,
                          bands=network["bands"] or None, groups=groups, tcp=knobs, seed=config["workload"]["seed"],
-                         server_cpus=config["server"]["cpu_quota"] or None)
+                         server_cpus=config["server"]["cpu_quota"] or None,
+                         emulator=True if network["emulator"] == "on" else None)
 
 
 def admission_arg(server: dict, network: dict) -> str | None:

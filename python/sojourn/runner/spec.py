@@ -147,6 +147,9 @@ SCHEMA: dict[str, Any] = {
                                     "Linux's txqueuelen; 000 §3.1's kernel held 100)", minimum=0),
         "bands": _k(str, "", "priority bands on the uplink by size cutoffs, e.g. \"1K,2K,5K,50K\" (000 §3); empty = one FIFO"),
         "groups": _k(list, [], "client groups with their own WAN conditions ([[network.groups]] tables); none = one group, no WAN"),
+        "emulator": _k(str, "auto", "route the clients through the WAN emulator: auto = when a group asks for WAN "
+                                    "conditions, on = always, even without any (002 Fig. 8: what emulation itself costs)",
+                       choices=("auto", "on")),
         "tcp": {
             "congestion": _k(str, "reno", "congestion control (the host must allow it)", choices=CONGESTION),
             "sack": _k(bool, True, "TCP SACK (000 Table 2 (F) context, 002 §4.3)"),

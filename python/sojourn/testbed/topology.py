@@ -37,7 +37,7 @@ from .config import (
     SERVER_NET_PREFIXLEN,
     TestbedConfig,
 )
-from .counters import CounterSampler
+from .counters import CLOCK_TICKS, CounterSampler, ns_processes
 from .emulator import Emulator
 from .cpu import ServerCpu
 from .rto import InitialRto
@@ -279,6 +279,14 @@ class Testbed:
         if self._counters:
             self._counters.stop()
             self._counters = None
+
+    def server_cpu_seconds(self) -> dict[int, float]:
+        """CPU seconds (utime + stime) each process in the server namespace has used so far:
+        two readings give the server's CPU over the span between them (002 Figs. 10 and 12:
+        utilization per load level)."""
+        assert self._anchor is not None, "server_cpu_seconds() needs a testbed that is up"
+        ticks = ns_processes(os.readlink(f"/proc/{self._anchor.pid}/ns/net"))[0]
+        return {pid: t / CLOCK_TICKS for pid, t in ticks.items()}
 
     @property
     def wan_counters_path(self) -> Path | None:
