@@ -13,10 +13,7 @@ from rich.console import Console
 
 from sojourn.overload import DOC, EXPERIMENTS, PUBLISHED, REPO, doc, experiment_named
 from sojourn.overload.publish import publish
-from sojourn.reproduce.publish import (at_once, has_unpublished, published_reps, remaining_seconds, restore_published,
-                                       set_aside_other_version)
-from sojourn.runner import layout
-from sojourn.runner.cli import run_with_progress
+from sojourn.reproduce.publish import at_once, has_unpublished, progress, run_resuming
 from sojourn.runner.spec import load_spec
 
 
@@ -28,24 +25,15 @@ def run_and_publish(console: Console, name: str, results: Path, quick: bool = Fa
     1 when some are still to run (or failed: each one's status.json says why), 2 when the
     runner refused."""
     experiment = load_spec(REPO / experiment_named(name).spec, quick=quick)
-    directory = layout.experiment_dir(results, experiment.name)
-    aside = set_aside_other_version(directory, experiment.text)
-    if aside:
-        console.print(f"{name}: its spec changed since the results in {directory} ran; they are kept in {aside.name} "
-                      "and this version runs afresh", markup=False, highlight=False)
     destination = published / experiment.name
-    restored = restore_published(experiment, destination, results, quick)
-    if not restored and any(destination.glob("*/[0-9]*.json")) and not (destination / "meta.json").is_file():
+    if any(destination.glob("*/[0-9]*.json")) and not (destination / "meta.json").is_file():
         # Published before publications kept what resuming needs: running would replace them.
         console.print(f"{name}: {destination} holds repetitions published without their runner files, which this "
                       "command cannot resume from and would replace; move them aside to run the experiment again",
                       style="red", markup=False, highlight=False)
         return 2
-    testbeds = at_once(experiment, concurrency)
-    console.print(f"{name}: {restored} repetition(s) restored from {destination}; {testbeds} testbed(s) at once, about "
-                  f"{remaining_seconds(experiment, destination, quick, testbeds) / 3600:.1f} h to go",
-                  markup=False, highlight=False)
-    outcome, status = run_with_progress(console, experiment, results, prefix, concurrency=testbeds, stop_at=stop_at)
+    outcome, status = run_resuming(console, name, experiment, results, destination, quick, prefix, concurrency,
+                                   stop_at)
     if outcome is None:
         return status
     if has_unpublished(outcome.directory):
@@ -61,13 +49,9 @@ def plan(quick: bool = False, published: Path = PUBLISHED) -> list[str]:
     lines = []
     for entry in EXPERIMENTS:
         experiment = load_spec(REPO / entry.spec, quick=quick)
-        testbeds = at_once(experiment, None)
         destination = published / experiment.name
-        done = len(published_reps(experiment, destination, quick))
         numbers = len(list(destination.glob("*/[0-9]*.json")))
-        older = f" ({numbers} published without runner files: `run` refuses to replace them)" \
+        older = f" ({numbers} repetition(s) published without runner files: `run` refuses to replace them)" \
             if numbers and not (destination / "meta.json").is_file() else ""
-        lines.append(f"{entry.name:30} {len(experiment.runs)} runs x {experiment.repetitions}, {testbeds} at once; "
-                     f"published {done} of {len(experiment.runs) * experiment.repetitions}{older}, "
-                     f"{remaining_seconds(experiment, destination, quick, testbeds) / 3600:.1f} h to go")
+        lines.append(f"{entry.name:30} {progress(experiment, destination, quick, at_once(experiment, None))}{older}")
     return lines

@@ -65,7 +65,7 @@ def main(args: argparse.Namespace) -> int:
                       markup=False)
         return 2
     if args.list:
-        from sojourn.reproduce.publish import at_once, estimated_seconds, published_reps, remaining_seconds
+        from sojourn.reproduce.publish import at_once, progress
         from sojourn.runner.spec import load_spec
 
         published = Context(paper, args.docs)
@@ -74,12 +74,7 @@ def main(args: argparse.Namespace) -> int:
             if entry.spec:
                 experiment = load_spec(REPO / entry.spec, quick=args.quick)
                 testbeds = at_once(experiment, args.concurrency)
-                directory = published.directory(entry.name)
-                done = len(published_reps(experiment, directory, args.quick))
-                length = (f"  {len(experiment.runs)} runs x {experiment.repetitions}, about "
-                          f"{estimated_seconds(experiment, testbeds) / 3600:.1f} h at {testbeds} at once; "
-                          f"published {done} of {len(experiment.runs) * experiment.repetitions}, "
-                          f"{remaining_seconds(experiment, directory, args.quick, testbeds) / 3600:.1f} h to go")
+                length = "  " + progress(experiment, published.directory(entry.name), args.quick, testbeds)
             console.print(f"{entry.name:24} {entry.title}  [{entry.spec or ' '.join(entry.command)}]{length}",
                           markup=False, highlight=False, soft_wrap=True)
         return 0

@@ -144,38 +144,53 @@ def has_unpublished(directory: Path) -> bool:
                for status in Path(directory).glob("*/*/status.json"))
 
 
+def progress(experiment, published: Path, quick: bool, testbeds: int) -> str:
+    """``N runs x R, about H h at T at once; published D of M, X h to go``: what ``--list``
+    says of an experiment, and what a campaign says before it runs one."""
+    done = len(published_reps(experiment, published, quick))
+    return (f"{len(experiment.runs)} runs x {experiment.repetitions}, about "
+            f"{estimated_seconds(experiment, testbeds) / 3600:.1f} h at {testbeds} at once; "
+            f"published {done} of {len(experiment.runs) * experiment.repetitions}, "
+            f"{remaining_seconds(experiment, published, quick, testbeds) / 3600:.1f} h to go")
+
+
+def run_resuming(console, label: str, experiment, root: Path, published: Path | None, quick: bool, prefix: str,
+                 concurrency: int | None = None, stop_at: float | None = None, fresh: bool = False):
+    """Runs what is missing of ``experiment`` under ``root``: sets aside results of another
+    version of its spec (:func:`set_aside_other_version`), puts back what ``published``
+    holds of it (:func:`restore_published`; None: nothing), then runs the rest
+    ``concurrency`` testbeds at once where its runs allow it (None: the measured count),
+    starting no repetition after ``stop_at``; ``fresh`` removes its results here first.
+    Returns the runner's (outcome, status)."""
+    from sojourn.runner.cli import run_with_progress
+
+    aside = set_aside_other_version(layout.experiment_dir(root, experiment.name), experiment.text)
+    if aside:
+        console.print(f"{label}: its spec changed since the results under {relative_paths(str(aside.parent))} ran; "
+                      f"they are kept in {aside.name} and this version runs afresh", markup=False, highlight=False)
+    restored = restore_published(experiment, published, root, quick) if published else 0
+    testbeds = at_once(experiment, concurrency)
+    restored_from = f"{restored} repetition(s) restored from {relative_paths(str(published))}; " if restored else ""
+    length = progress(experiment, published, quick, testbeds) if published else \
+        f"about {estimated_seconds(experiment, testbeds) / 3600:.1f} h at {testbeds} at once"
+    console.print(f"{label}: {restored_from}{length}", markup=False, highlight=False)
+    return run_with_progress(console, experiment, root, prefix, fresh=fresh, concurrency=testbeds, stop_at=stop_at)
+
+
 def run_entry(console, paper: Paper, entry: Entry, results: Path, quick: bool, prefix: str,
               concurrency: int | None = None, published: Path | None = None,
               stop_at: float | None = None, fresh: bool = False) -> tuple[Path | None, int]:
-    """Runs what is missing of ``entry`` (``concurrency`` testbeds at once where its runs
-    allow it; None: :func:`measured_concurrency`), after restoring what ``published`` holds
-    of it (:func:`restore_published`), starting no repetition after ``stop_at``; ``fresh``
-    removes its results here first, so every repetition runs anew; returns
-    (its result directory, 0) or (None, status): 1 when some repetitions are missing (and
-    when none is new because they failed), NOTHING_NEW when every complete one was restored
-    (the publication already says it all)."""
+    """Runs what is missing of ``entry`` (:func:`run_resuming`, after restoring what
+    ``published`` holds of it); returns (its result directory, 0) or (None, status): 1 when
+    some repetitions are missing (and when none is new because they failed), NOTHING_NEW
+    when every complete one was restored (the publication already says it all)."""
     root = results_root(results, paper, quick)
     if entry.spec:
-        from sojourn.runner.cli import run_with_progress
         from sojourn.runner.spec import load_spec
 
         experiment = load_spec(REPO / entry.spec, quick=quick)
-        aside = set_aside_other_version(layout.experiment_dir(root, experiment.name), experiment.text)
-        if aside:
-            console.print(f"{entry.name}: its spec changed since the results under {relative_paths(str(aside.parent))} "
-                          f"ran; they are kept in {aside.name} and this version runs afresh", markup=False,
-                          highlight=False)
-        restored = restore_published(experiment, published, root, quick) if published else 0
-        total = len(experiment.runs) * experiment.repetitions
-        if restored:
-            console.print(f"{entry.name}: {restored} of {total} repetitions restored from {relative_paths(str(published))}",
-                          markup=False, highlight=False)
-        concurrency = at_once(experiment, concurrency)
-        console.print(f"{entry.name}: {concurrency} testbed(s) at once, about "
-                      f"{estimated_seconds(experiment, concurrency) * (total - restored) / total / 60:.0f} min",
-                      markup=False, highlight=False)
-        outcome, status = run_with_progress(console, experiment, root, prefix, fresh=fresh, concurrency=concurrency,
-                                            stop_at=stop_at)
+        outcome, status = run_resuming(console, entry.name, experiment, root, published, quick, prefix, concurrency,
+                                       stop_at, fresh)
         if outcome is None:
             return None, status
         failed = sorted(f"{run} rep {rep}" for (run, rep), state in outcome.states.items()
