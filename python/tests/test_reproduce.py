@@ -391,3 +391,30 @@ def test_fresh_runs_the_named_experiments_anew_without_their_publication(tmp_pat
     assert calls == [("overload", None, True)]
     main("--only", "overload")
     assert calls[-1] == ("overload", tmp_path / "docs" / "000" / "overload", False)
+
+
+def test_a_closed_loop_reason_is_given_only_when_littles_law_predicts_the_ratio(tmp_path):
+    """003 with clients that do not think: DWFS bronze / FIFO response is FIFO's bronze request
+    rate over DWFS's (Little's law), so the row carries that as its measured reason; with
+    DWFS's bronze rate made FIFO's the prediction (1) misses the measured 1.51 and no reason
+    is claimed."""
+    paper = load_paper("003")
+    experiment = "section5-demand20-nothink"
+    shutil.copytree(DOCS / "003" / experiment, tmp_path / "003" / experiment)
+    claim = "DWFS bronze / FIFO mean response time, 40 clients"
+
+    def the_row():
+        (row,) = [r for r in paper.claims(Context(paper, tmp_path)) if r.experiment == experiment and r.claim == claim]
+        return row
+
+    row = the_row()
+    assert row.verdict() == "opposite" and row.reason() == "measured" and "Little's law" in row.why_text()
+    fifo = [json.loads(path.read_text()) for path in sorted((tmp_path / "003" / experiment).glob(
+        "fifo-users=40/*/summary.json"))]
+    for path, theirs in zip(sorted((tmp_path / "003" / experiment).glob("dwfs-users=40/*/summary.json")), fifo):
+        summary = json.loads(path.read_text())
+        bronze = next(c for c in summary["sessions"]["classes"] if c["name"] == "bronze")
+        bronze["requests"] = next(c for c in theirs["sessions"]["classes"] if c["name"] == "bronze")["requests"]
+        path.write_text(json.dumps(summary))
+    row = the_row()
+    assert row.verdict() == "opposite" and row.reason() != "measured"
