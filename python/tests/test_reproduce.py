@@ -418,3 +418,22 @@ def test_a_closed_loop_reason_is_given_only_when_littles_law_predicts_the_ratio(
         path.write_text(json.dumps(summary))
     row = the_row()
     assert row.verdict() == "opposite" and row.reason() != "measured"
+
+
+def test_a_longer_transmit_queue_that_never_filled_is_the_measured_reason_it_did_not_hurt(tmp_path):
+    """000 footnote 7: 2000 packets were no worse than 1000 because the uplink dropped nothing
+    at either and its backlog stayed under 1000 packets (counters.csv); once the longest queue
+    drops packets that reason no longer holds and none is claimed."""
+    paper = load_paper("000")
+    shutil.copytree(DOCS / "000" / "txqueue", tmp_path / "000" / "txqueue")
+
+    def the_row():
+        (row,) = [r for r in paper.claims(Context(paper, tmp_path))
+                  if r.experiment == "txqueue" and r.claim.startswith("FAIR: mean at the longest queue")]
+        return row
+
+    row = the_row()
+    assert row.verdict() == "missed" and row.reason() == "measured" and "never filled 1000 packets" in row.why_text()
+    for path in (tmp_path / "000" / "txqueue").glob("fair-queue_packets=2000/*/summary.json"):
+        path.write_text(json.dumps({**json.loads(path.read_text()), "uplink_drops": 12}))
+    assert the_row().reason() == "unexplained"

@@ -6,9 +6,9 @@
   bound verdict (met, missed, no result), a row of another kind neither;
 - the ratio is ours / paper_value, and absent when the paper prints no value (never taken to
   a bound);
-- the verdict follows from the numbers (a bound's from ours and the bound, within or beyond
-  2x from ours / paper_value); a negative verdict has a reason, a measured one says why, a
-  row without a result says why;
+- the verdict follows from the numbers (a bound's from ours, its interval and the bound,
+  within or beyond 2x from ours / paper_value); a negative verdict has a reason, a measured
+  one says why, a row without a result says why;
 - no generated doc (a paper's .md or .csv, README.md) holds an absolute path.
 
 ``python -m sojourn.reproduce.check [DOCS]`` prints the problems and exits 1 if there are any.
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from sojourn.reproduce import CSV_COLUMNS, DOCS, REPO
 from sojourn.reproduce.doc import ABSOLUTE_PATH
-from sojourn.reproduce.rows import KINDS, NEGATIVE, REASONS, SCALES, VERDICTS, bound_met, within_2x
+from sojourn.reproduce.rows import KINDS, NEGATIVE, REASONS, SCALES, VERDICTS, bound_verdict, within_2x
 
 
 def _float(text: str) -> float | None:
@@ -50,8 +50,11 @@ def check_row(row: dict, repo: Path = REPO) -> list[str]:
             problems.append("a bound row without a bound")
         if verdict not in ("met", "missed", "no result"):
             problems.append(f"a bound row with the verdict {verdict!r} (a bound is met or missed)")
-        elif bound and ours is not None and verdict != ("met" if bound_met(bound, ours) else "missed"):
-            problems.append(f"verdict {verdict!r} does not follow from ours {row['ours']} and the bound {bound}")
+        elif bound and ours is not None:
+            lo, hi = _float(row.get("ci_lo", "")), _float(row.get("ci_hi", ""))
+            if verdict != bound_verdict(bound, ours, (lo, hi) if lo is not None and hi is not None else None):
+                problems.append(f"verdict {verdict!r} does not follow from ours {row['ours']} (90% interval "
+                                f"{row.get('ci_lo') or '-'} to {row.get('ci_hi') or '-'}) and the bound {bound}")
     else:
         if bound:
             problems.append(f"a {kind} row with a bound")

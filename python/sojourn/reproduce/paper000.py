@@ -747,7 +747,28 @@ def _txqueue_rows(ctx: Context) -> list[Row]:
                     bound("<", 1, text="increasing it up to a point slightly decreases response time"),
                     over(least, 100)),
             ctx.row(e, f"FAIR: mean at the longest queue{f' ({longest:g} packets)' if means else ''} / the least mean",
-                    bound(">", 1, text="beyond that it actually hurts response time"), over(longest, least))]
+                    bound(">", 1, text="beyond that it actually hurts response time"), over(longest, least),
+                    _queue_never_full_why(ctx, e, least, longest) if means else None)]
+
+
+def _queue_never_full_why(ctx: Context, e: str, least, longest):
+    """Why a longer transmit queue did not hurt: when it never overflowed at the best length,
+    the senders' windows never filled that queue, and a longer one holds nothing more (the
+    uplink's drops and its HTB leaves' backlog, counters.csv)."""
+    if least == longest:
+        return None
+    runs = {value: _run("fair", "queue_packets", value) for value in (least, longest)}
+    drops = {value: ctx.mean(e, run, "uplink_drops") for value, run in runs.items()}
+    peak = {value: ctx.counters(e, run, lambda c: c.filter(regex="_backlog_bytes$").sum(axis=1).max(),
+                                "queue backlog").value for value, run in runs.items()}
+    # Clients without a group of their own send at the veth's MTU, 1500 bytes.
+    mtu = max((group.get("mtu", 1500) for group in ctx.config(e, runs[least], "network.groups") or []), default=1500)
+    if any(drops.values()) or max(peak.values()) >= least * mtu:
+        return None
+    return measured(f"the uplink dropped no packet at {least:g} or {longest:g} packets, and its backlog peaked at "
+                    f"{peak[least] / 1e3:.0f} and {peak[longest] / 1e3:.0f} KB (means over the repetitions, about "
+                    f"{max(peak.values()) / mtu:.0f} packets of {mtu} bytes; counters.csv): the senders' windows "
+                    f"never filled {least:g} packets, so a longer queue held nothing more")
 
 
 def _abort_retries_rows(ctx: Context) -> list[Row]:

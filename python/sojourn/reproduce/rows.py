@@ -57,6 +57,15 @@ def bound_met(bound: str, ours: float) -> bool:
     return ours > value if op == ">" else ours < value
 
 
+def bound_verdict(bound: str, ours: float, ci: tuple[float, float] | None = None) -> str:
+    """``met`` or ``missed``: ``ours`` against ``bound`` (:func:`bound_met`). A strict bound
+    says larger or smaller, so with a 90% interval it is met only when the whole interval is
+    past it: a mean past it inside the noise of its repetitions is no difference shown."""
+    strict = bound.split(" ", 1)[0] in (">", "<")
+    values = ci if strict and ci else (ours,)
+    return "met" if all(bound_met(bound, value) for value in values) else "missed"
+
+
 def within_2x(ratio: float) -> bool:
     return 0.5 <= ratio <= 2.0
 
@@ -151,7 +160,7 @@ class Row:
         if not self.ours.ok:
             return "no result"
         if self.kind == "bound":
-            return "met" if bound_met(self.paper.bound, self.ours.value) else "missed"
+            return bound_verdict(self.paper.bound, self.ours.value, self.ours.ci)
         reference = self.paper.reference
         if (self.paper.paper_value - reference) * (self.ours.value - reference) <= 0:
             return "opposite"
