@@ -18,6 +18,7 @@ from sojourn.reproduce import Context, Entry, Paper, per_rep_quotient, quotient,
 from sojourn.reproduce.beside import Band, Panel, Printed, Series, draw
 from sojourn.reproduce.rows import NEGATIVE, Measure, Row, bound, direction, measured, point, unexplained, within_2x
 from sojourn.runner.spec import run_name
+from sojourn.testbed.uplink import DEFAULT_QUEUE_PACKETS
 from sojourn.workloads import shaping
 
 
@@ -857,7 +858,7 @@ def differences(ctx: Context) -> str:
                     ("response_mean", "uplink_drops", "connect_slow_share")}
              for name in ("fair-modern", "fair-modern-queue100", "fair-modern-cap350", "fair-modern-linger",
                           "fair-modern-rto3s", "fair", "srpt")}
-        modern_queue = ctx.config("mechanisms", "fair-modern", "network.queue_packets")
+        modern_queue = ctx.config("mechanisms", "fair-modern", "network.queue_packets") or DEFAULT_QUEUE_PACKETS
         paper_queue = ctx.config("mechanisms", "fair", "network.queue_packets")
         items.append(
             "**Where FAIR's extra delay comes from (000 §5.1: \"reply packets of the server being dropped inside "
