@@ -403,11 +403,7 @@ def test_a_closed_loop_reason_is_given_only_when_littles_law_predicts_the_ratio(
     shutil.copytree(DOCS / "003" / experiment, tmp_path / "003" / experiment)
     claim = "DWFS bronze / FIFO mean response time, 40 clients"
 
-    def the_row():
-        (row,) = [r for r in paper.claims(Context(paper, tmp_path)) if r.experiment == experiment and r.claim == claim]
-        return row
-
-    row = the_row()
+    row = _the_row(paper, tmp_path, experiment, claim)
     assert row.verdict() == "opposite" and row.reason() == "measured" and "Little's law" in row.why_text()
     fifo = [json.loads(path.read_text()) for path in sorted((tmp_path / "003" / experiment).glob(
         "fifo-users=40/*/summary.json"))]
@@ -416,7 +412,7 @@ def test_a_closed_loop_reason_is_given_only_when_littles_law_predicts_the_ratio(
         bronze = next(c for c in summary["sessions"]["classes"] if c["name"] == "bronze")
         bronze["requests"] = next(c for c in theirs["sessions"]["classes"] if c["name"] == "bronze")["requests"]
         path.write_text(json.dumps(summary))
-    row = the_row()
+    row = _the_row(paper, tmp_path, experiment, claim)
     assert row.verdict() == "opposite" and row.reason() != "measured"
 
 
@@ -427,13 +423,15 @@ def test_a_longer_transmit_queue_that_never_filled_is_the_measured_reason_it_did
     paper = load_paper("000")
     shutil.copytree(DOCS / "000" / "txqueue", tmp_path / "000" / "txqueue")
 
-    def the_row():
-        (row,) = [r for r in paper.claims(Context(paper, tmp_path))
-                  if r.experiment == "txqueue" and r.claim.startswith("FAIR: mean at the longest queue")]
-        return row
-
-    row = the_row()
+    longest = "FAIR: mean at the longest queue"
+    row = _the_row(paper, tmp_path, "txqueue", longest)
     assert row.verdict() == "missed" and row.reason() == "measured" and "never filled 1000 packets" in row.why_text()
     for path in (tmp_path / "000" / "txqueue").glob("fair-queue_packets=2000/*/summary.json"):
         path.write_text(json.dumps({**json.loads(path.read_text()), "uplink_drops": 12}))
-    assert the_row().reason() == "unexplained"
+    assert _the_row(paper, tmp_path, "txqueue", longest).reason() == "unexplained"
+
+
+def _the_row(paper, docs, experiment: str, claim: str) -> Row:
+    """The one row of ``experiment`` whose claim starts with ``claim``, from the results under ``docs``."""
+    (row,) = [r for r in paper.claims(Context(paper, docs)) if r.experiment == experiment and r.claim.startswith(claim)]
+    return row

@@ -112,7 +112,6 @@ def test_a_strict_bound_is_met_only_when_its_whole_interval_is_past_it():
     assert not any("does not follow" in p for p in check_row({**strict, "verdict": "missed", "reason": "unexplained"}))
 
 
-
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.floats(min_value=1e-4, max_value=1e3, allow_nan=False), min_size=1, max_size=400))
 def test_the_c2_floor_from_a_mean_and_the_largest_1pct_mean_holds_for_any_sample(times):

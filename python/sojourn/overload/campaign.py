@@ -26,7 +26,7 @@ def run_and_publish(console: Console, name: str, results: Path, quick: bool = Fa
     runner refused."""
     experiment = load_spec(REPO / experiment_named(name).spec, quick=quick)
     destination = published / experiment.name
-    if any(destination.glob("*/[0-9]*.json")) and not (destination / "meta.json").is_file():
+    if _without_runner_files(destination):
         # Published before publications kept what resuming needs: running would replace them.
         console.print(f"{name}: {destination} holds repetitions published without their runner files, which this "
                       "command cannot resume from and would replace; move them aside to run the experiment again",
@@ -50,8 +50,16 @@ def plan(quick: bool = False, published: Path = PUBLISHED) -> list[str]:
     for entry in EXPERIMENTS:
         experiment = load_spec(REPO / entry.spec, quick=quick)
         destination = published / experiment.name
-        numbers = len(list(destination.glob("*/[0-9]*.json")))
+        numbers = _without_runner_files(destination)
         older = f" ({numbers} repetition(s) published without runner files: `run` refuses to replace them)" \
-            if numbers and not (destination / "meta.json").is_file() else ""
+            if numbers else ""
         lines.append(f"{entry.name:30} {progress(experiment, destination, quick, at_once(experiment, None))}{older}")
     return lines
+
+
+def _without_runner_files(destination: Path) -> int:
+    """The repetitions ``destination`` holds from before publications kept what resuming
+    needs (no meta.json, only each repetition's numbers): ``run`` cannot resume from them."""
+    if (destination / "meta.json").is_file():
+        return 0
+    return len(list(destination.glob("*/[0-9]*.json")))

@@ -51,10 +51,10 @@ def check_row(row: dict, repo: Path = REPO) -> list[str]:
         if verdict not in ("met", "missed", "no result"):
             problems.append(f"a bound row with the verdict {verdict!r} (a bound is met or missed)")
         elif bound and ours is not None:
-            lo, hi = _float(row.get("ci_lo", "")), _float(row.get("ci_hi", ""))
+            lo, hi = _float(row["ci_lo"]), _float(row["ci_hi"])
             if verdict != bound_verdict(bound, ours, (lo, hi) if lo is not None and hi is not None else None):
                 problems.append(f"verdict {verdict!r} does not follow from ours {row['ours']} (90% interval "
-                                f"{row.get('ci_lo') or '-'} to {row.get('ci_hi') or '-'}) and the bound {bound}")
+                                f"{row['ci_lo'] or '-'} to {row['ci_hi'] or '-'}) and the bound {bound}")
     else:
         if bound:
             problems.append(f"a {kind} row with a bound")

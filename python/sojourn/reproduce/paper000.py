@@ -749,14 +749,14 @@ def _txqueue_rows(ctx: Context) -> list[Row]:
                     over(least, 100)),
             ctx.row(e, f"FAIR: mean at the longest queue{f' ({longest:g} packets)' if means else ''} / the least mean",
                     bound(">", 1, text="beyond that it actually hurts response time"), over(longest, least),
-                    _queue_never_full_why(ctx, e, least, longest) if means else None)]
+                    _queue_never_full_why(ctx, e, least, longest))]
 
 
 def _queue_never_full_why(ctx: Context, e: str, least, longest):
     """Why a longer transmit queue did not hurt: when it never overflowed at the best length,
     the senders' windows never filled that queue, and a longer one holds nothing more (the
     uplink's drops and its HTB leaves' backlog, counters.csv)."""
-    if least == longest:
+    if least == longest:  # one length (or none) gave a mean: nothing to compare
         return None
     runs = {value: _run("fair", "queue_packets", value) for value in (least, longest)}
     drops = {value: ctx.mean(e, run, "uplink_drops") for value, run in runs.items()}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from functools import partial
 
 from sojourn import papers
 from sojourn.reproduce import Context, Entry, Paper, rows_of, summarize
@@ -190,9 +191,9 @@ def _section5_rows(ctx: Context, experiment: str = "section5",
                   otherwise=lambda ratio: None) -> Row:
         def quantity(e: str) -> Measure:
             return ctx.ratio((e,) + top, (e,) + bottom)
+        ours = quantity(experiment)
         why = _larger_k(ctx, experiment, quantity, lambda value: within_2x(value / paper), ".3g")
-        return ctx.row(experiment, claim, direction(paper, text), quantity(experiment),
-                       why or otherwise(quantity(experiment)))
+        return ctx.row(experiment, claim, direction(paper, text), ours, why or otherwise(ours))
 
     rows = []
     for users in clients:
@@ -202,8 +203,7 @@ def _section5_rows(ctx: Context, experiment: str = "section5",
                                   f"{DWFS_RESPONSE[name][users]} s / {APACHE_RESPONSE[users]} s",
                                   (f"dwfs-users={users}", f"sessions.classes.{name}.response_mean_s"),
                                   (f"fifo-users={users}", "sessions.overall.response_mean_s"),
-                                  lambda ratio, name=name, users=users: _closed_loop_why(ctx, experiment, name, users,
-                                                                                         ratio)))
+                                  partial(_closed_loop_why, ctx, experiment, name, users)))
     rows += _drop_rows(ctx, experiment)
     rows.append(ratio_row("DWFS bronze / gold mean response time, 60 clients (service differentiation)",
                           DWFS_RESPONSE["bronze"][60] / DWFS_RESPONSE["gold"][60], "10.584 s / 6.968 s",

@@ -144,13 +144,16 @@ def has_unpublished(directory: Path) -> bool:
                for status in Path(directory).glob("*/*/status.json"))
 
 
-def progress(experiment, published: Path, quick: bool, testbeds: int) -> str:
-    """``N runs x R, about H h at T at once; published D of M, X h to go``: what ``--list``
-    says of an experiment, and what a campaign says before it runs one."""
+def progress(experiment, published: Path | None, quick: bool, testbeds: int) -> str:
+    """``N runs x R, about H h at T at once; published D of M, X h to go`` (without the
+    publication's part when ``published`` is None): what ``--list`` says of an experiment,
+    and what a campaign says before it runs one."""
+    size = (f"{len(experiment.runs)} runs x {experiment.repetitions}, about "
+            f"{estimated_seconds(experiment, testbeds) / 3600:.1f} h at {testbeds} at once")
+    if published is None:
+        return size
     done = len(published_reps(experiment, published, quick))
-    return (f"{len(experiment.runs)} runs x {experiment.repetitions}, about "
-            f"{estimated_seconds(experiment, testbeds) / 3600:.1f} h at {testbeds} at once; "
-            f"published {done} of {len(experiment.runs) * experiment.repetitions}, "
+    return (f"{size}; published {done} of {len(experiment.runs) * experiment.repetitions}, "
             f"{remaining_seconds(experiment, published, quick, testbeds) / 3600:.1f} h to go")
 
 
@@ -171,9 +174,8 @@ def run_resuming(console, label: str, experiment, root: Path, published: Path | 
     restored = restore_published(experiment, published, root, quick) if published else 0
     testbeds = at_once(experiment, concurrency)
     restored_from = f"{restored} repetition(s) restored from {relative_paths(str(published))}; " if restored else ""
-    length = progress(experiment, published, quick, testbeds) if published else \
-        f"about {estimated_seconds(experiment, testbeds) / 3600:.1f} h at {testbeds} at once"
-    console.print(f"{label}: {restored_from}{length}", markup=False, highlight=False)
+    console.print(f"{label}: {restored_from}{progress(experiment, published, quick, testbeds)}", markup=False,
+                  highlight=False)
     return run_with_progress(console, experiment, root, prefix, fresh=fresh, concurrency=testbeds, stop_at=stop_at)
 
 
