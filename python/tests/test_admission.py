@@ -79,14 +79,15 @@ def test_the_serve_file_carries_admission_to_a_real_server(tmp_path):
     assert 'sojourn_admission_level{worker="0",admission="gradient"} 3' in metrics
 
 
-# request 0 ok (1000 B), 1 refused (60 KiB), 2 ok (3000 B), 3 refused (500 B), 4 http_error.
+# request 0 ok (1000 B), 1 refused (60 KiB), 2 ok (3000 B, its SYN-ACK lost: a 1-s handshake), 3 refused
+# (500 B), 4 http_error.
 RECORDS = """\
-request_id,attempt,final,client,path,expected_size,bytes,status,scheduled_s,dispatch_s,sent_s,first_byte_s,last_byte_s,outcome,error
-0,0,1,0,/a,1000,1000,200,0.0,0.0,0.01,0.02,1.0,ok,
-1,0,1,1,/b,61440,0,503,0.5,0.5,0.51,0.6,0.6,refused,
-2,0,1,2,/c,3000,3000,200,1.0,1.0,1.01,1.1,4.0,ok,
-3,0,1,3,/d,500,0,503,1.5,1.5,1.51,1.6,1.6,refused,
-4,0,1,0,/e,100,0,404,1.8,1.8,1.81,1.9,1.9,http_error,
+request_id,attempt,final,client,path,expected_size,bytes,status,scheduled_s,dispatch_s,connect_start_s,connect_end_s,sent_s,first_byte_s,last_byte_s,outcome,error
+0,0,1,0,/a,1000,1000,200,0.0,0.0,0.0,0.005,0.01,0.02,1.0,ok,
+1,0,1,1,/b,61440,0,503,0.5,0.5,,,0.51,0.6,0.6,refused,
+2,0,1,2,/c,3000,3000,200,1.0,1.0,1.0,2.0,2.01,2.1,4.0,ok,
+3,0,1,3,/d,500,0,503,1.5,1.5,,,1.51,1.6,1.6,refused,
+4,0,1,0,/e,100,0,404,1.8,1.8,,,1.81,1.9,1.9,http_error,
 """
 
 METRICS = """\
@@ -151,6 +152,9 @@ def test_derive_counts_what_the_doc_shows(tmp_path):
     assert d["goodput_bps"] == pytest.approx(4000 * 8 / 4.0) and d["goodput_rps"] == pytest.approx(0.5)
     assert d["patient_rps"] == pytest.approx(0.5), "both completed within 10 s"
     assert d["response_mean"] == pytest.approx((1.0 + 3.0) / 2)
+    # Handshakes of 0.005 s and 1 s in 4 s of response time; the rest is what the model sees.
+    assert d["handshake_share"] == pytest.approx(1.005 / 4.0)
+    assert d["response_mean_less_handshakes"] == pytest.approx((4.0 - 1.005) / 2)
     assert (d["requests"], d["completed"], d["refused"]) == (5, 2, 2)
     assert d["refused_bytes_share"] == pytest.approx((61440 + 500) / (1000 + 61440 + 3000 + 500 + 100))
     assert d["refused_by_size"] == {"<1K": [1, 3], "1K-2K": [0, 0], "2K-5K": [0, 1], "5K-50K": [0, 0], ">=50K": [1, 1]}
@@ -166,7 +170,7 @@ def test_derive_counts_what_the_doc_shows(tmp_path):
 def test_patience_counts_only_responses_within_10_s(tmp_path):
     directory = result_dir(tmp_path)
     records = directory / "records.csv"
-    records.write_text(records.read_text().replace(",1.1,4.0,ok,", ",1.1,12.0,ok,"))  # /c now takes 11 s
+    records.write_text(records.read_text().replace(",2.1,4.0,ok,", ",2.1,12.0,ok,"))  # /c now takes 11 s
     d = derive(directory)
     assert d["duration_s"] == pytest.approx(12.0)
     assert d["goodput_rps"] == pytest.approx(2 / 12) and d["patient_rps"] == pytest.approx(1 / 12)
@@ -263,10 +267,11 @@ def test_publish_then_doc_from_the_published_numbers_alone(tmp_path):
     assert not any(destination.rglob("records.csv")), "the per-request records stay under results/"
     text = doc.build(published, tmp_path / "doc.md")
     # 4000 body bytes of completed responses in 4 s: 0.008 Mbit/s; both repetitions alike.
-    assert "| srpt-size-rho=1.2 | 2 | 0.008 | 0.5 | 0.5 | 2 | 2.98 | 40 | 93.8 | 8.33 | 7 | 2.25 | 0 | — |" in text
+    assert "| srpt-size-rho=1.2 | 2 | 0.008 | 0.5 | 0.5 | 2 | 2.98 | 25.1 | 40 | 93.8 | 8.33 | 7 | 2.25 | 0 | — |" in text
     # The simulator replayed the trace on 220 kbit/s of bodies (66,040 bytes in 2 s at load
     # 1.2); the size policy, told the testbed's 10 Mbit/s, refused none of the five there.
-    assert "| srpt-size-rho=1.2 | 40 / 0 | 8.33 / 0 | 0.008 / 0.184 | 2 / 0.532 | 2.98 / 2.28 |" in text
+    # Without its 1.005 s of handshakes the testbed's mean is 1.5 s; the model's has none.
+    assert "| srpt-size-rho=1.2 | 40 / 0 | 8.33 / 0 | 0.008 / 0.184 | 2 / 0.532 | 2.98 / 2.28 | 1.5 / 0.532 |" in text
     assert "| srpt-size-rho=1.2 | 2 / 6 | 0 / 0 | 0 / 2 | 0 / 0 | 2 / 2 |" in text
     assert ("- overload-control-persistent, 1.2: best mean response s: srpt-rho=1.2 (2), tied with srpt-size-rho=1.2 "
             "(the 90% intervals overlap); 1x srpt-size-rho=1.2 (2).") in text

@@ -7,7 +7,10 @@ Definitions (issue 32), over the final attempt of every request (sojourn.analysi
   second, over the run's span; and the requests completed within 000 (H)'s 10-s abort time
   per second, the ones a user who gives up after 10 s still receives;
 * response time: mean and p99 of completed requests, overall and in bins of scheduled time,
-  beside the share of each bin's requests that were refused;
+  beside the share of each bin's requests that were refused; the share of it spent opening
+  connections (SYN to established: a SYN or SYN-ACK lost waits out the initial RTO, 000 §6),
+  and the mean without that share, the part the simulator, whose requests arrive connected,
+  can be set against;
 * refusals (outcome ``refused``, a 503) and requests by size class (000 §3.2's band cutoffs),
   and the share of the offered body bytes refused: at load rho at least 1 - 1/rho of them
   must go unserved, so a policy refusing far more than that sheds work the link could carry;
@@ -48,7 +51,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from scipy import stats
 
 from sojourn.analysis.results import open_repetition, server_metric_means
-from sojourn.analysis.metrics import run_span
+from sojourn.analysis.metrics import connect_metrics, run_span
 
 # 000 §3.2's cutoffs (1 KB, 2 KB, 5 KB, 50 KB) as size classes.
 SIZE_CUTOFFS = (1024, 2048, 5 * 1024, 50 * 1024)
@@ -174,6 +177,7 @@ def request_numbers(requests: pd.DataFrame, periods: list[dict], censor_s: float
     until = uncensored_until(start + span, censor_s, p99)
     settles = [settle_time(done, begin, min(end, until)) for begin, end in step_ups(periods)]
     refused_over_time = refused_share(requests, start, start + span, width)
+    handshake_share = connect_metrics(done)["connect_share_of_response"]
     return {
         "duration_s": span, "requests": int(len(requests)), "completed": int(len(done)),
         "refused": int(refused.sum()),
@@ -184,6 +188,8 @@ def request_numbers(requests: pd.DataFrame, periods: list[dict], censor_s: float
         "patient_rps": int((done["response_s"] <= PATIENCE_S).sum()) / span if span > 0 else math.nan,
         "response_mean": float(done["response_s"].mean()) if len(done) else math.nan,
         "response_p99": p99,
+        "handshake_share": handshake_share,
+        "response_mean_less_handshakes": float(done["response_s"].mean()) * (1 - handshake_share) if len(done) else math.nan,
         "refused_by_size": {c: [int((refused & (classes == c)).sum()), int((classes == c).sum())] for c in SIZE_CLASSES},
         "settle_s": [_finite(s) for s in settles],
         "over_time": {"bin_s": width, "t": [round(t - start, 3) for t in over_time["t"]],
