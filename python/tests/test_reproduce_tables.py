@@ -112,6 +112,26 @@ def test_a_strict_bound_is_met_only_when_its_whole_interval_is_past_it():
     assert not any("does not follow" in p for p in check_row({**strict, "verdict": "missed", "reason": "unexplained"}))
 
 
+def test_a_direction_whose_interval_reaches_the_reference_is_undecided():
+    """003 §5: DWFS bronze / FIFO 0.904 [0.203, 1.61] at 40 clients is on the paper's side of
+    1 (DWFS better for bronze) only by its mean: the interval holds both sides, so no side is
+    shown, as a strict bound is missed by an interval that reaches it. One repetition (no
+    interval) keeps its side; the CSV check wants the interval that makes a row undecided."""
+    from sojourn.reproduce.rows import Measure, Row, direction
+
+    def verdict(value, ci=None):
+        return Row("e", "c", direction(0.7), Measure(value, ci, 3), "p", "paper").verdict()
+
+    assert verdict(0.904, (0.203, 1.61)) == "undecided"
+    assert verdict(0.904, (0.85, 1.0)) == "undecided", "an interval ending on the reference shows no side"
+    assert verdict(0.904, (0.85, 0.96)) == "same direction within 2x"
+    assert verdict(0.904) == "same direction within 2x"
+    assert verdict(1.1, (0.203, 1.61)) == "opposite", "a mean on the other side stays opposite"
+    undecided = {**DIRECTION, "ci_lo": "0.5", "ci_hi": "20", "verdict": "undecided", "reason": "unexplained"}
+    assert check_row(undecided) == []
+    assert any("undecided without" in p for p in check_row({**undecided, "ci_lo": "", "ci_hi": ""}))
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.floats(min_value=1e-4, max_value=1e3, allow_nan=False), min_size=1, max_size=400))
 def test_the_c2_floor_from_a_mean_and_the_largest_1pct_mean_holds_for_any_sample(times):

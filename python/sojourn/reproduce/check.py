@@ -62,6 +62,8 @@ def check_row(row: dict, repo: Path = REPO) -> list[str]:
             problems.append(f"a {kind} row with the bound verdict {verdict!r}")
         if paper is None or paper == 0:
             problems.append(f"a {kind} row without the paper's value")
+        elif verdict == "undecided" and (kind != "direction" or row["ci_lo"] == ""):
+            problems.append("undecided without a direction's 90% interval to reach its reference")
         elif ours is not None and verdict.startswith("same direction"):
             if (verdict == "same direction within 2x") != within_2x(ours / paper):
                 problems.append(f"verdict {verdict!r} does not follow from ours / paper = {ours / paper:.4g}")

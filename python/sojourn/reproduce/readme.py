@@ -15,7 +15,7 @@ from sojourn.reproduce.rows import NEGATIVE
 # How each kind's verdicts are counted in the summary, in this order.
 KIND_VERDICTS = {
     "point": ("same direction within 2x", "same direction beyond 2x", "opposite"),
-    "direction": ("same direction within 2x", "same direction beyond 2x", "opposite"),
+    "direction": ("same direction within 2x", "same direction beyond 2x", "opposite", "undecided"),
     "bound": ("met", "missed"),
 }
 SHORT = {"same direction within 2x": "within 2x", "same direction beyond 2x": "beyond 2x"}
@@ -36,8 +36,8 @@ in these columns (the doc `<paper>.md` shows the same rows, with the reasons wri
 | ours | our value: the mean over repetitions (a ratio of two runs is taken per repetition, paired by repetition number, then averaged); empty when there is no result |
 | ci_lo, ci_hi | the 90% t-interval of that mean (002 §3.5); empty with one repetition |
 | ratio | ours / paper_value; never to a bound (empty when the paper prints no value) |
-| verdict | `met` or `missed` for a bound (ours rounded to the digits the paper printed for >= and <=; > and < are strict, and with repetitions met only when the whole 90% interval is past the bound); for a point or a direction `same direction within 2x`, `same direction beyond 2x` (ratio outside 0.5-2) or `opposite` (ours on the other side of the reference, or on it; a point's reference is 0); `no result` when there is no value |
-| reason | for a negative verdict (missed, beyond 2x, opposite): `measured` when a published measurement shows the cause (the `why` column says which), else `unexplained`; `—` for the others |
+| verdict | `met` or `missed` for a bound (ours rounded to the digits the paper printed for >= and <=; > and < are strict, and with repetitions met only when the whole 90% interval is past the bound); for a point or a direction `same direction within 2x`, `same direction beyond 2x` (ratio outside 0.5-2) or `opposite` (ours on the other side of the reference, or on it; a point's reference is 0); for a direction with repetitions `undecided` when ours is on the paper's side but its 90% interval reaches the reference; `no result` when there is no value |
+| reason | for a negative verdict (missed, beyond 2x, opposite, undecided): `measured` when a published measurement shows the cause (the `why` column says which), else `unexplained`; `—` for the others |
 | scale | what the published result ran: `compressed` when its runs had workload.time_compression > 1; `paper` at the spec's full scale (not `--quick`) with at least 3 repetitions, or an exact computation (a formula); `not run` when the experiment has no published result yet; else `quick`. Read from the published run.json and meta.json of the runs the row uses |
 | repetitions | the complete repetitions the row's value is over (the fewest of its runs) |
 | result_path | the published directory the value comes from, relative to the repository; for an experiment not run yet, its spec |
@@ -181,7 +181,7 @@ def readme_text(docs: Path) -> str:
              "paper: its experiments (and studies of ours beside them), how many have a row in the paper's "
              "table and how many a result, how many of those ran at the paper's scale with at least three repetitions (or are an exact "
              "computation), the "
-             "verdicts of its rows by kind, and how many negative verdicts (missed, beyond 2x, opposite) "
+             "verdicts of its rows by kind, and how many negative verdicts (missed, beyond 2x, opposite, undecided) "
              "have a measured reason.", ""]
     lines += summary_lines(docs)
     lines += concurrency_lines(docs)

@@ -8,7 +8,10 @@ A :class:`Claim` is the paper's side, written in the paper module from the paper
   says whether ours is within 2x (``same direction within 2x``) or not.
 - ``direction``: the paper prints a value on one side of a reference (FAIR / SRPT = 7.97, on
   the side of 1 where SRPT is better). The verdict is ``opposite`` when ours lies on the
-  other side of the reference or on it, else within or beyond 2x of the paper's value.
+  other side of the reference or on it, ``undecided`` when ours lies on the paper's side but
+  its 90% interval reaches the reference (a side inside the noise of the repetitions is no
+  side shown, as a strict bound is met only by a whole interval), else within or beyond 2x of
+  the paper's value.
 - ``bound``: the paper states a bound ("at least a factor of 2.5", "under 0.5%", or a
   direction with no number: "> 1"). The verdict is ``met`` or ``missed``. The paper's own
   value for the quantity, when it prints one, is ``paper_value`` and the ratio is taken to
@@ -25,8 +28,9 @@ import math
 from dataclasses import dataclass
 
 KINDS = ("point", "direction", "bound")
-VERDICTS = ("met", "missed", "same direction within 2x", "same direction beyond 2x", "opposite", "no result")
-NEGATIVE = ("missed", "same direction beyond 2x", "opposite")
+VERDICTS = ("met", "missed", "same direction within 2x", "same direction beyond 2x", "opposite", "undecided",
+            "no result")
+NEGATIVE = ("missed", "same direction beyond 2x", "opposite", "undecided")
 REASONS = ("measured", "unexplained", "—")
 SCALES = ("paper", "quick", "compressed", "not run")
 BOUND_OPS = (">=", "<=", ">", "<")
@@ -164,6 +168,8 @@ class Row:
         reference = self.paper.reference
         if (self.paper.paper_value - reference) * (self.ours.value - reference) <= 0:
             return "opposite"
+        if self.kind == "direction" and self.ours.ci and min(self.ours.ci) <= reference <= max(self.ours.ci):
+            return "undecided"
         return "same direction within 2x" if within_2x(self.ratio) else "same direction beyond 2x"
 
     def reason(self) -> str:
