@@ -3,7 +3,9 @@ scheduler and admission code, without TCP, packets or a SYN queue) replays the r
 with the run's write quantum, write concurrency, NOTSENT_LOWAT and admission policy, and the
 same numbers as :mod:`sojourn.overload.derive` are taken from its records. Where the testbed
 and the model agree (a swing in refusals, a share refused), the policy alone explains it;
-where they part, the network does.
+where they part, something the model has not does, and the doc measures one such part: the
+testbed's time spent opening connections (handshake %), which the model's requests, arriving
+connected, do not spend.
 
 The simulated link carries bodies only, so it runs at the body rate the run offered divided by
 its load: with load counted on the wire (000 §2.3, ``workload.load_basis = "wire"``) that is
