@@ -14,7 +14,8 @@ from sojourn.engine import engine_path
 from sojourn.testbed import ConfigError, TcpKnobs, TestbedConfig, WanGroup
 from sojourn.testbed.cli import parse_group, parse_rate
 from sojourn.testbed.config import parse_bands
-from sojourn.testbed.counters import parse_proc_net_stats, pressure_stall_us, socket_states, tx_bytes
+from sojourn.testbed.counters import parse_proc_net_stats, pressure_stall_us, tx_bytes
+from sojourn.testbed import sockdiag
 from sojourn.testbed.emulator import emulator_config
 from sojourn.testbed.uplink import LeafQueue, band_of, uplink_commands
 
@@ -118,28 +119,45 @@ def test_emulator_document_and_the_engine_agree_on_keys(tmp_path):
     assert done.returncode != 0 and "mtu 100" in done.stderr
 
 
+def diag_message(state: int, timer: int = 0, rqueue: int = 0, wqueue: int = 0,
+                 info: tuple[int, int, int] | None = None) -> bytes:
+    """An inet_diag_msg as the kernel writes it, with a tcp_info head (retransmits, probes,
+    rto in µs) when given."""
+    message = sockdiag.DIAG_MSG.pack(2, state, timer, 0, 0, rqueue, wqueue, 0, 0)
+    if info is not None:
+        retransmits, probes, rto_us = info
+        body = sockdiag.TCP_INFO_HEAD.pack(state, 0, retransmits, probes, 0, 0, 0, 0, rto_us) + bytes(96)
+        message += sockdiag.RTATTR.pack(sockdiag.RTATTR.size + len(body), sockdiag.INET_DIAG_INFO) + body
+    return message
+
+
+def test_the_socket_census_from_sock_diag_messages():
+    # A listener with 3 waiting to be accepted, one socket in SYN-RECV (a request socket, no
+    # tcp_info); an established socket with bytes unacked on the zero-window probe timer after
+    # 3 unanswered probes, RTO 0.2 s; one in FIN-WAIT-1 in its second RTO backoff, RTO 3.2 s;
+    # one established with nothing unacked.
+    messages = [diag_message(sockdiag.TCP_LISTEN, rqueue=3, wqueue=512),
+                diag_message(sockdiag.TCP_SYN_RECV),
+                diag_message(sockdiag.TCP_ESTABLISHED, timer=4, wqueue=0x5A8, info=(0, 3, 200_000)),
+                diag_message(4, timer=1, wqueue=0x10, info=(2, 0, 3_200_000)),
+                diag_message(sockdiag.TCP_ESTABLISHED, info=(0, 0, 200_000))]
+    assert sockdiag.census(messages, clock_ticks=100) == {
+        "established": 2, "syn_recv": 1, "accept_queue": 3, "sockets_unacked": 2, "sockets_probe0": 1,
+        "sockets_backoff": 2, "sockets_rto_ge_1s": 1, "max_rto_ticks": 320}
+    # A dump read: two messages, then its end; a kernel error is raised, not skipped.
+    header = sockdiag.NLMSG
+    read = b"".join(header.pack(header.size + len(m), sockdiag.SOCK_DIAG_BY_FAMILY, 2, 1, 0) + m for m in messages[:2])
+    done = header.pack(header.size + 4, sockdiag.NLMSG_DONE, 2, 1, 0) + bytes(4)
+    assert list(sockdiag.replies(read + done)) == [*messages[:2], None]
+    error = header.pack(header.size + 4, sockdiag.NLMSG_ERROR, 0, 1, 0) + (-2).to_bytes(4, "little", signed=True)
+    with pytest.raises(OSError, match="No such file"):
+        list(sockdiag.replies(error))
+
+
 def test_proc_parsers():
     netstat = "TcpExt: SyncookiesSent ListenOverflows ListenDrops\nTcpExt: 0 7 9\nIpExt: InNoRoutes\nIpExt: 3\n"
     assert parse_proc_net_stats(netstat) == {"TcpExt.SyncookiesSent": 0, "TcpExt.ListenOverflows": 7,
                                              "TcpExt.ListenDrops": 9, "IpExt.InNoRoutes": 3}
-    tcp = ("  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
-           "   0: 0100007F:1F90 00000000:0000 0A 00000000:00000003 00:00000000 00000000     0        0 1\n"
-           "   1: 0100007F:1F90 0100007F:C350 01 00000000:00000000 00:00000000 00000000     0        0 2\n"
-           "   2: 0100007F:1F90 0100007F:C351 03 00000000:00000000 00:00000000 00000000     0        0 3\n")
-    assert socket_states([tcp]) == {"established": 1, "syn_recv": 1, "accept_queue": 3, "sockets_unacked": 0,
-                                    "sockets_probe0": 0, "sockets_backoff": 0, "sockets_rto_ge_1s": 0,
-                                    "max_rto_ticks": 0}
-    # Rows as get_tcp4_sock prints them: an established socket with 0x5A8 bytes unacked on
-    # the zero-window probe timer after 3 unanswered probes, RTO 0.2 s (20 ticks); one in
-    # FIN-WAIT-1 in its second RTO backoff, RTO 3.2 s; one with nothing unacked.
-    tail = "1 0000000000000000 {rto} 4 0 10 -1"
-    census = ("  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"
-              f"   0: 0100007F:1F90 0100007F:C350 01 000005A8:00000000 04:00000010 00000000     0        3 7 {tail.format(rto=20)}\n"
-              f"   1: 0100007F:1F90 0100007F:C352 04 00000010:00000000 01:00000100 00000002     0        0 8 {tail.format(rto=320)}\n"
-              f"   2: 0100007F:1F90 0100007F:C353 01 00000000:00000000 00:00000000 00000000     0        0 9 {tail.format(rto=20)}\n")
-    assert socket_states([census]) == {"established": 2, "syn_recv": 0, "accept_queue": 0, "sockets_unacked": 2,
-                                       "sockets_probe0": 1, "sockets_backoff": 2, "sockets_rto_ge_1s": 1,
-                                       "max_rto_ticks": 320}
     dev = ("Inter-|   Receive                            |  Transmit\n"
            " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets\n"
            "  sjxs: 100 2 0 0 0 0 0 0 5000 7 0 0 0 0 0 0\n")

@@ -433,6 +433,60 @@ def test_counters_record_uplink_traffic_accept_queue_and_listen_drops(tmp_path):
     assert "htb" in description["qdisc"]
 
 
+# In the server namespace: three connections a listener never accepts, and one whose reader
+# never reads, its writer filling the window until the kernel probes a zero window.
+STALLED_SOCKETS = """
+import socket, sys, time
+addr = sys.argv[1]
+waiting = socket.create_server((addr, 7050), backlog=8)
+queued = [socket.create_connection((addr, 7050)) for _ in range(3)]
+reader = socket.create_server((addr, 7051))
+writer = socket.create_connection((addr, 7051))
+accepted, _ = reader.accept()
+writer.setblocking(False)
+try:
+    while True:
+        writer.send(b"x" * 65536)
+except BlockingIOError:
+    pass
+print("ready", flush=True)
+time.sleep(30)
+"""
+
+
+def _ss(tb: Testbed, *args: str) -> list[list[str]]:
+    out = tb.run(tb.server_ns, ["ss", "-tanH", *args], capture_output=True, text=True, check=True).stdout
+    return [line.split() for line in out.splitlines() if line.strip()]
+
+
+def test_the_socket_census_counts_what_ss_shows():
+    """sockdiag's census of the server namespace (a netlink socket made there from another
+    namespace) against ss(8)'s listing of the same sockets."""
+    from sojourn.testbed.sockdiag import SocketDiag
+
+    with Testbed(TestbedConfig(prefix="sjtbd")) as tb:
+        helper = tb.popen(tb.server_ns, [sys.executable, "-c", STALLED_SOCKETS, tb.server_addr],
+                          stdout=subprocess.PIPE, text=True)
+        assert helper.stdout.readline().strip() == "ready"
+        deadline = time.monotonic() + 10
+        while not any("persist" in " ".join(line) for line in _ss(tb, "-o")) and time.monotonic() < deadline:
+            time.sleep(0.2)  # the first zero-window probe is due an RTO after the window closed
+        diag = SocketDiag(helper.pid)
+        try:
+            counts = diag.census()
+        finally:
+            diag.close()
+        listing = _ss(tb, "-o")
+    states = [line[0] for line in listing]
+    assert counts["established"] == states.count("ESTAB") == 3 * 2 + 2
+    assert counts["syn_recv"] == states.count("SYN-RECV") == 0
+    assert counts["accept_queue"] == sum(int(line[1]) for line in listing if line[0] == "LISTEN") == 3
+    unacked = [line for line in listing if line[0] != "LISTEN" and int(line[2]) > 0]
+    assert counts["sockets_unacked"] == len(unacked) == 1
+    assert counts["sockets_probe0"] == sum("persist" in " ".join(line) for line in unacked) == 1
+    assert 0 < counts["max_rto_ticks"] < 100, "a loopback RTO: Linux's 200 ms floor, in 1/100 s"
+
+
 @pytest.mark.parametrize("bands", [None, "1K,2K,5K,50K"], ids=["fifo", "bands"])
 def test_queue_in_packets_bounds_every_queue_and_overflows_into_drops(bands):
     """000 §3.1: Linux 2.4's transmit queue held 100 packets; `queue_packets` sets that

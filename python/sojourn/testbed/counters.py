@@ -1,13 +1,14 @@
 """Kernel counters of the server namespace, sampled into a CSV time series.
 
 Reading ``/proc/<pid>/net/*`` of a process inside the server namespace shows that
-namespace's tables, so sampling costs no process spawn except one ``tc`` call
-for the qdisc counters. Columns (docs/testbed.md):
+namespace's counters, and a sock_diag netlink socket made there its sockets
+(:mod:`sojourn.testbed.sockdiag`), so sampling costs no process spawn except one ``tc``
+call for the qdisc counters. Columns (docs/testbed.md):
 
 ``t_s`` seconds since sampling started; ``established``, ``syn_recv`` socket
 counts; ``accept_queue`` connections waiting in listen queues; ``sockets_unacked``,
 ``sockets_probe0``, ``sockets_backoff``, ``sockets_rto_ge_1s``, ``max_rto_ticks``: a census
-of the sockets holding unacknowledged bytes (``socket_states``); cumulative
+of the sockets holding unacknowledged bytes (``sockdiag.census``); cumulative
 ``listen_overflows``, ``listen_drops`` (the papers' SYN drops), ``retrans_segs``,
 ``syn_retrans``, ``rto_timeouts``, ``loss_probes``, ``fast_retrans``, ``dsack_received``,
 ``host_queue_skips``, ``reordering_seen``, ``aborts_on_timeout``; ``uplink_tx_bytes`` and ``uplink_util`` (fraction of the link
@@ -33,11 +34,8 @@ import time
 from pathlib import Path
 
 from . import uplink
+from .sockdiag import SocketDiag
 
-# /proc/net/tcp "st" field (include/net/tcp_states.h)
-TCP_ESTABLISHED = "01"
-TCP_SYN_RECV = "03"
-TCP_LISTEN = "0A"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -77,47 +75,6 @@ def parse_proc_net_stats(text: str) -> dict[str, int]:
         for name, number in zip(names.split(), numbers.split()):
             values[f"{proto}.{name}"] = int(number)
     return values
-
-
-def socket_states(tables: list[str]) -> dict[str, int]:
-    """Counts of established and SYN-RECV sockets, the summed accept-queue length of
-    listening sockets (``rx_queue`` of a LISTEN row is its accept backlog), and a census of
-    the sockets holding bytes not yet acknowledged, from ``/proc/net/tcp``-format tables
-    (the fields of ``get_tcp4_sock`` in net/ipv4/tcp_ipv4.c):
-
-    - ``sockets_unacked``: not listening, ``tx_queue`` (write_seq - snd_una) > 0;
-    - ``sockets_probe0``: of those, timer 4 (ICSK_TIME_PROBE0): nothing in flight and the
-      next send waits, for a zero window or after a full local queue refused it;
-    - ``sockets_backoff``: of those, in backoff: ``retrnsmt`` (RTO retransmissions) or
-      ``timeout`` (unanswered probes) > 0;
-    - ``sockets_rto_ge_1s``: of those, an RTO (field 13, clock ticks, doubled by each
-      backoff) of at least 1 s;
-    - ``max_rto_ticks``: the largest such RTO, in clock ticks.
-    """
-    counts = {"established": 0, "syn_recv": 0, "accept_queue": 0, "sockets_unacked": 0, "sockets_probe0": 0,
-              "sockets_backoff": 0, "sockets_rto_ge_1s": 0, "max_rto_ticks": 0}
-    for table in tables:
-        for line in table.splitlines()[1:]:
-            fields = line.split()
-            if len(fields) < 5:
-                continue
-            state = fields[3]
-            if state == TCP_ESTABLISHED:
-                counts["established"] += 1
-            elif state == TCP_SYN_RECV:
-                counts["syn_recv"] += 1
-            elif state == TCP_LISTEN:
-                counts["accept_queue"] += int(fields[4].split(":")[1], 16)
-                continue
-            if int(fields[4].split(":")[0], 16) == 0 or len(fields) < 13:
-                continue
-            counts["sockets_unacked"] += 1
-            counts["sockets_probe0"] += fields[5].split(":")[0] == "04"
-            counts["sockets_backoff"] += int(fields[6], 16) > 0 or int(fields[8]) > 0
-            rto_ticks = int(fields[12])
-            counts["sockets_rto_ge_1s"] += rto_ticks >= CLOCK_TICKS
-            counts["max_rto_ticks"] = max(counts["max_rto_ticks"], rto_ticks)
-    return counts
 
 
 def tx_bytes(net_dev: str, dev: str) -> int:
@@ -199,6 +156,7 @@ class CounterSampler:
         self.path = Path(path_csv)
         self.interval_s = interval_s
         self.proc_net = f"/proc/{anchor_pid}/net"
+        self.anchor_pid = anchor_pid
         self.ns_inode = os.readlink(f"/proc/{anchor_pid}/ns/net")
         self.ns = ns
         self.dev = uplink_dev
@@ -220,15 +178,19 @@ class CounterSampler:
 
     def _run(self) -> None:
         try:
-            self._loop()
+            sockets = SocketDiag(self.anchor_pid)
+            try:
+                self._loop(sockets)
+            finally:
+                sockets.close()
         except BaseException as err:  # reported by stop(), in the caller's thread
             self._error = err
 
-    def sample(self) -> dict[str, float]:
+    def sample(self, sockets: SocketDiag) -> dict[str, float]:
         """One snapshot of the cumulative counters and gauges."""
         net = self.proc_net
         stats = parse_proc_net_stats(_read(f"{net}/netstat")) | parse_proc_net_stats(_read(f"{net}/snmp"))
-        row: dict[str, float] = socket_states([_read(f"{net}/tcp"), _read(f"{net}/tcp6")])
+        row: dict[str, float] = sockets.census()
         row |= {column: sum(stats.get(name, 0) for name in names) for column, names in KERNEL_COUNTERS.items()}
         row["uplink_tx_bytes"] = tx_bytes(_read(f"{net}/dev"), self.dev)
         for q in uplink.uplink_stats(self.ns, self.dev, self.cutoffs):
@@ -237,7 +199,7 @@ class CounterSampler:
                     f"{name}_backlog_bytes": q["backlog_bytes"]}
         return row
 
-    def _loop(self) -> None:
+    def _loop(self, sockets: SocketDiag) -> None:
         start = time.monotonic()
         previous_bytes = None
         previous_ticks: dict[int, int] = {}
@@ -248,7 +210,7 @@ class CounterSampler:
             next_t = start
             while True:
                 now = time.monotonic()
-                row = self.sample()
+                row = self.sample(sockets)
                 ticks, rss, runnable, blocked = ns_processes(self.ns_inode)
                 # Over their own span: reading the socket tables above can take a while under load.
                 stall_t = time.monotonic()
