@@ -1,12 +1,14 @@
 """A census of one network namespace's TCP sockets by sock_diag netlink (sock_diag(7),
 linux/inet_diag.h), the socket columns the counters sample each second (docs/testbed.md).
 
-Why not ``/proc/<pid>/net/tcp``, which the counters read before: the dump and the census
-take less time and less of it in the kernel on the same sockets (bench/counters: 28 against
-47 ms for 12,000 sockets, 18 against 45 ms of system time), and no text is printed and parsed.
-Under 000 §4's persistent overload at five testbeds at once, one read of a FAIR server's
-12,000-line table took 2 s, 1 s of it in the kernel, against 0.03 s with one testbed alone
-(27 Nov 2026).
+Why not ``/proc/<pid>/net/tcp``, which the counters read before: it lists TIME_WAIT sockets
+too, and under 000 §4's persistent overload with an admission policy refusing, a server
+namespace held 12,000-13,700 sockets, 99% of them in TIME_WAIT. With four testbeds at once a
+read of the table took 0.50 and 0.82 s there, the census 0.030 and 0.033 s (27 Nov 2026,
+02:23 UTC); with five, the samplers' reads of 2 s (1 s in the kernel) left the machine 2%
+idle and every repetition of the batch was refused by the fidelity guard, its samples 1.3 s
+apart at the median instead of 1 s. The dump asks for every state but TIME_WAIT, which holds
+no bytes, and prints no text (bench/counters).
 
 The netlink socket is opened inside the server's namespace (a socket keeps the namespace it
 was made in) by the calling thread entering it and coming back at once.
