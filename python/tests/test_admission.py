@@ -123,6 +123,8 @@ def result_dir(root: Path, run: str = "srpt-size-rho=1.2", rep: int = 0, admissi
     (directory / "server_metrics.txt").write_text(METRICS)
     (directory / "load_summary.json").write_text(json.dumps({"workload": None}))
     (directory / "summary.json").write_text(json.dumps({"syn_drops": 7}))
+    # The uplink's FIFO and one band, 12,500 then 37,500 bytes queued: 25,000 on average.
+    (directory / "counters.csv").write_text("t_s,q1_20_backlog_bytes,q1_10_backlog_bytes\n0,12500,0\n1,25000,12500\n")
     trace = root / "trace.csv"
     trace.write_text(TRACE)
     server = {"policy": "srpt", "kernel_bands": True, "admission": admission, "stages": "", "quantum": "32K",
@@ -155,6 +157,7 @@ def test_derive_counts_what_the_doc_shows(tmp_path):
     # Handshakes of 0.005 s and 1 s in 4 s of response time; the rest is what the model sees.
     assert d["handshake_share"] == pytest.approx(1.005 / 4.0)
     assert d["response_mean_less_handshakes"] == pytest.approx((4.0 - 1.005) / 2)
+    assert d["uplink_queue_delay"] == pytest.approx(25_000 * 8 / 10e6), "25,000 bytes at 10 Mbit/s: 20 ms"
     assert (d["requests"], d["completed"], d["refused"]) == (5, 2, 2)
     assert d["refused_bytes_share"] == pytest.approx((61440 + 500) / (1000 + 61440 + 3000 + 500 + 100))
     assert d["refused_by_size"] == {"<1K": [1, 3], "1K-2K": [0, 0], "2K-5K": [0, 1], "5K-50K": [0, 0], ">=50K": [1, 1]}
@@ -267,7 +270,7 @@ def test_publish_then_doc_from_the_published_numbers_alone(tmp_path):
     assert not any(destination.rglob("records.csv")), "the per-request records stay under results/"
     text = doc.build(published, tmp_path / "doc.md")
     # 4000 body bytes of completed responses in 4 s: 0.008 Mbit/s; both repetitions alike.
-    assert "| srpt-size-rho=1.2 | 2 | 0.008 | 0.5 | 0.5 | 2 | 2.98 | 25.1 | 40 | 93.8 | 8.33 | 7 | 2.25 | 0 | — |" in text
+    assert "| srpt-size-rho=1.2 | 2 | 0.008 | 0.5 | 0.5 | 2 | 2.98 | 25.1 | 20 | 40 | 93.8 | 8.33 | 7 | 2.25 | 0 | — |" in text
     # The simulator replayed the trace on 220 kbit/s of bodies (66,040 bytes in 2 s at load
     # 1.2); the size policy, told the testbed's 10 Mbit/s, refused none of the five there.
     # Without its 1.005 s of handshakes the testbed's mean is 1.5 s; the model's has none.

@@ -139,6 +139,10 @@ def test_counter_metrics():
                                                    "q1_10_dropped": [0, 7], "q1_11_dropped": [2, 3]}))
     assert (lossy["retransmitted_segments"], lossy["syn_retransmits"], lossy["uplink_drops"]) == (4, 2, 8)
     assert (lossy["rto_timeouts"], lossy["dsack_received"]) == (1, 1) and math.isnan(lossy["loss_probes"])
+    # Two bands holding 1,000 and 250 bytes, then 0 and 1,250: 1,250 queued on average, 1 s at 10 kbit/s.
+    queued = pd.DataFrame({"t_s": [0, 1], "q1_10_backlog_bytes": [1000, 0], "q1_11_backlog_bytes": [250, 1250]})
+    assert analysis.counter_metrics(queued, link_bps=10_000)["uplink_queue_delay_mean"] == pytest.approx(1.0)
+    assert math.isnan(out["uplink_queue_delay_mean"]), "no backlog columns"
     assert out["link_utilization"] == pytest.approx(2500 * 8 / 2 / 10_000)
     assert math.isnan(analysis.counter_metrics(pd.DataFrame({"t_s": [0, 1]}))["syn_drops"])
     only_util = analysis.counter_metrics(pd.DataFrame({"t_s": [0, 1, 2], "uplink_util": [0.5, 1.0, 0.9]}))

@@ -177,6 +177,18 @@ def connect_metrics(done: pd.DataFrame, retransmitted_s: float = 0.9) -> dict:
     }
 
 
+def uplink_queue_delay_s(counters: pd.DataFrame, link_bps: float | None) -> float:
+    """The mean wait of a packet arriving at the bottleneck: the bytes queued in the uplink's
+    queues (every band's or the FIFO's ``*_backlog_bytes``, summed) over the per-second
+    samples, at the link's rate. A response's first byte waits about that much after the
+    server wrote it, and so does each further round trip of its transfer; NaN without
+    backlog columns or a rate."""
+    backlog = [c for c in counters.columns if c.endswith("_backlog_bytes")]
+    if not backlog or not link_bps or counters.empty:
+        return math.nan
+    return float(counters[backlog].apply(pd.to_numeric, errors="coerce").sum(axis=1).mean()) * 8 / link_bps
+
+
 def counter_metrics(counters: pd.DataFrame, link_bps: float | None = None) -> dict:
     """SYN drops, peak connections and wire utilization from the testbed's per-second
     counters (docs/testbed.md: listen_drops, established, uplink_util, uplink_tx_bytes).
@@ -208,6 +220,7 @@ def counter_metrics(counters: pd.DataFrame, link_bps: float | None = None) -> di
         out[name] = delta(name)
     dropped = [c for c in counters.columns if c.endswith("_dropped")]
     out["uplink_drops"] = float(sum(delta(c) for c in dropped)) if dropped else math.nan
+    out["uplink_queue_delay_mean"] = uplink_queue_delay_s(counters, link_bps)
     established = [c for c in ("established", "estab", "connections_established") if c in counters]
     out["peak_connections"] = float(pd.to_numeric(counters[established[0]]).max()) if established else math.nan
     # Bytes over the sampled span, not the mean of per-interval values: a late sample

@@ -10,7 +10,9 @@ Definitions (issue 32), over the final attempt of every request (sojourn.analysi
   beside the share of each bin's requests that were refused; the share of it spent opening
   connections (SYN to established: a SYN or SYN-ACK lost waits out the initial RTO, 000 §6),
   and the mean without that share, the part the simulator, whose requests arrive connected,
-  can be set against;
+  can be set against; and the uplink queue's mean delay (its backlog at the link rate,
+  counters.csv), which a response's first byte and each further round trip wait and the
+  simulator's fluid link has not;
 * refusals (outcome ``refused``, a 503) and requests by size class (000 §3.2's band cutoffs),
   and the share of the offered body bytes refused: at load rho at least 1 - 1/rho of them
   must go unserved, so a policy refusing far more than that sheds work the link could carry;
@@ -51,7 +53,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from scipy import stats
 
 from sojourn.analysis.results import open_repetition, server_metric_means
-from sojourn.analysis.metrics import connect_metrics, run_span
+from sojourn.analysis.metrics import connect_metrics, run_span, uplink_queue_delay_s
 
 # 000 §3.2's cutoffs (1 KB, 2 KB, 5 KB, 50 KB) as size classes.
 SIZE_CUTOFFS = (1024, 2048, 5 * 1024, 50 * 1024)
@@ -219,6 +221,8 @@ def derive(directory: str | Path) -> dict:
         "unread_wait_mean": server_metric_means(metrics).get("unread_wait_mean", math.nan) if metrics is not None else math.nan,
         # 000 §4's sign that the server's queue overflowed into the kernel's: SYNs dropped.
         "syn_drops": rep.json("summary.json").get("syn_drops", math.nan),
+        "uplink_queue_delay": (uplink_queue_delay_s(counters, rep.link_bps)
+                               if (counters := rep.table("counters.csv")) is not None else math.nan),
     }
     return {key: _finite(value) for key, value in out.items()}
 

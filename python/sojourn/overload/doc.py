@@ -38,6 +38,7 @@ METRICS = (
     ("response_mean", "mean response s", 1.0, False),
     ("response_p99", "p99 response s", 1.0, False),
     ("handshake_share", "handshake %", 100.0, None),
+    ("uplink_queue_delay", "uplink queue ms", 1e3, None),
     ("refused_share", "refused %", 100.0, None),
     ("refused_bytes_share", "refused bytes %", 100.0, None),
     ("refused_swing", "refusal swing %", 100.0, None),
@@ -259,7 +260,9 @@ def build(published: Path = PUBLISHED, doc: Path = DOC) -> str:
         "refused bytes % is the share of the offered body bytes refused, against the 1 - 1/rho "
         "(16.7% at rho 1.2, 28.6% at 1.4) that must go unserved at all; response times are of "
         "completed requests; handshake % is the share of their response time spent opening their connections (SYN to "
-        "established: a SYN or SYN-ACK lost waits out the initial RTO, 000 §6); SYN drops counts the SYNs the server's host dropped, demand queued beyond "
+        "established: a SYN or SYN-ACK lost waits out the initial RTO, 000 §6); uplink queue is the "
+        "mean wait of a packet at the bottleneck (the uplink's backlog, sampled each second, at its rate), which a "
+        "response's first byte and each further round trip of its transfer wait; SYN drops counts the SYNs the server's host dropped, demand queued beyond "
         "the server's connection cap, where no admission policy of the server looks (000 §4); unread wait is "
         "the mean time a request's first bytes waited in the kernel before the server read them, the accept "
         "queue included (`sojourn_unread_wait_seconds`, measured with an admission policy since it judges "
@@ -276,7 +279,8 @@ def build(published: Path = PUBLISHED, doc: Path = DOC) -> str:
         "options), without TCP, packets, a SYN queue "
         "or the kernel's priority bands. Where testbed and model agree, the policy alone explains the "
         "figure; where they part, the table beside the model shows how much of the gap the testbed's handshakes "
-        "make (sojourn.overload.simulate).", "",
+        "make, and the uplink queue column what each round trip of the rest waited at the bottleneck, which the "
+        "model's fluid link has not (sojourn.overload.simulate).", "",
     ]
     note, missing = [], []
     for experiment in EXPERIMENTS:
