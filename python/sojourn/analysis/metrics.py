@@ -181,8 +181,9 @@ def uplink_queue_delay_s(counters: pd.DataFrame, link_bps: float | None) -> floa
     """The mean wait of a packet arriving at the bottleneck: the bytes queued in the uplink's
     queues (every band's or the FIFO's ``*_backlog_bytes``, summed) over the per-second
     samples, at the link's rate. A response's first byte waits about that much after the
-    server wrote it, and so does each further round trip of its transfer; NaN without
-    backlog columns or a rate."""
+    server wrote it, and so does each further round trip of its transfer; with strict
+    priority bands, a higher band's packet waits only for its own band and the higher ones,
+    so the sum bounds its wait from above. NaN without backlog columns or a rate."""
     backlog = [c for c in counters.columns if c.endswith("_backlog_bytes")]
     if not backlog or not link_bps or counters.empty:
         return math.nan
