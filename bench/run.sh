@@ -9,7 +9,7 @@ mkdir -p bench/out
 bench/workloads/run.sh
 bench/load/run.sh
 bench/wan/run.sh            # WAN emulator: forwarding rate vs kernel forwarding, delay error at 100 ms RTT
-bench/counters/run.sh       # testbed counters: socket census by sock_diag vs /proc/net/tcp and ss, 4,000 and 12,000 sockets
+bench/counters/run.sh       # testbed counters: socket census by sock_diag vs /proc/net/tcp and ss, established and TIME_WAIT sockets
 bench/sim/run.sh            # simulator: jobs/s of SRPT and PS vs the same M/G/1 in simpy
 bench/server/run.sh         # web server: wrk req/s of sojourn fair/srpt vs nginx (1/10/100 KiB), memory per idle connection
 bench/server/callgrind.sh   # web server: user-space instructions per request, srpt vs fair (valgrind callgrind)

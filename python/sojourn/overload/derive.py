@@ -179,6 +179,7 @@ def request_numbers(requests: pd.DataFrame, periods: list[dict], censor_s: float
     until = uncensored_until(start + span, censor_s, p99)
     settles = [settle_time(done, begin, min(end, until)) for begin, end in step_ups(periods)]
     refused_over_time = refused_share(requests, start, start + span, width)
+    response_mean = float(done["response_s"].mean()) if len(done) else math.nan
     handshake_share = connect_metrics(done)["connect_share_of_response"]
     return {
         "duration_s": span, "requests": int(len(requests)), "completed": int(len(done)),
@@ -188,10 +189,10 @@ def request_numbers(requests: pd.DataFrame, periods: list[dict], censor_s: float
         "goodput_bps": float(done["bytes"].sum()) * 8 / span if span > 0 else math.nan,
         "goodput_rps": len(done) / span if span > 0 else math.nan,
         "patient_rps": int((done["response_s"] <= PATIENCE_S).sum()) / span if span > 0 else math.nan,
-        "response_mean": float(done["response_s"].mean()) if len(done) else math.nan,
+        "response_mean": response_mean,
         "response_p99": p99,
         "handshake_share": handshake_share,
-        "response_mean_less_handshakes": float(done["response_s"].mean()) * (1 - handshake_share) if len(done) else math.nan,
+        "response_mean_less_handshakes": response_mean * (1 - handshake_share),
         "refused_by_size": {c: [int((refused & (classes == c)).sum()), int((classes == c).sum())] for c in SIZE_CLASSES},
         "settle_s": [_finite(s) for s in settles],
         "over_time": {"bin_s": width, "t": [round(t - start, 3) for t in over_time["t"]],

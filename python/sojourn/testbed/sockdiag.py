@@ -1,16 +1,11 @@
 """A census of one network namespace's TCP sockets by sock_diag netlink (sock_diag(7),
 linux/inet_diag.h), the socket columns the counters sample each second (docs/testbed.md).
 
-Why not ``/proc/<pid>/net/tcp``, which the counters read before: it lists TIME_WAIT sockets
-too, and under 000 §4's persistent overload with an admission policy refusing, a server
-namespace held 12,000-13,700 sockets, 99% of them in TIME_WAIT. With four testbeds at once a
-read of the table took 0.50 and 0.82 s there, the census 0.030 and 0.033 s (27 Nov 2026,
-02:23 UTC). With five, a read took 2 s (1 s in the kernel), the samples fell 1.3 s apart at
-the median instead of 1 s, each testbed's runner used 30% of a CPU, and with the machine 2%
-idle the fidelity guard refused every repetition of the batch; after the change, at four, the
-machine stayed 0.54 idle (five not yet measured with it). The dump asks for every state but
-TIME_WAIT, which holds no bytes, and prints no text: 17x faster than reading /proc/net/tcp
-with 12,000 TIME_WAIT sockets, about even with established ones only (bench/counters).
+It replaces reading ``/proc/<pid>/net/tcp``, which lists TIME_WAIT sockets too: under 000
+§4's persistent overload 99% of a server namespace's sockets were in TIME_WAIT, and its
+sampler's reads took up to 2 s each (docs/testbed.md "Counters" has the measurement,
+bench/counters the comparison). The dump asks for every state but TIME_WAIT, which holds no
+bytes, and its messages are read in place, without text or copies.
 
 The netlink socket is opened inside the server's namespace (a socket keeps the namespace it
 was made in) by the calling thread entering it and coming back at once.
@@ -22,7 +17,7 @@ import ctypes
 import os
 import socket
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 NETLINK_SOCK_DIAG = 4
 SOCK_DIAG_BY_FAMILY = 20
@@ -59,9 +54,10 @@ def dump_request(family: int, seq: int = 1) -> bytes:
     return NLMSG.pack(NLMSG.size + len(body), SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST | NLM_F_DUMP, seq, 0) + body
 
 
-def replies(buffer: bytes) -> Iterator[bytes | None]:
-    """The inet_diag_msg payloads of one netlink read, then None if it held the dump's end;
-    the kernel's error (NLMSG_ERROR) raised as OSError."""
+def replies(buffer: bytes) -> Iterator[memoryview | None]:
+    """The inet_diag_msg payloads of one netlink read (views into it, not copies), then None
+    if it held the dump's end; the kernel's error (NLMSG_ERROR) raised as OSError."""
+    view = memoryview(buffer)
     offset = 0
     while offset + NLMSG.size <= len(buffer):
         length, kind, _, _, _ = NLMSG.unpack_from(buffer, offset)
@@ -73,11 +69,11 @@ def replies(buffer: bytes) -> Iterator[bytes | None]:
         if kind == NLMSG_ERROR:
             code = -struct.unpack_from("=i", buffer, offset + NLMSG.size)[0]
             raise OSError(code, f"sock_diag dump: {os.strerror(code)}")
-        yield buffer[offset + NLMSG.size:offset + length]
+        yield view[offset + NLMSG.size:offset + length]
         offset += (length + 3) & ~3
 
 
-def tcp_info_head(message: bytes) -> tuple[int, int, int] | None:
+def tcp_info_head(message: memoryview) -> tuple[int, int, int] | None:
     """(retransmits, probes, rto in µs) from a message's INET_DIAG_INFO attribute; None
     without one (a request socket has none)."""
     offset = DIAG_MSG.size
@@ -92,7 +88,7 @@ def tcp_info_head(message: bytes) -> tuple[int, int, int] | None:
     return None
 
 
-def census(messages: list[bytes], clock_ticks: int = os.sysconf("SC_CLK_TCK")) -> dict[str, int]:
+def census(messages: Iterable[memoryview], clock_ticks: int = os.sysconf("SC_CLK_TCK")) -> dict[str, int]:
     """Counts of established and SYN-RECV sockets, the summed accept-queue length of
     listening ones (a LISTEN socket's rqueue is its accept backlog), and a census of the
     sockets holding bytes not yet acknowledged (wqueue, write_seq - snd_una, > 0):
@@ -147,19 +143,18 @@ class SocketDiag:
         self._seq = 0
 
     def census(self) -> dict[str, int]:
-        """:func:`census` of the namespace's IPv4 and IPv6 TCP sockets."""
-        messages = []
-        for family in (socket.AF_INET, socket.AF_INET6):
-            self._seq += 1
-            self._socket.send(dump_request(family, self._seq))
-            done = False
-            while not done:
-                for message in replies(self._socket.recv(1 << 20)):
-                    if message is None:
-                        done = True
-                    else:
-                        messages.append(message)
-        return census(messages)
+        """:func:`census` of the namespace's IPv4 and IPv6 TCP sockets, taken as the dumps
+        arrive."""
+        return census(message for family in (socket.AF_INET, socket.AF_INET6) for message in self._dump(family))
+
+    def _dump(self, family: int) -> Iterator[memoryview]:
+        self._seq += 1
+        self._socket.send(dump_request(family, self._seq))
+        while True:
+            for message in replies(self._socket.recv(1 << 20)):
+                if message is None:
+                    return
+                yield message
 
     def close(self) -> None:
         self._socket.close()
