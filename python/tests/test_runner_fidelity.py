@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -188,9 +189,26 @@ def test_a_repetition_that_stays_disturbed_is_left_invalid_and_redone_by_the_nex
 
 @root_only
 @pytest.mark.netns
+def test_sojourn_run_says_why_a_repetition_was_left_invalid(tmp_path):
+    path = tmp_path / "never.toml"
+    path.write_text(SPEC.format(name="never", redo=0).replace("cpu_idle_min = 0.3", "cpu_idle_min = 1"))
+    command = Path(sys.executable).with_name("sojourn")
+    done = subprocess.run([str(command), "run", str(path), "--results", str(tmp_path / "results"), "--prefix", "sjfw",
+                           "--no-report"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1
+    assert re.search(r"run rep 0: invalid in \d+ s \(fidelity: cpu_idle", " ".join(done.stdout.split())), done.stdout
+
+
+@root_only
+@pytest.mark.netns
 def test_concurrent_testbeds_each_complete_in_their_own_namespaces(tmp_path):
     path = tmp_path / "many.toml"
-    path.write_text(SPEC.format(name="many", redo=0).replace("cpu_idle_min = 0.3", "cpu_idle_min = 0.05")
+    # What is under test is isolation, not the guard (tested above): three testbeds on two
+    # cores may be judged disturbed by a noisy host (CI failed once on it, reason unprinted),
+    # so only the idle time, which must be judged for --concurrency, is, and loosely.
+    path.write_text(SPEC.format(name="many", redo=0).replace(
+                        "cpu_idle_min = 0.3", "cpu_idle_min = 0.05\nlag_p99_ms = 0\ncpu_steal_max = 0\n"
+                                              "io_stall_max_s = 0\nuplink_rate_tolerance = 0")
                     + '[variants.a]\nserver.policy = "fair"\n[variants.b]\nserver.policy = "srpt"\n'
                       '[variants.c]\nserver.policy = "las"\n')
     # Through the installed command: its worker processes import it again (multiprocessing's spawn).

@@ -15,6 +15,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from sojourn.runner import layout
 from sojourn.runner.execute import Progress
 from sojourn.runner.spec import SpecError, load_spec
 
@@ -152,7 +153,11 @@ def run_with_progress(console: Console, experiment, results: Path, prefix: str, 
                 label = f"{data['run']} rep {data['rep']}" if ray_address or concurrency > 1 else header["text"]
                 where = f" on {data['node']}" if data.get("node") else ""
                 took = f" in {data['wall_s']:.0f} s" if math.isfinite(data["wall_s"]) else ""
-                live.console.print(f"{label}: {data['state']}{took}{where}", markup=False)
+                why = ""
+                if data["state"] in ("invalid", "partial"):
+                    status = layout.read_status(layout.rep_dir(results, experiment.name, data["run"], data["rep"]))
+                    why = f" ({status['reason']})" if status.get("reason") else ""
+                live.console.print(f"{label}: {data['state']}{took}{where}{why}", markup=False)
         try:
             return run_experiment(experiment, results, prefix=prefix, fresh=fresh, on_event=on_event,
                                   ray_address=ray_address, concurrency=concurrency, stop_at=stop_at), 0

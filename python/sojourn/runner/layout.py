@@ -6,7 +6,7 @@ repetition: ``<run>/<rep>/`` with
 
 | file | from |
 |---|---|
-| ``status.json`` | ``{"state": "running" | "complete" | "partial", "reason": ..., "started": ..., "finished": ...}`` |
+| ``status.json`` | ``{"state": "running" | "complete" | "partial" | "invalid", "reason": ..., "started": ..., "finished": ...}`` |
 | ``spec.toml`` | a copy of the experiment's spec as run |
 | ``run.json`` | the run's resolved configuration (spec defaults filled in, variant and sweep applied) |
 | ``versions.json`` | programs, kernel, host, the testbed's description (qdiscs, sysctls) |
