@@ -40,6 +40,8 @@ EXPERIMENTS = (
                "Persistent overload (000 §4): rho 1.2 and 1.4 for 10 minutes"),
     Experiment("overload-control-transient", "experiments/overload-control/transient.toml",
                "Transient overload (000 Table 1): W4 and W7 at the paper's time scale"),
+    Experiment("overload-control-uncapped", "experiments/overload-control/uncapped.toml",
+               "Persistent overload at rho 1.4 without the server's connection cap (one factor of the set above)"),
     Experiment("overload-control-dwfs", "experiments/overload-control/dwfs.toml",
                "Session overload (003 §5): DWFS at 1.2 and 1.4 times its CPU"),
 )
