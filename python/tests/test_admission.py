@@ -366,3 +366,21 @@ def test_the_uncapped_set_differs_from_the_persistent_set_only_by_the_cap():
         twin = persistent[run.name.replace("-uncapped", "")]
         assert twin["server"]["max_connections"] == 350
         assert {**run.config, "server": {**run.config["server"], "max_connections": 350}} == twin, run.name
+
+
+def test_an_isolating_set_is_set_beside_its_twins(tmp_path):
+    published = tmp_path / "published"
+    capped = tmp_path / "results" / "overload-control-persistent"
+    result_dir(capped, "fair-size-rho=1.2")
+    (capped / "spec.toml").write_text("")
+    uncapped = tmp_path / "results" / "overload-control-uncapped"
+    directory = result_dir(uncapped, "fair-size-uncapped-rho=1.2")
+    (directory / "summary.json").write_text(json.dumps({"syn_drops": 0}))  # what the cap made
+    (uncapped / "spec.toml").write_text("")
+    publish(uncapped, published)
+    assert "are not published yet" in doc.build(published, tmp_path / "doc.md")
+    publish(capped, published)
+    text = doc.build(published, tmp_path / "doc.md")
+    assert "Each run beside its twin in `overload-control-persistent`" in text
+    # refused %, SYN drops (this run's 0 beside the twin's 7), unread wait, handshake %, mean response ...
+    assert "| fair-size-uncapped-rho=1.2 / fair-size-rho=1.2 | 40 / 40 | 0 / 7 | 2.25 / 2.25 | 25.1 / 25.1 | 2 / 2 |" in text

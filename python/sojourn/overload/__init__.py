@@ -33,6 +33,10 @@ class Experiment:
     name: str
     spec: str
     title: str
+    # A set that changes one factor of another set's runs: that set's name, and what its run
+    # names add to their twins' (the doc sets each run beside its twin).
+    twin_set: str = ""
+    twin_suffix: str = ""
 
 
 EXPERIMENTS = (
@@ -41,7 +45,8 @@ EXPERIMENTS = (
     Experiment("overload-control-transient", "experiments/overload-control/transient.toml",
                "Transient overload (000 Table 1): W4 and W7 at the paper's time scale"),
     Experiment("overload-control-uncapped", "experiments/overload-control/uncapped.toml",
-               "Persistent overload at rho 1.4 without the server's connection cap (one factor of the set above)"),
+               "Persistent overload at rho 1.4 without the server's connection cap (one factor of the set above)",
+               twin_set="overload-control-persistent", twin_suffix="-uncapped"),
     Experiment("overload-control-dwfs", "experiments/overload-control/dwfs.toml",
                "Session overload (003 §5): DWFS at 1.2 and 1.4 times its CPU"),
 )

@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from sojourn import analysis  # noqa: E402
-from sojourn.overload import DOC, EXPERIMENTS, PUBLISHED, REPO, Experiment  # noqa: E402
+from sojourn.overload import DOC, EXPERIMENTS, PUBLISHED, REPO, Experiment, experiment_named  # noqa: E402
 from sojourn.overload.derive import SIZE_CLASSES  # noqa: E402
 from sojourn.reproduce.publish import at_once, estimated_seconds  # noqa: E402
 from sojourn.runner.spec import load_spec  # noqa: E402
@@ -88,6 +88,31 @@ def model_table(runs: dict[str, list[dict]], summaries: dict[str, dict], models:
             model = _value(models[name], key)
             cells.append(f"{cell(summaries[name][key], scale)} / " + ("—" if math.isnan(model) else f"{model * scale:.3g}"))
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+# The columns of the table setting a run beside its twin in the set it changes one factor of
+TWIN_METRICS = tuple(next(m for m in METRICS if m[0] == key) for key in (
+    "refused_share", "syn_drops", "unread_wait_mean", "handshake_share", "response_mean", "goodput_bps",
+    "patient_rps"))
+
+
+def twin_table(experiment: Experiment, summaries: dict[str, dict], twins: dict[str, list[dict]]) -> list[str]:
+    """Markdown rows setting each run beside its twin in ``experiment.twin_set`` (the run
+    without ``experiment.twin_suffix`` in its name), or a line saying the twins are unpublished."""
+    rows = [(name, name.replace(experiment.twin_suffix, "")) for name in summaries]
+    if not any(twin in twins for _, twin in rows):
+        return [f"Their twins in `{experiment.twin_set}` are not published yet.", ""]
+    lines = [f"Each run beside its twin in `{experiment.twin_set}`, the same but for this set's one change "
+             "(each cell this run / twin):", "",
+             "| run / twin | " + " | ".join(title for _, title, *_ in TWIN_METRICS) + " |",
+             "|---|" + "---|" * len(TWIN_METRICS)]
+    for name, twin in rows:
+        if twin not in twins:
+            continue
+        theirs = summarize(twins[twin])
+        lines.append(f"| {name} / {twin} | " + " | ".join(
+            f"{cell(summaries[name][key], scale)} / {cell(theirs[key], scale)}" for key, _, scale, _ in TWIN_METRICS) + " |")
     return lines + [""]
 
 
@@ -169,8 +194,9 @@ def _by_sweep(reps: list[dict]) -> dict[str, dict[str, list[dict]]]:
 
 
 def section(experiment: Experiment, reps: list[dict], scale: str, figures: Path, doc: Path,
-            models: dict[str, dict]) -> tuple[list[str], list[str]]:
-    """Markdown lines of one experiment, and its lines of the closing note."""
+            models: dict[str, dict], twins: list[dict] = ()) -> tuple[list[str], list[str]]:
+    """Markdown lines of one experiment, and its lines of the closing note; ``twins``: the
+    published repetitions of the set whose runs this one's change one factor of."""
     lines = [f"## {experiment.title}", "", f"Spec: `{experiment.spec}`.", ""]
     if scale == "quick":
         lines += [f"Only the quick scale (`sojourn run --quick`, results/{experiment.name}-quick) is published: "
@@ -202,6 +228,8 @@ def section(experiment: Experiment, reps: list[dict], scale: str, figures: Path,
             counts = [[sum(rep["refused_by_size"][c][i] for rep in run_reps) for i in (0, 1)] for c in SIZE_CLASSES]
             lines.append(f"| {name} | " + " | ".join(f"{r} / {n}" for r, n in counts) + " |")
         lines += [""] + model_table(runs, summaries, models)
+        if experiment.twin_set:
+            lines += twin_table(experiment, summaries, _by_sweep(list(twins)).get(sweep, {}))
         png = figures / f"{experiment.name}-{sweep}.png".replace(" ", "-")
         figure(runs, f"{experiment.name}, {sweep}", png)
         lines += [f"![mean and p99 response time over time, {sweep}]({os.path.relpath(png, doc.parent)})", ""]
@@ -288,7 +316,9 @@ def build(published: Path = PUBLISHED, doc: Path = DOC) -> str:
     for experiment in EXPERIMENTS:
         reps, scale = read_published(published, experiment)
         name = experiment.name if scale != "quick" else f"{experiment.name}-quick"
-        part, part_note = section(experiment, reps, scale, published / "figures", doc, read_models(published, name))
+        twins = read_published(published, experiment_named(experiment.twin_set))[0] if experiment.twin_set else []
+        part, part_note = section(experiment, reps, scale, published / "figures", doc, read_models(published, name),
+                                  twins)
         lines += part
         note += part_note
         if scale != "full":
