@@ -157,6 +157,8 @@ def test_derive_counts_what_the_doc_shows(tmp_path):
     # Handshakes of 0.005 s and 1 s in 4 s of response time; the rest is what the model sees.
     assert d["handshake_share"] == pytest.approx(1.005 / 4.0)
     assert d["response_mean_less_handshakes"] == pytest.approx((4.0 - 1.005) / 2)
+    # Sent to first byte 0.01 and 0.09 s, first to last byte 0.98 and 1.9 s.
+    assert d["first_byte_wait_mean"] == pytest.approx(0.05) and d["transfer_mean"] == pytest.approx(1.44)
     assert d["uplink_queue_delay"] == pytest.approx(25_000 * 8 / 10e6), "25,000 bytes at 10 Mbit/s: 20 ms"
     assert (d["requests"], d["completed"], d["refused"]) == (5, 2, 2)
     assert d["refused_bytes_share"] == pytest.approx((61440 + 500) / (1000 + 61440 + 3000 + 500 + 100))
@@ -274,7 +276,8 @@ def test_publish_then_doc_from_the_published_numbers_alone(tmp_path):
     # The simulator replayed the trace on 220 kbit/s of bodies (66,040 bytes in 2 s at load
     # 1.2); the size policy, told the testbed's 10 Mbit/s, refused none of the five there.
     # Without its 1.005 s of handshakes the testbed's mean is 1.5 s; the model's has none.
-    assert "| srpt-size-rho=1.2 | 40 / 0 | 8.33 / 0 | 0.008 / 0.184 | 2 / 0.532 | 2.98 / 2.28 | 1.5 / 0.532 |" in text
+    # Of the 1.5 s, 0.05 from sent to first byte and 1.44 to the last; in the model none waited for its first byte.
+    assert "| srpt-size-rho=1.2 | 40 / 0 | 8.33 / 0 | 0.008 / 0.184 | 2 / 0.532 | 2.98 / 2.28 | 1.5 / 0.532 | 0.05 / 0 | 1.44 / 0.532 |" in text
     assert "| srpt-size-rho=1.2 | 2 / 6 | 0 / 0 | 0 / 2 | 0 / 0 | 2 / 2 |" in text
     assert ("- overload-control-persistent, 1.2: best mean response s: srpt-rho=1.2 (2), tied with srpt-size-rho=1.2 "
             "(the 90% intervals overlap); 1x srpt-size-rho=1.2 (2).") in text

@@ -193,6 +193,10 @@ def request_numbers(requests: pd.DataFrame, periods: list[dict], censor_s: float
         "response_p99": p99,
         "handshake_share": handshake_share,
         "response_mean_less_handshakes": response_mean * (1 - handshake_share),
+        # The rest of it, in two: from the request sent to its first byte (the server's queue,
+        # then the bottleneck's), and from there to its last byte (the transfer's round trips).
+        "first_byte_wait_mean": float((done["first_byte_s"] - done["sent_s"]).mean()) if len(done) else math.nan,
+        "transfer_mean": float((done["last_byte_s"] - done["first_byte_s"]).mean()) if len(done) else math.nan,
         "refused_by_size": {c: [int((refused & (classes == c)).sum()), int((classes == c).sum())] for c in SIZE_CLASSES},
         "settle_s": [_finite(s) for s in settles],
         "over_time": {"bin_s": width, "t": [round(t - start, 3) for t in over_time["t"]],

@@ -69,7 +69,9 @@ def read_models(root: Path, name: str) -> dict[str, dict]:
 # connected, has not
 MODEL_METRICS = tuple(next(m for m in METRICS if m[0] == key) for key in (
     "refused_share", "refused_swing", "goodput_bps", "response_mean", "response_p99")) + (
-    ("response_mean_less_handshakes", "mean response less handshakes s", 1.0, False),)
+    ("response_mean_less_handshakes", "mean response less handshakes s", 1.0, False),
+    ("first_byte_wait_mean", "of which sent to first byte s", 1.0, False),
+    ("transfer_mean", "of which first to last byte s", 1.0, False))
 
 
 def model_table(runs: dict[str, list[dict]], summaries: dict[str, dict], models: dict[str, dict]) -> list[str]:
@@ -79,8 +81,9 @@ def model_table(runs: dict[str, list[dict]], summaries: dict[str, dict], models:
         return []
     lines = ["The simulator beside the testbed (`sojourn-engine sim`, the server's scheduler and admission "
              "code replaying the same trace without TCP, packets or a SYN queue; each cell testbed / model; the last "
-             "column sets the testbed's mean without the time its requests spent opening connections, which the model's "
-             "requests, arriving connected, do not spend, beside the model's mean):", "",
+             "column but two sets the testbed's mean without the time its requests spent opening connections, which the "
+             "model's requests, arriving connected, do not spend, beside the model's mean; the last two split it into "
+             "the wait from the request sent to its first byte and the transfer from first to last byte):", "",
              "| run | " + " | ".join(title for _, title, *_ in MODEL_METRICS) + " |", "|---|" + "---|" * len(MODEL_METRICS)]
     for name in rows:
         cells = []
