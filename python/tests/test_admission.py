@@ -12,6 +12,7 @@ import urllib.request
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pandas as pd
 import pytest
 from rich.console import Console
@@ -23,7 +24,7 @@ from sojourn.overload.campaign import plan, run_and_publish
 from sojourn.overload.publish import publish
 from sojourn.reproduce.publish import restore_published
 from sojourn.runner.layout import is_complete
-from sojourn.overload.simulate import body_rate_bps, sim_args
+from sojourn.overload.simulate import as_the_testbed_ends, body_rate_bps, sim_args
 from sojourn.servers import Server, ServerConfig, ServerError, SojournOptions, free_port, serve_toml
 from sojourn.runner.plan import admission_arg
 from sojourn.runner.spec import SpecError, load_spec, validate
@@ -387,3 +388,16 @@ def test_an_isolating_set_is_set_beside_its_twins(tmp_path):
     assert "Each run beside its twin in `overload-control-persistent`" in text
     # refused %, SYN drops (this run's 0 beside the twin's 7), unread wait, handshake %, mean response ...
     assert "| fair-size-uncapped-rho=1.2 / fair-size-rho=1.2 | 40 / 40 | 0 / 7 | 2.25 / 2.25 | 25.1 / 25.1 | 2 / 2 |" in text
+
+
+def test_the_model_ends_requests_as_the_testbed_run_does():
+    requests = pd.DataFrame({"scheduled_s": [0.0, 1.0, 2.0, 10.0], "completed": [True, True, True, False],
+                             "response_s": [5.0, 70.0, 9.0, np.nan], "last_byte_s": [5.0, 71.0, 11.0, np.nan],
+                             "outcome": ["ok", "ok", "ok", "refused"]})
+    # Timeout 60 s; the run stops 0 s after its last request (at 10 s).
+    out = as_the_testbed_ends(requests, timeout_s=60.0, drain_s=0.0)
+    assert list(out["outcome"]) == ["ok", "timeout", "interrupted", "refused"]
+    assert list(out["completed"]) == [True, False, False, False]
+    assert out["response_s"].isna().tolist() == [False, True, True, True]
+    # With 1 s of drain the third completes in time.
+    assert list(as_the_testbed_ends(requests, 60.0, 1.0)["outcome"]) == ["ok", "timeout", "ok", "refused"]
