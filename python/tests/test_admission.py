@@ -286,7 +286,7 @@ def test_publish_then_doc_from_the_published_numbers_alone(tmp_path):
     assert "best refused" not in text, "refusals describe a policy; the closing note does not rank them"
     assert "**No result yet.** Nothing of `overload-control-transient`" in text
     assert ("Without a full-scale result yet: overload-control-transient, overload-control-uncapped, "
-            "overload-control-dwfs.") in text
+            "overload-control-uncapped-codel, overload-control-dwfs.") in text
     assert (published / "figures" / "overload-control-persistent-1.2.png").is_file()
     with pytest.raises(ValueError, match="not an overload-control experiment"):
         other = tmp_path / "results" / "000-baseline"
@@ -347,7 +347,7 @@ def test_run_refuses_to_replace_a_publication_it_cannot_resume_from(tmp_path):
 def test_overload_control_specs_cover_every_combination(path):
     experiment = load_spec(path)
     assert experiment.name in {e.name for e in EXPERIMENTS}
-    if path.name == "uncapped.toml":
+    if path.name.startswith("uncapped"):
         pytest.skip("isolates one factor of the persistent set: test_the_uncapped_set_differs_only_by_the_cap")
     assert experiment.repetitions == 3
     admissions = {run.config["server"]["admission"].split(":")[0] for run in experiment.runs}
@@ -364,7 +364,8 @@ def test_overload_control_specs_cover_every_combination(path):
 
 def test_the_uncapped_set_differs_from_the_persistent_set_only_by_the_cap():
     persistent = {run.name: run.config for run in load_spec(REPO / "experiments" / "overload-control" / "persistent.toml").runs}
-    uncapped = load_spec(REPO / "experiments" / "overload-control" / "uncapped.toml").runs
+    uncapped = [run for spec in ("uncapped.toml", "uncapped-codel.toml")
+                for run in load_spec(REPO / "experiments" / "overload-control" / spec).runs]
     assert uncapped and all(run.config["server"]["max_connections"] == 0 for run in uncapped)
     for run in uncapped:
         twin = persistent[run.name.replace("-uncapped", "")]

@@ -47,6 +47,9 @@ EXPERIMENTS = (
     Experiment("overload-control-uncapped", "experiments/overload-control/uncapped.toml",
                "Persistent overload at rho 1.4 without the server's connection cap (one factor of the set above)",
                twin_set="overload-control-persistent", twin_suffix="-uncapped"),
+    Experiment("overload-control-uncapped-codel", "experiments/overload-control/uncapped-codel.toml",
+               "Persistent overload at rho 1.4 with CoDel, without the server's connection cap",
+               twin_set="overload-control-persistent", twin_suffix="-uncapped"),
     Experiment("overload-control-dwfs", "experiments/overload-control/dwfs.toml",
                "Session overload (003 §5): DWFS at 1.2 and 1.4 times its CPU"),
 )
