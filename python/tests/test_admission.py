@@ -162,6 +162,7 @@ def test_derive_counts_what_the_doc_shows(tmp_path):
     assert d["first_byte_wait_mean"] == pytest.approx(0.05) and d["transfer_mean"] == pytest.approx(1.44)
     assert d["uplink_queue_delay"] == pytest.approx(25_000 * 8 / 10e6), "25,000 bytes at 10 Mbit/s: 20 ms"
     assert (d["requests"], d["completed"], d["refused"]) == (5, 2, 2)
+    assert d["http_error_share"] == pytest.approx(1 / 5), "the 404; refusals are not errors"
     assert d["refused_bytes_share"] == pytest.approx((61440 + 500) / (1000 + 61440 + 3000 + 500 + 100))
     assert d["refused_by_size"] == {"<1K": [1, 3], "1K-2K": [0, 0], "2K-5K": [0, 1], "5K-50K": [0, 0], ">=50K": [1, 1]}
     assert d["server_refusals"] == {"deadline": 2, "codel": 0} and d["syn_drops"] == 7
@@ -273,7 +274,7 @@ def test_publish_then_doc_from_the_published_numbers_alone(tmp_path):
     assert not any(destination.rglob("records.csv")), "the per-request records stay under results/"
     text = doc.build(published, tmp_path / "doc.md")
     # 4000 body bytes of completed responses in 4 s: 0.008 Mbit/s; both repetitions alike.
-    assert "| srpt-size-rho=1.2 | 2 | 0.008 | 0.5 | 0.5 | 2 | 2.98 | 25.1 | 20 | 40 | 93.8 | 8.33 | 7 | 2.25 | 0 | — |" in text
+    assert "| srpt-size-rho=1.2 | 2 | 0.008 | 0.5 | 0.5 | 2 | 2.98 | 25.1 | 20 | 40 | 20 | 93.8 | 8.33 | 7 | 2.25 | 0 | — |" in text
     # The simulator replayed the trace on 220 kbit/s of bodies (66,040 bytes in 2 s at load
     # 1.2); the size policy, told the testbed's 10 Mbit/s, refused none of the five there.
     # Without its 1.005 s of handshakes the testbed's mean is 1.5 s; the model's has none.
@@ -387,8 +388,8 @@ def test_an_isolating_set_is_set_beside_its_twins(tmp_path):
     publish(capped, published)
     text = doc.build(published, tmp_path / "doc.md")
     assert "Each run beside its twin in `overload-control-persistent`" in text
-    # refused %, SYN drops (this run's 0 beside the twin's 7), unread wait, handshake %, mean response ...
-    assert "| fair-size-uncapped-rho=1.2 / fair-size-rho=1.2 | 40 / 40 | 0 / 7 | 2.25 / 2.25 | 25.1 / 25.1 | 2 / 2 |" in text
+    # refused %, error responses %, SYN drops (this run's 0 beside the twin's 7), unread wait, handshakes ...
+    assert "| fair-size-uncapped-rho=1.2 / fair-size-rho=1.2 | 40 / 40 | 20 / 20 | 0 / 7 | 2.25 / 2.25 | 25.1 / 25.1 | 2 / 2 |" in text
 
 
 def test_the_model_ends_requests_as_the_testbed_run_does():

@@ -186,6 +186,9 @@ def request_numbers(requests: pd.DataFrame, periods: list[dict], censor_s: float
         "refused": int(refused.sum()),
         "refused_bytes_share": (float(requests.loc[refused, "size"].sum() / requests["size"].sum())
                                 if requests["size"].sum() > 0 else math.nan),
+        # Error responses other than admission's refusals (a 500 when the server could not
+        # open a file for want of descriptors, for one).
+        "http_error_share": float((requests["outcome"] == "http_error").mean()) if len(requests) else math.nan,
         "goodput_bps": float(done["bytes"].sum()) * 8 / span if span > 0 else math.nan,
         "goodput_rps": len(done) / span if span > 0 else math.nan,
         "patient_rps": int((done["response_s"] <= PATIENCE_S).sum()) / span if span > 0 else math.nan,

@@ -40,6 +40,7 @@ METRICS = (
     ("handshake_share", "handshake %", 100.0, None),
     ("uplink_queue_delay", "uplink queue ms", 1e3, None),
     ("refused_share", "refused %", 100.0, None),
+    ("http_error_share", "error responses %", 100.0, None),
     ("refused_bytes_share", "refused bytes %", 100.0, None),
     ("refused_swing", "refusal swing %", 100.0, None),
     ("syn_drops", "SYN drops", 1.0, None),
@@ -96,7 +97,7 @@ def model_table(runs: dict[str, list[dict]], summaries: dict[str, dict], models:
 
 # The columns of the table setting a run beside its twin in the set it changes one factor of
 TWIN_METRICS = tuple(next(m for m in METRICS if m[0] == key) for key in (
-    "refused_share", "syn_drops", "unread_wait_mean", "handshake_share", "response_mean", "goodput_bps",
+    "refused_share", "http_error_share", "syn_drops", "unread_wait_mean", "handshake_share", "response_mean", "goodput_bps",
     "patient_rps"))
 
 
@@ -288,6 +289,8 @@ def build(published: Path = PUBLISHED, doc: Path = DOC) -> str:
         "Metrics: goodput counts the body bytes and the requests of completed responses per second, "
         "and (within 10 s/s) those completed within 000 (H)'s 10-s abort time, what a user who gives "
         "up after 10 s still receives; "
+        "error responses % is the share of requests answered with an error other than a refusal (a 500 when "
+        "the server had no file descriptor left to open the file); "
         "refused bytes % is the share of the offered body bytes refused, against the 1 - 1/rho "
         "(16.7% at rho 1.2, 28.6% at 1.4) that must go unserved at all; response times are of "
         "completed requests; handshake % is the share of their response time spent opening their connections (SYN to "
