@@ -310,12 +310,12 @@ def build(published: Path = PUBLISHED, doc: Path = DOC) -> str:
         "repetitions with their 90% interval.", "",
         "Beside each run, the simulator (`sojourn-engine sim`, docs/simulator.md) replays the run's trace "
         "with the server's own scheduler and admission code and the run's write quantum, write "
-        "concurrency and NOTSENT_LOWAT, on a link of the body rate a load of 1 carried in the trace, "
-        "its requests ended as the testbed's run ends them (after the run's timeout, or not complete when the "
-        "run stops, its drain time after the last request) "
+        "concurrency and NOTSENT_LOWAT, on a link of the body rate a load of 1 carried in the trace "
         "(load counted on the wire, 000 §2.3: what the bodies get of the uplink; each model.json names its "
         "options), without TCP, packets, a SYN queue "
-        "or the kernel's priority bands. Where testbed and model agree, the policy alone explains the "
+        "or the kernel's priority bands, and ends its requests as the testbed's run ends them (after the run's "
+        "timeout, or not complete when the run stops, its drain time after the last request)."
+        " Where testbed and model agree, the policy alone explains the "
         "figure; where they part, the table beside the model shows how much of the gap the testbed's handshakes "
         "make, and the uplink queue column what each round trip of the rest waited at the bottleneck, which the "
         "model's fluid link has not (sojourn.overload.simulate).", "",
