@@ -435,3 +435,33 @@ def _the_row(paper, docs, experiment: str, claim: str) -> Row:
     """The one row of ``experiment`` whose claim starts with ``claim``, from the results under ``docs``."""
     (row,) = [r for r in paper.claims(Context(paper, docs)) if r.experiment == experiment and r.claim.startswith(claim)]
     return row
+
+
+def test_a_publication_is_restored_for_a_spec_given_a_new_variant(tmp_path):
+    """A campaign whose spec gained a variant goes on from its publication: the published
+    repetitions of the unchanged runs are restored (and --list counts them); a run whose
+    configuration changed is neither restored nor counted, and its results are set aside."""
+    from sojourn.reproduce.publish import published_reps, restore_published, set_aside_other_version
+    from sojourn.runner import layout
+
+    spec = tmp_path / "e.toml"
+    spec.write_text('name = "e"\n[workload]\nrho = 0.5\n[variants.a]\nserver.policy = "fair"\n')
+    first = load_spec(spec)
+    published = tmp_path / "published"
+    (published / "a" / "0").mkdir(parents=True)
+    layout.mark(published / "a" / "0", "complete")
+    layout.write_json(published / "a" / "0" / "run.json", {"run": "a", "config": first.runs[0].config})
+    (published / "spec.toml").write_text(first.text)
+    (published / "meta.json").write_text(json.dumps({"scale": "full"}))
+    spec.write_text(spec.read_text() + '[variants.b]\nserver.policy = "srpt"\n')
+    grown = load_spec(spec)
+    assert [p.parent.name for p in published_reps(grown, published, False)] == ["a"]
+    results = tmp_path / "results"
+    assert restore_published(grown, published, results, quick=False) == 1
+    assert (results / "e" / "spec.toml").read_text() == grown.text
+    assert set_aside_other_version(results / "e", grown) is None
+    spec.write_text(spec.read_text().replace("rho = 0.5", "rho = 0.6"))
+    changed = load_spec(spec)
+    assert published_reps(changed, published, False) == []
+    aside = set_aside_other_version(results / "e", changed)
+    assert aside is not None and layout.is_complete(aside / "a" / "0") and not (results / "e").exists()

@@ -206,3 +206,29 @@ def test_no_repetition_starts_after_stop_at(tmp_path):
     assert outcome.states == {("run", 0): NOT_STARTED, ("run", 1): NOT_STARTED} and not outcome.complete
     assert told == [("done", NOT_STARTED)] * 2
     assert not (tmp_path / "late" / "run").exists()
+
+
+def test_a_spec_given_a_new_variant_keeps_what_the_others_ran(tmp_path):
+    """Complete results pin a run's configuration, not the spec's text: adding a variant
+    keeps the repetitions of the others (and the new text takes the old one's place);
+    changing a run that ran is refused, naming it."""
+    import time
+
+    from sojourn.runner import layout
+    from sojourn.runner.experiment import NOT_STARTED, ResultsConflict, run_experiment
+
+    path = tmp_path / "g.toml"
+    path.write_text('name = "g"\n[workload]\nrho = 0.5\n[variants.a]\nserver.policy = "fair"\n')
+    first = load_spec(path)
+    ran = tmp_path / "results" / "g" / "a" / "0"
+    ran.mkdir(parents=True)
+    layout.mark(ran, "complete")
+    layout.write_json(ran / "run.json", {"run": "a", "config": first.runs[0].config})
+    (tmp_path / "results" / "g" / "spec.toml").write_text(first.text)
+    path.write_text(path.read_text() + '[variants.b]\nserver.policy = "srpt"\n')
+    outcome = run_experiment(load_spec(path), tmp_path / "results", stop_at=time.time() - 1)
+    assert outcome.states == {("a", 0): "complete", ("b", 0): NOT_STARTED}
+    assert (tmp_path / "results" / "g" / "spec.toml").read_text() == path.read_text()
+    path.write_text(path.read_text().replace("rho = 0.5", "rho = 0.6"))
+    with pytest.raises(ResultsConflict, match=r"a rep 0 ran with another configuration"):
+        run_experiment(load_spec(path), tmp_path / "results", stop_at=time.time() - 1)

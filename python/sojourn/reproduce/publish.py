@@ -76,16 +76,27 @@ NOTHING_NEW = 3
 RESTORED = "restored.json"
 
 
+def _runs_kept(experiment, directory: Path) -> bool:
+    """Whether results under ``directory`` are of ``experiment``'s spec: the same text, or
+    another whose every complete repetition's run the spec still has, configured alike
+    (:func:`sojourn.runner.layout.changed_runs`: a variant added keeps the others)."""
+    saved = directory / "spec.toml"
+    if saved.is_file() and saved.read_text() == experiment.text:
+        return True
+    return not layout.changed_runs(directory, {run.name: run.config for run in experiment.runs})
+
+
 def published_reps(experiment, published: Path, quick: bool) -> list[Path]:
-    """The complete repetitions published in ``published`` from the same spec text at the
-    same scale (their directories, run/rep): what a campaign need not run again."""
+    """The complete repetitions published in ``published`` from the same spec (the same
+    text, or runs configured alike: :func:`_runs_kept`) at the same scale (their
+    directories, run/rep): what a campaign need not run again."""
     published = Path(published)
     try:
         meta = json.loads((published / "meta.json").read_text())
-        same_spec = (published / "spec.toml").read_text() == experiment.text
     except (OSError, json.JSONDecodeError):
         return []
-    if not same_spec or meta.get("scale") != ("quick" if quick else "full"):
+    if not (published / "spec.toml").is_file() or meta.get("scale") != ("quick" if quick else "full") \
+            or not _runs_kept(experiment, published):
         return []
     return [status.parent for status in sorted(published.glob("*/*/status.json")) if layout.is_complete(status.parent)]
 
@@ -107,7 +118,7 @@ def restore_published(experiment, published: Path, results: Path, quick: bool) -
         return 0
     directory = layout.experiment_dir(results, experiment.name)
     saved = directory / "spec.toml"
-    if saved.is_file() and saved.read_text() != experiment.text:
+    if saved.is_file() and not _runs_kept(experiment, directory):
         return 0
     restored = 0
     for source in sources:
@@ -118,19 +129,18 @@ def restore_published(experiment, published: Path, results: Path, quick: bool) -
         shutil.copytree(source, target)
         (target / RESTORED).write_text(json.dumps({"from": relative_paths(str(source.resolve()))}) + "\n")
         restored += 1
-    if restored and not saved.is_file():
+    if restored:
         layout.write_text(saved, experiment.text)
     return restored
 
 
-def set_aside_other_version(directory: Path, spec_text: str) -> Path | None:
+def set_aside_other_version(directory: Path, experiment) -> Path | None:
     """Moves ``directory`` aside when it holds complete repetitions of a different version of
-    the spec (a reproduction's spec was changed since they ran), so the new version runs
-    afresh and nothing is lost: returns where they went, ``<directory>.before-<time>``."""
+    ``experiment``'s spec (a run's configuration changed since they ran, :func:`_runs_kept`),
+    so the new version runs afresh and nothing is lost: returns where they went,
+    ``<directory>.before-<time>``."""
     saved = directory / "spec.toml"
-    if not saved.is_file() or saved.read_text() == spec_text:
-        return None
-    if not any(layout.is_complete(status.parent) for status in directory.glob("*/*/status.json")):
+    if not saved.is_file() or _runs_kept(experiment, directory):
         return None
     stamp = time.strftime("%Y%m%dT%H%M%S", time.localtime(saved.stat().st_mtime))
     target = directory.with_name(f"{directory.name}.before-{stamp}")
@@ -167,7 +177,7 @@ def run_resuming(console, label: str, experiment, root: Path, published: Path | 
     Returns the runner's (outcome, status)."""
     from sojourn.runner.cli import run_with_progress
 
-    aside = set_aside_other_version(layout.experiment_dir(root, experiment.name), experiment.text)
+    aside = set_aside_other_version(layout.experiment_dir(root, experiment.name), experiment)
     if aside:
         console.print(f"{label}: its spec changed since the results under {relative_paths(str(aside.parent))} ran; "
                       f"they are kept in {aside.name} and this version runs afresh", markup=False, highlight=False)

@@ -61,11 +61,14 @@ def run_experiment(experiment: Experiment, results: Path, prefix: str = "sjrun",
     if fresh and directory.exists():
         shutil.rmtree(directory)
     if saved.is_file() and saved.read_text() != spec_text:
-        # Only finished results pin the spec: after a run that completed nothing (a bad
-        # value, a missing program) the corrected spec simply takes its place.
-        if any(layout.is_complete(path.parent) for path in directory.glob("*/*/status.json")):
-            raise ResultsConflict(f"{directory} holds results of a different version of the spec; "
-                                  "use --fresh to replace them or another results directory")
+        # Only finished results pin the spec, and only those whose run the new text changes:
+        # after a run that completed nothing (a bad value, a missing program) the corrected
+        # spec simply takes its place, and a spec given a new variant keeps what the others ran.
+        changed = layout.changed_runs(directory, {run.name: run.config for run in experiment.runs})
+        if changed:
+            raise ResultsConflict(f"{directory} holds results of a different version of the spec ({changed[0]} ran "
+                                  "with another configuration, or its run is gone); use --fresh to replace them or "
+                                  "another results directory")
     directory.mkdir(parents=True, exist_ok=True)
     layout.write_text(saved, spec_text)
     outcome = Outcome(directory)

@@ -75,3 +75,23 @@ def mark(directory: Path, state: str, reason: str = "", **extra) -> None:
 
 def is_complete(directory: Path) -> bool:
     return read_status(directory).get("state") == "complete"
+
+
+def changed_runs(directory: Path, configs: dict[str, dict]) -> list[str]:
+    """The complete repetitions under ``directory`` (``<run>/<rep>/``) that did not run with
+    the configuration ``configs`` gives their run now (a run missing from it counts as
+    changed), as ``run rep N``; none when a spec's change only added runs, or touched
+    comments or keys that resolve the same, so the results of the old text stay valid."""
+    resolved = {name: json.loads(json.dumps(config, default=str)) for name, config in configs.items()}
+    changed = []
+    for status in sorted(Path(directory).glob("*/*/status.json")):
+        rep = status.parent
+        if not is_complete(rep):
+            continue
+        try:
+            ran = json.loads((rep / "run.json").read_text()).get("config")
+        except (OSError, json.JSONDecodeError):
+            ran = None
+        if ran is None or resolved.get(rep.parent.name) != ran:
+            changed.append(f"{rep.parent.name} rep {rep.name}")
+    return changed
