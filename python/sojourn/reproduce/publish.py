@@ -76,27 +76,17 @@ NOTHING_NEW = 3
 RESTORED = "restored.json"
 
 
-def _runs_kept(experiment, directory: Path) -> bool:
-    """Whether results under ``directory`` are of ``experiment``'s spec: the same text, or
-    another whose every complete repetition's run the spec still has, configured alike
-    (:func:`sojourn.runner.layout.changed_runs`: a variant added keeps the others)."""
-    saved = directory / "spec.toml"
-    if saved.is_file() and saved.read_text() == experiment.text:
-        return True
-    return not layout.changed_runs(directory, {run.name: run.config for run in experiment.runs})
-
-
 def published_reps(experiment, published: Path, quick: bool) -> list[Path]:
     """The complete repetitions published in ``published`` from the same spec (the same
-    text, or runs configured alike: :func:`_runs_kept`) at the same scale (their
-    directories, run/rep): what a campaign need not run again."""
+    text, or runs configured alike: :func:`sojourn.runner.layout.changed_runs`) at the same
+    scale (their directories, run/rep): what a campaign need not run again."""
     published = Path(published)
     try:
         meta = json.loads((published / "meta.json").read_text())
     except (OSError, json.JSONDecodeError):
         return []
     if not (published / "spec.toml").is_file() or meta.get("scale") != ("quick" if quick else "full") \
-            or not _runs_kept(experiment, published):
+            or layout.changed_runs(published, experiment):
         return []
     return [status.parent for status in sorted(published.glob("*/*/status.json")) if layout.is_complete(status.parent)]
 
@@ -118,7 +108,7 @@ def restore_published(experiment, published: Path, results: Path, quick: bool) -
         return 0
     directory = layout.experiment_dir(results, experiment.name)
     saved = directory / "spec.toml"
-    if saved.is_file() and not _runs_kept(experiment, directory):
+    if saved.is_file() and layout.changed_runs(directory, experiment):
         return 0
     restored = 0
     for source in sources:
@@ -136,11 +126,11 @@ def restore_published(experiment, published: Path, results: Path, quick: bool) -
 
 def set_aside_other_version(directory: Path, experiment) -> Path | None:
     """Moves ``directory`` aside when it holds complete repetitions of a different version of
-    ``experiment``'s spec (a run's configuration changed since they ran, :func:`_runs_kept`),
+    ``experiment``'s spec (a run's configuration changed since they ran, ``layout.changed_runs``),
     so the new version runs afresh and nothing is lost: returns where they went,
     ``<directory>.before-<time>``."""
     saved = directory / "spec.toml"
-    if not saved.is_file() or _runs_kept(experiment, directory):
+    if not saved.is_file() or not layout.changed_runs(directory, experiment):
         return None
     stamp = time.strftime("%Y%m%dT%H%M%S", time.localtime(saved.stat().st_mtime))
     target = directory.with_name(f"{directory.name}.before-{stamp}")

@@ -77,12 +77,16 @@ def is_complete(directory: Path) -> bool:
     return read_status(directory).get("state") == "complete"
 
 
-def changed_runs(directory: Path, configs: dict[str, dict]) -> list[str]:
-    """The complete repetitions under ``directory`` (``<run>/<rep>/``) that did not run with
-    the configuration ``configs`` gives their run now (a run missing from it counts as
-    changed), as ``run rep N``; none when a spec's change only added runs, or touched
-    comments or keys that resolve the same, so the results of the old text stay valid."""
-    resolved = {name: json.loads(json.dumps(config, default=str)) for name, config in configs.items()}
+def changed_runs(directory: Path, experiment) -> list[str]:
+    """The complete repetitions under ``directory`` (``<run>/<rep>/``, beside the
+    ``spec.toml`` they ran from) that ``experiment`` would not run alike now, as ``run rep
+    N``: none when its spec's text is the saved one, else those whose run it no longer has or
+    configures otherwise. A spec that only added runs, or touched comments or keys that
+    resolve the same, keeps the results of the old text."""
+    saved = Path(directory) / "spec.toml"
+    if saved.is_file() and saved.read_text() == experiment.text:
+        return []
+    resolved = {run.name: json.loads(json.dumps(run.config, default=str)) for run in experiment.runs}
     changed = []
     for status in sorted(Path(directory).glob("*/*/status.json")):
         rep = status.parent
