@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from sojourn import analysis  # noqa: E402
-from sojourn.overload import DOC, EXPERIMENTS, PUBLISHED, REPO, Experiment, experiment_named  # noqa: E402
+from sojourn.overload import DOC, EXPERIMENTS, PUBLISHED, REPO, Experiment  # noqa: E402
 from sojourn.overload.derive import SIZE_CLASSES  # noqa: E402
 from sojourn.reproduce.publish import at_once, estimated_seconds  # noqa: E402
 from sojourn.runner.spec import load_spec  # noqa: E402
@@ -68,8 +68,12 @@ def read_models(root: Path, name: str) -> dict[str, dict]:
 # The columns of the testbed-beside-model table, titled and scaled as in METRICS, and the
 # testbed's mean response without its handshakes, which the model, whose requests arrive
 # connected, has not
-MODEL_METRICS = tuple(next(m for m in METRICS if m[0] == key) for key in (
-    "refused_share", "refused_swing", "goodput_bps", "response_mean", "response_p99")) + (
+def _columns(*keys: str) -> tuple:
+    """The entries of METRICS with these keys, in this order."""
+    return tuple(next(m for m in METRICS if m[0] == key) for key in keys)
+
+
+MODEL_METRICS = _columns("refused_share", "refused_swing", "goodput_bps", "response_mean", "response_p99") + (
     ("response_mean_less_handshakes", "mean response less handshakes s", 1.0, False),
     ("first_byte_wait_mean", "of which sent to first byte s", 1.0, False),
     ("transfer_mean", "of which first to last byte s", 1.0, False))
@@ -96,9 +100,8 @@ def model_table(runs: dict[str, list[dict]], summaries: dict[str, dict], models:
 
 
 # The columns of the table setting a run beside its twin in the set it changes one factor of
-TWIN_METRICS = tuple(next(m for m in METRICS if m[0] == key) for key in (
-    "refused_share", "http_error_share", "syn_drops", "unread_wait_mean", "handshake_share", "response_mean", "goodput_bps",
-    "patient_rps"))
+TWIN_METRICS = _columns("refused_share", "http_error_share", "syn_drops", "unread_wait_mean", "handshake_share",
+                        "response_mean", "goodput_bps", "patient_rps")
 
 
 def twin_table(experiment: Experiment, summaries: dict[str, dict], twins: dict[str, list[dict]]) -> list[str]:
@@ -198,9 +201,11 @@ def _by_sweep(reps: list[dict]) -> dict[str, dict[str, list[dict]]]:
 
 
 def section(experiment: Experiment, reps: list[dict], scale: str, figures: Path, doc: Path,
-            models: dict[str, dict], twins: list[dict] = ()) -> tuple[list[str], list[str]]:
+            models: dict[str, dict], twins: dict[str, dict[str, list[dict]]] | None = None
+            ) -> tuple[list[str], list[str]]:
     """Markdown lines of one experiment, and its lines of the closing note; ``twins``: the
-    published repetitions of the set whose runs this one's change one factor of."""
+    published repetitions of the set whose runs this one's change one factor of, by sweep
+    value and run (:func:`_by_sweep`)."""
     lines = [f"## {experiment.title}", "", f"Spec: `{experiment.spec}`.", ""]
     if scale == "quick":
         lines += [f"Only the quick scale (`sojourn run --quick`, results/{experiment.name}-quick) is published: "
@@ -233,7 +238,7 @@ def section(experiment: Experiment, reps: list[dict], scale: str, figures: Path,
             lines.append(f"| {name} | " + " | ".join(f"{r} / {n}" for r, n in counts) + " |")
         lines += [""] + model_table(runs, summaries, models)
         if experiment.twin_set:
-            lines += twin_table(experiment, summaries, _by_sweep(list(twins)).get(sweep, {}))
+            lines += twin_table(experiment, summaries, (twins or {}).get(sweep, {}))
         png = figures / f"{experiment.name}-{sweep}.png".replace(" ", "-")
         figure(runs, f"{experiment.name}, {sweep}", png)
         lines += [f"![mean and p99 response time over time, {sweep}]({os.path.relpath(png, doc.parent)})", ""]
@@ -321,10 +326,11 @@ def build(published: Path = PUBLISHED, doc: Path = DOC) -> str:
         "model's fluid link has not (sojourn.overload.simulate).", "",
     ]
     note, missing = [], []
+    sets = {experiment.name: read_published(published, experiment) for experiment in EXPERIMENTS}
     for experiment in EXPERIMENTS:
-        reps, scale = read_published(published, experiment)
+        reps, scale = sets[experiment.name]
         name = experiment.name if scale != "quick" else f"{experiment.name}-quick"
-        twins = read_published(published, experiment_named(experiment.twin_set))[0] if experiment.twin_set else []
+        twins = _by_sweep(sets[experiment.twin_set][0]) if experiment.twin_set else None
         part, part_note = section(experiment, reps, scale, published / "figures", doc, read_models(published, name),
                                   twins)
         lines += part

@@ -97,6 +97,6 @@ def simulate(directory: str | Path) -> dict | None:
     config = rep.config
     requests = as_the_testbed_ends(requests, config["workload"]["timeout_s"], config["collect"]["drain_s"])
     numbers = request_numbers(requests, rep.periods, censor_horizon(config))
-    out = {"run": rep.run, "sweep_value": rep.sweep_value, "admission": rep.config["server"].get("admission", ""),
-           "scheduler": scheduler(rep.config["server"]), "sim_args": args, **numbers}
+    out = {"run": rep.run, "sweep_value": rep.sweep_value, "admission": config["server"].get("admission", ""),
+           "scheduler": scheduler(config["server"]), "sim_args": args, **numbers}
     return {key: _finite(value) for key, value in out.items()}
