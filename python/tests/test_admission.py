@@ -124,8 +124,11 @@ def result_dir(root: Path, run: str = "srpt-size-rho=1.2", rep: int = 0, admissi
     (directory / "server_metrics.txt").write_text(METRICS)
     (directory / "load_summary.json").write_text(json.dumps({"workload": None}))
     (directory / "summary.json").write_text(json.dumps({"syn_drops": 7}))
-    # The uplink's FIFO and one band, 12,500 then 37,500 bytes queued: 25,000 on average.
-    (directory / "counters.csv").write_text("t_s,q1_20_backlog_bytes,q1_10_backlog_bytes\n0,12500,0\n1,25000,12500\n")
+    # The uplink's FIFO and one band, 12,500 then 37,500 bytes queued: 25,000 on average; 3
+    # and 2 packets dropped there, 4 retransmission timeouts (cumulative counters).
+    (directory / "counters.csv").write_text(
+        "t_s,q1_20_backlog_bytes,q1_10_backlog_bytes,q1_20_dropped,q1_10_dropped,rto_timeouts\n"
+        "0,12500,0,10,0,1\n1,25000,12500,13,2,5\n")
     trace = root / "trace.csv"
     trace.write_text(TRACE)
     server = {"policy": "srpt", "kernel_bands": True, "admission": admission, "stages": "", "quantum": "32K",
@@ -161,6 +164,8 @@ def test_derive_counts_what_the_doc_shows(tmp_path):
     # Sent to first byte 0.01 and 0.09 s, first to last byte 0.98 and 1.9 s.
     assert d["first_byte_wait_mean"] == pytest.approx(0.05) and d["transfer_mean"] == pytest.approx(1.44)
     assert d["uplink_queue_delay"] == pytest.approx(25_000 * 8 / 10e6), "25,000 bytes at 10 Mbit/s: 20 ms"
+    assert d["uplink_drops_per_request"] == pytest.approx(5 / 5), "3 + 2 drops over the run, 5 requests"
+    assert d["rto_timeouts_per_request"] == pytest.approx(4 / 5)
     assert (d["requests"], d["completed"], d["refused"]) == (5, 2, 2)
     assert d["http_error_share"] == pytest.approx(1 / 5), "the 404; refusals are not errors"
     assert d["refused_bytes_share"] == pytest.approx((61440 + 500) / (1000 + 61440 + 3000 + 500 + 100))
@@ -279,7 +284,10 @@ def test_publish_then_doc_from_the_published_numbers_alone(tmp_path):
     # 1.2); the size policy, told the testbed's 10 Mbit/s, refused none of the five there.
     # Without its 1.005 s of handshakes the testbed's mean is 1.5 s; the model's has none.
     # Of the 1.5 s, 0.05 from sent to first byte and 1.44 to the last; in the model none waited for its first byte.
-    assert "| srpt-size-rho=1.2 | 40 / 0 | 8.33 / 0 | 0.008 / 0.184 | 2 / 0.532 | 2.98 / 2.28 | 1.5 / 0.532 | 0.05 / 0 | 1.44 / 0.532 |" in text
+    # The testbed's uplink dropped 5 packets and the server timed out 4 times, for 5 requests;
+    # the model has no packets to drop.
+    assert ("| srpt-size-rho=1.2 | 40 / 0 | 8.33 / 0 | 0.008 / 0.184 | 2 / 0.532 | 2.98 / 2.28 | 1.5 / 0.532 | 0.05 / 0 "
+            "| 1.44 / 0.532 | 100 / — | 80 / — |") in text
     assert "| srpt-size-rho=1.2 | 2 / 6 | 0 / 0 | 0 / 2 | 0 / 0 | 2 / 2 |" in text
     assert ("- overload-control-persistent, 1.2: best mean response s: srpt-rho=1.2 (2), tied with srpt-size-rho=1.2 "
             "(the 90% intervals overlap); 1x srpt-size-rho=1.2 (2).") in text

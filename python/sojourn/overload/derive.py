@@ -12,7 +12,10 @@ Definitions (issue 32), over the final attempt of every request (sojourn.analysi
   and the mean without that share, the part the simulator, whose requests arrive connected,
   can be set against; and the uplink queue's mean delay (its backlog at the link rate,
   counters.csv), which a response's first byte and each further round trip wait and the
-  simulator's fluid link has not;
+  simulator's fluid link has not; and, per request, the packets the uplink's queue dropped
+  and the server's retransmission timeouts (a response's lost first segment waits out the
+  RTO, at least 200 ms, RFC 6298 §2.4 as Linux bounds it), which the simulator's link never
+  sets off;
 * refusals (outcome ``refused``, a 503) and requests by size class (000 §3.2's band cutoffs),
   and the share of the offered body bytes refused: at load rho at least 1 - 1/rho of them
   must go unserved, so a policy refusing far more than that sheds work the link could carry;
@@ -53,7 +56,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from scipy import stats
 
 from sojourn.analysis.results import open_repetition, server_metric_means
-from sojourn.analysis.metrics import connect_metrics, run_span, uplink_queue_delay_s
+from sojourn.analysis.metrics import connect_metrics, counter_metrics, run_span
 
 # 000 §3.2's cutoffs (1 KB, 2 KB, 5 KB, 50 KB) as size classes.
 SIZE_CUTOFFS = (1024, 2048, 5 * 1024, 50 * 1024)
@@ -217,6 +220,8 @@ def derive(directory: str | Path) -> dict:
     span = numbers["duration_s"]
     workload = rep.json("load_summary.json").get("workload") or {}
     metrics = rep.text("server_metrics.txt")
+    kernel = counter_metrics(rep.table("counters.csv"), rep.link_bps)
+    requests_offered = numbers["requests"] or math.nan
     out = {
         "run": rep.run, "repetition": rep.rep, "variant": rep.variant,
         "sweep_value": rep.sweep_value, "state": rep.status.get("state"),
@@ -229,8 +234,9 @@ def derive(directory: str | Path) -> dict:
         "unread_wait_mean": server_metric_means(metrics).get("unread_wait_mean", math.nan) if metrics is not None else math.nan,
         # 000 §4's sign that the server's queue overflowed into the kernel's: SYNs dropped.
         "syn_drops": rep.json("summary.json").get("syn_drops", math.nan),
-        "uplink_queue_delay": (uplink_queue_delay_s(counters, rep.link_bps)
-                               if (counters := rep.table("counters.csv")) is not None else math.nan),
+        "uplink_queue_delay": kernel.get("uplink_queue_delay_mean", math.nan),
+        "uplink_drops_per_request": kernel.get("uplink_drops", math.nan) / requests_offered,
+        "rto_timeouts_per_request": kernel.get("rto_timeouts", math.nan) / requests_offered,
     }
     return {key: _finite(value) for key, value in out.items()}
 

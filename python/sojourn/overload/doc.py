@@ -76,7 +76,9 @@ def _columns(*keys: str) -> tuple:
 MODEL_METRICS = _columns("refused_share", "refused_swing", "goodput_bps", "response_mean", "response_p99") + (
     ("response_mean_less_handshakes", "mean response less handshakes s", 1.0, False),
     ("first_byte_wait_mean", "of which sent to first byte s", 1.0, False),
-    ("transfer_mean", "of which first to last byte s", 1.0, False))
+    ("transfer_mean", "of which first to last byte s", 1.0, False),
+    ("uplink_drops_per_request", "uplink drops per 100 requests", 100.0, None),
+    ("rto_timeouts_per_request", "server RTO timeouts per 100 requests", 100.0, None))
 
 
 def model_table(runs: dict[str, list[dict]], summaries: dict[str, dict], models: dict[str, dict]) -> list[str]:
@@ -85,10 +87,12 @@ def model_table(runs: dict[str, list[dict]], summaries: dict[str, dict], models:
     if not rows:
         return []
     lines = ["The simulator beside the testbed (`sojourn-engine sim`, the server's scheduler and admission "
-             "code replaying the same trace without TCP, packets or a SYN queue; each cell testbed / model; the last "
-             "column but two sets the testbed's mean without the time its requests spent opening connections, which the "
-             "model's requests, arriving connected, do not spend, beside the model's mean; the last two split it into "
-             "the wait from the request sent to its first byte and the transfer from first to last byte):", "",
+             "code replaying the same trace without TCP, packets or a SYN queue; each cell testbed / model; "
+             "\"less handshakes\" sets the testbed's mean without the time its requests spent opening connections, which the "
+             "model's requests, arriving connected, do not spend, beside the model's mean; the next two split it into "
+             "the wait from the request sent to its first byte and the transfer from first to last byte; the last two "
+             "count, per 100 requests, the packets the testbed's uplink queue dropped and the retransmission timeouts "
+             "they cost the server, which the model's fluid link never sets off):", "",
              "| run | " + " | ".join(title for _, title, *_ in MODEL_METRICS) + " |", "|---|" + "---|" * len(MODEL_METRICS)]
     for name in rows:
         cells = []
@@ -322,8 +326,10 @@ def build(published: Path = PUBLISHED, doc: Path = DOC) -> str:
         "timeout, or not complete when the run stops, its drain time after the last request)."
         " Where testbed and model agree, the policy alone explains the "
         "figure; where they part, the table beside the model shows how much of the gap the testbed's handshakes "
-        "make, and the uplink queue column what each round trip of the rest waited at the bottleneck, which the "
-        "model's fluid link has not (sojourn.overload.simulate).", "",
+        "make, the uplink queue column what each round trip of the rest waited at the bottleneck, and the drop "
+        "and timeout columns the losses at a full uplink queue, neither of which the model's fluid link has: a "
+        "response whose first segment the queue dropped waits a retransmission timeout (at least 200 ms, RFC 6298 "
+        "§2.4 as Linux bounds it) before its first byte (sojourn.overload.simulate).", "",
     ]
     note, missing = [], []
     sets = {experiment.name: read_published(published, experiment) for experiment in EXPERIMENTS}
