@@ -103,6 +103,12 @@ sojourn_unread_wait_seconds_bucket{le="5"} 3
 sojourn_unread_wait_seconds_bucket{le="+Inf"} 4
 sojourn_unread_wait_seconds_sum 9
 sojourn_unread_wait_seconds_count 4
+# HELP sojourn_first_write_wait_seconds An admitted request's first bytes received by the host to its first byte written.
+# TYPE sojourn_first_write_wait_seconds histogram
+sojourn_first_write_wait_seconds_bucket{le="0.01"} 1
+sojourn_first_write_wait_seconds_bucket{le="+Inf"} 2
+sojourn_first_write_wait_seconds_sum 0.04
+sojourn_first_write_wait_seconds_count 2
 """
 
 
@@ -172,6 +178,7 @@ def test_derive_counts_what_the_doc_shows(tmp_path):
     assert d["refused_by_size"] == {"<1K": [1, 3], "1K-2K": [0, 0], "2K-5K": [0, 1], "5K-50K": [0, 0], ">=50K": [1, 1]}
     assert d["server_refusals"] == {"deadline": 2, "codel": 0} and d["syn_drops"] == 7
     assert d["unread_wait_mean"] == pytest.approx(9 / 4)
+    assert d["first_write_wait_mean"] == pytest.approx(0.02), "of the clients' 0.05 s to the first byte"
     assert d["scheduler"] == "srpt+bands" and d["admission"] == "size"
     assert d["sessions_per_s"] is None and len(d["settle_s"]) == 1
     # 1-s bins by scheduled time: 1 of 2 refused, then 1 of 3, then nothing scheduled.
@@ -287,7 +294,7 @@ def test_publish_then_doc_from_the_published_numbers_alone(tmp_path):
     # The testbed's uplink dropped 5 packets and the server timed out 4 times, for 5 requests;
     # the model has no packets to drop.
     assert ("| srpt-size-rho=1.2 | 40 / 0 | 8.33 / 0 | 0.008 / 0.184 | 2 / 0.532 | 2.98 / 2.28 | 1.5 / 0.532 | 0.05 / 0 "
-            "| 1.44 / 0.532 | 100 / — | 80 / — |") in text
+            "| 0.02 / 0 | 1.44 / 0.532 | 100 / — | 80 / — |") in text
     assert "| srpt-size-rho=1.2 | 2 / 6 | 0 / 0 | 0 / 2 | 0 / 0 | 2 / 2 |" in text
     assert ("- overload-control-persistent, 1.2: best mean response s: srpt-rho=1.2 (2), tied with srpt-size-rho=1.2 "
             "(the 90% intervals overlap); 1x srpt-size-rho=1.2 (2).") in text

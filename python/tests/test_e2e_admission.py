@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 
 from sojourn import analysis
+from sojourn.analysis.results import server_metric_means
 from sojourn.overload.derive import refusals_by_reason
 from sojourn.runner.experiment import run_experiment
 from sojourn.runner.spec import load_spec
@@ -81,6 +83,11 @@ def test_admission_refuses_under_overload(label, tmp_path):
     server_counts = refusals_by_reason(metrics)
     assert server_counts[reason] == refused, server_counts
     assert sum(server_counts.values()) == refused, "only the policy's own reason"
+    # Every response served had its first byte written after an admission (a response may
+    # also be admitted and then left unfinished when the run stops, so at least as many).
+    written = re.search(r"^sojourn_first_write_wait_seconds_count (\S+)$", metrics, re.M)
+    assert written and float(written.group(1)) >= counts["ok"], (written, counts)
+    assert 0 < server_metric_means(metrics)["first_write_wait_mean"] < 60
     summary = json.loads((directory / "summary.json").read_text())
     assert summary["refused"] == refused and summary["outcomes"]["refused"] == refused
     if label == "size":

@@ -87,6 +87,10 @@ pub struct Shard {
     /// How long a request's first bytes waited in the kernel (the accept queue included)
     /// before the server read them; measured only with --admission (receive timestamps).
     pub unread_wait: Histogram,
+    /// How long an admitted request waited from its arrival in the kernel to its response's
+    /// first byte handed to the kernel: the wait CoDel judges (RFC 8289 §3), the server's
+    /// share of a client's wait for the first byte; measured only with --admission.
+    pub first_write_wait: Histogram,
     /// Requests refused by --admission, by [`Reason::index`].
     pub refusals: [AtomicU64; Reason::ALL.len()],
     /// The admission policy's level (f64 bits; NaN until it has one).
@@ -114,6 +118,7 @@ impl Shard {
             events_per_wait: Histogram::new(&EVENTS_BOUNDS),
             service_time: Histogram::new(&SERVICE_BOUNDS),
             unread_wait: Histogram::new(&UNREAD_BOUNDS),
+            first_write_wait: Histogram::new(&UNREAD_BOUNDS),
             refusals: Default::default(),
             admission_level: AtomicU64::new(f64::NAN.to_bits()),
         }
@@ -255,6 +260,13 @@ impl Metrics {
             "sojourn_unread_wait_seconds",
             "A request's first bytes received by the host to read by the server, the accept queue included (measured with --admission only).",
         );
+        let histograms: Vec<&Histogram> = self.shards.iter().map(|s| &s.first_write_wait).collect();
+        Histogram::render(
+            &histograms,
+            &mut out,
+            "sojourn_first_write_wait_seconds",
+            "An admitted request's first bytes received by the host to its response's first byte handed to the kernel (measured with --admission only).",
+        );
         out
     }
 }
@@ -286,12 +298,14 @@ mod tests {
         m.shard(1).count_status(299); // not a status we send: ignored
         m.shard(0).service_time.observe(0.5);
         m.shard(1).service_time.observe(2.0);
+        m.shard(1).first_write_wait.observe(0.03);
         m.shard(1).connections_open.fetch_add(3, Relaxed);
         m.shard(0).connections_open.fetch_sub(1, Relaxed);
         let text = m.render(5);
         assert!(text.contains("sojourn_requests_total{status=\"404\"} 2\n"), "{text}");
         assert!(text.contains("sojourn_service_time_seconds_bucket{le=\"1\"} 1\n"));
         assert!(text.contains("sojourn_service_time_seconds_sum 2.5\nsojourn_service_time_seconds_count 2\n"));
+        assert!(text.contains("sojourn_first_write_wait_seconds_bucket{le=\"0.05\"} 1\n"), "{text}");
         assert_eq!(m.connections_open(), 2);
         assert!(text.contains("sojourn_responses_waiting{band=\"4\"} 0\n") && !text.contains("band=\"5\""));
         assert!(text.contains("sojourn_ready_queue_length{worker=\"1\",policy=\"srpt\"} 0\n"));

@@ -343,17 +343,23 @@ impl Worker {
             if let (Some(admission), Some(admitted)) = (self.admission.as_mut(), conn.admitted.as_mut().filter(|a| !a.written)) {
                 admitted.written = true;
                 let arrived = admitted.arrived.saturating_duration_since(self.origin);
-                if let Verdict::Refuse(reason) = admission.first_write(now.saturating_duration_since(self.origin), id, arrived) {
-                    // Nothing of the response was written: a 503 goes out instead (CoDel's drop at dequeue).
-                    admission.left(now.saturating_duration_since(self.origin), id, arrived, false);
-                    conn.admitted = None;
-                    let metrics = self.shared.metrics.shard(self.index);
-                    metrics.refusals[reason.index()].fetch_add(1, Relaxed);
-                    if let Some(old) = conn.response.take() {
-                        metrics.waiting_by_band[old.band].fetch_sub(1, Relaxed);
-                        let new = refusal(&self.bands, &self.heads, old.log.request_line, old.started);
-                        metrics.waiting_by_band[new.band].fetch_add(1, Relaxed);
-                        conn.response = Some(new);
+                match admission.first_write(now.saturating_duration_since(self.origin), id, arrived) {
+                    Verdict::Admit => {
+                        let waited = now.saturating_duration_since(admitted.arrived);
+                        self.shared.metrics.shard(self.index).first_write_wait.observe(waited.as_secs_f64());
+                    }
+                    Verdict::Refuse(reason) => {
+                        // Nothing of the response was written: a 503 goes out instead (CoDel's drop at dequeue).
+                        admission.left(now.saturating_duration_since(self.origin), id, arrived, false);
+                        conn.admitted = None;
+                        let metrics = self.shared.metrics.shard(self.index);
+                        metrics.refusals[reason.index()].fetch_add(1, Relaxed);
+                        if let Some(old) = conn.response.take() {
+                            metrics.waiting_by_band[old.band].fetch_sub(1, Relaxed);
+                            let new = refusal(&self.bands, &self.heads, old.log.request_line, old.started);
+                            metrics.waiting_by_band[new.band].fetch_add(1, Relaxed);
+                            conn.response = Some(new);
+                        }
                     }
                 }
             }

@@ -228,12 +228,14 @@ def server_metric_means(text: str) -> dict:
     """Means of the server's own histograms from its Prometheus text (sojourn /metrics):
     ready events per epoll_wait (001 §6.1, Figs. 13-14), service time, and the wait of
     requests unread in the kernel (measured with --admission only). Empty for servers that
-    expose none (nginx stub_status, apache2 mod_status)."""
+    expose none (nginx stub_status, apache2 mod_status). The wait of an admitted request to
+    its response's first byte handed to the kernel is there too (--admission only)."""
     values = _prometheus_samples(text)
     out = {}
     for prefix, key in (("sojourn_epoll_ready_events", "events_per_wait_mean"),
                         ("sojourn_service_time_seconds", "server_service_time_mean"),
-                        ("sojourn_unread_wait_seconds", "unread_wait_mean")):
+                        ("sojourn_unread_wait_seconds", "unread_wait_mean"),
+                        ("sojourn_first_write_wait_seconds", "first_write_wait_mean")):
         if values.get(f"{prefix}_count"):
             out[key] = values[f"{prefix}_sum"] / values[f"{prefix}_count"]
     return out

@@ -42,7 +42,10 @@ Definitions (issue 32), over the final attempt of every request (sojourn.analysi
   server's host dropped (the repetition's summary: demand queued beyond the server's
   connection cap, where no admission policy of the server looks), and the mean time requests
   waited unread in the kernel, the accept queue included (``sojourn_unread_wait_seconds``,
-  measured with an admission policy, which judges requests from their arrival there).
+  measured with an admission policy, which judges requests from their arrival there), and the
+  mean time from there to the response's first byte handed to the kernel
+  (``sojourn_first_write_wait_seconds``, admitted requests, with an admission policy): the
+  server's share of the wait for the first byte.
 """
 
 from __future__ import annotations
@@ -221,6 +224,7 @@ def derive(directory: str | Path) -> dict:
     workload = rep.json("load_summary.json").get("workload") or {}
     metrics = rep.text("server_metrics.txt")
     kernel = counter_metrics(rep.table("counters.csv"), rep.link_bps)
+    server_means = server_metric_means(metrics) if metrics is not None else {}
     requests_offered = numbers["requests"] or math.nan
     out = {
         "run": rep.run, "repetition": rep.rep, "variant": rep.variant,
@@ -231,7 +235,10 @@ def derive(directory: str | Path) -> dict:
                            if "sessions_completed" in workload and span > 0 else None),
         "server_refusals": refusals_by_reason(metrics) if metrics is not None else {},
         # NaN where the server did not measure it (no admission policy, or a server before the measure).
-        "unread_wait_mean": server_metric_means(metrics).get("unread_wait_mean", math.nan) if metrics is not None else math.nan,
+        "unread_wait_mean": server_means.get("unread_wait_mean", math.nan),
+        # The server's share of the wait for a first byte (the rest: the uplink's queue and
+        # any retransmission timeout); NaN where not measured, as the unread wait.
+        "first_write_wait_mean": server_means.get("first_write_wait_mean", math.nan),
         # 000 §4's sign that the server's queue overflowed into the kernel's: SYNs dropped.
         "syn_drops": rep.json("summary.json").get("syn_drops", math.nan),
         "uplink_queue_delay": kernel.get("uplink_queue_delay_mean", math.nan),
