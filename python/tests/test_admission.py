@@ -302,7 +302,7 @@ def test_publish_then_doc_from_the_published_numbers_alone(tmp_path):
     assert "best refused" not in text, "refusals describe a policy; the closing note does not rank them"
     assert "**No result yet.** Nothing of `overload-control-transient`" in text
     assert ("Without a full-scale result yet: overload-control-transient, overload-control-uncapped, "
-            "overload-control-uncapped-codel, overload-control-dwfs.") in text
+            "overload-control-uncapped-codel, overload-control-first-write, overload-control-dwfs.") in text
     assert (published / "figures" / "overload-control-persistent-1.2.png").is_file()
     with pytest.raises(ValueError, match="not an overload-control experiment"):
         other = tmp_path / "results" / "000-baseline"
@@ -359,12 +359,15 @@ def test_run_refuses_to_replace_a_publication_it_cannot_resume_from(tmp_path):
     assert "published 0 of 60," in line and "(1 repetition(s) published without runner files" in line
 
 
-# The uncapped sets isolate one factor of the persistent set instead (the test after this one).
-@pytest.mark.parametrize("path", sorted(p for p in (REPO / "experiments" / "overload-control").glob("*.toml")
-                                        if not p.name.startswith("uncapped")), ids=lambda p: p.name)
+def test_every_overload_control_spec_is_in_the_doc():
+    assert {e.spec for e in EXPERIMENTS} == {p.relative_to(REPO).as_posix()
+                                           for p in (REPO / "experiments" / "overload-control").glob("*.toml")}
+
+
+# The sets with a twin set isolate one factor of the persistent set's runs instead (the tests after this one).
+@pytest.mark.parametrize("path", [REPO / e.spec for e in EXPERIMENTS if not e.twin_set], ids=lambda p: p.name)
 def test_overload_control_specs_cover_every_combination(path):
     experiment = load_spec(path)
-    assert experiment.name in {e.name for e in EXPERIMENTS}
     assert experiment.repetitions == 3
     admissions = {run.config["server"]["admission"].split(":")[0] for run in experiment.runs}
     assert admissions >= {"", "gradient", "codel", "delay"}
@@ -387,6 +390,14 @@ def test_the_uncapped_set_differs_from_the_persistent_set_only_by_the_cap():
         twin = persistent[run.name.replace("-uncapped", "")]
         assert twin["server"]["max_connections"] == 350
         assert {**run.config, "server": {**run.config["server"], "max_connections": 350}} == twin, run.name
+
+
+def test_the_first_write_set_runs_persistent_runs_again_unchanged():
+    persistent = {run.name: run.config for run in load_spec(REPO / "experiments" / "overload-control" / "persistent.toml").runs}
+    again = load_spec(REPO / "experiments" / "overload-control" / "first-write.toml").runs
+    assert {run.name for run in again} == {"fair-codel-rho=1.2", "fair-gradient-rho=1.2", "fair-delay-rho=1.2",
+                                           "srpt-codel-rho=1.2"}
+    assert all(run.config == persistent[run.name] for run in again)
 
 
 def test_an_isolating_set_is_set_beside_its_twins(tmp_path):

@@ -34,7 +34,8 @@ class Experiment:
     spec: str
     title: str
     # A set that changes one factor of another set's runs: that set's name, and what its run
-    # names add to their twins' (the doc sets each run beside its twin).
+    # names add to their twins' (the doc sets each run beside its twin; nothing for a set
+    # that runs them again unchanged, to measure what the first run did not).
     twin_set: str = ""
     twin_suffix: str = ""
 
@@ -50,6 +51,9 @@ EXPERIMENTS = (
     Experiment("overload-control-uncapped-codel", "experiments/overload-control/uncapped-codel.toml",
                "Persistent overload at rho 1.4 with CoDel, without the server's connection cap",
                twin_set="overload-control-persistent", twin_suffix="-uncapped"),
+    Experiment("overload-control-first-write", "experiments/overload-control/first-write.toml",
+               "Persistent overload at rho 1.2, run again: the server's share of the wait for the first byte",
+               twin_set="overload-control-persistent"),
     Experiment("overload-control-dwfs", "experiments/overload-control/dwfs.toml",
                "Session overload (003 §5): DWFS at 1.2 and 1.4 times its CPU"),
 )
