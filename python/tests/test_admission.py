@@ -24,7 +24,7 @@ from sojourn.overload.campaign import plan, run_and_publish
 from sojourn.overload.publish import publish
 from sojourn.reproduce.publish import restore_published
 from sojourn.runner.layout import is_complete
-from sojourn.overload.simulate import as_the_testbed_ends, body_rate_bps, sim_args
+from sojourn.overload.simulate import as_the_testbed_ends, body_rate_bps, first_write_wait_mean, sim_args
 from sojourn.servers import Server, ServerConfig, ServerError, SojournOptions, free_port, serve_toml
 from sojourn.runner.plan import admission_arg
 from sojourn.runner.spec import SpecError, load_spec, validate
@@ -429,3 +429,12 @@ def test_the_model_ends_requests_as_the_testbed_run_does():
     assert out["response_s"].isna().tolist() == [False, True, True, True]
     # With 1 s of drain the third completes in time.
     assert list(as_the_testbed_ends(requests, 60.0, 1.0)["outcome"]) == ["ok", "timeout", "ok", "refused"]
+
+
+def test_the_models_first_write_wait_counts_what_the_server_would_have_written():
+    # As the server's histogram: every request not refused whose first byte was written
+    # before the run stopped (10 s after the last request), complete or not.
+    requests = pd.DataFrame({"scheduled_s": [0.0, 1.0, 2.0, 3.0], "sent_s": [0.0, 1.0, 2.0, 3.0],
+                             "first_byte_s": [0.5, 2.0, 25.0, 3.1], "outcome": ["ok", "timeout", "ok", "refused"]})
+    assert first_write_wait_mean(requests, drain_s=10.0) == pytest.approx((0.5 + 1.0) / 2)
+    assert first_write_wait_mean(requests, drain_s=30.0) == pytest.approx((0.5 + 1.0 + 23.0) / 3)

@@ -82,11 +82,6 @@ MODEL_METRICS = _columns("refused_share", "refused_swing", "goodput_bps", "respo
     ("rto_timeouts_per_request", "server RTO timeouts per 100 requests", 100.0, None))
 
 
-# The model's key where it differs: in the model a response's first byte arrives as the server
-# writes it (no link queue, no loss), so its wait for the first byte is the server's share.
-MODEL_KEYS = {"first_write_wait_mean": "first_byte_wait_mean"}
-
-
 def model_table(runs: dict[str, list[dict]], summaries: dict[str, dict], models: dict[str, dict]) -> list[str]:
     """Markdown rows setting each run's testbed mean beside the simulator's replay of its trace."""
     rows = [name for name in runs if name in models]
@@ -98,15 +93,17 @@ def model_table(runs: dict[str, list[dict]], summaries: dict[str, dict], models:
              "model's requests, arriving connected, do not spend, beside the model's mean; the next three split it into "
              "the wait from the request sent to its first byte, of that the server's share (from the request's "
              "arrival in the server's kernel to its response's first byte handed to the kernel, measured with an "
-             "admission policy; the rest is the uplink's queue and retransmission timeouts), and the transfer from "
-             "first to last byte; the last two "
+             "admission policy; the rest is the uplink's queue and retransmission timeouts; it counts every admitted "
+             "request whose first byte was written before the run stopped, the ones that then went unfinished too, "
+             "and so does the model's: under SRPT the starved largest responses raise it above the wait of the "
+             "completed ones), and the transfer from first to last byte; the last two "
              "count, per 100 requests, the packets the testbed's uplink queue dropped and the retransmission timeouts "
              "they cost the server, which the model's fluid link never sets off):", "",
              "| run | " + " | ".join(title for _, title, *_ in MODEL_METRICS) + " |", "|---|" + "---|" * len(MODEL_METRICS)]
     for name in rows:
         cells = []
         for key, _, scale, _ in MODEL_METRICS:
-            model = _value(models[name], MODEL_KEYS.get(key, key))
+            model = _value(models[name], key)
             cells.append(f"{cell(summaries[name][key], scale)} / " + ("—" if math.isnan(model) else f"{model * scale:.3g}"))
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return lines + [""]

@@ -82,6 +82,16 @@ def as_the_testbed_ends(requests: pd.DataFrame, timeout_s: float, drain_s: float
     return out
 
 
+def first_write_wait_mean(requests: pd.DataFrame, drain_s: float) -> float:
+    """The model's counterpart of the server's ``sojourn_first_write_wait_seconds``: the mean
+    wait from arrival to the first byte of the requests not refused whose first byte was
+    written before the run would have stopped (``drain_s`` after its last request), complete
+    or not; in the model a first byte arrives as it is written."""
+    end = requests["scheduled_s"].max() + drain_s
+    written = (requests["outcome"] != "refused") & (requests["first_byte_s"] <= end)
+    return float((requests.loc[written, "first_byte_s"] - requests.loc[written, "sent_s"]).mean())
+
+
 def simulate(directory: str | Path) -> dict | None:
     """The doc's numbers for the simulator replaying one repetition's trace with its config;
     None for a run without a model."""
@@ -95,8 +105,9 @@ def simulate(directory: str | Path) -> dict | None:
                        check=True, capture_output=True, text=True)
         requests = request_table(read_records(Path(out) / "records.csv"))
     config = rep.config
+    written = first_write_wait_mean(requests, config["collect"]["drain_s"])
     requests = as_the_testbed_ends(requests, config["workload"]["timeout_s"], config["collect"]["drain_s"])
     numbers = request_numbers(requests, rep.periods, censor_horizon(config))
     out = {"run": rep.run, "sweep_value": rep.sweep_value, "admission": config["server"].get("admission", ""),
-           "scheduler": scheduler(config["server"]), "sim_args": args, **numbers}
+           "scheduler": scheduler(config["server"]), "sim_args": args, **numbers, "first_write_wait_mean": written}
     return {key: _finite(value) for key, value in out.items()}
