@@ -416,6 +416,15 @@ def test_an_isolating_set_is_set_beside_its_twins(tmp_path):
     assert "Each run beside its twin in `overload-control-persistent`" in text
     # refused %, error responses %, SYN drops (this run's 0 beside the twin's 7), unread wait, handshakes ...
     assert "| fair-size-uncapped-rho=1.2 / fair-size-rho=1.2 | 40 / 40 | 20 / 20 | 0 / 7 | 2.25 / 2.25 | 25.1 / 25.1 | 2 / 2 |" in text
+    assert "the same but for this set's one change" in text
+    # A set that runs its twins again unchanged is set beside them under the same name.
+    again = tmp_path / "results" / "overload-control-first-write"
+    result_dir(again, "fair-size-rho=1.2")
+    (again / "spec.toml").write_text("")
+    publish(again, published)
+    text = doc.build(published, tmp_path / "doc.md")
+    assert "the same run again, in another sitting" in text
+    assert "| fair-size-rho=1.2 / fair-size-rho=1.2 | 40 / 40 | 20 / 20 | 7 / 7 |" in text
 
 
 def test_the_model_ends_requests_as_the_testbed_run_does():

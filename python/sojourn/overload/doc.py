@@ -120,8 +120,9 @@ def twin_table(experiment: Experiment, summaries: dict[str, dict], twins: dict[s
     rows = [(name, name.replace(experiment.twin_suffix, "")) for name in summaries]
     if not any(twin in twins for _, twin in rows):
         return [f"Their twins in `{experiment.twin_set}` are not published yet.", ""]
-    lines = [f"Each run beside its twin in `{experiment.twin_set}`, the same but for this set's one change "
-             "(each cell this run / twin):", "",
+    change = ("the same run again, in another sitting: how far a repetition's figures carry" if not experiment.twin_suffix
+              else "the same but for this set's one change")
+    lines = [f"Each run beside its twin in `{experiment.twin_set}`, {change} (each cell this run / twin):", "",
              "| run / twin | " + " | ".join(title for _, title, *_ in TWIN_METRICS) + " |",
              "|---|" + "---|" * len(TWIN_METRICS)]
     for name, twin in rows:
