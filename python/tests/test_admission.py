@@ -206,12 +206,15 @@ def test_runs_cut_at_their_last_request_leave_the_censored_end_out():
 
 
 def test_closing_note_says_what_a_lead_cost():
-    nan3 = (math.nan,) * 3
+    nan3 = doc.Figure(math.nan, math.nan, math.nan, 0, 3)
     summaries = {
-        "srpt": {key: nan3 for key, *_ in doc.METRICS} | {"response_mean": (0.15, 0.14, 0.16), "refused_share": (0.0,) * 3},
-        "srpt-gradient": {key: nan3 for key, *_ in doc.METRICS} | {"response_mean": (0.04, 0.03, 0.05),
-                                                                   "refused_share": (0.19, 0.18, 0.20)},
+        "srpt": {key: nan3 for key, *_ in doc.METRICS} | {"response_mean": doc.Figure(0.15, 0.14, 0.16, 3, 3),
+                                                          "refused_share": doc.Figure(0.0, 0.0, 0.0, 3, 3)},
+        "srpt-gradient": {key: nan3 for key, *_ in doc.METRICS} | {"response_mean": doc.Figure(0.04, 0.03, 0.05, 3, 3),
+                                                                   "refused_share": doc.Figure(0.19, 0.18, 0.20, 3, 3)},
     }
+    # A figure measured in only some of the repetitions says so.
+    assert doc.cell(doc.Figure(0.04, 0.03, 0.05, 2, 3), 1.0) == "0.04 [0.03, 0.05] (2 of 3 reps)"
     runs = {"srpt": [{"admission": "", "scheduler": "srpt+bands"}],
             "srpt-gradient": [{"admission": "gradient", "scheduler": "srpt+bands"}]}
     lines = doc.closing(EXPERIMENTS[0], "1.2", runs, summaries)

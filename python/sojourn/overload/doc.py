@@ -15,6 +15,7 @@ import math
 import os
 from collections import defaultdict
 from pathlib import Path
+from typing import NamedTuple
 
 import matplotlib
 
@@ -147,24 +148,36 @@ def _value(rep: dict, key: str) -> float:
     return math.nan if value is None else float(value)
 
 
-def summarize(reps: list[dict]) -> dict[str, tuple[float, float, float]]:
-    """Each metric's (mean, low, high) over the repetitions of one run."""
+class Figure(NamedTuple):
+    """One metric over the repetitions of a run: the mean with its 90% interval, and in how
+    many of the repetitions it was measured (a measure added to the server later is missing
+    from the repetitions run before it)."""
+
+    mean: float
+    low: float
+    high: float
+    measured: int
+    repetitions: int
+
+
+def summarize(reps: list[dict]) -> dict[str, Figure]:
+    """Each metric's :class:`Figure` over the repetitions of one run."""
     out = {}
     for key in dict.fromkeys(key for key, *_ in METRICS + MODEL_METRICS):
         values = [_value(rep, key) for rep in reps]
-        out[key] = (math.inf,) * 3 if any(math.isinf(v) for v in values) else analysis.confidence_interval(values)
+        interval = (math.inf,) * 3 if any(math.isinf(v) for v in values) else analysis.confidence_interval(values)
+        out[key] = Figure(*interval, sum(not math.isnan(v) for v in values), len(values))
     return out
 
 
-def cell(interval: tuple[float, float, float], scale: float) -> str:
-    mean, low, high = interval
-    if math.isinf(mean):
+def cell(figure: Figure, scale: float) -> str:
+    if math.isinf(figure.mean):
         return "never"
-    if math.isnan(mean):
+    if math.isnan(figure.mean):
         return "—"
-    if math.isclose(low, high):
-        return f"{mean * scale:.3g}"
-    return f"{mean * scale:.3g} [{low * scale:.3g}, {high * scale:.3g}]"
+    text = (f"{figure.mean * scale:.3g}" if math.isclose(figure.low, figure.high)
+            else f"{figure.mean * scale:.3g} [{figure.low * scale:.3g}, {figure.high * scale:.3g}]")
+    return text if figure.measured == figure.repetitions else f"{text} ({figure.measured} of {figure.repetitions} reps)"
 
 
 def expected_hours(spec: str) -> tuple[int, int, int, float]:
@@ -286,7 +299,7 @@ def closing(experiment: Experiment, sweep: str, runs: dict[str, list[dict]], sum
     return out
 
 
-def _overlap(one: tuple[float, float, float], other: tuple[float, float, float]) -> bool:
+def _overlap(one: Figure, other: Figure) -> bool:
     """Whether two (mean, low, high) intervals overlap (a single repetition's interval is its
     value, so it ties only an equal value or an interval around it)."""
     return one[1] <= other[2] and other[1] <= one[2]
