@@ -19,7 +19,8 @@ from rich.console import Console
 
 from sojourn import analysis
 from sojourn.overload import EXPERIMENTS, REPO, doc
-from sojourn.overload.derive import derive, refusals_by_reason, settle_time, size_class, uncensored_until, censor_horizon
+from sojourn.overload.derive import (censor_horizon, derive, overload_spans, recovery_spans, refusals_by_reason, settle_time,
+                                     size_class, uncensored_until)
 from sojourn.overload.campaign import plan, run_and_publish
 from sojourn.overload.publish import publish
 from sojourn.reproduce.publish import restore_published
@@ -180,7 +181,7 @@ def test_derive_counts_what_the_doc_shows(tmp_path):
     assert d["unread_wait_mean"] == pytest.approx(9 / 4)
     assert d["first_write_wait_mean"] == pytest.approx(0.02), "of the clients' 0.05 s to the first byte"
     assert d["scheduler"] == "srpt+bands" and d["admission"] == "size"
-    assert d["sessions_per_s"] is None and len(d["settle_s"]) == 1
+    assert d["sessions_per_s"] is None and len(d["settle_s"]) == 1 and d["recover_s"] == [], "one step up, none down"
     # 1-s bins by scheduled time: 1 of 2 refused, then 1 of 3, then nothing scheduled.
     assert d["over_time"]["refused"] == [pytest.approx(0.5), pytest.approx(1 / 3), None, None]
     json.dumps(d, allow_nan=False)  # publishable as is
@@ -263,8 +264,28 @@ def test_settle_time_and_size_classes():
     # A slow swing between 0.5 and 1.5 s (period 16 s): never settled.
     swing = pd.DataFrame({"scheduled_s": t, "response_s": [1.0 + 0.5 * math.sin(x * math.pi / 8) for x in t]})
     assert settle_time(swing, 0.0, 40.0) != settle_time(swing, 0.0, 40.0)
+    # A burst that lifted the mean to 4 s, then a level of a few milliseconds whose bins swing
+    # by several times themselves (heavy-tailed sizes at rho 0.4): back within a tenth of the
+    # 4-s step in the bin from 7.5 s (the fall crosses 0.4 s at 7.2 s), though never within 25%
+    # of its own jittery level.
+    t30 = [i + 0.5 for i in range(30)]
+    jitter = [0.002, 0.009, 0.004, 0.014, 0.003, 0.006]
+    after = pd.DataFrame({"scheduled_s": t30, "response_s": [4.0 * (1 - x / 8) if x < 8 else jitter[int(x) % 6] for x in t30]})
+    assert settle_time(after, 0.0, 30.0, stepped_from=4.0) == pytest.approx(7.5)
+    assert math.isnan(settle_time(after, 0.0, 30.0, stepped_from=0.01)), "a step of 10 ms leaves a jitter of 12 ms outside"
+    # Started already near its level: recovered at once.
+    assert settle_time(after, 10.0, 30.0, stepped_from=4.0) < 0.5, "in its first bin with a request"
     assert list(size_class(pd.Series([0, 1023, 1024, 5120, 51199, 51200]))) == \
         ["<1K", "<1K", "1K-2K", "5K-50K", "5K-50K", ">=50K"]
+
+
+def test_load_steps_are_the_stretches_above_rho_one_and_what_follows_them():
+    w4 = [{"start_s": 25.0 * i, "end_s": 25.0 * (i + 1), "target_rho": 1.4 if i % 2 else 0.4} for i in range(5)]
+    assert overload_spans(w4) == [(25.0, 50.0), (75.0, 100.0)]
+    assert recovery_spans(w4) == [((25.0, 50.0), (50.0, 75.0)), ((75.0, 100.0), (100.0, 125.0))]
+    # Adjacent periods above 1 are one stretch; persistent overload has nothing to recover in.
+    persistent = [{"start_s": 0.0, "end_s": 300.0, "target_rho": 1.2}, {"start_s": 300.0, "end_s": 600.0, "target_rho": 1.4}]
+    assert overload_spans(persistent) == [(0.0, 600.0)] and recovery_spans(persistent) == []
 
 
 def test_doc_says_plainly_what_has_no_result(tmp_path):

@@ -21,18 +21,26 @@ Definitions (issue 32), over the final attempt of every request (sojourn.analysi
   must go unserved, so a policy refusing far more than that sheds work the link could carry;
   the refusal swing is the standard deviation of the refused share over the time bins (a
   steady policy refuses about the same share in every bin, DAGOR's AIMD level swings);
-* time to settle after each step up in offered load (the start of every period whose target
-  rho exceeds 1, running to the next such start or the trace's end): in bins of a sixtieth of
-  that span (at least 1 s), the mean response time of the requests scheduled in each bin; the
+* time to settle under overload and to recover after it: the load steps are the stretches of
+  consecutive periods whose target rho exceeds 1 (000 §4's one step of persistent overload,
+  W4's 25-s and W7's 6-s stretches). Settle runs over each overload stretch (Breakwater's
+  "stabilising at 1.4x demand"), recovery from its end to the next stretch or the trace's end
+  (the complaint of limits that never recover after a burst). In bins of a sixtieth of the
+  span (at least 0.1 s), the mean response time of the requests scheduled in each bin; the
   series is their running median over 5 bins, so that a bin lifted by a few of the largest
   responses (heavy-tailed sizes, a tenth of a second's bins' mean can double) does not count
   as unsettled while a climb or a slow swing still does; the level is the median over the
-  span's second half; the settle time is when the series enters ``[level / 1.25, level x
-  1.25]`` to spend at least 90% of the rest of the span in it (a single bin of a settled
-  series that grazes the band's edge, as the mean of ten seconds of heavy-tailed sizes does,
-  does not restart the clock). A run that only settles in the span's last quarter, or whose
-  second half still climbs or falls by more than the band (Theil-Sen slope; response time
-  still climbing, as FAIR's under persistent overload, 000 §4), did not settle.
+  span's second half; the band around it is the wider of ``[level / 1.25, level x 1.25]`` and
+  ``level`` plus or minus a tenth of the step (a settling time as control engineering takes
+  it, within a share of the step: after a burst the level at rho 0.4 is a few milliseconds,
+  whose bins swing by several times themselves), the step being the span's largest excursion
+  from its level under overload, and for a recovery the overload's level less the level it
+  recovers to (a policy that keeps the queue short recovers at once); the time is when
+  the series enters the band to spend at least 90% of the rest of the span in it (a single
+  bin of a settled series that grazes the band's edge, as the mean of ten seconds of
+  heavy-tailed sizes does, does not restart the clock). A span that only settles in its last
+  quarter, or whose second half still climbs or falls by more than the band (Theil-Sen slope;
+  response time still climbing, as FAIR's under persistent overload, 000 §4), did not settle.
   When the run stopped with its last request (``collect.drain_s`` below the timeout), a
   request scheduled near the end completed only if it was fast, so the last ``timeout -
   drain`` seconds, or the run's p99 response time if shorter (000 §4's clients never time out),
@@ -65,6 +73,8 @@ from sojourn.analysis.metrics import connect_metrics, counter_metrics, run_span
 SIZE_CUTOFFS = (1024, 2048, 5 * 1024, 50 * 1024)
 SIZE_CLASSES = ("<1K", "1K-2K", "2K-5K", "5K-50K", ">=50K")
 SETTLE_BAND = 1.25
+SETTLE_SHARE = 0.1  # of the span's largest excursion from its level (module notes)
+MIN_SETTLE_BIN_S = 0.1  # W7's 6-s bursts in 60 bins; about a hundred requests a bin at rho 5
 SETTLE_STAY = 0.9  # share of the later bins a settled series spends in the band (module notes)
 SMOOTH_BINS = 5  # running median of the settle series (module notes)
 BINS = 100  # bins of the response-time-over-time series
@@ -111,28 +121,39 @@ def refused_share(requests: pd.DataFrame, start: float, end: float, width: float
     return grouped["refused"].mean().to_numpy()
 
 
-def settle_time(done: pd.DataFrame, start: float, end: float) -> float:
-    """Seconds from ``start`` until the binned mean response time enters the settle band of
-    its second-half level and spends at least :data:`SETTLE_STAY` of the rest of the span in
-    it (module notes); NaN when it never does, or when the second half still drifts by more
-    than the band."""
-    if end <= start:
-        return math.nan
-    width = max(1.0, (end - start) / 60)
+def _settle_series(done: pd.DataFrame, start: float, end: float) -> tuple[pd.DataFrame, float]:
+    """The smoothed binned mean response time of a span and its level (module notes); NaN
+    level when the second half has no completed request."""
+    width = max(MIN_SETTLE_BIN_S, (end - start) / 60)
     series = binned_response(done, start, end, width).dropna(subset=["mean"])
     series["smooth"] = series["mean"].rolling(SMOOTH_BINS, center=True, min_periods=1).median()
     late = series[series["t"] >= start + (end - start) / 2]
-    if late.empty:
+    return series, float(late["smooth"].median()) if len(late) else math.nan
+
+
+def settle_time(done: pd.DataFrame, start: float, end: float, stepped_from: float | None = None) -> float:
+    """Seconds from ``start`` until the binned mean response time enters the settle band of
+    its second-half level and spends at least :data:`SETTLE_STAY` of the rest of the span in
+    it (module notes); NaN when it never does, or when the second half still drifts by more
+    than the band. The band's share of the step is of the span's largest excursion from its
+    level, or, given ``stepped_from`` (the overload's level, for a recovery), of the step
+    from that level: a span whose first bins are already near its level recovered at once."""
+    if end <= start:
         return math.nan
-    level = float(late["smooth"].median())
+    series, level = _settle_series(done, start, end)
+    if math.isnan(level):
+        return math.nan
+    late = series[series["t"] >= start + (end - start) / 2]
+    step = abs(stepped_from - level) if stepped_from is not None else float((series["smooth"] - level).abs().max())
+    low, high = min(level / SETTLE_BAND, level - SETTLE_SHARE * step), max(level * SETTLE_BAND, level + SETTLE_SHARE * step)
     # A climb or a fall through the second half (Theil-Sen, robust to the spikes of single
     # bins) is no level to settle on, however long it spends near its median; one bin has
     # no slope to judge.
     if len(late) > 1:
         slope = stats.theilslopes(late["smooth"].to_numpy(), late["t"].to_numpy(dtype=float))[0]
-        if abs(slope) * (end - start) / 2 > (SETTLE_BAND - 1) * level:
+        if abs(slope) * (end - start) / 2 > high - level:
             return math.nan
-    inside = ((series["smooth"] <= level * SETTLE_BAND) & (series["smooth"] >= level / SETTLE_BAND)).to_numpy()
+    inside = ((series["smooth"] <= high) & (series["smooth"] >= low)).to_numpy()
     # Share of the bins from each one to the end that lie inside the band.
     stays = np.cumsum(inside[::-1])[::-1] / np.arange(len(inside), 0, -1)
     entered = np.flatnonzero(inside & (stays >= SETTLE_STAY))
@@ -155,11 +176,27 @@ def censor_horizon(config: dict) -> float:
     return max(0.0, config["workload"]["timeout_s"] - config["collect"]["drain_s"])
 
 
-def step_ups(periods: list[dict]) -> list[tuple[float, float]]:
-    """(start, end) of each span from a step up into overload to the next one (or the end)."""
-    starts = [float(p["start_s"]) for p in periods if float(p.get("target_rho", 0)) > 1.0]
+def overload_spans(periods: list[dict]) -> list[tuple[float, float]]:
+    """(start, end) of each stretch of consecutive periods whose target rho exceeds 1."""
+    spans: list[tuple[float, float]] = []
+    for period in periods:
+        if float(period.get("target_rho", 0)) <= 1.0:
+            continue
+        start, end = float(period["start_s"]), float(period["end_s"])
+        if spans and spans[-1][1] == start:
+            spans[-1] = (spans[-1][0], end)
+        else:
+            spans.append((start, end))
+    return spans
+
+
+def recovery_spans(periods: list[dict]) -> list[tuple[tuple[float, float], tuple[float, float]]]:
+    """Each overload stretch beside the span from its end to the next one's start, or to the
+    trace's end; none after a stretch that runs to the end."""
+    spans = overload_spans(periods)
     end = max((float(p["end_s"]) for p in periods), default=0.0)
-    return list(zip(starts, starts[1:] + [end]))
+    after = [(span, (span[1], following)) for span, following in zip(spans, [s for s, _ in spans[1:]] + [end])]
+    return [(span, recovery) for span, recovery in after if recovery[1] > recovery[0]]
 
 
 def scheduler(server: dict) -> str:
@@ -183,7 +220,10 @@ def request_numbers(requests: pd.DataFrame, periods: list[dict], censor_s: float
     over_time = binned_response(done, start, start + span, width)
     p99 = float(done["response_s"].quantile(0.99)) if len(done) else math.nan
     until = uncensored_until(start + span, censor_s, p99)
-    settles = [settle_time(done, begin, min(end, until)) for begin, end in step_ups(periods)]
+    # A span the censored end cuts away whole has nothing to judge (not a failure to settle).
+    settles = [settle_time(done, begin, min(end, until)) for begin, end in overload_spans(periods) if until > begin]
+    recoveries = [settle_time(done, begin, min(end, until), _settle_series(done, *overload)[1])
+                  for overload, (begin, end) in recovery_spans(periods) if until > begin]
     refused_over_time = refused_share(requests, start, start + span, width)
     response_mean = float(done["response_s"].mean()) if len(done) else math.nan
     handshake_share = connect_metrics(done)["connect_share_of_response"]
@@ -208,6 +248,7 @@ def request_numbers(requests: pd.DataFrame, periods: list[dict], censor_s: float
         "transfer_mean": float((done["last_byte_s"] - done["first_byte_s"]).mean()) if len(done) else math.nan,
         "refused_by_size": {c: [int((refused & (classes == c)).sum()), int((classes == c).sum())] for c in SIZE_CLASSES},
         "settle_s": [_finite(s) for s in settles],
+        "recover_s": [_finite(s) for s in recoveries],
         "over_time": {"bin_s": width, "t": [round(t - start, 3) for t in over_time["t"]],
                       "mean": [_finite(v) for v in over_time["mean"]], "p99": [_finite(v) for v in over_time["p99"]],
                       "refused": [_finite(float(v)) for v in refused_over_time]},

@@ -47,6 +47,7 @@ METRICS = (
     ("syn_drops", "SYN drops", 1.0, None),
     ("unread_wait_mean", "unread wait s", 1.0, None),
     ("settle", "settle s", 1.0, None),  # settling fast onto a high plateau (FAIR's) is no win
+    ("recover", "recover s", 1.0, None),
     ("sessions_per_s", "sessions/s", 1.0, True),
 )
 
@@ -138,12 +139,13 @@ def twin_table(experiment: Experiment, summaries: dict[str, dict], twins: dict[s
 def _value(rep: dict, key: str) -> float:
     if key == "refused_share":
         return rep["refused"] / rep["requests"] if rep["requests"] else math.nan
-    if key == "settle":
-        # A span that did not settle counts as its whole length would: never, shown as such.
-        settles = rep["settle_s"]
-        if not settles:
+    if key in ("settle", "recover"):
+        # The typical load step's: the median over the steps, one that did not settle
+        # counting as the longest (never, shown as such when it is the median).
+        times = rep.get(f"{key}_s")
+        if not times:
             return math.nan
-        return math.inf if any(s is None for s in settles) else float(np.mean(settles))
+        return float(np.median([math.inf if t is None else t for t in times]))
     value = rep.get(key)
     return math.nan if value is None else float(value)
 
@@ -332,10 +334,13 @@ def build(published: Path = PUBLISHED, doc: Path = DOC) -> str:
         "the mean time a request's first bytes waited in the kernel before the server read them, the accept "
         "queue included (`sojourn_unread_wait_seconds`, measured with an admission policy since it judges "
         "requests from that arrival; — for runs without a policy, or from before the measure, whose policy judged "
-        "requests from when the server read them); settle is the time from a step up in load until "
-        "the mean response time (by bins of a sixtieth of the span, a running median over 5 bins) "
-        "enters the band of 25% around its second half's level to spend at least 90% of the rest of the span in "
-        "it (never: it did not, still climbing, falling or swinging); sessions/s is 003's completed sessions per second. Cells are means over "
+        "requests from when the server read them); settle is the time from a step up into overload "
+        "(a stretch of periods above rho 1) until the mean response time (by bins of a sixtieth of the "
+        "stretch, a running median over 5 bins) enters the band around its second half's level (25% of the level, "
+        "or a tenth of the largest excursion from it if wider) to spend at least 90% of the rest of the stretch in "
+        "it, and recover the same from the step down to the next step up, back to the underload level (never: it "
+        "did not, still climbing, falling or swinging; the median over a run's load steps, one that never "
+        "settled counting as the longest; — where there is no step down, as in persistent overload); sessions/s is 003's completed sessions per second. Cells are means over "
         "repetitions with their 90% interval.", "",
         "Beside each run, the simulator (`sojourn-engine sim`, docs/simulator.md) replays the run's trace "
         "with the server's own scheduler and admission code and the run's write quantum, write "
