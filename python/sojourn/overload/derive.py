@@ -33,9 +33,10 @@ Definitions (issue 32), over the final attempt of every request (sojourn.analysi
   span's second half; the band around it is the wider of ``[level / 1.25, level x 1.25]`` and
   ``level`` plus or minus a tenth of the step (a settling time as control engineering takes
   it, within a share of the step: after a burst the level at rho 0.4 is a few milliseconds,
-  whose bins swing by several times themselves), the step being the span's largest excursion
-  from its level under overload, and for a recovery the overload's level less the level it
-  recovers to (a policy that keeps the queue short recovers at once); the time is when
+  whose bins swing by several times themselves), the step being the level itself under
+  overload (up from an unloaded server's response time, about nothing beside it: the 25%
+  band decides) and for a recovery the overload's level less the level it recovers to (a
+  policy that keeps the queue short recovers at once); the time is when
   the series enters the band to spend at least 90% of the rest of the span in it (a single
   bin of a settled series that grazes the band's edge, as the mean of ten seconds of
   heavy-tailed sizes does, does not restart the clock). A span that only settles in its last
@@ -131,20 +132,21 @@ def _settle_series(done: pd.DataFrame, start: float, end: float) -> tuple[pd.Dat
     return series, float(late["smooth"].median()) if len(late) else math.nan
 
 
-def settle_time(done: pd.DataFrame, start: float, end: float, stepped_from: float | None = None) -> float:
+def settle_time(done: pd.DataFrame, start: float, end: float, stepped_from: float = 0.0) -> float:
     """Seconds from ``start`` until the binned mean response time enters the settle band of
     its second-half level and spends at least :data:`SETTLE_STAY` of the rest of the span in
     it (module notes); NaN when it never does, or when the second half still drifts by more
-    than the band. The band's share of the step is of the span's largest excursion from its
-    level, or, given ``stepped_from`` (the overload's level, for a recovery), of the step
-    from that level: a span whose first bins are already near its level recovered at once."""
+    than the band. The step the band takes its share of runs from ``stepped_from``: an
+    unloaded server's response time, about nothing beside an overload's, for a step up; the
+    overload's level for a recovery, where a span whose first bins are already near its
+    level recovered at once."""
     if end <= start:
         return math.nan
     series, level = _settle_series(done, start, end)
     if math.isnan(level):
         return math.nan
     late = series[series["t"] >= start + (end - start) / 2]
-    step = abs(stepped_from - level) if stepped_from is not None else float((series["smooth"] - level).abs().max())
+    step = abs(stepped_from - level)
     low, high = min(level / SETTLE_BAND, level - SETTLE_SHARE * step), max(level * SETTLE_BAND, level + SETTLE_SHARE * step)
     # A climb or a fall through the second half (Theil-Sen, robust to the spikes of single
     # bins) is no level to settle on, however long it spends near its median; one bin has

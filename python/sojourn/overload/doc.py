@@ -337,7 +337,7 @@ def build(published: Path = PUBLISHED, doc: Path = DOC) -> str:
         "requests from when the server read them); settle is the time from a step up into overload "
         "(a stretch of periods above rho 1) until the mean response time (by bins of a sixtieth of the "
         "stretch, a running median over 5 bins) enters the band around its second half's level (25% of the level, "
-        "or a tenth of the largest excursion from it if wider) to spend at least 90% of the rest of the stretch in "
+        "or for a recovery a tenth of the step down from the overload's level if wider) to spend at least 90% of the rest of the stretch in "
         "it, and recover the same from the step down to the next step up, back to the underload level (never: it "
         "did not, still climbing, falling or swinging; the median over a run's load steps, one that never "
         "settled counting as the longest; — where there is no step down, as in persistent overload); sessions/s is 003's completed sessions per second. Cells are means over "
