@@ -47,7 +47,7 @@ METRICS = (
     ("syn_drops", "SYN drops", 1.0, None),
     ("unread_wait_mean", "unread wait s", 1.0, None),
     ("settle", "settle s", 1.0, None),  # settling fast onto a high plateau (FAIR's) is no win
-    ("recover", "recover s", 1.0, None),
+    ("recover", "recover s", 1.0, False),  # back to the underload level after a burst: sooner is better
     ("sessions_per_s", "sessions/s", 1.0, True),
 )
 
