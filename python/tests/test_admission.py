@@ -221,6 +221,10 @@ def test_closing_note_says_what_a_lead_cost():
     lines = doc.closing(EXPERIMENTS[0], "1.2", runs, summaries)
     assert lines == ["- overload-control-persistent, 1.2: best mean response s: srpt-gradient (0.04 [0.03, 0.05], refusing "
                      "19 [18, 20]% of requests); 0.267x srpt (0.15 [0.14, 0.16])."], lines
+    # A best of nothing (recovered at once) is set beside the other's figure, not as a ratio.
+    summaries["srpt-gradient"]["response_mean"] = doc.Figure(0.0, 0.0, 0.0, 3, 3)
+    assert doc.closing(EXPERIMENTS[0], "1.2", runs, summaries)[0].endswith(
+        "refusing 19 [18, 20]% of requests); against srpt (0.15 [0.14, 0.16])."), lines
 
 
 def test_the_model_runs_at_the_body_rate_a_load_of_one_carried():

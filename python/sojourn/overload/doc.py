@@ -295,8 +295,12 @@ def closing(experiment: Experiment, sweep: str, runs: dict[str, list[dict]], sum
             text += f", tied with {ranked[1]} (the 90% intervals overlap)"
         others = [name for name in (ranked[1:2] + [without.get(runs[best][0]["scheduler"])]) if name and name != best]
         for other in dict.fromkeys(others):
-            if other in known and known[other] != 0:
+            if other not in known:
+                continue
+            if known[best] != 0 and known[other] != 0:
                 text += f"; {known[best] / known[other]:.3g}x {other} ({cell(summaries[other][key], scale)})"
+            else:  # a ratio to or of nothing says nothing
+                text += f"; against {other} ({cell(summaries[other][key], scale)})"
         out.append(f"- {text}.")
     return out
 
