@@ -74,7 +74,7 @@ from sojourn.analysis.metrics import connect_metrics, counter_metrics, run_span
 SIZE_CUTOFFS = (1024, 2048, 5 * 1024, 50 * 1024)
 SIZE_CLASSES = ("<1K", "1K-2K", "2K-5K", "5K-50K", ">=50K")
 SETTLE_BAND = 1.25
-SETTLE_SHARE = 0.1  # of the span's largest excursion from its level (module notes)
+SETTLE_SHARE = 0.1  # of the step the span settles after (module notes)
 MIN_SETTLE_BIN_S = 0.1  # W7's 6-s bursts in 60 bins; about a hundred requests a bin at rho 5
 SETTLE_STAY = 0.9  # share of the later bins a settled series spends in the band (module notes)
 SMOOTH_BINS = 5  # running median of the settle series (module notes)
@@ -142,7 +142,11 @@ def settle_time(done: pd.DataFrame, start: float, end: float, stepped_from: floa
     level recovered at once."""
     if end <= start:
         return math.nan
-    series, level = _settle_series(done, start, end)
+    return _settled(*_settle_series(done, start, end), start, end, stepped_from)
+
+
+def _settled(series: pd.DataFrame, level: float, start: float, end: float, stepped_from: float) -> float:
+    """:func:`settle_time` of a span's series and level (:func:`_settle_series`)."""
     if math.isnan(level):
         return math.nan
     late = series[series["t"] >= start + (end - start) / 2]
@@ -223,8 +227,14 @@ def request_numbers(requests: pd.DataFrame, periods: list[dict], censor_s: float
     p99 = float(done["response_s"].quantile(0.99)) if len(done) else math.nan
     until = uncensored_until(start + span, censor_s, p99)
     # A span the censored end cuts away whole has nothing to judge (not a failure to settle).
-    settles = [settle_time(done, begin, min(end, until)) for begin, end in overload_spans(periods) if until > begin]
-    recoveries = [settle_time(done, begin, min(end, until), _settle_series(done, *overload)[1])
+    # Each overload's series is binned once: its level is also what the recovery after it
+    # steps down from (a recovery is judged only after an overload the censoring left whole).
+    settles, levels = [], {}
+    for begin, end in overload_spans(periods):
+        if until > begin:
+            series, levels[begin, end] = _settle_series(done, begin, min(end, until))
+            settles.append(_settled(series, levels[begin, end], begin, min(end, until), 0.0))
+    recoveries = [settle_time(done, begin, min(end, until), levels[overload])
                   for overload, (begin, end) in recovery_spans(periods) if until > begin]
     refused_over_time = refused_share(requests, start, start + span, width)
     response_mean = float(done["response_s"].mean()) if len(done) else math.nan

@@ -306,9 +306,9 @@ def closing(experiment: Experiment, sweep: str, runs: dict[str, list[dict]], sum
 
 
 def _overlap(one: Figure, other: Figure) -> bool:
-    """Whether two (mean, low, high) intervals overlap (a single repetition's interval is its
-    value, so it ties only an equal value or an interval around it)."""
-    return one[1] <= other[2] and other[1] <= one[2]
+    """Whether two figures' intervals overlap (a single repetition's interval is its value,
+    so it ties only an equal value or an interval around it)."""
+    return one.low <= other.high and other.low <= one.high
 
 
 def build(published: Path = PUBLISHED, doc: Path = DOC) -> str:
