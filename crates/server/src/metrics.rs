@@ -51,9 +51,9 @@ const EVENTS_BOUNDS: [f64; 12] = [0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128
 /// Response service time in seconds: request head parsed to last byte handed to the kernel.
 const SERVICE_BOUNDS: [f64; 14] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0];
 
-/// Waits unread in the kernel: from CoDel's 5 ms target to past 000 (H)'s 10-s abort time
+/// Waits of a request (unread in the kernel, or to its first write): from CoDel's 5 ms target to past 000 (H)'s 10-s abort time
 /// and a 21-s SYN retry.
-const UNREAD_BOUNDS: [f64; 13] = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0];
+const WAIT_BOUNDS: [f64; 13] = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0];
 
 /// The counters one worker updates: each worker has its own, on its own cache
 /// lines, so workers never contend; a scrape sums them.
@@ -117,8 +117,8 @@ impl Shard {
             ready_queue_length: AtomicI64::new(0),
             events_per_wait: Histogram::new(&EVENTS_BOUNDS),
             service_time: Histogram::new(&SERVICE_BOUNDS),
-            unread_wait: Histogram::new(&UNREAD_BOUNDS),
-            first_write_wait: Histogram::new(&UNREAD_BOUNDS),
+            unread_wait: Histogram::new(&WAIT_BOUNDS),
+            first_write_wait: Histogram::new(&WAIT_BOUNDS),
             refusals: Default::default(),
             admission_level: AtomicU64::new(f64::NAN.to_bits()),
         }
