@@ -25,7 +25,7 @@ from sojourn.overload.campaign import plan, run_and_publish
 from sojourn.overload.publish import publish
 from sojourn.reproduce.publish import restore_published
 from sojourn.runner.layout import is_complete
-from sojourn.overload.simulate import as_the_testbed_ends, body_rate_bps, first_write_wait_mean, sim_args
+from sojourn.overload.simulate import as_the_testbed_ends, body_rate_bps, first_write_wait_mean, sim_args, slot_measures
 from sojourn.servers import Server, ServerConfig, ServerError, SojournOptions, free_port, serve_toml
 from sojourn.runner.plan import admission_arg
 from sojourn.runner.spec import SpecError, load_spec, validate
@@ -110,6 +110,18 @@ sojourn_first_write_wait_seconds_bucket{le="0.01"} 1
 sojourn_first_write_wait_seconds_bucket{le="+Inf"} 2
 sojourn_first_write_wait_seconds_sum 0.04
 sojourn_first_write_wait_seconds_count 2
+# HELP sojourn_write_blocked_seconds A write that would block to the writable event that let it write again.
+# TYPE sojourn_write_blocked_seconds histogram
+sojourn_write_blocked_seconds_bucket{le="0.1"} 3
+sojourn_write_blocked_seconds_bucket{le="+Inf"} 4
+sojourn_write_blocked_seconds_sum 0.6
+sojourn_write_blocked_seconds_count 4
+# HELP sojourn_bytes_sent_total Bytes sent.
+# TYPE sojourn_bytes_sent_total counter
+sojourn_bytes_sent_total{policy="srpt"} 5000
+# HELP sojourn_write_slots_full_seconds_total Seconds with a response ready and every write slot held.
+# TYPE sojourn_write_slots_full_seconds_total counter
+sojourn_write_slots_full_seconds_total{policy="srpt"} 6.18
 """
 
 
@@ -180,6 +192,8 @@ def test_derive_counts_what_the_doc_shows(tmp_path):
     assert d["server_refusals"] == {"deadline": 2, "codel": 0} and d["syn_drops"] == 7
     assert d["unread_wait_mean"] == pytest.approx(9 / 4)
     assert d["first_write_wait_mean"] == pytest.approx(0.02), "of the clients' 0.05 s to the first byte"
+    assert d["slots_full_share"] == pytest.approx(6.18 / (1.8 + 60.0)), "up to the stop, 60 s after the last request"
+    assert d["write_blocked_mean"] == pytest.approx(0.15)
     assert d["scheduler"] == "srpt+bands" and d["admission"] == "size"
     assert d["sessions_per_s"] is None and len(d["settle_s"]) == 1 and d["recover_s"] == [], "one step up, none down"
     # 1-s bins by scheduled time: 1 of 2 refused, then 1 of 3, then nothing scheduled.
@@ -319,10 +333,14 @@ def test_publish_then_doc_from_the_published_numbers_alone(tmp_path):
     # 1.2); the size policy, told the testbed's 10 Mbit/s, refused none of the five there.
     # Without its 1.005 s of handshakes the testbed's mean is 1.5 s; the model's has none.
     # Of the 1.5 s, 0.05 from sent to first byte and 1.44 to the last; in the model none waited for its first byte.
+    # The server had every write slot held for 6.18 s of the 61.8 s up to the stop, a blocked
+    # write holding its slot 0.15 s on average; the model's 8 slots were never all held by 5
+    # requests, and the 60-KiB response's blocked writes waited 0.32 s each for 8 KiB of its
+    # 16-KiB mark to drain at 27.5 kB/s.
     # The testbed's uplink dropped 5 packets and the server timed out 4 times, for 5 requests;
     # the model has no packets to drop.
     assert ("| srpt-size-rho=1.2 | 40 / 0 | 8.33 / 0 | 0.008 / 0.184 | 2 / 0.532 | 2.98 / 2.28 | 1.5 / 0.532 | 0.05 / 0 "
-            "| 0.02 / 0 | 1.44 / 0.532 | 100 / — | 80 / — |") in text
+            "| 0.02 / 0 | 10 / 0 | 0.15 / 0.32 | 1.44 / 0.532 | 100 / — | 80 / — |") in text
     assert "| srpt-size-rho=1.2 | 2 / 6 | 0 / 0 | 0 / 2 | 0 / 0 | 2 / 2 |" in text
     assert ("- overload-control-persistent, 1.2: best mean response s: srpt-rho=1.2 (2), tied with srpt-size-rho=1.2 "
             "(the 90% intervals overlap); 1x srpt-size-rho=1.2 (2).") in text
@@ -330,7 +348,7 @@ def test_publish_then_doc_from_the_published_numbers_alone(tmp_path):
     assert "best refused" not in text, "refusals describe a policy; the closing note does not rank them"
     assert "**No result yet.** Nothing of `overload-control-transient`" in text
     assert ("Without a full-scale result yet: overload-control-transient, overload-control-uncapped, "
-            "overload-control-uncapped-codel, overload-control-first-write, overload-control-dwfs.") in text
+            "overload-control-uncapped-codel, overload-control-first-write, overload-control-write-slots, overload-control-dwfs.") in text
     assert (published / "figures" / "overload-control-persistent-1.2.png").is_file()
     with pytest.raises(ValueError, match="not an overload-control experiment"):
         other = tmp_path / "results" / "000-baseline"
@@ -475,3 +493,15 @@ def test_the_models_first_write_wait_counts_what_the_server_would_have_written()
                              "first_byte_s": [0.5, 2.0, 25.0, 3.1], "outcome": ["ok", "timeout", "ok", "refused"]})
     assert first_write_wait_mean(requests, drain_s=10.0) == pytest.approx((0.5 + 1.0) / 2)
     assert first_write_wait_mean(requests, drain_s=30.0) == pytest.approx((0.5 + 1.0 + 23.0) / 3)
+
+
+def test_the_models_write_slot_measures_are_cut_where_the_run_stops():
+    # Per simulated second: seconds with every write slot held, blocked writes unblocked and
+    # the seconds they held their slots. The run stopped at 2.5 s: two whole seconds and half
+    # of the third count, the fourth (after the stop) does not.
+    slots = {"full_s": [0.2, 1.0, 0.6, 1.0], "unblocked": [2, 4, 2, 10], "blocked_s": [0.1, 0.4, 0.2, 9.0]}
+    measures = slot_measures(slots, 2.5)
+    assert measures["slots_full_share"] == pytest.approx((0.2 + 1.0 + 0.3) / 2.5)
+    assert measures["write_blocked_mean"] == pytest.approx((0.1 + 0.4 + 0.1) / (2 + 4 + 1))
+    assert slot_measures(slots, 10.0)["slots_full_share"] == pytest.approx(2.8 / 10.0), "past the simulated seconds: nothing more"
+    assert all(math.isnan(v) for v in slot_measures(None, 2.5).values()), "no write-slot limit: not measured"

@@ -20,7 +20,7 @@ import re
 import pytest
 
 from sojourn import analysis
-from sojourn.analysis.results import server_metric_means
+from sojourn.analysis.results import server_metric_means, server_metric_totals
 from sojourn.overload.derive import refusals_by_reason
 from sojourn.runner.experiment import run_experiment
 from sojourn.runner.spec import load_spec
@@ -88,6 +88,12 @@ def test_admission_refuses_under_overload(label, tmp_path):
     written = re.search(r"^sojourn_first_write_wait_seconds_count (\S+)$", metrics, re.M)
     assert written and float(written.group(1)) >= counts["ok"], (written, counts)
     assert 0 < server_metric_means(metrics)["first_write_wait_mean"] < 60
+    if "write_concurrency = 2" in server:
+        # CoDel and delay judge a wait that comes from the two write slots held by blocked
+        # responses: the server timed that state, and how long each blocked write held its slot.
+        slots_full = server_metric_totals(metrics)["server_slots_full_s"]
+        assert 0 < slots_full < 6 + 20 + 10, "within the run's 6 s and its 20-s drain (and set-up)"
+        assert 0 < server_metric_means(metrics)["write_blocked_mean"] < 30
     summary = json.loads((directory / "summary.json").read_text())
     assert summary["refused"] == refused and summary["outcomes"]["refused"] == refused
     if label == "size":

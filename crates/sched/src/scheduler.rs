@@ -144,6 +144,13 @@ impl Scheduler {
         self.slots.release(job);
     }
 
+    /// Whether a response is ready but every write slot is held by a blocked response: the
+    /// application's queue then waits on the kernel's sockets (004 §3.3). Server and
+    /// simulator time this state, to compare where the wait before a first byte goes.
+    pub fn waiting_for_a_slot(&self) -> bool {
+        self.queue.peek().is_some() && !self.can_grant()
+    }
+
     /// Responses waiting for a quantum.
     pub fn queued(&self) -> usize {
         self.queue.len()
@@ -179,6 +186,26 @@ mod tests {
         assert_eq!(s.grant(), Some(Grant { job: 2, bytes: 500 }));
         assert!(!s.wrote(2, Progress::new(1500).after(1500)));
         assert_eq!(s.grant(), Some(Grant { job: 1, bytes: 1000 }));
+    }
+
+    #[test]
+    fn a_ready_response_waits_for_a_slot_only_while_every_slot_is_held() {
+        let mut s = Scheduler::new(PolicyKind::Srpt, 1000, Some(1));
+        assert!(!s.waiting_for_a_slot(), "nothing is ready");
+        s.ready(1, Progress::new(5000));
+        s.ready(2, Progress::new(3000));
+        assert!(!s.waiting_for_a_slot(), "the slot is free");
+        let first = s.grant().unwrap();
+        s.blocked(first.job);
+        assert!(s.waiting_for_a_slot(), "job 1 is ready, the only slot is held by job 2's blocked write");
+        s.writable(first.job, Progress::new(3000).after(1000));
+        assert!(!s.waiting_for_a_slot());
+        let unlimited = {
+            let mut u = Scheduler::new(PolicyKind::Srpt, 1000, None);
+            u.ready(1, Progress::new(5000));
+            u
+        };
+        assert!(!unlimited.waiting_for_a_slot(), "without a limit a slot is always free");
     }
 
     #[test]

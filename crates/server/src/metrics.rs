@@ -51,8 +51,9 @@ const EVENTS_BOUNDS: [f64; 12] = [0.0, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128
 /// Response service time in seconds: request head parsed to last byte handed to the kernel.
 const SERVICE_BOUNDS: [f64; 14] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0];
 
-/// Waits of a request (unread in the kernel, or to its first write): from CoDel's 5 ms target to past 000 (H)'s 10-s abort time
-/// and a 21-s SYN retry.
+/// Waits (a request unread in the kernel or waiting for its first write, a blocked write
+/// waiting for its socket): from CoDel's 5 ms target to past 000 (H)'s 10-s abort time and a
+/// 21-s SYN retry.
 const WAIT_BOUNDS: [f64; 13] = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0];
 
 /// The counters one worker updates: each worker has its own, on its own cache
@@ -75,6 +76,9 @@ pub struct Shard {
     /// Connections closed by --send-timeout: a response blocked that long on a closed window.
     pub send_timeouts: AtomicU64,
     pub quanta: AtomicU64,
+    /// Nanoseconds this worker had a response ready and every write slot held by a blocked
+    /// response (--write-concurrency, 004 §3.3).
+    pub slots_full_nanos: AtomicU64,
     pub band_changes: AtomicU64,
     /// Access-log lines dropped because the writer thread's channel was full.
     pub log_lines_dropped: AtomicU64,
@@ -91,6 +95,9 @@ pub struct Shard {
     /// first byte handed to the kernel: the wait CoDel judges (RFC 8289 §3), the server's
     /// share of a client's wait for the first byte; measured only with --admission.
     pub first_write_wait: Histogram,
+    /// How long a write that would block kept its response's socket full, from the blocked
+    /// write to the writable event that freed its slot (004 §3.3).
+    pub write_blocked: Histogram,
     /// Requests refused by --admission, by [`Reason::index`].
     pub refusals: [AtomicU64; Reason::ALL.len()],
     /// The admission policy's level (f64 bits; NaN until it has one).
@@ -111,6 +118,7 @@ impl Shard {
             linger_timeouts: AtomicU64::new(0),
             send_timeouts: AtomicU64::new(0),
             quanta: AtomicU64::new(0),
+            slots_full_nanos: AtomicU64::new(0),
             band_changes: AtomicU64::new(0),
             log_lines_dropped: AtomicU64::new(0),
             waiting_by_band: Default::default(),
@@ -119,6 +127,7 @@ impl Shard {
             service_time: Histogram::new(&SERVICE_BOUNDS),
             unread_wait: Histogram::new(&WAIT_BOUNDS),
             first_write_wait: Histogram::new(&WAIT_BOUNDS),
+            write_blocked: Histogram::new(&WAIT_BOUNDS),
             refusals: Default::default(),
             admission_level: AtomicU64::new(f64::NAN.to_bits()),
         }
@@ -211,6 +220,11 @@ impl Metrics {
         for (name, help, value) in counters {
             let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name}{{policy=\"{policy}\"}} {value}");
         }
+        let slots_full = self.sum(|s| s.slots_full_nanos.load(Relaxed)) as f64 / 1e9;
+        let _ = writeln!(
+            out,
+            "# HELP sojourn_write_slots_full_seconds_total Seconds a worker had a response ready to write and every --write-concurrency slot held by a blocked response, summed over workers.\n# TYPE sojourn_write_slots_full_seconds_total counter\nsojourn_write_slots_full_seconds_total{{policy=\"{policy}\"}} {slots_full}"
+        );
         let _ = writeln!(
             out,
             "# HELP sojourn_connections_open Open client connections.\n# TYPE sojourn_connections_open gauge\nsojourn_connections_open {}",
@@ -267,6 +281,13 @@ impl Metrics {
             "sojourn_first_write_wait_seconds",
             "An admitted request's first bytes received by the host to its response's first byte handed to the kernel (measured with --admission only).",
         );
+        let histograms: Vec<&Histogram> = self.shards.iter().map(|s| &s.write_blocked).collect();
+        Histogram::render(
+            &histograms,
+            &mut out,
+            "sojourn_write_blocked_seconds",
+            "A write that would block to the writable event that let its response write again: how long a blocked response held its write slot.",
+        );
         out
     }
 }
@@ -299,6 +320,9 @@ mod tests {
         m.shard(0).service_time.observe(0.5);
         m.shard(1).service_time.observe(2.0);
         m.shard(1).first_write_wait.observe(0.03);
+        m.shard(0).write_blocked.observe(0.2);
+        m.shard(0).slots_full_nanos.fetch_add(250_000_000, Relaxed);
+        m.shard(1).slots_full_nanos.fetch_add(1_000_000_000, Relaxed);
         m.shard(1).connections_open.fetch_add(3, Relaxed);
         m.shard(0).connections_open.fetch_sub(1, Relaxed);
         let text = m.render(5);
@@ -306,10 +330,12 @@ mod tests {
         assert!(text.contains("sojourn_service_time_seconds_bucket{le=\"1\"} 1\n"));
         assert!(text.contains("sojourn_service_time_seconds_sum 2.5\nsojourn_service_time_seconds_count 2\n"));
         assert!(text.contains("sojourn_first_write_wait_seconds_bucket{le=\"0.05\"} 1\n"), "{text}");
+        assert!(text.contains("sojourn_write_blocked_seconds_sum 0.2\nsojourn_write_blocked_seconds_count 1\n"), "{text}");
         assert_eq!(m.connections_open(), 2);
         assert!(text.contains("sojourn_responses_waiting{band=\"4\"} 0\n") && !text.contains("band=\"5\""));
         assert!(text.contains("sojourn_ready_queue_length{worker=\"1\",policy=\"srpt\"} 0\n"));
         assert!(text.contains("sojourn_write_quanta_total{policy=\"srpt\"} 0\n"));
+        assert!(text.contains("sojourn_write_slots_full_seconds_total{policy=\"srpt\"} 1.25\n"), "{text}");
         assert!(text.contains("sojourn_access_log_lines_dropped_total{policy=\"srpt\"} 0\n"));
         assert!(text.contains("sojourn_admission_refusals_total{admission=\"none\",reason=\"deadline\"} 0\n"));
         assert!(!text.contains("sojourn_admission_level{"), "no level without a policy that has one");

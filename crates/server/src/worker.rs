@@ -125,6 +125,9 @@ struct Conn {
     blocked: bool,
     /// Since when the socket has been full (meaningful while `blocked`).
     blocked_since: Instant,
+    /// When --send-timeout last found the client's window open while blocked: the timeout
+    /// runs from the later of this and `blocked_since`.
+    window_seen_open: Instant,
     peer_closed: bool,
     /// In a lingering close since (start, last read): the response is done and our
     /// side shut down; reads are discarded until the client closes.
@@ -185,6 +188,8 @@ pub struct Worker {
     /// `--admission`: this worker's policy, which is told times since `origin`.
     admission: Option<Box<dyn Admission>>,
     origin: Instant,
+    /// When the scheduler was last seen with a response ready and every write slot held.
+    slots_full_since: Option<Instant>,
 }
 
 fn is_transient(error: &io::Error) -> bool {
@@ -223,6 +228,7 @@ impl Worker {
             accept_error_logged: None,
             admission,
             origin: Instant::now(),
+            slots_full_since: None,
         })
     }
 
@@ -231,6 +237,7 @@ impl Worker {
         let mut events = Events::with_capacity(EVENTS_CAPACITY);
         let mut next_tick = Instant::now();
         loop {
+            self.time_slots_full(Instant::now());
             let can_write = self.sched.can_grant();
             let timeout = if can_write { Duration::ZERO } else { next_tick.saturating_duration_since(Instant::now()) };
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
@@ -251,7 +258,7 @@ impl Worker {
                     Token(id) => {
                         let id = id as JobId;
                         if event.is_writable() {
-                            self.on_writable(id);
+                            self.on_writable(id, now);
                         }
                         if event.is_read_closed() || event.is_error() {
                             self.on_readable(id, now, true);
@@ -293,6 +300,17 @@ impl Worker {
         Ok(())
     }
 
+    /// Adds the time since the last look to `sojourn_write_slots_full_seconds_total` if every
+    /// slot was held then, and looks again: called before each wait for events, where the
+    /// state can only change by what the wait brings.
+    fn time_slots_full(&mut self, now: Instant) {
+        if let Some(since) = self.slots_full_since {
+            let nanos = now.saturating_duration_since(since).as_nanos() as u64;
+            self.shared.metrics.shard(self.index).slots_full_nanos.fetch_add(nanos, Relaxed);
+        }
+        self.slots_full_since = self.sched.waiting_for_a_slot().then_some(now);
+    }
+
     fn refresh_date(&mut self) {
         let now = SystemTime::now();
         let second = now.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs());
@@ -303,11 +321,13 @@ impl Worker {
         }
     }
 
-    fn on_writable(&mut self, id: JobId) {
+    fn on_writable(&mut self, id: JobId, now: Instant) {
         let Some(conn) = self.conns.get_mut(&id) else { return };
         if conn.blocked {
             // The kernel took our data (below TCP_NOTSENT_LOWAT if set): the slot is free again.
             conn.blocked = false;
+            let held = now.saturating_duration_since(conn.blocked_since);
+            self.shared.metrics.shard(self.index).write_blocked.observe(held.as_secs_f64());
             match &conn.response {
                 Some(response) => self.sched.writable(id, response.progress),
                 None => self.sched.closed(id),
@@ -483,7 +503,7 @@ impl Worker {
                 }
                 continue;
             }
-            if conn.blocked && now.duration_since(conn.blocked_since) >= settings.send_timeout {
+            if conn.blocked && now.duration_since(conn.blocked_since.max(conn.window_seen_open)) >= settings.send_timeout {
                 // Only a client that stopped reading is timed out: its receive window is
                 // closed. Behind an open window the bytes wait in this host (a higher band
                 // of --kernel-bands, a full uplink queue), which is the scheduling under
@@ -494,7 +514,7 @@ impl Worker {
                 if socket::peer_window(conn.stream.as_raw_fd()).map_or(true, |window| window == 0) {
                     stalled.push(id);
                 } else {
-                    conn.blocked_since = now;
+                    conn.window_seen_open = now;
                 }
                 continue;
             }

@@ -15,7 +15,7 @@ use sojourn_sys::clock::thread_cpu_time;
 
 use crate::fluid::{simulate, FluidPolicy, Job, Served};
 use crate::output::{outcomes, write_records, Outcomes};
-use crate::quantum::{Quantum, QuantumConfig};
+use crate::quantum::{Quantum, QuantumConfig, SlotTimes};
 use crate::trace::{load_trace, TraceRow};
 use crate::workload::{generate, Extent, LoadProfile, SizeModel};
 
@@ -77,7 +77,10 @@ pub struct SimArgs {
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub struct SimOptions {
     /// Bottleneck rate in bits per second: NUMBER[k|m|g][bit], e.g. 10Mbit, 10M, 1.5gbit, 8 (k, m, g are powers of 1000; docs/formats.md "Rates").
-    #[arg(long, value_parser = parse_rate, required_unless_present = "config")]
+    // Not `required_unless_present = "config"`: clap's derive makes a field without a
+    // default required, which that contradicts (its debug assertion); --config conflicts
+    // with these options instead, and a command line without --link is refused for it.
+    #[arg(long, value_parser = parse_rate, required = false)]
     #[serde(deserialize_with = "rate")]
     pub link: f64,
     /// Scheduling policy: a server policy (fair, srpt, las; ps is fair), or the fluid
@@ -284,6 +287,11 @@ struct RunInfo {
     profile: Option<LoadProfile>,
     seed: Option<u64>,
     quanta: Option<u64>,
+    /// The write slots' measures per second of simulated time (quantum mode with
+    /// --write-concurrency; the server's `sojourn_write_slots_full_seconds_total` and
+    /// `sojourn_write_blocked_seconds`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    slots_per_second: Option<SlotTimes>,
 }
 
 #[derive(Serialize)]
@@ -369,6 +377,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
     let Input { jobs, rows, source, profile } = input(&args, rate)?;
     let started = (Instant::now(), thread_cpu_time());
     let mut quanta = None;
+    let mut slots_per_second = None;
     let mut refused = None;
     let served: Vec<Served> = match (quantum_policy, args.quantum) {
         (Some(policy), Some(quantum)) => {
@@ -387,6 +396,9 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
             }
             let served = simulate(&mut scheduler, &jobs, rate);
             quanta = Some(scheduler.quanta());
+            if args.write_concurrency.is_some() {
+                slots_per_second = Some(scheduler.slot_times().clone());
+            }
             refused = args.admission.is_some().then(|| scheduler.refused());
             served
         }
@@ -417,6 +429,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
             profile,
             seed: rows.is_none().then_some(args.seed),
             quanta,
+            slots_per_second,
         },
         outcomes: outcomes(&jobs, &served, refused.as_deref(), rate, args.size_bins),
     };

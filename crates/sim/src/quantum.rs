@@ -82,6 +82,8 @@ struct Socket {
     /// The admission policy was asked at the first grant; the response was refused.
     first_granted: bool,
     refused: bool,
+    /// When its last write blocked (seconds; meaningful until the Writable event).
+    blocked_at: f64,
 }
 
 /// The server's scheduler over per-socket kernel buffers sharing the link.
@@ -100,6 +102,52 @@ pub struct Quantum {
     admission: Option<Box<dyn Admission>>,
     /// The simulated time in seconds (see `Discipline::clock`).
     now: f64,
+    /// Since the last event: a response ready and every write slot held.
+    waiting_for_a_slot: bool,
+    slot_times: SlotTimes,
+}
+
+/// The write slots' measures, per whole second of simulated time so that they can be cut
+/// where a testbed run stops: the server's `sojourn_write_slots_full_seconds_total` and
+/// `sojourn_write_blocked_seconds`.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct SlotTimes {
+    /// Seconds with a response ready and every write slot held.
+    pub full_s: Vec<f64>,
+    /// Blocked writes whose socket turned writable in the second, and the seconds each had
+    /// held its slot since it blocked, summed.
+    pub unblocked: Vec<u64>,
+    pub blocked_s: Vec<f64>,
+}
+
+impl SlotTimes {
+    fn second(&mut self, at: f64) -> usize {
+        let index = at.max(0.0).floor() as usize;
+        if self.full_s.len() <= index {
+            self.full_s.resize(index + 1, 0.0);
+            self.unblocked.resize(index + 1, 0);
+            self.blocked_s.resize(index + 1, 0.0);
+        }
+        index
+    }
+
+    /// Adds `[from, to)` to `full_s`, split at whole seconds.
+    fn slots_full(&mut self, from: f64, to: f64) {
+        let mut start = from;
+        while start < to {
+            let end = to.min(start.floor() + 1.0);
+            let index = self.second(start);
+            self.full_s[index] += end - start;
+            start = end;
+        }
+    }
+
+    /// A blocked write's socket turned writable at `now`, `held` seconds after it blocked.
+    fn unblocked(&mut self, now: f64, held: f64) {
+        let index = self.second(now);
+        self.unblocked[index] += 1;
+        self.blocked_s[index] += held;
+    }
 }
 
 fn at(seconds: f64) -> Duration {
@@ -119,6 +167,8 @@ impl Quantum {
             quanta: 0,
             admission: None,
             now: 0.0,
+            waiting_for_a_slot: false,
+            slot_times: SlotTimes::default(),
         }
     }
 
@@ -136,6 +186,11 @@ impl Quantum {
     /// Writes handed to the kernel so far.
     pub fn quanta(&self) -> u64 {
         self.quanta
+    }
+
+    /// The write slots' measures so far, per second of simulated time.
+    pub fn slot_times(&self) -> &SlotTimes {
+        &self.slot_times
     }
 
     fn unsent(&self, job: JobIndex) -> f64 {
@@ -221,6 +276,7 @@ impl Quantum {
                 // Blocked, at once or after a partial write (whose next write gets EAGAIN in
                 // the server): the slot stays taken until the Writable event.
                 self.scheduler.blocked(grant.job);
+                self.sockets[job as usize].blocked_at = self.now;
                 self.schedule(job, Event::Writable);
                 continue;
             }
@@ -234,11 +290,15 @@ impl Quantum {
             }
         }
         self.skip_stale();
+        self.waiting_for_a_slot = self.scheduler.waiting_for_a_slot();
     }
 }
 
 impl Discipline for Quantum {
     fn clock(&mut self, now: f64) {
+        if self.waiting_for_a_slot {
+            self.slot_times.slots_full(self.now, now);
+        }
         self.now = now;
     }
 
@@ -300,8 +360,9 @@ impl Discipline for Quantum {
             }
             Event::Writable => {
                 // The kernel took the data below the mark: the slot is free again (worker.rs `on_writable`).
-                let progress = s.progress;
+                let (progress, held) = (s.progress, self.now - s.blocked_at);
                 self.scheduler.writable(job as JobId, progress);
+                self.slot_times.unblocked(self.now, held);
                 None
             }
         };
@@ -393,6 +454,32 @@ mod tests {
         for (a, b) in q.iter().zip(&fluid) {
             assert!((a - b.finish).abs() <= 2.0 * list.len() as f64, "{a} vs {}", b.finish);
         }
+    }
+
+    #[test]
+    fn the_wait_for_a_slot_is_timed_until_the_slot_frees() {
+        // Two 3-byte responses at t=0, one slot, 1 byte/s, a 1-byte mark: the second waits
+        // for the slot, which the first holds blocked until its last byte is written; from
+        // then on nothing waits for a slot.
+        let jobs = [Job { arrival: 0.0, size: 3.0 }, Job { arrival: 0.0, size: 3.0 }];
+        let config = QuantumConfig { policy: PolicyKind::Srpt, quantum: 1, write_concurrency: Some(1), write_concurrency_from: None, kernel_buffer: Some(1) };
+        let mut q = Quantum::new(config);
+        let served = simulate(&mut q, &jobs, 1.0);
+        let times = q.slot_times();
+        let waited: f64 = times.full_s.iter().sum();
+        assert!(served[1].start > 1.0, "{served:?}");
+        assert!((waited - served[1].start).abs() < 1e-9, "{waited} against the second's first write at {}", served[1].start);
+        assert!(times.full_s.iter().all(|&s| (0.0..=1.0).contains(&s)), "{times:?}");
+        // Each blocked write waits for its socket to drain below half the 1-byte mark: half a
+        // second at least, at the link's whole 1 byte/s, longer while another socket shares it.
+        let unblocked: u64 = times.unblocked.iter().sum();
+        let held: f64 = times.blocked_s.iter().sum();
+        assert!(unblocked >= 2, "{times:?}");
+        assert!(held >= 0.5 * unblocked as f64 - 1e-9, "{times:?}");
+        assert!(held <= served.iter().map(|s| s.finish).fold(0.0, f64::max) * 2.0, "at most both sockets' whole lives: {times:?}");
+        let mut unlimited = Quantum::new(QuantumConfig { write_concurrency: None, ..config });
+        simulate(&mut unlimited, &jobs, 1.0);
+        assert_eq!(unlimited.slot_times().full_s.iter().sum::<f64>(), 0.0, "without a limit no response waits for a slot");
     }
 
     /// Runs `list` under SRPT with one slot, a quantum of 1 and a mark of 1 byte, asking `admission`.

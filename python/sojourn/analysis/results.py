@@ -229,13 +229,15 @@ def server_metric_means(text: str) -> dict:
     ready events per epoll_wait (001 §6.1, Figs. 13-14), service time, and the wait of
     requests unread in the kernel (measured with --admission only). Empty for servers that
     expose none (nginx stub_status, apache2 mod_status). The wait of an admitted request to
-    its response's first byte handed to the kernel is there too (--admission only)."""
+    its response's first byte handed to the kernel is there too (--admission only), and how
+    long a blocked write held its write slot (a server that measures it)."""
     values = _prometheus_samples(text)
     out = {}
     for prefix, key in (("sojourn_epoll_ready_events", "events_per_wait_mean"),
                         ("sojourn_service_time_seconds", "server_service_time_mean"),
                         ("sojourn_unread_wait_seconds", "unread_wait_mean"),
-                        ("sojourn_first_write_wait_seconds", "first_write_wait_mean")):
+                        ("sojourn_first_write_wait_seconds", "first_write_wait_mean"),
+                        ("sojourn_write_blocked_seconds", "write_blocked_mean")):
         if values.get(f"{prefix}_count"):
             out[key] = values[f"{prefix}_sum"] / values[f"{prefix}_count"]
     return out
@@ -243,11 +245,16 @@ def server_metric_means(text: str) -> dict:
 
 def server_metric_totals(text: str) -> dict:
     """What the sojourn server sent, from its Prometheus text: ``server_bytes_sent`` (heads
-    and bodies) and ``server_responses`` (every status); empty for other servers."""
+    and bodies) and ``server_responses`` (every status); empty for other servers. Also
+    ``server_slots_full_s``, the seconds a response waited with every write slot held
+    (``--write-concurrency``), where the server measured it."""
     values = _prometheus_samples(text)
     if "sojourn_bytes_sent_total" not in values:
         return {}
-    return {"server_bytes_sent": values["sojourn_bytes_sent_total"], "server_responses": values.get("sojourn_requests_total", 0.0)}
+    out = {"server_bytes_sent": values["sojourn_bytes_sent_total"], "server_responses": values.get("sojourn_requests_total", 0.0)}
+    if "sojourn_write_slots_full_seconds_total" in values:
+        out["server_slots_full_s"] = values["sojourn_write_slots_full_seconds_total"]
+    return out
 
 
 def _read_json(path: Path) -> dict:

@@ -54,7 +54,11 @@ Definitions (issue 32), over the final attempt of every request (sojourn.analysi
   measured with an admission policy, which judges requests from their arrival there), and the
   mean time from there to the response's first byte handed to the kernel
   (``sojourn_first_write_wait_seconds``, admitted requests, with an admission policy): the
-  server's share of the wait for the first byte.
+  server's share of the wait for the first byte; and the share of the run, up to its stop,
+  with a response ready and every write slot held by a blocked response
+  (``sojourn_write_slots_full_seconds_total``), and the mean time a blocked write held its
+  slot (``sojourn_write_blocked_seconds``): while every slot is held, a ready response waits
+  on the kernel's sockets, one slot's turnover at a time.
 """
 
 from __future__ import annotations
@@ -67,7 +71,7 @@ import pandas as pd
 from prometheus_client.parser import text_string_to_metric_families
 from scipy import stats
 
-from sojourn.analysis.results import open_repetition, server_metric_means
+from sojourn.analysis.results import open_repetition, server_metric_means, server_metric_totals
 from sojourn.analysis.metrics import connect_metrics, counter_metrics, run_span
 
 # 000 §3.2's cutoffs (1 KB, 2 KB, 5 KB, 50 KB) as size classes.
@@ -177,6 +181,11 @@ def uncensored_until(run_end: float, censor_s: float, response_p99: float) -> fl
     return run_end - (min(censor_s, response_p99) if math.isfinite(response_p99) else censor_s)
 
 
+def stop_s(requests: pd.DataFrame, drain_s: float) -> float:
+    """When a run stops, in its trace's time: ``drain_s`` after its last scheduled request."""
+    return float(requests["scheduled_s"].max()) + drain_s
+
+
 def censor_horizon(config: dict) -> float:
     """``timeout - drain`` of a run's config: how long before its end a request may be cut."""
     return max(0.0, config["workload"]["timeout_s"] - config["collect"]["drain_s"])
@@ -278,6 +287,7 @@ def derive(directory: str | Path) -> dict:
     metrics = rep.text("server_metrics.txt")
     kernel = counter_metrics(rep.table("counters.csv"), rep.link_bps)
     server_means = server_metric_means(metrics) if metrics is not None else {}
+    server_totals = server_metric_totals(metrics) if metrics is not None else {}
     requests_offered = numbers["requests"] or math.nan
     out = {
         "run": rep.run, "repetition": rep.rep, "variant": rep.variant,
@@ -292,6 +302,11 @@ def derive(directory: str | Path) -> dict:
         # The server's share of the wait for a first byte (the rest: the uplink's queue and
         # any retransmission timeout); NaN where not measured, as the unread wait.
         "first_write_wait_mean": server_means.get("first_write_wait_mean", math.nan),
+        # Where the server's queue waits on the kernel's: the share of the run with a response
+        # ready and every write slot held by a blocked one (NaN where not measured).
+        "slots_full_share": server_totals.get("server_slots_full_s", math.nan) / stop_s(requests, rep.config["collect"]["drain_s"]),
+        # How long a blocked write held its slot: the slots' turnover, which that wait follows.
+        "write_blocked_mean": server_means.get("write_blocked_mean", math.nan),
         # 000 §4's sign that the server's queue overflowed into the kernel's: SYNs dropped.
         "syn_drops": rep.json("summary.json").get("syn_drops", math.nan),
         "uplink_queue_delay": kernel.get("uplink_queue_delay_mean", math.nan),

@@ -79,6 +79,8 @@ MODEL_METRICS = _columns("refused_share", "refused_swing", "goodput_bps", "respo
     ("response_mean_less_handshakes", "mean response less handshakes s", 1.0, False),
     ("first_byte_wait_mean", "of which sent to first byte s", 1.0, False),
     ("first_write_wait_mean", "of that, before the server's first write s", 1.0, False),
+    ("slots_full_share", "write slots all held, % of the run", 100.0, None),
+    ("write_blocked_mean", "a blocked write's hold on its slot s", 1.0, None),
     ("transfer_mean", "of which first to last byte s", 1.0, False),
     ("uplink_drops_per_request", "uplink drops per 100 requests", 100.0, None),
     ("rto_timeouts_per_request", "server RTO timeouts per 100 requests", 100.0, None))
@@ -98,7 +100,10 @@ def model_table(runs: dict[str, list[dict]], summaries: dict[str, dict], models:
              "admission policy; the rest is the uplink's queue and retransmission timeouts; it counts every admitted "
              "request whose first byte was written before the run stopped, the ones that then went unfinished too, "
              "and so does the model's: under SRPT the starved largest responses raise it above the wait of the "
-             "completed ones), and the transfer from first to last byte; the last two "
+             "completed ones), the share of the run the server had a response ready and every write slot held by "
+             "a blocked response and the mean time a blocked write held its slot (while every slot is held the "
+             "queue waits on the kernel's sockets, one slot's turnover at a time; in the model they drain as the "
+             "fluid link serves them), and the transfer from first to last byte; the last two "
              "count, per 100 requests, the packets the testbed's uplink queue dropped and the retransmission timeouts "
              "they cost the server, which the model's fluid link never sets off):", "",
              "| run | " + " | ".join(title for _, title, *_ in MODEL_METRICS) + " |", "|---|" + "---|" * len(MODEL_METRICS)]

@@ -18,6 +18,8 @@ decides what reaches them (experiments/overload-control/persistent.toml). The st
 
 from __future__ import annotations
 
+import json
+import math
 import subprocess
 import tempfile
 from pathlib import Path
@@ -28,7 +30,7 @@ import pandas as pd
 from sojourn.analysis.records import read_records, requests as request_table
 from sojourn.analysis.results import open_repetition
 from sojourn.engine import engine_path
-from sojourn.overload.derive import _finite, censor_horizon, request_numbers, scheduler
+from sojourn.overload.derive import _finite, censor_horizon, request_numbers, scheduler, stop_s
 from sojourn.runner.plan import admission_arg
 
 
@@ -70,7 +72,7 @@ def as_the_testbed_ends(requests: pd.DataFrame, timeout_s: float, drain_s: float
     outstanding: in the persistent set's SRPT at rho 1.2 (repetition 0), 242 of 152,215 run
     out after the end, and the model's mean is 0.654 s with them, 0.197 s without, against
     the testbed's 0.148 s."""
-    end = requests["scheduled_s"].max() + drain_s
+    end = stop_s(requests, drain_s)
     timed_out = requests["completed"] & (requests["response_s"] > timeout_s)
     cut = requests["completed"] & ~timed_out & (requests["last_byte_s"] > end)
     out = requests.copy()
@@ -87,9 +89,30 @@ def first_write_wait_mean(requests: pd.DataFrame, drain_s: float) -> float:
     wait from arrival to the first byte of the requests not refused whose first byte was
     written before the run would have stopped (``drain_s`` after its last request), complete
     or not; in the model a first byte arrives as it is written."""
-    end = requests["scheduled_s"].max() + drain_s
+    end = stop_s(requests, drain_s)
     written = (requests["outcome"] != "refused") & (requests["first_byte_s"] <= end)
     return float((requests.loc[written, "first_byte_s"] - requests.loc[written, "sent_s"]).mean())
+
+
+def _seconds_until(per_second: list[float], end_s: float) -> float:
+    """The sum of a per-second series up to ``end_s``, the second it falls in by its share."""
+    whole = int(end_s)
+    total = float(sum(per_second[:whole]))
+    if whole < len(per_second):
+        total += per_second[whole] * (end_s - whole)
+    return total
+
+
+def slot_measures(slots: dict | None, end_s: float) -> dict:
+    """The model's counterparts of the testbed's write-slot measures up to ``end_s``, from the
+    simulator's ``slots_per_second``: ``slots_full_share``, the share of the run with a
+    response ready and every write slot held, and ``write_blocked_mean``, the mean time a
+    blocked write held its slot (of those unblocked by then); NaN without a write-slot limit."""
+    if slots is None or end_s <= 0:
+        return {"slots_full_share": math.nan, "write_blocked_mean": math.nan}
+    unblocked = _seconds_until(slots["unblocked"], end_s)
+    return {"slots_full_share": _seconds_until(slots["full_s"], end_s) / end_s,
+            "write_blocked_mean": _seconds_until(slots["blocked_s"], end_s) / unblocked if unblocked else math.nan}
 
 
 def simulate(directory: str | Path) -> dict | None:
@@ -104,10 +127,12 @@ def simulate(directory: str | Path) -> dict | None:
         subprocess.run([str(engine_path()), "sim", "--trace", str(trace), *args, "--size-bins", "0", "--out", out],
                        check=True, capture_output=True, text=True)
         requests = request_table(read_records(Path(out) / "records.csv"))
+        summary = json.loads((Path(out) / "summary.json").read_text())
     config = rep.config
     written = first_write_wait_mean(requests, config["collect"]["drain_s"])
+    slots = slot_measures(summary.get("slots_per_second"), stop_s(requests, config["collect"]["drain_s"]))
     requests = as_the_testbed_ends(requests, config["workload"]["timeout_s"], config["collect"]["drain_s"])
     numbers = request_numbers(requests, rep.periods, censor_horizon(config))
     out = {"run": rep.run, "sweep_value": rep.sweep_value, "admission": config["server"].get("admission", ""),
-           "scheduler": scheduler(config["server"]), "sim_args": args, **numbers, "first_write_wait_mean": written}
+           "scheduler": scheduler(config["server"]), "sim_args": args, **numbers, "first_write_wait_mean": written, **slots}
     return {key: _finite(value) for key, value in out.items()}

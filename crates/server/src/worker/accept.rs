@@ -78,6 +78,7 @@ impl Worker {
                     head_arrived: None,
                     blocked: false,
                     blocked_since: now,
+                    window_seen_open: now,
                     peer_closed: false,
                     lingering: None,
                     priority: None,

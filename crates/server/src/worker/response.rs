@@ -197,6 +197,7 @@ mod tests {
             head_arrived: None,
             blocked: false,
             blocked_since: Instant::now(),
+            window_seen_open: Instant::now(),
             peer_closed: false,
             lingering: None,
             priority: None,
