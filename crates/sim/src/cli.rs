@@ -113,6 +113,13 @@ pub struct SimOptions {
     #[arg(long, requires = "quantum", value_parser = sojourn_sched::bands::parse_bytes)]
     #[serde(default, deserialize_with = "bytes")]
     pub kernel_buffer: Option<u64>,
+    /// Bytes a write may take past --kernel-buffer, as Linux does: `tcp_sendmsg` checks the
+    /// mark only before it starts a new segment buffer, which it then fills (at least two
+    /// segments at a shared bottleneck's per-flow rates, e.g. 2896 for 1448-byte segments);
+    /// default 0, the model stops at the mark (docs/simulator.md).
+    #[arg(long, requires = "kernel_buffer", value_parser = sojourn_sched::bands::parse_bytes)]
+    #[serde(default, deserialize_with = "bytes")]
+    pub kernel_overshoot: Option<u64>,
     /// Refuse requests as `serve --admission` does, NAME[:KEY=VALUE,...] (docs/server.md);
     /// refused jobs are records of outcome `refused`. The size policy predicts in the
     /// scheduler's order and needs `rate=` (e.g. the --link rate).
@@ -246,6 +253,9 @@ impl SimOptions {
         if self.write_concurrency_from.is_some() && self.write_concurrency.is_none() {
             bail!("write-concurrency-from needs write-concurrency");
         }
+        if self.kernel_overshoot.is_some() && self.kernel_buffer.is_none() {
+            bail!("kernel-overshoot needs kernel-buffer");
+        }
         let contradictions = [
             ("trace", "sizes", self.trace.is_some() && self.sizes.is_some()),
             ("trace", "rho", self.trace.is_some() && self.rho.is_some()),
@@ -278,6 +288,8 @@ struct RunInfo {
     write_concurrency: Option<usize>,
     write_concurrency_from: Option<u64>,
     kernel_buffer: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kernel_overshoot: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     admission: Option<&'static str>,
     bands: Option<Vec<u64>>,
@@ -387,6 +399,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
                 write_concurrency: args.write_concurrency,
                 write_concurrency_from: args.write_concurrency_from,
                 kernel_buffer: args.kernel_buffer,
+                kernel_overshoot: args.kernel_overshoot.unwrap_or(0),
             };
             let mut scheduler = Quantum::new(config);
             if let Some(admission) = &args.admission {
@@ -422,6 +435,7 @@ pub fn run(args: SimArgs) -> anyhow::Result<()> {
             write_concurrency: args.write_concurrency,
             write_concurrency_from: args.write_concurrency_from,
             kernel_buffer: args.kernel_buffer,
+            kernel_overshoot: args.kernel_overshoot,
             admission: args.admission.as_ref().map(|a| a.name()),
             bands: (args.policy == SimPolicy::Bands).then(|| args.bands.cutoffs().to_vec()),
             link_bps: args.link,
