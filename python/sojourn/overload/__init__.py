@@ -55,7 +55,7 @@ EXPERIMENTS = (
                "Persistent overload at rho 1.2, run again: the server's share of the wait for the first byte",
                twin_set="overload-control-persistent"),
     Experiment("overload-control-write-slots", "experiments/overload-control/write-slots.toml",
-               "Persistent overload at rho 1.2, run again: how long every write slot was held while a response waited",
+               "Persistent overload at rho 1.2, run again, and SRPT without kernel bands: how long the write slots were held",
                twin_set="overload-control-persistent"),
     Experiment("overload-control-dwfs", "experiments/overload-control/dwfs.toml",
                "Session overload (003 §5): DWFS at 1.2 and 1.4 times its CPU"),
