@@ -22,8 +22,11 @@ build: setup
 # One release build serves both the binaries the Python tests drive and the Rust tests.
 test: build rust-test py-test
 
+# The pure cores (policies, admission, simulator) once more in the debug profile: its integer
+# overflow checks and debug assertions are off in release.
 rust-test:
 	cargo test --release --workspace
+	cargo test -p sojourn-sched -p sojourn-sim
 
 py-test:
 	$(PY) -m pytest -q -rs python/tests
