@@ -56,6 +56,11 @@ const SERVICE_BOUNDS: [f64; 14] = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005
 /// 21-s SYN retry.
 const WAIT_BOUNDS: [f64; 13] = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0];
 
+/// One counter of the policy under test, with its HELP and TYPE lines.
+fn counter(out: &mut String, name: &str, help: &str, policy: &str, value: impl std::fmt::Display) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name}{{policy=\"{policy}\"}} {value}");
+}
+
 /// The counters one worker updates: each worker has its own, on its own cache
 /// lines, so workers never contend; a scrape sums them.
 #[derive(Debug)]
@@ -218,12 +223,14 @@ impl Metrics {
             ),
         ];
         for (name, help, value) in counters {
-            let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} counter\n{name}{{policy=\"{policy}\"}} {value}");
+            counter(&mut out, name, help, policy, value);
         }
-        let slots_full = self.sum(|s| s.slots_full_nanos.load(Relaxed)) as f64 / 1e9;
-        let _ = writeln!(
-            out,
-            "# HELP sojourn_write_slots_full_seconds_total Seconds a worker had a response ready to write and every --write-concurrency slot held by a blocked response, summed over workers.\n# TYPE sojourn_write_slots_full_seconds_total counter\nsojourn_write_slots_full_seconds_total{{policy=\"{policy}\"}} {slots_full}"
+        counter(
+            &mut out,
+            "sojourn_write_slots_full_seconds_total",
+            "Seconds a worker had a response ready to write and every --write-concurrency slot held by a blocked response, summed over workers.",
+            policy,
+            self.sum(|s| s.slots_full_nanos.load(Relaxed)) as f64 / 1e9,
         );
         let _ = writeln!(
             out,

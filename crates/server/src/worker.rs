@@ -237,7 +237,6 @@ impl Worker {
         let mut events = Events::with_capacity(EVENTS_CAPACITY);
         let mut next_tick = Instant::now();
         loop {
-            self.time_slots_full(Instant::now());
             let can_write = self.sched.can_grant();
             let timeout = if can_write { Duration::ZERO } else { next_tick.saturating_duration_since(Instant::now()) };
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
@@ -288,6 +287,7 @@ impl Worker {
                     }
                 }
             }
+            self.time_slots_full(now);
         }
         self.flush_log();
         let open = self.conns.len();
@@ -301,8 +301,8 @@ impl Worker {
     }
 
     /// Adds the time since the last look to `sojourn_write_slots_full_seconds_total` if every
-    /// slot was held then, and looks again: called before each wait for events, where the
-    /// state can only change by what the wait brings.
+    /// slot was held then, and looks again: called once a round, after its work, so the look
+    /// holds through the next wait for events (only what that wait brings changes it).
     fn time_slots_full(&mut self, now: Instant) {
         if let Some(since) = self.slots_full_since {
             let nanos = now.saturating_duration_since(since).as_nanos() as u64;

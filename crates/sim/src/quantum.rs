@@ -107,8 +107,6 @@ pub struct Quantum {
     admission: Option<Box<dyn Admission>>,
     /// The simulated time in seconds (see `Discipline::clock`).
     now: f64,
-    /// Since the last event: a response ready and every write slot held.
-    waiting_for_a_slot: bool,
     slot_times: SlotTimes,
 }
 
@@ -173,7 +171,6 @@ impl Quantum {
             quanta: 0,
             admission: None,
             now: 0.0,
-            waiting_for_a_slot: false,
             slot_times: SlotTimes::default(),
         }
     }
@@ -296,13 +293,14 @@ impl Quantum {
             }
         }
         self.skip_stale();
-        self.waiting_for_a_slot = self.scheduler.waiting_for_a_slot();
     }
 }
 
 impl Discipline for Quantum {
     fn clock(&mut self, now: f64) {
-        if self.waiting_for_a_slot {
+        // The scheduler changes only at events, which come after their clock: its state now
+        // is what held since the last event.
+        if self.scheduler.waiting_for_a_slot() {
             self.slot_times.slots_full(self.now, now);
         }
         self.now = now;
