@@ -154,7 +154,7 @@ def result_dir(root: Path, run: str = "srpt-size-rho=1.2", rep: int = 0, admissi
               "write_concurrency": 8, "write_concurrency_from": "", "notsent_lowat": "16K"}
     (directory / "run.json").write_text(json.dumps({
         "run": run, "repetition": rep, "variant": run.rsplit("-", 1)[0], "sweep_value": 1.2,
-        "config": {"server": server, "network": {"link_mbps": 10}, "workload": {"timeout_s": 60.0},
+        "config": {"server": server, "network": {"link_mbps": 10, "groups": [], "tcp": {"timestamps": True}}, "workload": {"timeout_s": 60.0},
                    "collect": {"drain_s": 60.0}},
         # The records' 66,040 body bytes in 2 s at a load of 1.2: a body rate of 220 kbit/s.
         "inputs": {"trace": str(trace), "periods": [{"start_s": 0.0, "end_s": 2.0, "target_rho": 1.2,
@@ -245,9 +245,13 @@ def test_the_model_runs_at_the_body_rate_a_load_of_one_carried():
     periods = [{"start_s": 0.0, "end_s": 600.0, "achieved_rho": 1.2, "bytes": 787_346_413}]
     assert body_rate_bps(periods) == pytest.approx(8.748e6, rel=1e-3), "000's rho 1.2 on the wire: 8.75 Mbit/s of bodies"
     config = {"server": {"policy": "fair", "quantum": "32K", "write_concurrency": 8, "write_concurrency_from": "",
-                         "notsent_lowat": "16K", "admission": "size", "stages": ""}, "network": {"link_mbps": 10}}
+                         "notsent_lowat": "16K", "admission": "size", "stages": ""},
+              "network": {"link_mbps": 10, "groups": [], "tcp": {"timestamps": True}}}
     assert sim_args(config, periods) == ["--link", "8748293", "--policy", "fair", "--quantum", "32K", "--write-concurrency",
-                                         "8", "--kernel-buffer", "16K", "--admission", "size:rate=10mbit"]
+                                         "8", "--kernel-buffer", "16K", "--kernel-overshoot", "2896",
+                                         "--admission", "size:rate=10mbit"], "two 1,448-byte segments past the mark"
+    config["network"] = {"link_mbps": 10, "groups": [{"mtu": 1500}, {"mtu": 1000}], "tcp": {"timestamps": False}}
+    assert "1920" in sim_args(config, periods), "two segments of the smallest group's MSS"
     config["server"]["stages"] = {"policy": "dwfs"}
     assert sim_args(config, periods) is None, "the stage pool has no model"
     with pytest.raises(ValueError, match="carry no load"):
@@ -335,12 +339,13 @@ def test_publish_then_doc_from_the_published_numbers_alone(tmp_path):
     # Of the 1.5 s, 0.05 from sent to first byte and 1.44 to the last; in the model none waited for its first byte.
     # The server had every write slot held for 6.18 s of the 61.8 s up to the stop, a blocked
     # write holding its slot 0.15 s on average; the model's 8 slots were never all held by 5
-    # requests, and the 60-KiB response's blocked writes waited 0.32 s each for 8 KiB of its
-    # 16-KiB mark to drain at 27.5 kB/s.
+    # requests, and the 60-KiB response's blocked writes waited 0.436 s each for its 16-KiB
+    # mark, passed by two 1,448-byte segments (the kernel's overshoot), to drain to half at
+    # 27.5 kB/s.
     # The testbed's uplink dropped 5 packets and the server timed out 4 times, for 5 requests;
     # the model has no packets to drop.
     assert ("| srpt-size-rho=1.2 | 40 / 0 | 8.33 / 0 | 0.008 / 0.184 | 2 / 0.532 | 2.98 / 2.28 | 1.5 / 0.532 | 0.05 / 0 "
-            "| 0.02 / 0 | 10 / 0 | 0.15 / 0.32 | 1.44 / 0.532 | 100 / — | 80 / — |") in text
+            "| 0.02 / 0 | 10 / 0 | 0.15 / 0.436 | 1.44 / 0.532 | 100 / — | 80 / — |") in text
     assert "| srpt-size-rho=1.2 | 2 / 6 | 0 / 0 | 0 / 2 | 0 / 0 | 2 / 2 |" in text
     assert ("- overload-control-persistent, 1.2: best mean response s: srpt-rho=1.2 (2), tied with srpt-size-rho=1.2 "
             "(the 90% intervals overlap); 1x srpt-size-rho=1.2 (2).") in text

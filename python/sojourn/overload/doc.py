@@ -353,7 +353,8 @@ def build(published: Path = PUBLISHED, doc: Path = DOC) -> str:
         "repetitions with their 90% interval.", "",
         "Beside each run, the simulator (`sojourn-engine sim`, docs/simulator.md) replays the run's trace "
         "with the server's own scheduler and admission code and the run's write quantum, write "
-        "concurrency and NOTSENT_LOWAT, on a link of the body rate a load of 1 carried in the trace "
+        "concurrency and NOTSENT_LOWAT (each write passing the mark by two segments, as Linux fills the "
+        "segment buffer it opened below the mark), on a link of the body rate a load of 1 carried in the trace "
         "(load counted on the wire, 000 §2.3: what the bodies get of the uplink; each model.json names its "
         "options), without TCP, packets, a SYN queue "
         "or the kernel's priority bands, and ends its requests as the testbed's run ends them (after the run's "
