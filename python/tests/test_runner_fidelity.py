@@ -68,22 +68,49 @@ def test_io_stall_is_the_longest_stretch_of_io_pressure_at_half_or_more():
     assert not fidelity.violations({"io_stall_s": fidelity.io_stall_seconds(jittered)}, fidelity.bounds_of(DEFAULTS))
 
 
+def stage_series(seconds: list[float], processing_per_s: list[float], cpu_per_s: list[float]) -> pd.DataFrame:
+    """The stage pool's series.csv: two stages sampled each second, the second never
+    visited; ``processing_per_s`` and ``cpu_per_s`` are the first's per second."""
+    processing, cpu = np.cumsum([0.0, *processing_per_s]), np.cumsum([0.0, *cpu_per_s])
+    rows = [{"t_s": t, "stage": "MM", "processing_s": p, "cpu_s": c} for t, p, c in zip(seconds, processing, cpu)]
+    rows += [{"t_s": t, "stage": "BR", "processing_s": 0.0, "cpu_s": 0.0} for t in seconds]
+    return pd.DataFrame(rows)
+
+
+def test_stage_stretch_is_the_worst_window_of_processing_over_cpu():
+    seconds = [float(t) for t in range(31)]
+    # A worker with a core to itself: processing takes its CPU time.
+    assert fidelity.stage_stretch(stage_series(seconds, [0.9] * 30, [0.9] * 30)) == pytest.approx(1.0)
+    # Seconds 12-15 processed at half speed (a busy loop beside it): their window has 9 s of
+    # CPU in 7 x 0.9 + 3 x 1.8 = 11.7 s of processing; the others stay at 1.
+    slow = [1.8 if 12 <= t < 15 else 0.9 for t in range(30)]
+    cpu = [0.9] * 30
+    value = fidelity.stage_stretch(stage_series(seconds, slow, cpu))
+    assert value == pytest.approx(11.7 / 9.0)
+    assert fidelity.violations({"stage_stretch": value}, fidelity.bounds_of(DEFAULTS)) == ["stage_stretch 1.3 > 1.05"]
+    # A window with under 1 s of CPU is not judged: a few requests say little.
+    assert fidelity.stage_stretch(stage_series(seconds, [0.09] * 30, [0.05] * 30)) is None
+    # A series from before the cpu_s column: nothing judged.
+    assert fidelity.stage_stretch(stage_series(seconds, cpu, cpu).drop(columns="cpu_s")) is None
+
+
 def test_each_measure_is_judged_against_its_bound_and_zero_leaves_it_unjudged():
     bounds = fidelity.bounds_of(DEFAULTS)
     good = {"lag_p99_s": 0.001, "emulator_late_p99_s": 5e-5, "uplink_rate": 1.0, "cpu_idle": 0.7, "cpu_steal": 0.0,
-            "io_stall_s": 1.0}
+            "io_stall_s": 1.0, "stage_stretch": 1.01}
     assert fidelity.violations(good, bounds) == []
     for name, bad in {"lag_p99_s": 0.02, "emulator_late_p99_s": 0.003, "uplink_rate": 0.9, "cpu_idle": 0.05,
-                      "cpu_steal": 0.2, "io_stall_s": 2.0}.items():
+                      "cpu_steal": 0.2, "io_stall_s": 2.0, "stage_stretch": 1.5}.items():
         lines = fidelity.violations({**good, name: bad}, bounds)
         assert len(lines) == 1 and lines[0].startswith(name), lines
     assert fidelity.violations({**good, "uplink_rate": None}, bounds) == []  # does not apply: not judged
     lenient = fidelity.bounds_of({**DEFAULTS, "lag_p99_ms": 0, "cpu_idle_min": 0})
     assert fidelity.violations({**good, "lag_p99_s": 1.0, "cpu_idle": 0.0}, lenient) == []
     # A CPU-bound run's lag and idle time are its results, and a closed loop's queue is not
-    # continuously backlogged: recorded, not judged.
-    assert fidelity.bounds_of(DEFAULTS, cpu_bound_run=True) == fidelity.bounds_of(
-        {**DEFAULTS, "lag_p99_ms": 0, "cpu_idle_min": 0, "uplink_rate_tolerance": 0})
+    # continuously backlogged: recorded, not judged. Its stages' stretch is judged.
+    cpu_bound = fidelity.bounds_of(DEFAULTS, cpu_bound_run=True)
+    assert cpu_bound == fidelity.bounds_of({**DEFAULTS, "lag_p99_ms": 0, "cpu_idle_min": 0, "uplink_rate_tolerance": 0})
+    assert cpu_bound["stage_stretch"] == (None, 1.05)
 
 
 @pytest.mark.parametrize("workload, bound", [({"rho": 0.5}, False), ({"mode": "closed"}, True),
@@ -168,6 +195,64 @@ def test_a_disturbed_repetition_is_marked_invalid_and_redone(tmp_path):
     assert record["valid"] and record["values"]["cpu_idle"] >= 0.3
     summary = json.loads((directory / "summary.json").read_text())
     assert summary["fidelity"] == record
+
+
+STAGES_SPEC = """\
+name = "stage-guard"
+[server]
+kind = "sojourn"
+stages = { policy = "fifo", series_interval_ms = 250 }
+[network]
+link_mbps = 100
+groups = [{ name = "gold" }, { name = "silver" }, { name = "bronze" }]
+[workload]
+mode = "sessions"
+duration_s = 4
+timeout_s = 5
+# 8 sessions a second of 101 ms of CPU on average: about 3 s of the stage worker's CPU.
+sessions = { rate = 8 }
+[collect]
+drain_s = 5
+interval_s = 0.5
+[collect.fidelity]
+# Busy loops on every core beside it leave the stage worker at most 2/3 of a core (1.5x);
+# alone it measured 1.0005-1.013 (sojourn.runner.fidelity).
+stage_stretch_max = 1.25
+redo = 1
+"""
+
+
+@root_only
+@pytest.mark.netns
+def test_a_cpu_stage_repetition_that_lost_its_cpu_is_marked_invalid_and_redone(tmp_path):
+    """A CPU-bound run's idle time is not judged, but its stage worker's stretch is: busy
+    loops beside the first attempt make its processing take longer than the CPU it burned,
+    so that attempt is invalid; run again without them, it is valid."""
+    path = tmp_path / "stage-guard.toml"
+    path.write_text(STAGES_SPEC)
+    hogs: list[subprocess.Popen] = []
+
+    def on_event(kind, data):
+        if kind == "repetition" and not data["skipped"]:
+            hogs.extend(subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2))
+        elif kind == "invalid":
+            for hog in hogs:
+                hog.kill()
+                hog.wait()
+
+    try:
+        outcome = run_experiment(load_spec(path), tmp_path / "results", prefix="sjfs", on_event=on_event)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    directory = tmp_path / "results" / "stage-guard" / "run" / "0"
+    assert outcome.states == {("run", 0): "complete"}
+    attempts = json.loads((directory / "attempts.json").read_text())
+    assert len(attempts) == 1 and attempts[0]["fidelity"]["values"]["stage_stretch"] > 1.25, attempts
+    assert [line.split()[0] for line in attempts[0]["fidelity"]["violations"]] == ["stage_stretch"]
+    record = json.loads((directory / "fidelity.json").read_text())
+    assert record["valid"] and 1.0 <= record["values"]["stage_stretch"] <= 1.25, record
 
 
 @root_only

@@ -13,7 +13,9 @@
 //!
 //! Metrics (003 §4.1, §5.2): per stage queue length, completions, late
 //! completions (past the class timeout), drops by reason, total queueing and
-//! processing time; productivity `c - e` over an interval is the difference of
+//! processing time, and the thread CPU time the processing burned (processing
+//! over CPU time is how much longer the work took than its CPU: 1 while each
+//! worker has a core to itself, the measure of a disturbed run); productivity `c - e` over an interval is the difference of
 //! two [`Metrics`] snapshots ([`Metrics::productivity_since`]).
 
 use std::net::IpAddr;
@@ -89,7 +91,10 @@ pub struct StageMetrics {
     pub dropped_waiting_room: u64,
     pub dropped_deadline: u64,
     pub queueing_s: f64,
+    /// Wall time of the completed requests' processing.
     pub processing_s: f64,
+    /// Thread CPU time the completed requests' processing burned.
+    pub cpu_s: f64,
     /// The dispatcher's current normalized weight of the stage (static for rr and wfs,
     /// recomputed before every dispatch by dwfs, equal shares otherwise).
     pub weight: f64,
@@ -123,7 +128,7 @@ impl Metrics {
     /// Prometheus text exposition of the counters.
     pub fn prometheus(&self) -> String {
         let mut out = String::new();
-        let series: [Series; 8] = [
+        let series: [Series; 9] = [
             ("sojourn_stage_weight", "gauge", |s| s.weight),
             ("sojourn_stage_queue_length", "gauge", |s| s.queue_length as f64),
             ("sojourn_stage_completed_total", "counter", |s| s.completed as f64),
@@ -132,6 +137,7 @@ impl Metrics {
             ("sojourn_stage_dropped_deadline_total", "counter", |s| s.dropped_deadline as f64),
             ("sojourn_stage_queueing_seconds_total", "counter", |s| s.queueing_s),
             ("sojourn_stage_processing_seconds_total", "counter", |s| s.processing_s),
+            ("sojourn_stage_cpu_seconds_total", "counter", |s| s.cpu_s),
         ];
         for (name, kind, value) in series {
             out.push_str(&format!("# TYPE {name} {kind}\n"));
@@ -293,7 +299,7 @@ impl Drop for StagePool {
 }
 
 /// Columns of the series CSV, one row per stage per sample.
-pub const SERIES_COLUMNS: [&str; 9] = [
+pub const SERIES_COLUMNS: [&str; 10] = [
     "t_s",
     "stage",
     "queue_length",
@@ -303,6 +309,7 @@ pub const SERIES_COLUMNS: [&str; 9] = [
     "dropped_deadline",
     "queueing_s",
     "processing_s",
+    "cpu_s",
 ];
 
 /// Writes the counters every `series_interval` until shutdown (and once more then).
@@ -324,6 +331,7 @@ fn sample(shared: &Shared, file: std::fs::File) {
                 m.dropped_deadline.to_string(),
                 format!("{:.6}", m.queueing_s),
                 format!("{:.6}", m.processing_s),
+                format!("{:.6}", m.cpu_s),
             ];
             ok &= writer.write_record(&row).is_ok();
         }
@@ -382,9 +390,9 @@ fn work(shared: &Shared) {
             (job.reply)(Outcome::Dropped { queued: Duration::from_secs_f64(queued_s), reason: DropReason::CannotMeetDeadline });
         }
         let Some((request, job, started_s)) = next else { continue };
-        let started = Instant::now();
+        let (started, cpu_before) = (Instant::now(), thread_cpu_time());
         let work = burn_cpu(shared.spec.processing[request.stage], request.id);
-        let processing = started.elapsed();
+        let (processing, cpu) = (started.elapsed(), thread_cpu_time().saturating_sub(cpu_before));
         let queued = Duration::from_secs_f64((started_s - request.arrival).max(0.0));
         let in_time = queued + processing <= job.timeout;
         {
@@ -394,6 +402,7 @@ fn work(shared: &Shared) {
             m.late += u64::from(!in_time);
             m.queueing_s += queued.as_secs_f64();
             m.processing_s += processing.as_secs_f64();
+            m.cpu_s += cpu.as_secs_f64();
         }
         (job.reply)(Outcome::Completed { queued, processing, work, in_time });
     }
@@ -476,6 +485,9 @@ mod tests {
         assert_eq!((m.stages[0].completed, m.stages[1].completed), (2, 2));
         assert_eq!(m.stages.iter().map(|s| s.queue_length).sum::<usize>(), 0);
         assert!(m.stages[1].processing_s >= 0.004);
+        // A thread burns no more CPU time than the wall time it ran for.
+        assert!(m.stages[1].cpu_s >= 0.004 && m.stages[1].cpu_s <= m.stages[1].processing_s, "{m:?}");
+        assert!(m.prometheus().contains("# TYPE sojourn_stage_cpu_seconds_total counter"));
         assert!(m.prometheus().contains("sojourn_stage_completed_total{stage=\"s1\"} 2"));
         assert_eq!(m.productivity_since(&Metrics::default()), 4);
     }
@@ -520,6 +532,7 @@ mod tests {
         // The last sample, taken at shutdown, has stage s1's three completions.
         let last = &rows[rows.len() - 1];
         assert_eq!((last[1], last[3]), ("s1", "3"), "{text}");
+        assert!(last[9].parse::<f64>().unwrap() >= 0.003, "three requests of 1 ms of CPU: {text}");
     }
 
     #[test]

@@ -4,8 +4,9 @@ Inputs are the per-request frame of :func:`sojourn.analysis.records.requests`
 (one row per logical request) and, for queue lengths and the response-time
 anatomy, the stage pool's ``series_csv`` (columns of
 ``sojourn_stages::pool::SERIES_COLUMNS``: ``t_s, stage, queue_length, completed,
-late, dropped_waiting_room, dropped_deadline, queueing_s, processing_s``,
-cumulative except ``queue_length``).
+late, dropped_waiting_room, dropped_deadline, queueing_s, processing_s``, and
+since 27 Nov 2026 ``cpu_s``, which older series lack and :data:`SERIES_COLUMNS` does
+not require; cumulative except ``queue_length``).
 
 Definitions (003 §4.1, §5.2):
 

@@ -262,6 +262,10 @@ SCHEMA: dict[str, Any] = {
             "io_stall_max_s": _k(NUMBER, 1.0, "likewise when the machine's I/O pressure (some task waiting for I/O) "
                                               "stayed at 0.5 or more for longer than this many seconds in a row, which "
                                               "stalls the server; 0 = not judged", minimum=0),
+            "stage_stretch_max": _k(NUMBER, 1.05, "likewise when the stage pool's processing took more than this many "
+                                                  "times the CPU time it burned in a 10-s window (its worker lost the "
+                                                  "CPU to something else; judged in CPU-bound runs too); 0 = not judged",
+                                    minimum=0),
             "redo": _k(int, 2, "times an invalid repetition is run again at once before it is left invalid (a later "
                                "`sojourn run` redoes it)", minimum=0, maximum=10),
         },
