@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use mio::Waker;
 use sojourn_sched::JobId;
@@ -43,6 +43,9 @@ pub struct Reply {
     pub pending: Pending,
     pub status: u16,
     pub body: String,
+    /// The stage's CPU processing of the request (zero when dropped): time it was served,
+    /// which admission does not count as waiting.
+    pub processing: Duration,
 }
 
 pub struct StageRoute {
@@ -95,7 +98,11 @@ impl StageRoute {
             .filter_map(|(conn, outcome)| {
                 let pending = self.pending.remove(&conn)?;
                 let (status, body) = describe(&outcome);
-                Some(Reply { conn, pending, status, body })
+                let processing = match outcome {
+                    Outcome::Completed { processing, .. } => processing,
+                    Outcome::Dropped { .. } => Duration::ZERO,
+                };
+                Some(Reply { conn, pending, status, body, processing })
             })
             .collect()
     }

@@ -21,8 +21,10 @@
 //!   the time its bytes waited in the kernel (a connection in the accept queue, 000 §2); the
 //!   simulator has no such queue and passes `now` twice;
 //! - [`Admission::first_write`]: an admitted response is granted its first write, `arrived`
-//!   being when its request came: go on, or refuse it now, before any byte (CoDel drops at
-//!   dequeue, RFC 8289 §3.2, and the first write is a request's dequeue);
+//!   being when its request came, moved on by any time it spent in service before (a
+//!   dynamic request's CPU processing), so that `now - arrived` is time spent waiting: go
+//!   on, or refuse it now, before any byte (CoDel drops at dequeue, RFC 8289 §3.2, and the
+//!   first write is a request's dequeue);
 //! - [`Admission::left`]: an admitted response is done (`completed`) or its connection gone.
 //!   Every admitted request leaves exactly once, also after a refusal at its first write.
 //!
@@ -87,7 +89,8 @@ pub trait Admission: Send + fmt::Debug {
     /// A request that arrived at `arrived`, whose response has `size` bytes (`None`: not known
     /// before it is made), is read `now`.
     fn arrive(&mut self, now: Duration, job: JobId, arrived: Duration, size: Option<u64>) -> Verdict;
-    /// The admitted `job`, whose request arrived at `arrived`, is granted its first write.
+    /// The admitted `job`, whose request arrived at `arrived` (moved on by the time it was in
+    /// service before: see the module notes), is granted its first write.
     fn first_write(&mut self, _now: Duration, _job: JobId, _arrived: Duration) -> Verdict {
         Verdict::Admit
     }

@@ -142,7 +142,7 @@ impl Worker {
         match admission.arrive(since_origin(now), id, since_origin(arrived), size) {
             Verdict::Admit => {
                 if let Some(conn) = self.conns.get_mut(&id) {
-                    conn.admitted = Some(Admitted { arrived, written: false });
+                    conn.admitted = Some(Admitted { arrived, served: Duration::ZERO, written: false });
                 }
                 false
             }
@@ -166,6 +166,9 @@ impl Worker {
     pub(super) fn on_stage_replies(&mut self) {
         let Some(route) = self.stages.as_mut() else { return };
         for reply in route.replies() {
+            if let Some(admitted) = self.conns.get_mut(&reply.conn).and_then(|conn| conn.admitted.as_mut()) {
+                admitted.served = reply.processing;
+            }
             let p = reply.pending;
             let head = Head {
                 status: reply.status,
