@@ -286,7 +286,7 @@ impl Metrics {
             &histograms,
             &mut out,
             "sojourn_first_write_wait_seconds",
-            "An admitted request's first bytes received by the host to its response's first byte handed to the kernel (measured with --admission only).",
+            "An admitted request's first bytes received by the host to its response's first byte handed to the kernel, less a stage request's processing (measured with --admission only).",
         );
         let histograms: Vec<&Histogram> = self.shards.iter().map(|s| &s.write_blocked).collect();
         Histogram::render(
