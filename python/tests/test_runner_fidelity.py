@@ -158,6 +158,31 @@ redo = {redo}
 """
 
 
+def run_beside_busy_loops(spec: Path, results: Path, prefix: str, loops: int, seen: list):
+    """Runs the spec with ``loops`` busy loops, each in a session of its own (the kernel
+    shares the CPU between sessions first), from the start of its first attempt until an
+    attempt is found invalid; ``seen`` gets every event."""
+    hogs: list[subprocess.Popen] = []
+
+    def on_event(kind, data):
+        seen.append((kind, data))
+        if kind == "repetition" and not data["skipped"]:
+            hogs.extend(subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+                        for _ in range(loops))
+        elif kind == "invalid":
+            stop(hogs)
+
+    def stop(processes):
+        for hog in processes:
+            hog.kill()
+            hog.wait()
+
+    try:
+        return run_experiment(load_spec(spec), results, prefix=prefix, on_event=on_event)
+    finally:
+        stop(hogs)
+
+
 @root_only
 @pytest.mark.netns
 def test_a_disturbed_repetition_is_marked_invalid_and_redone(tmp_path):
@@ -166,24 +191,8 @@ def test_a_disturbed_repetition_is_marked_invalid_and_redone(tmp_path):
     it; the attempt run again without them is valid and complete."""
     path = tmp_path / "guard.toml"
     path.write_text(SPEC.format(name="guard", redo=1))
-    hogs: list[subprocess.Popen] = []
     seen: list[tuple[str, dict]] = []
-
-    def on_event(kind, data):
-        seen.append((kind, data))
-        if kind == "repetition" and not data["skipped"]:
-            hogs.extend(subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(os.cpu_count() or 2))
-        elif kind == "invalid":
-            for hog in hogs:
-                hog.kill()
-                hog.wait()
-
-    try:
-        outcome = run_experiment(load_spec(path), tmp_path / "results", prefix="sjfg", on_event=on_event)
-    finally:
-        for hog in hogs:
-            hog.kill()
-            hog.wait()
+    outcome = run_beside_busy_loops(path, tmp_path / "results", "sjfg", os.cpu_count() or 2, seen)
     directory = tmp_path / "results" / "guard" / "run" / "0"
     assert outcome.states == {("run", 0): "complete"}
     assert [kind for kind, _ in seen].count("invalid") == 1
@@ -234,23 +243,7 @@ def test_a_cpu_stage_repetition_that_lost_its_cpu_is_marked_invalid_and_redone(t
     the four here has its own session (the server's then gets about 2/5 of the machine)."""
     path = tmp_path / "stage-guard.toml"
     path.write_text(STAGES_SPEC)
-    hogs: list[subprocess.Popen] = []
-
-    def on_event(kind, data):
-        if kind == "repetition" and not data["skipped"]:
-            hogs.extend(subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
-                        for _ in range(2 * (os.cpu_count() or 2)))
-        elif kind == "invalid":
-            for hog in hogs:
-                hog.kill()
-                hog.wait()
-
-    try:
-        outcome = run_experiment(load_spec(path), tmp_path / "results", prefix="sjfs", on_event=on_event)
-    finally:
-        for hog in hogs:
-            hog.kill()
-            hog.wait()
+    outcome = run_beside_busy_loops(path, tmp_path / "results", "sjfs", 2 * (os.cpu_count() or 2), [])
     directory = tmp_path / "results" / "stage-guard" / "run" / "0"
     assert outcome.states == {("run", 0): "complete"}
     attempts = json.loads((directory / "attempts.json").read_text())
