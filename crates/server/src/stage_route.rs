@@ -97,11 +97,7 @@ impl StageRoute {
             .into_iter()
             .filter_map(|(conn, outcome)| {
                 let pending = self.pending.remove(&conn)?;
-                let (status, body) = describe(&outcome);
-                let processing = match outcome {
-                    Outcome::Completed { processing, .. } => processing,
-                    Outcome::Dropped { .. } => Duration::ZERO,
-                };
+                let (status, body, processing) = describe(&outcome);
                 Some(Reply { conn, pending, status, body, processing })
             })
             .collect()
@@ -117,8 +113,8 @@ impl StageRoute {
     }
 }
 
-/// Status and body of a stage outcome.
-fn describe(outcome: &Outcome) -> (u16, String) {
+/// Status, body and processing time (zero when dropped) of a stage outcome.
+fn describe(outcome: &Outcome) -> (u16, String, Duration) {
     match outcome {
         Outcome::Completed { queued, processing, work, in_time } => (
             200,
@@ -128,7 +124,10 @@ fn describe(outcome: &Outcome) -> (u16, String) {
                 processing.as_micros(),
                 u8::from(*in_time)
             ),
+            *processing,
         ),
-        Outcome::Dropped { queued, reason } => (503, format!("dropped reason={} queued_us={}\n", reason.name(), queued.as_micros())),
+        Outcome::Dropped { queued, reason } => {
+            (503, format!("dropped reason={} queued_us={}\n", reason.name(), queued.as_micros()), Duration::ZERO)
+        }
     }
 }

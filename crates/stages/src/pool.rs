@@ -15,8 +15,9 @@
 //! completions (past the class timeout), drops by reason, total queueing and
 //! processing time, and the thread CPU time the processing burned (processing
 //! over CPU time is how much longer the work took than its CPU: 1 while each
-//! worker has a core to itself, the measure of a disturbed run); productivity `c - e` over an interval is the difference of
-//! two [`Metrics`] snapshots ([`Metrics::productivity_since`]).
+//! worker has a core to itself, the measure of a disturbed run); productivity
+//! `c - e` over an interval is the difference of two [`Metrics`] snapshots
+//! ([`Metrics::productivity_since`]).
 
 use std::net::IpAddr;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -390,9 +391,9 @@ fn work(shared: &Shared) {
             (job.reply)(Outcome::Dropped { queued: Duration::from_secs_f64(queued_s), reason: DropReason::CannotMeetDeadline });
         }
         let Some((request, job, started_s)) = next else { continue };
-        let (started, cpu_before) = (Instant::now(), thread_cpu_time());
-        let work = burn_cpu(shared.spec.processing[request.stage], request.id);
-        let (processing, cpu) = (started.elapsed(), thread_cpu_time().saturating_sub(cpu_before));
+        let started = Instant::now();
+        let (work, cpu) = burn_cpu(shared.spec.processing[request.stage], request.id);
+        let processing = started.elapsed();
         let queued = Duration::from_secs_f64((started_s - request.arrival).max(0.0));
         let in_time = queued + processing <= job.timeout;
         {
@@ -409,8 +410,8 @@ fn work(shared: &Shared) {
 }
 
 /// Computes (xorshift rounds) until this thread has used `cpu` of CPU time;
-/// returns the final state so the work is observable.
-pub fn burn_cpu(cpu: Duration, seed: u64) -> u64 {
+/// returns the final state, so the work is observable, and the CPU time used.
+pub fn burn_cpu(cpu: Duration, seed: u64) -> (u64, Duration) {
     let start = thread_cpu_time();
     let mut x = seed | 1;
     loop {
@@ -420,8 +421,9 @@ pub fn burn_cpu(cpu: Duration, seed: u64) -> u64 {
             x ^= x << 17;
         }
         x = std::hint::black_box(x);
-        if thread_cpu_time().saturating_sub(start) >= cpu {
-            return x;
+        let used = thread_cpu_time().saturating_sub(start);
+        if used >= cpu {
+            return (x, used);
         }
     }
 }

@@ -33,6 +33,7 @@ from sojourn.analysis.results import open_repetition
 from sojourn.engine import engine_path
 from sojourn.overload.derive import _finite, censor_horizon, request_numbers, scheduler, stop_s
 from sojourn.runner.plan import admission_arg
+from sojourn.theory.bounds import segment_payload
 
 
 def body_rate_bps(periods: list[dict]) -> float:
@@ -48,12 +49,11 @@ def body_rate_bps(periods: list[dict]) -> float:
 def kernel_overshoot(network: dict) -> int:
     """Bytes a write passes TCP_NOTSENT_LOWAT by on the testbed's kernel: ``tcp_sendmsg``
     checks the mark only before it opens a new segment buffer, which it then fills, at least
-    ``tcp_min_tso_segs`` (2) segments of the MSS (MTU less 40 bytes of headers, 12 more with
-    timestamps, RFC 7323). The MTU is the client groups' (the smallest, where they differ;
+    ``tcp_min_tso_segs`` (2) segments of the MSS (:func:`segment_payload`). The MTU is the client groups' (the smallest, where they differ;
     1500 without groups). Measured: with it the model's write-slot holds are the testbed's
     (docs/simulator.md, "--kernel-overshoot")."""
     mtu = min((group["mtu"] for group in network.get("groups") or []), default=1500)
-    return 2 * (mtu - 40 - 12 * bool(network["tcp"]["timestamps"]))
+    return 2 * segment_payload(bool(network["tcp"]["timestamps"]), mtu)
 
 
 def sim_args(config: dict, periods: list[dict]) -> list[str] | None:
