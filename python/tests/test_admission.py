@@ -20,7 +20,7 @@ from rich.console import Console
 from sojourn import analysis
 from sojourn.overload import EXPERIMENTS, REPO, doc
 from sojourn.overload.derive import (censor_horizon, derive, overload_spans, recovery_spans, refusals_by_reason, settle_time,
-                                     size_class, uncensored_until)
+                                     size_class, stage_pool_numbers, uncensored_until)
 from sojourn.overload.campaign import plan, run_and_publish
 from sojourn.overload.publish import publish
 from sojourn.reproduce.publish import restore_published
@@ -195,10 +195,26 @@ def test_derive_counts_what_the_doc_shows(tmp_path):
     assert d["slots_full_share"] == pytest.approx(6.18 / (1.8 + 60.0)), "up to the stop, 60 s after the last request"
     assert d["write_blocked_mean"] == pytest.approx(0.15)
     assert d["scheduler"] == "srpt+bands" and d["admission"] == "size"
+    assert d["stage_busy_share"] is None and d["stage_dropped_share"] is None and d["session_abort_rate"] is None
     assert d["sessions_per_s"] is None and len(d["settle_s"]) == 1 and d["recover_s"] == [], "one step up, none down"
     # 1-s bins by scheduled time: 1 of 2 refused, then 1 of 3, then nothing scheduled.
     assert d["over_time"]["refused"] == [pytest.approx(0.5), pytest.approx(1 / 3), None, None]
     json.dumps(d, allow_nan=False)  # publishable as is
+
+
+def test_the_stage_pools_busy_share_and_drops():
+    """Stage runs: the share of the run the worker spent processing (completed times mean
+    processing, over the run and the workers) and the pool's own drops per request offered."""
+    sessions = {"anatomy": [{"completed": 100, "processing_mean_s": 0.02, "dropped": 5},
+                            {"completed": 0, "processing_mean_s": math.nan, "dropped": 1}]}
+    numbers = stage_pool_numbers(sessions, {"policy": "dwfs"}, 4.0, 60)
+    assert numbers == {"stage_busy_share": pytest.approx(0.5), "stage_dropped_share": pytest.approx(0.1)}
+    assert stage_pool_numbers(sessions, {"workers": 2}, 4.0, 60)["stage_busy_share"] == pytest.approx(0.25)
+    assert all(math.isnan(v) for v in stage_pool_numbers(None, None, 4.0, 60).values())
+    # In the doc they take the place of refusals by size (every stage reply is small).
+    reps = [{"stage_busy_share": 0.64, "stage_dropped_share": 0.001, "refused": 30, "requests": 400,
+             "session_abort_rate": 0.2, "sessions_per_s": 6.8}]
+    assert "| dwfs-delay-rate=12 | 64 | 0.1 | 7.5 | 20 | 6.8 |" in doc.stage_table({"dwfs-delay-rate=12": doc.summarize(reps)})
 
 
 def test_patience_counts_only_responses_within_10_s(tmp_path):
@@ -353,7 +369,9 @@ def test_publish_then_doc_from_the_published_numbers_alone(tmp_path):
     assert "best refused" not in text, "refusals describe a policy; the closing note does not rank them"
     assert "**No result yet.** Nothing of `overload-control-transient`" in text
     assert ("Without a full-scale result yet: overload-control-transient, overload-control-uncapped, "
-            "overload-control-uncapped-codel, overload-control-first-write, overload-control-write-slots, overload-control-dwfs.") in text
+            "overload-control-uncapped-codel, overload-control-first-write, overload-control-write-slots, overload-control-dwfs, "
+            "overload-control-dwfs-transient.") in text
+    assert "The stage pool (003 §4)" not in text, "sized responses: refusals by size class instead"
     assert (published / "figures" / "overload-control-persistent-1.2.png").is_file()
     with pytest.raises(ValueError, match="not an overload-control experiment"):
         other = tmp_path / "results" / "000-baseline"

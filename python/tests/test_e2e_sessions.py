@@ -172,3 +172,58 @@ def test_a_failed_request_ends_or_continues_its_session_as_the_spec_says(results
         else:
             assert per_session.max() > 1
             assert workload["sessions_aborted"] == 0 and workload["session_failures_continued"] > 0
+
+
+# W4 (000 Table 1: 25 s at rho 0.4, 25 s at 1.4) ten times faster, at 20 sessions/s for rho 1:
+# 8 sessions/s for 2.5 s, then 28 for 2.5 s, twice. One 1-ms stage keeps the server unloaded.
+PROFILE_SPEC = """\
+name = "profile-e2e"
+[server]
+kind = "sojourn"
+stages = { policy = "dwfs", stage = [{ name = "A", processing_ms = 1 }] }
+[network]
+link_mbps = 100
+groups = [{ name = "gold" }, { name = "silver" }, { name = "bronze" }]
+[workload]
+mode = "sessions"
+profile = "W4"
+time_compression = 10
+cycles = 2
+timeout_s = 5
+sessions = { rate = 20, exit = 0.5 }
+[collect]
+drain_s = 3
+"""
+
+
+def test_session_arrivals_follow_a_load_profiles_periods(results_root):
+    """workload.profile in sessions mode: the load generator's Poisson session rate follows
+    the profile's periods (each its rho times workload.sessions.rate), and the run's periods
+    are the profile's, so the overload analysis finds its steps."""
+    from sojourn.overload.derive import overload_spans
+
+    spec = results_root / "profile-e2e.toml"
+    spec.write_text(PROFILE_SPEC)
+    engine_path()
+    done = subprocess.run([sys.executable, "-m", "sojourn.cli", "run", str(spec), "--results", str(results_root),
+                           "--prefix", "sjpf", "--no-report"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    rep = results_root / "profile-e2e" / "run" / "0"
+    assert json.loads((rep / "status.json").read_text())["state"] == "complete"
+    assert tomllib.loads((rep / "model.toml").read_text())["arrival-profile"] == [
+        {"length-s": 2.5, "rate": 8.0}, {"length-s": 2.5, "rate": 28.0}]
+    periods = json.loads((rep / "run.json").read_text())["inputs"]["periods"]
+    assert [p["target_rho"] for p in periods] == [0.4, 1.4, 0.4, 1.4]
+    assert [p["sessions_per_s"] for p in periods] == pytest.approx([8, 28, 8, 28])
+    assert overload_spans(periods) == [(2.5, 5.0), (7.5, 10.0)]
+    records = pd.read_csv(rep / "records.csv")
+    starts = records.groupby("session")["scheduled_s"].min()
+    high = ((starts % 5.0) >= 2.5).sum()
+    low = len(starts) - high
+    # Poisson counts: 40 (sd 6.3) in the low periods, 140 (sd 11.8) in the high ones; a
+    # constant rate would put as many sessions in each.
+    assert abs(low - 40) < 4 * 40 ** 0.5 and abs(high - 140) < 4 * 140 ** 0.5, (low, high)
+    assert starts.max() < 10.0
+    workload = json.loads((rep / "load_summary.json").read_text())["workload"]
+    assert workload["sessions_started"] == len(starts)
+    assert (records["outcome"] == "ok").mean() > 0.95

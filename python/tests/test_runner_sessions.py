@@ -134,3 +134,47 @@ def test_closed_loop_users_and_class_bounds_in_the_generated_model(tmp_path):
                                                    tmp_path / "u.toml", classes).read_text())
     assert uniform["arrival-rate"] == 5.0 and "users" not in uniform
     assert {c["delay-bound-s"] for c in uniform["classes"]} == {1.0}
+
+
+def test_a_profile_sets_the_open_loops_session_rate_per_period(tmp_path):
+    """workload.profile in sessions mode: each period of 000 Table 1's profile at its rho
+    times workload.sessions.rate (the rate at rho 1), in the model's arrival-profile."""
+    workload = {"profile": "W7", "time_compression": 1.0, "sessions": {"rate": 10.0}}
+    profile = sessions.arrival_profile(workload)
+    assert profile == [{"length-s": 63.0, "rate": 4.0}, {"length-s": 6.0, "rate": 50.0}]
+    assert sessions.arrival_profile({**workload, "time_compression": 3.0})[1] == {"length-s": 2.0, "rate": 50.0}
+    assert sessions.arrival_profile({**workload, "profile": ""}) is None
+    settings = {"rate": 10.0, "exit": 0.1, "think_s": 0, "delay_bound_s": 1.0, "on_failure": "restart"}
+    model = tomllib.loads(sessions.session_model({}, settings, tmp_path / "m.toml", profile=profile).read_text())
+    assert model["arrival-profile"] == profile and "arrival-rate" not in model
+
+
+SESSIONS_SPEC = ('name = "s"\n[[network.groups]]\nname = "gold"\n[[network.groups]]\nname = "silver"\n'
+                 '[[network.groups]]\nname = "bronze"\n[workload]\nmode = "sessions"\n')
+
+
+@pytest.mark.parametrize("extra, error", [
+    ('profile = "W4"\nsessions = { users = 40 }\n', "remove workload.sessions.users"),
+    ('profile = "W4"\nsessions = { model_file = "model.toml" }\n', "remove workload.sessions.model_file"),
+    ('rho = 1.2\n', "workload.rho is for workload.mode = 'open'"),
+])
+def test_a_session_profile_refuses_arrivals_it_cannot_shape(tmp_path, extra, error):
+    (tmp_path / "model.toml").write_text("arrival-rate = 1.0\n")
+    spec = tmp_path / "s.toml"
+    spec.write_text(SESSIONS_SPEC + extra)
+    with pytest.raises(SpecError, match=error):
+        load_spec(spec)
+
+
+def test_a_session_profiles_run_lasts_its_cycles_and_carries_its_periods(tmp_path):
+    from sojourn.runner.inputs import session_inputs
+    from sojourn.runner.plan import load_seconds
+
+    spec = tmp_path / "s.toml"
+    spec.write_text(SESSIONS_SPEC + 'profile = "W4"\ncycles = 1.5\nsessions = { rate = 10 }\n')
+    (run,) = load_spec(spec).runs
+    workload = run.config["workload"]
+    assert load_seconds(run.config) == 75.0 and run.plan.load.duration == 75.0
+    periods = session_inputs(workload, tmp_path / "inputs").periods
+    assert [(p["start_s"], p["end_s"], p["target_rho"], p["sessions_per_s"]) for p in periods] == [
+        (0.0, 25.0, 0.4, 4.0), (25.0, 50.0, 1.4, 14.0), (50.0, 75.0, 0.4, 4.0)]

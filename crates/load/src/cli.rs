@@ -76,7 +76,8 @@ enum Mode {
     Closed(ClosedArgs),
     /// Capacity probe: C connections issuing back-to-back requests, swept over C; capacity = max throughput (001 §2.1, 002 §4.4).
     Capacity(CapacityArgs),
-    /// Sessions: Poisson session arrivals walking a Markov chain over URL groups (003 §2).
+    /// Sessions: Poisson session arrivals (at a constant rate or one that follows the model's
+    /// arrival-profile), or closed-loop users, walking a Markov chain over URL groups (003 §2).
     Sessions(SessionsArgs),
     /// Join the output directories of one run's processes (`--process-part I/K`) into OUT:
     /// records.csv in completion order, intervals.csv summed per second, and summary.json

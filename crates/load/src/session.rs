@@ -1,14 +1,15 @@
 //! The session model file (003 §2): a Markov chain over URL groups ("stages", e.g. main
 //! menu MM, checkout CO, search SR, browse BR, 003 Fig. 5), an exit state, think time,
 //! how sessions arrive (a Poisson rate, or closed-loop users as 003 §5.1's WebStone
-//! clients) and a per-request delay bound, one per priority class (003 §5.2: gold,
-//! silver, bronze 10/15/20 s). Format in docs/formats.md ("Session model").
+//! clients; or Poisson at a rate that follows a load profile's periods, as 000 Table 1's
+//! transient overloads) and a per-request delay bound, one per priority class (003 §5.2:
+//! gold, silver, bronze 10/15/20 s). Format in docs/formats.md ("Session model").
 //! [`SessionModel::load`] validates everything before a run starts.
 
 use crate::think::ThinkTime;
 use anyhow::{bail, Context};
 use rand::Rng;
-use rand_distr::{Distribution, WeightedIndex};
+use rand_distr::{Distribution, Exp1, WeightedIndex};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -22,6 +23,8 @@ pub const EXIT: &str = "exit";
 struct ModelFile {
     #[serde(default)]
     arrival_rate: Option<f64>,
+    #[serde(default)]
+    arrival_profile: Vec<RatePeriod>,
     #[serde(default)]
     users: Option<u32>,
     delay_bound_s: f64,
@@ -58,11 +61,21 @@ struct StateFile {
     next: BTreeMap<String, f64>,
 }
 
+/// One period of an arrival rate that changes over time: its length and the Poisson rate
+/// (sessions per second) within it.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct RatePeriod {
+    pub length_s: f64,
+    pub rate: f64,
+}
+
 /// How sessions arrive.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Arrivals {
-    /// Open loop: Poisson session arrivals, sessions per second.
-    Poisson(f64),
+    /// Open loop: Poisson session arrivals at a rate that follows these periods in a cycle
+    /// from time 0 (`arrival-profile`); a constant `arrival-rate` is one endless period.
+    Poisson(Vec<RatePeriod>),
     /// Closed loop: this many users, each running one session at a time; the next
     /// session starts a think time after the last one completed or was aborted.
     Users(u32),
@@ -125,13 +138,29 @@ impl SessionModel {
     }
 
     fn from_file(file: ModelFile) -> anyhow::Result<Self> {
-        let arrivals = match (file.arrival_rate, file.users) {
-            (Some(rate), None) if rate.is_finite() && rate > 0.0 => Arrivals::Poisson(rate),
-            (Some(rate), None) => bail!("arrival-rate = {rate} must be a positive number of sessions per second"),
-            (None, Some(0)) => bail!("users = 0: closed-loop sessions need at least one user"),
-            (None, Some(users)) => Arrivals::Users(users),
-            (None, None) => bail!("give arrival-rate (open loop, sessions per second) or users (closed loop)"),
-            (Some(_), Some(_)) => bail!("arrival-rate and users contradict: give one (open or closed loop)"),
+        let profile = (!file.arrival_profile.is_empty()).then_some(file.arrival_profile);
+        let arrivals = match (file.arrival_rate, profile, file.users) {
+            (Some(rate), None, None) if rate.is_finite() && rate > 0.0 => {
+                Arrivals::Poisson(vec![RatePeriod { length_s: f64::INFINITY, rate }])
+            }
+            (Some(rate), None, None) => bail!("arrival-rate = {rate} must be a positive number of sessions per second"),
+            (None, Some(periods), None) => {
+                for (index, period) in periods.iter().enumerate() {
+                    if !(period.length_s.is_finite() && period.length_s > 0.0) {
+                        bail!("arrival-profile[{index}]: length-s = {} must be positive seconds", period.length_s);
+                    }
+                    if !(period.rate.is_finite() && period.rate > 0.0) {
+                        bail!("arrival-profile[{index}]: rate = {} must be a positive number of sessions per second", period.rate);
+                    }
+                }
+                Arrivals::Poisson(periods)
+            }
+            (None, None, Some(0)) => bail!("users = 0: closed-loop sessions need at least one user"),
+            (None, None, Some(users)) => Arrivals::Users(users),
+            (None, None, None) => {
+                bail!("give arrival-rate or arrival-profile (open loop, sessions per second) or users (closed loop)")
+            }
+            _ => bail!("arrival-rate, arrival-profile and users contradict: give one (a constant or changing open loop, or a closed loop)"),
         };
         if !(file.delay_bound_s.is_finite() && file.delay_bound_s > 0.0) {
             bail!("delay-bound-s = {} must be positive seconds", file.delay_bound_s);
@@ -245,6 +274,43 @@ impl SessionModel {
     }
 }
 
+/// The arrival times of a Poisson process whose rate is constant within each period and
+/// cycles through `periods` from time 0, in nanoseconds. At a period's end the gap drawn
+/// is dropped and a new one drawn at the next period's rate: a Poisson process has no
+/// memory, so this is exact for a piecewise-constant rate (the simulator's
+/// `workload::generate` steps through 000 Table 1's periods the same way).
+#[derive(Debug)]
+pub struct PoissonArrivals {
+    /// (length ns, rate per ns) of each period.
+    periods: Vec<(f64, f64)>,
+    period: usize,
+    period_end: f64,
+}
+
+impl PoissonArrivals {
+    pub fn new(periods: &[RatePeriod]) -> Self {
+        assert!(!periods.is_empty() && periods.iter().all(|p| p.rate > 0.0 && p.length_s > 0.0), "validated by SessionModel");
+        let periods: Vec<(f64, f64)> = periods.iter().map(|p| (p.length_s * 1e9, p.rate * 1e-9)).collect();
+        PoissonArrivals { period_end: periods[0].0, periods, period: 0 }
+    }
+
+    /// The first arrival after `now`; calls must come in time order (`now` never below
+    /// the last arrival returned).
+    pub fn next_after(&mut self, now: f64, rng: &mut impl Rng) -> f64 {
+        let mut from = now;
+        loop {
+            let (_, rate) = self.periods[self.period];
+            let at = from + rng.sample::<f64, _>(Exp1) / rate;
+            if at <= self.period_end {
+                return at;
+            }
+            from = self.period_end;
+            self.period = (self.period + 1) % self.periods.len();
+            self.period_end = from + self.periods[self.period].0;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,6 +362,11 @@ next = { exit = 1.0 }
             (EXAMPLE.replace("arrival-rate = 4.0", "users = 0"), "users = 0"),
             (EXAMPLE.replace("arrival-rate = 4.0", "users = 3\narrival-rate = 1.0"), "contradict"),
             (EXAMPLE.replace("arrival-rate = 4.0\n", ""), "give arrival-rate"),
+            (EXAMPLE.replace("arrival-rate = 4.0", "arrival-profile = [{ length-s = 25.0, rate = 4.0 }]\narrival-rate = 1.0"), "contradict"),
+            (EXAMPLE.replace("arrival-rate = 4.0", "arrival-profile = [{ length-s = 0.0, rate = 4.0 }]"), "arrival-profile[0]: length-s = 0"),
+            (EXAMPLE.replace("arrival-rate = 4.0", "arrival-profile = [{ length-s = 6.0, rate = 5.0 }, { length-s = 63.0, rate = 0.0 }]"),
+             "arrival-profile[1]: rate = 0"),
+            (EXAMPLE.replace("arrival-rate = 4.0", "arrival-profile = [{ length-s = 6.0, sessions = 5.0 }]"), "unknown field `sessions`"),
             (format!("{EXAMPLE}[[classes]]\nname = \"g\"\ndelay-bound-s = -1\n"), "classes[0] (g): delay-bound-s = -1"),
             (EXAMPLE.replace("\"/stage/SR/0\"", "\"stage\""), "states.SR.paths"),
         ];
@@ -317,5 +388,49 @@ next = { exit = 1.0 }
         assert_eq!(model.class_of(None), (1, 0.2));
         assert_eq!(model.longest_bound_s(), 2.0);
         assert_eq!(SessionModel::parse(EXAMPLE).unwrap().class_of(None), (0, 2.0));
+    }
+
+    /// 000 Table 1's W4 (25 s at rho 0.4, 25 s at 1.4) applied to sessions: every period
+    /// receives its rate times its length, the low and high ones alike, and the cycle repeats.
+    #[test]
+    fn a_profiles_arrivals_follow_each_periods_rate() {
+        let model = SessionModel::parse(&EXAMPLE.replace(
+            "arrival-rate = 4.0",
+            "arrival-profile = [{ length-s = 25.0, rate = 4.0 }, { length-s = 25.0, rate = 14.0 }]",
+        ))
+        .unwrap();
+        let Arrivals::Poisson(periods) = &model.arrivals else { panic!("open loop expected") };
+        let mut arrivals = PoissonArrivals::new(periods);
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+        let cycles = 40;
+        let mut counts = [0u32; 2];
+        let mut at = 0.0;
+        loop {
+            at = arrivals.next_after(at, &mut rng);
+            if at >= cycles as f64 * 50e9 {
+                break;
+            }
+            counts[usize::from(at % 50e9 >= 25e9)] += 1;
+        }
+        // Poisson counts: 4000 and 14000 expected, standard deviations 63 and 118.
+        let expected = [4.0 * 25.0 * cycles as f64, 14.0 * 25.0 * cycles as f64];
+        for (count, expected) in counts.iter().zip(expected) {
+            assert!((f64::from(*count) - expected).abs() < 4.0 * expected.sqrt(), "{counts:?} against {expected}");
+        }
+    }
+
+    #[test]
+    fn a_constant_rate_is_one_endless_period() {
+        let model = SessionModel::parse(EXAMPLE).unwrap();
+        assert_eq!(model.arrivals, Arrivals::Poisson(vec![RatePeriod { length_s: f64::INFINITY, rate: 4.0 }]));
+        let Arrivals::Poisson(periods) = &model.arrivals else { unreachable!() };
+        let mut arrivals = PoissonArrivals::new(periods);
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(11);
+        let mut at = 0.0;
+        for _ in 0..20_000 {
+            at = arrivals.next_after(at, &mut rng);
+        }
+        let mean_gap_s = at / 20_000.0 / 1e9;
+        assert!((mean_gap_s - 0.25).abs() < 0.25 * 4.0 / 20_000f64.sqrt(), "mean gap {mean_gap_s} s");
     }
 }

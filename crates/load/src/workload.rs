@@ -12,7 +12,7 @@
 //!   session goes on.
 //! - [`OpenPart`]: one event-loop thread's share of an open workload (`load --threads`).
 
-use crate::session::{Arrivals, OnFailure, SessionModel};
+use crate::session::{Arrivals, OnFailure, PoissonArrivals, SessionModel};
 use crate::think::ThinkTime;
 use anyhow::{bail, Context};
 use rand::rngs::SmallRng;
@@ -409,8 +409,9 @@ struct ActiveSession {
     client: u32,
 }
 
-/// Session mode (003 §2). Open loop: sessions arrive as a Poisson process until `end`,
-/// session `s` is client `s` (its own connections). Closed loop (003 §5.1's WebStone
+/// Session mode (003 §2). Open loop: sessions arrive as a Poisson process until `end`, at a
+/// constant rate or one following a profile's periods; session `s` is client `s` (its own
+/// connections). Closed loop (003 §5.1's WebStone
 /// clients): user `u` is client `u` and runs one session after another, the next starting
 /// a think time after the last completed or was aborted; no request starts after `end`.
 /// A session's first state comes from the model's `start` row, each later one from the
@@ -420,7 +421,8 @@ struct ActiveSession {
 /// `continue`: then the session goes on to its next state (`failures_continued` counts them).
 pub struct Sessions {
     model: SessionModel,
-    gaps: Option<Exp<f64>>,
+    /// The open loop's arrival process; None for closed-loop users.
+    open: Option<PoissonArrivals>,
     next_arrival: f64,
     end: Nanos,
     ready: Timers<u64>,
@@ -448,14 +450,14 @@ impl Sessions {
         .into_iter()
         .map(|(class, bound_s)| (class, seconds_to_ns(bound_s)))
         .collect();
-        let (gaps, users) = match model.arrivals {
-            Arrivals::Poisson(rate) => (Some(Exp::new(rate * 1e-9).expect("validated positive")), 0),
-            Arrivals::Users(users) => (None, users),
+        let (mut open, users) = match &model.arrivals {
+            Arrivals::Poisson(periods) => (Some(PoissonArrivals::new(periods)), 0),
+            Arrivals::Users(users) => (None, *users),
         };
-        let next_arrival = gaps.map_or(f64::INFINITY, |gaps| gaps.sample(&mut rng));
+        let next_arrival = open.as_mut().map_or(f64::INFINITY, |open| open.next_after(0.0, &mut rng));
         let mut sessions = Sessions {
             model,
-            gaps,
+            open,
             next_arrival,
             end,
             ready: Timers::new(),
@@ -479,7 +481,7 @@ impl Sessions {
 
     fn arrival_due(&self) -> Option<Nanos> {
         let at = self.next_arrival.round() as Nanos;
-        (self.gaps.is_some() && at < self.end).then_some(at)
+        (self.open.is_some() && at < self.end).then_some(at)
     }
 
     /// A new session of `client`; returns its id.
@@ -510,7 +512,7 @@ impl Sessions {
 
     /// After a session of `client` ended at `now`: a closed-loop user starts its next one.
     fn session_ended(&mut self, client: u32, now: Nanos) {
-        if self.gaps.is_none() {
+        if self.open.is_none() {
             let at = now + self.model.think_time.sample_ns(&mut self.rng);
             if at < self.end {
                 let session = self.start_session(client);
@@ -535,7 +537,7 @@ impl Workload for Sessions {
                     let client = self.next_session as u32;
                     let session = self.start_session(client);
                     due.push(self.request_for(session, arrival));
-                    self.next_arrival += self.gaps.expect("open loop").sample(&mut self.rng);
+                    self.next_arrival = self.open.as_mut().expect("open loop").next_after(self.next_arrival, &mut self.rng);
                 }
                 (_, Some(_)) => {
                     let (at, session) = self.ready.pop_due(now).expect("peeked");
@@ -569,7 +571,7 @@ impl Workload for Sessions {
         match self.model.next_state(active.state, &mut self.rng) {
             Some(state) if !limit_reached => {
                 let at = now + self.model.think_time.sample_ns(&mut self.rng);
-                if self.gaps.is_none() && at >= self.end {
+                if self.open.is_none() && at >= self.end {
                     self.cut_at_end += 1; // a closed loop issues nothing after the end
                     return;
                 }

@@ -59,6 +59,9 @@ EXPERIMENTS = (
                twin_set="overload-control-persistent"),
     Experiment("overload-control-dwfs", "experiments/overload-control/dwfs.toml",
                "Session overload (003 §5): DWFS at 1.2 and 1.4 times its CPU"),
+    Experiment("overload-control-dwfs-transient", "experiments/overload-control/dwfs-transient.toml",
+               "Transient session overload: DWFS under W4 and W7 session arrivals (000 Table 1's periods at "
+               "multiples of its CPU's session rate)"),
 )
 
 

@@ -46,7 +46,12 @@ Definitions (issue 32), over the final attempt of every request (sojourn.analysi
   request scheduled near the end completed only if it was fast, so the last ``timeout -
   drain`` seconds, or the run's p99 response time if shorter (000 §4's clients never time out),
   are left out of the span;
-* completed sessions per second (003's productivity of sessions), in session mode;
+* completed sessions per second (003's productivity of sessions) and the share of sessions
+  aborted, in session mode; and the stage pool's (003 §4): the share of the run its workers
+  spent processing (each stage's completed requests times their mean processing, over the
+  run and the workers: what an admission policy that sheds work the CPU could have done
+  leaves idle) and the requests it dropped itself (DWFS's deadline and waiting-room drops) per
+  request offered;
 * the server's refusals by reason (``sojourn_admission_refusals_total``), the SYNs the
   server's host dropped (the repetition's summary: demand queued beyond the server's
   connection cap, where no admission policy of the server looks), and the mean time requests
@@ -277,6 +282,18 @@ def request_numbers(requests: pd.DataFrame, periods: list[dict], censor_s: float
     }
 
 
+def stage_pool_numbers(sessions: dict | None, stages, span: float, requests: float) -> dict:
+    """The stage pool's busy share and its own drops (module notes) from a repetition's
+    session metrics (summary.json's ``sessions``, sojourn.analysis.session_metrics); NaN for a
+    run without a stage pool."""
+    anatomy = (sessions or {}).get("anatomy")
+    if not anatomy or not isinstance(stages, dict) or span <= 0:
+        return {"stage_busy_share": math.nan, "stage_dropped_share": math.nan}
+    busy = sum(stage["completed"] * stage["processing_mean_s"] for stage in anatomy if stage["completed"])
+    return {"stage_busy_share": busy / span / stages.get("workers", 1),
+            "stage_dropped_share": sum(stage["dropped"] for stage in anatomy) / requests}
+
+
 def derive(directory: str | Path) -> dict:
     """The doc's numbers for one repetition directory (results/<name>/<run>/<rep>/)."""
     rep = open_repetition(directory)
@@ -294,6 +311,9 @@ def derive(directory: str | Path) -> dict:
         "sweep_value": rep.sweep_value, "state": rep.status.get("state"),
         "admission": rep.config["server"].get("admission", ""), "scheduler": scheduler(rep.config["server"]),
         **numbers,
+        "session_abort_rate": workload.get("session_abort_rate", math.nan),
+        **stage_pool_numbers(rep.json("summary.json").get("sessions"), rep.config["server"].get("stages"), span,
+                             requests_offered),
         "sessions_per_s": (workload["sessions_completed"] / span
                            if "sessions_completed" in workload and span > 0 else None),
         "server_refusals": refusals_by_reason(metrics) if metrics is not None else {},

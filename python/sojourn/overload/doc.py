@@ -52,6 +52,17 @@ METRICS = (
 )
 
 
+# The stage pool's table, for runs with one (003 §4; sojourn.overload.derive's notes): where
+# the requests went besides the admission policy's refusals, and what the CPU did.
+STAGE_METRICS = (
+    ("stage_busy_share", "stage worker busy %", 100.0, None),
+    ("stage_dropped_share", "dropped by the stage pool %", 100.0, None),
+    ("refused_share", "refused %", 100.0, None),
+    ("session_abort_rate", "sessions aborted %", 100.0, False),
+    ("sessions_per_s", "sessions/s", 1.0, True),
+)
+
+
 def read_published(root: Path, experiment: Experiment) -> tuple[list[dict], str]:
     """Every published repetition of ``experiment`` (docs/overload-control/<name>/<run>/<rep>.json)
     and its scale: the full one, else the quick one (``<name>-quick``) if only that ran."""
@@ -170,7 +181,7 @@ class Figure(NamedTuple):
 def summarize(reps: list[dict]) -> dict[str, Figure]:
     """Each metric's :class:`Figure` over the repetitions of one run."""
     out = {}
-    for key in dict.fromkeys(key for key, *_ in METRICS + MODEL_METRICS):
+    for key in dict.fromkeys(key for key, *_ in METRICS + MODEL_METRICS + STAGE_METRICS):
         values = [_value(rep, key) for rep in reps]
         interval = (math.inf,) * 3 if any(math.isinf(v) for v in values) else analysis.confidence_interval(values)
         out[key] = Figure(*interval, sum(not math.isnan(v) for v in values), len(values))
@@ -262,11 +273,11 @@ def section(experiment: Experiment, reps: list[dict], scale: str, figures: Path,
         for name, summary in summaries.items():
             lines.append(f"| {name} | {len(runs[name])} | " +
                          " | ".join(cell(summary[key], scale) for key, _, scale, _ in METRICS) + " |")
-        lines += ["", "Refused / requests by size class (summed over repetitions):", "",
-                  "| run | " + " | ".join(SIZE_CLASSES) + " |", "|---|" + "---|" * len(SIZE_CLASSES)]
-        for name, run_reps in runs.items():
-            counts = [[sum(rep["refused_by_size"][c][i] for rep in run_reps) for i in (0, 1)] for c in SIZE_CLASSES]
-            lines.append(f"| {name} | " + " | ".join(f"{r} / {n}" for r, n in counts) + " |")
+        lines.append("")
+        if any(summary["stage_busy_share"].measured for summary in summaries.values()):
+            lines += stage_table(summaries)
+        else:
+            lines += size_table(runs)
         lines += [""] + model_table(runs, summaries, models)
         if experiment.twin_set:
             lines += twin_table(experiment, summaries, (twins or {}).get(sweep, {}))
@@ -275,6 +286,29 @@ def section(experiment: Experiment, reps: list[dict], scale: str, figures: Path,
         lines += [f"![mean and p99 response time over time, {sweep}]({os.path.relpath(png, doc.parent)})", ""]
         note += closing(experiment, sweep, runs, summaries)
     return lines, note
+
+
+def size_table(runs: dict[str, list[dict]]) -> list[str]:
+    lines = ["Refused / requests by size class (summed over repetitions):", "",
+             "| run | " + " | ".join(SIZE_CLASSES) + " |", "|---|" + "---|" * len(SIZE_CLASSES)]
+    for name, run_reps in runs.items():
+        counts = [[sum(rep["refused_by_size"][c][i] for rep in run_reps) for i in (0, 1)] for c in SIZE_CLASSES]
+        lines.append(f"| {name} | " + " | ".join(f"{r} / {n}" for r, n in counts) + " |")
+    return lines
+
+
+def stage_table(summaries: dict[str, dict]) -> list[str]:
+    """The stage pool's table (STAGE_METRICS): every response is a small stage reply, so
+    refusals by size would say nothing; what the worker's CPU did says where sessions went."""
+    lines = ["The stage pool (003 §4): the share of the run its worker spent processing (completed stage requests "
+             "times their mean processing), the requests the pool dropped itself (DWFS's deadline and waiting-room "
+             "drops) and those the admission policy refused, per request offered, and the sessions those losses "
+             "aborted (a failed request ends its session, `on_failure = restart`):", "",
+             "| run | " + " | ".join(title for _, title, _, _ in STAGE_METRICS) + " |",
+             "|---|" + "---|" * len(STAGE_METRICS)]
+    for name, summary in summaries.items():
+        lines.append(f"| {name} | " + " | ".join(cell(summary[key], scale) for key, _, scale, _ in STAGE_METRICS) + " |")
+    return lines
 
 
 def closing(experiment: Experiment, sweep: str, runs: dict[str, list[dict]], summaries: dict[str, dict]) -> list[str]:

@@ -209,7 +209,8 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                 elif workload["mode"] == "sessions":
                     model = Path(workload["sessions"]["model_file"]) if workload["sessions"]["model_file"] else \
                         session_workload.session_model(server_cfg["stages"] or {}, workload["sessions"],
-                                                       directory / "model.toml", class_map)
+                                                       directory / "model.toml", class_map,
+                                                       session_workload.arrival_profile(workload))
                     run_file = run.plan.load.placed(target, directory, addrs, inputs.trace, model=model)
                     state, reason = _run_load(tb, engine, run_file, progress, on_progress, limit_s)
                 elif workload["load_fraction"]:

@@ -92,7 +92,7 @@ def input_key(workload: dict, link_bps: float, segment_payload: int = 1448) -> s
 
 
 def trace_seconds(workload: dict) -> float:
-    """The shaped trace's length: ``cycles`` of the profile when set, else ``duration_s``."""
+    """The load's length: ``cycles`` of the profile when set, else ``duration_s``."""
     from sojourn.workloads import shaping
 
     if workload["profile"] and workload.get("cycles"):
@@ -180,8 +180,18 @@ def prepare_inputs(workload: dict, link_bps: float, inputs_root: Path, segment_p
 
 def session_inputs(workload: dict, inputs_root: Path) -> Inputs:
     """Session mode replays no trace: its requests are /stage/ URLs computed by the
-    server, so the docroot is an empty, world-readable directory."""
+    server, so the docroot is an empty, world-readable directory. With a profile, the
+    periods are the profile's over the run (each with its session rate, ``sessions_per_s``),
+    so the analysis finds its overloads as in a shaped trace's."""
+    from sojourn.workloads import shaping
+
     docroot = Path(inputs_root) / "sessions-docroot"
     docroot.mkdir(parents=True, exist_ok=True)
     os.chmod(docroot, 0o755)
-    return Inputs(trace=Path(), docroot=docroot, periods=[], duration_s=float(workload["duration_s"]), requests=0)
+    duration = trace_seconds(workload)
+    periods = []
+    if workload["profile"]:
+        table = shaping.timeline(shaping.profile_by_name(workload["profile"]), duration, workload["time_compression"])
+        table["sessions_per_s"] = table["target_rho"] * workload["sessions"]["rate"]
+        periods = table.to_dict("records")
+    return Inputs(trace=Path(), docroot=docroot, periods=periods, duration_s=float(duration), requests=0)

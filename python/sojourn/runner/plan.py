@@ -77,7 +77,8 @@ def sojourn_options(config: dict) -> SojournOptions | None:
 
 def load_seconds(config: dict, trace_s: float | None = None) -> float:
     """How long a run's load lasts: the capacity levels (and at load_fraction the run at that
-    fraction after them), a closed or session run's duration, else the trace's span
+    fraction after them), a closed run's duration, a session run's (its profile's cycles when
+    set), else the trace's span
     (``trace_s`` when the trace is made, else the length the spec asks for)."""
     workload = config["workload"]
     probe_s = len(workload["levels"]) * workload["level_s"]
@@ -85,8 +86,10 @@ def load_seconds(config: dict, trace_s: float | None = None) -> float:
         return probe_s
     if workload["load_fraction"]:
         return probe_s + workload["duration_s"]
-    if workload["mode"] in ("closed", "sessions"):
+    if workload["mode"] == "closed":
         return workload["duration_s"]
+    if workload["mode"] == "sessions":
+        return trace_seconds(workload)
     return trace_s if trace_s is not None else trace_seconds(workload)
 
 
@@ -99,7 +102,7 @@ def load_files(workload: dict, drain_s: float) -> tuple[LoadFile | None, LoadFil
                        conns_per_client=workload["max_connections_per_client"])
     if workload["mode"] == "sessions":
         # /stage/ bodies are not the docroot's, and a session's failure is its own rule (on_failure).
-        return LoadFile(**connections, mode="sessions", duration=workload["duration_s"]), None
+        return LoadFile(**connections, mode="sessions", duration=trace_seconds(workload)), None
     aborts = bool(workload["abort_after_s"])
     common = connections | dict(verify_content=bool(workload["verify"]),
                                 abort_after=workload["abort_after_s"] if aborts else None,

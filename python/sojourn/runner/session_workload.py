@@ -7,12 +7,15 @@ given ``networks`` (its network group's addresses when the spec gave none), so t
 server and the analysis agree on the classes; :func:`class_map` returns, for each of
 the load generator's ``--source-addrs`` in order, the class the server gives it (first
 class whose networks contain it, else the last, as ``sojourn_stages`` does) with each
-class's delay bound. Nothing here starts a process.
+class's delay bound; :func:`arrival_profile` gives, for a spec with ``workload.profile``,
+one cycle of the session rate, each period's rho times ``workload.sessions.rate``. Nothing
+here starts a process.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import itertools
 from pathlib import Path
 
 import tomli_w
@@ -20,6 +23,7 @@ import tomli_w
 from sojourn import papers
 from sojourn.engine import options_toml
 from sojourn.runner.spec import stage_classes
+from sojourn.workloads import shaping
 
 # The stage pool's defaults (docs/dwfs.md), from sojourn/papers.toml: 003 §4.1's stages
 # and Fig. 5's transitions (percent); its default classes are the spec's (spec.DEFAULT_CLASSES).
@@ -54,12 +58,28 @@ def stage_names(stages: dict) -> list[str]:
     return [s["name"] for s in stages.get("stage", [])] or list(STAGES)
 
 
-def session_model(stages: dict, sessions: dict, path: Path, classes: dict | None = None) -> Path:
+def arrival_profile(workload: dict) -> list[dict] | None:
+    """With ``workload.profile``: one cycle of the session arrival rate, the model's
+    ``arrival-profile``. Each period of the profile (000 Table 1, its length divided by
+    ``time_compression``) has its rho times ``workload.sessions.rate``, which is then the
+    rate that loads the stages' CPU to rho 1, as 000 §2.3 sets each period's rho of the
+    uplink. None for a constant rate."""
+    if not workload["profile"]:
+        return None
+    profile = shaping.profile_by_name(workload["profile"])
+    rate, compression = workload["sessions"]["rate"], workload["time_compression"]
+    return [{"length-s": length / compression, "rate": rho * rate}
+            for _phase, length, rho in itertools.islice(profile.periods(), 2)]
+
+
+def session_model(stages: dict, sessions: dict, path: Path, classes: dict | None = None,
+                  profile: list[dict] | None = None) -> Path:
     """The generated session model (docs/formats.md "Session model"): sessions start at
     the first stage; after each request the next stage follows the stage pool's
     transition matrix (003 Fig. 5 for the default stages, uniform otherwise, as the
     pool's default) scaled by 1 − exit; two paths per stage. Sessions arrive at
-    ``rate`` (Poisson) or come from ``users`` closed-loop users. ``classes`` (a
+    ``rate`` (Poisson), at the rates of ``profile``'s periods (:func:`arrival_profile`)
+    or come from ``users`` closed-loop users. ``classes`` (a
     :func:`class_map`) writes one class per stage-pool class with its source addresses,
     so records carry the class; its delay bound is the class's timeout with
     ``class_bounds``, else ``delay_bound_s``."""
@@ -71,7 +91,10 @@ def session_model(stages: dict, sessions: dict, path: Path, classes: dict | None
     exit_probability = sessions["exit"]
     think = ({"distribution": "exponential", "mean-s": sessions["think_s"]} if sessions["think_s"] > 0
              else {"distribution": "none"})
-    arrivals = {"users": sessions["users"]} if sessions.get("users") else {"arrival-rate": sessions["rate"]}
+    if sessions.get("users"):
+        arrivals = {"users": sessions["users"]}
+    else:
+        arrivals = {"arrival-profile": profile} if profile else {"arrival-rate": sessions["rate"]}
     model = {**arrivals, "delay-bound-s": sessions["delay_bound_s"], "on-failure": sessions["on_failure"],
              "start": {names[0]: 1.0}, "think-time": think, "states": {}}
     if classes:

@@ -177,7 +177,9 @@ SCHEMA: dict[str, Any] = {
         "cycles": _k(NUMBER, 0.0, "with a profile: the trace's length in the profile's cycles (low + high period, "
                                   "after time compression) instead of duration_s, e.g. 1.5 = low, high, low so the "
                                   "overload drains inside the trace; 0 = duration_s", minimum=0),
-        "profile": _k(str, "", "load profile W1..W10 of 000 Table 1 (alternating/intermittent overload)", choices=("",) + PROFILES),
+        "profile": _k(str, "", "load profile W1..W10 of 000 Table 1 (alternating/intermittent overload); in sessions "
+                               "mode each period's session rate is its rho times workload.sessions.rate",
+                      choices=("",) + PROFILES),
         "rho": _k(NUMBER, 0.0, "constant offered load = bytes/s over the link rate (used when profile is empty)", minimum=0, maximum=10),
         "load_basis": _k(str, "body", "what rho counts: body (response bodies) or wire (what the uplink carries: bodies, "
                                       "their frames' headers and wire_overhead_bytes per request), as 000 §2.3 set load "
@@ -220,7 +222,8 @@ SCHEMA: dict[str, Any] = {
         "sessions": {
             "model_file": _k(str, "", "session model TOML (docs/formats.md, path relative to the spec); empty = "
                                       "generated from the stages: start at the first, 003 Fig. 5 rows x (1 - exit)"),
-            "rate": _k(NUMBER, 5.0, "sessions per second (Poisson) of the generated model", minimum=0.001),
+            "rate": _k(NUMBER, 5.0, "sessions per second (Poisson) of the generated model; with workload.profile, the "
+                                    "rate at rho 1 (the stages' CPU capacity in sessions per second)", minimum=0.001),
             "users": _k(int, 0, "closed loop instead of Poisson arrivals: this many users, each running one session "
                                 "after another (003 §5.1's WebStone clients, 40-60); 0 = open loop at rate",
                         minimum=0, maximum=100_000),
@@ -443,10 +446,16 @@ def _check_combinations(config: dict, where: str) -> None:
         if server["kind"] != "sojourn":
             raise SpecError(f"{where}workload.mode = 'sessions' requests /stage/ URLs, which only server.kind = "
                             f"'sojourn' serves (got {server['kind']!r})")
-        given = [k for k in ("trace", "profile", "rho") if workload[k]]
+        given = [k for k in ("trace", "rho") if workload[k]]
         if given:
             raise SpecError(f"{where}workload.{given[0]} is for workload.mode = 'open'; in 'sessions' mode the load is "
-                            "workload.sessions.rate (or the sessions model file) for workload.duration_s")
+                            "workload.sessions.rate (or the sessions model file) for workload.duration_s, or "
+                            "workload.profile's periods at multiples of that rate")
+        shaped = [k for k in ("users", "model_file") if workload["sessions"][k]]
+        if workload["profile"] and shaped:
+            raise SpecError(f"{where}workload.profile sets the open loop's session rate per period (its rho times "
+                            f"workload.sessions.rate); remove workload.sessions.{shaped[0]}, whose sessions "
+                            "arrive otherwise")
         if workload["abort_after_s"]:
             raise SpecError(f"{where}workload.abort_after_s is for workload.mode = 'open'; in 'sessions' mode "
                             "workload.sessions.delay_bound_s aborts late requests")

@@ -300,6 +300,17 @@ def _profile_periods(
     return phases, np.array(lengths), np.array(rhos)
 
 
+def timeline(profile: TransientProfile, duration_s: float, time_compression: float = 1.0) -> pd.DataFrame:
+    """The periods of ``profile`` covering ``duration_s`` (lengths divided by
+    ``time_compression``, the last one cut short), as :func:`shape`'s table has them
+    (period, phase, start_s, end_s, target_rho), for a load made without a trace: session
+    arrivals whose rate follows the profile."""
+    phases, lengths, rhos = _profile_periods(profile, time_compression, math.inf, 0.0, duration_s)
+    starts = np.concatenate([[0.0], np.cumsum(lengths)[:-1]])
+    return pd.DataFrame({"period": np.arange(len(lengths)), "phase": phases, "start_s": starts,
+                         "end_s": starts + lengths, "target_rho": rhos})
+
+
 def cycles_needed_bytes(profile: TransientProfile, link_bps: float, cycles: float, time_compression: float = 1.0) -> float:
     """Bytes a trace must hold for ``cycles`` cycles of ``profile``: useful to size
     :func:`sojourn.workloads.models.make_trace` before shaping."""
