@@ -302,8 +302,9 @@ def stage_table(summaries: dict[str, dict]) -> list[str]:
     refusals by size would say nothing; what the worker's CPU did says where sessions went."""
     lines = ["The stage pool (003 §4): the share of the run its worker spent processing (completed stage requests "
              "times their mean processing), the requests the pool dropped itself (DWFS's deadline and waiting-room "
-             "drops) and those the admission policy refused, per request offered, and the sessions those losses "
-             "aborted (a failed request ends its session, `on_failure = restart`):", "",
+             "drops) and all refused requests (those drops and the admission policy's refusals, each a 503), per "
+             "request offered, and the share of sessions aborted (a failed request ends its session, "
+             "`on_failure = restart`):", "",
              "| run | " + " | ".join(title for _, title, _, _ in STAGE_METRICS) + " |",
              "|---|" + "---|" * len(STAGE_METRICS)]
     for name, summary in summaries.items():
