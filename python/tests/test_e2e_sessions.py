@@ -61,14 +61,20 @@ def results_root():
         shutil.rmtree(root, ignore_errors=True)
 
 
-def test_sessions_spec_runs_and_reports(results_root):
-    spec = results_root / "sessions-e2e.toml"
-    spec.write_text(SPEC)
+def run_spec(results_root: Path, text: str, prefix: str, *options: str, timeout: float = 120) -> str:
+    """Runs the spec ``text`` with `sojourn run` into ``results_root`` (its results under
+    the spec's name); returns what the command printed."""
+    spec = results_root / f"{tomllib.loads(text)['name']}.toml"
+    spec.write_text(text)
     engine_path()  # builds the engine if needed, before the run's clock starts
     done = subprocess.run([sys.executable, "-m", "sojourn.cli", "run", str(spec), "--results", str(results_root),
-                           "--prefix", "sjss"], capture_output=True, text=True, timeout=150)
+                           "--prefix", prefix, *options], capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert "sessions per class (003 §5)" in done.stdout
+    return done.stdout
+
+
+def test_sessions_spec_runs_and_reports(results_root):
+    assert "sessions per class (003 §5)" in run_spec(results_root, SPEC, "sjss", timeout=150)
     experiment = results_root / "sessions-e2e"
     for run, policy in (("fifo", "fifo"), ("dwfs", "dwfs")):
         rep = experiment / run / "0"
@@ -152,12 +158,7 @@ def test_a_failed_request_ends_or_continues_its_session_as_the_spec_says(results
     """workload.sessions.on_failure (003 §5 leaves open what its clients did): with restart a
     failed request ends its session and the user starts a new one, so no session gets past its
     first request; with continue the session walks on through its stages."""
-    spec = results_root / "on-failure-e2e.toml"
-    spec.write_text(ON_FAILURE_SPEC)
-    engine_path()
-    done = subprocess.run([sys.executable, "-m", "sojourn.cli", "run", str(spec), "--results", str(results_root),
-                           "--prefix", "sjof", "--no-report"], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    run_spec(results_root, ON_FAILURE_SPEC, "sjof", "--no-report")
     for run in ("restart", "continue"):
         rep = results_root / "on-failure-e2e" / run / "0"
         assert tomllib.loads((rep / "model.toml").read_text())["on-failure"] == run
@@ -202,12 +203,7 @@ def test_session_arrivals_follow_a_load_profiles_periods(results_root):
     are the profile's, so the overload analysis finds its steps."""
     from sojourn.overload.derive import overload_spans
 
-    spec = results_root / "profile-e2e.toml"
-    spec.write_text(PROFILE_SPEC)
-    engine_path()
-    done = subprocess.run([sys.executable, "-m", "sojourn.cli", "run", str(spec), "--results", str(results_root),
-                           "--prefix", "sjpf", "--no-report"], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    run_spec(results_root, PROFILE_SPEC, "sjpf", "--no-report")
     rep = results_root / "profile-e2e" / "run" / "0"
     assert json.loads((rep / "status.json").read_text())["state"] == "complete"
     assert tomllib.loads((rep / "model.toml").read_text())["arrival-profile"] == [
