@@ -63,6 +63,12 @@ STAGE_METRICS = (
 )
 
 
+def table_head(keys: list[str], titles) -> list[str]:
+    """A markdown table's header and rule: the row's key columns, then one per title."""
+    columns = [*keys, *titles]
+    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+
+
 def read_published(root: Path, experiment: Experiment) -> tuple[list[dict], str]:
     """Every published repetition of ``experiment`` (docs/overload-control/<name>/<run>/<rep>.json)
     and its scale: the full one, else the quick one (``<name>-quick``) if only that ran."""
@@ -117,7 +123,7 @@ def model_table(runs: dict[str, list[dict]], summaries: dict[str, dict], models:
              "fluid link serves them), and the transfer from first to last byte; the last two "
              "count, per 100 requests, the packets the testbed's uplink queue dropped and the retransmission timeouts "
              "they cost the server, which the model's fluid link never sets off):", "",
-             "| run | " + " | ".join(title for _, title, *_ in MODEL_METRICS) + " |", "|---|" + "---|" * len(MODEL_METRICS)]
+             *table_head(["run"], [title for _, title, *_ in MODEL_METRICS])]
     for name in rows:
         cells = []
         for key, _, scale, _ in MODEL_METRICS:
@@ -141,8 +147,7 @@ def twin_table(experiment: Experiment, summaries: dict[str, dict], twins: dict[s
     change = ("the same run again, in another sitting: how far a repetition's figures carry" if not experiment.twin_suffix
               else "the same but for this set's one change")
     lines = [f"Each run beside its twin in `{experiment.twin_set}`, {change} (each cell this run / twin):", "",
-             "| run / twin | " + " | ".join(title for _, title, *_ in TWIN_METRICS) + " |",
-             "|---|" + "---|" * len(TWIN_METRICS)]
+             *table_head(["run / twin"], [title for _, title, *_ in TWIN_METRICS])]
     for name, twin in rows:
         if twin not in twins:
             continue
@@ -268,8 +273,7 @@ def section(experiment: Experiment, reps: list[dict], scale: str, figures: Path,
     for sweep, runs in _by_sweep(reps).items():
         summaries = {name: summarize(run_reps) for name, run_reps in runs.items()}
         lines += [f"### {experiment.name}, {sweep}", "",
-                  "| run | reps | " + " | ".join(title for _, title, _, _ in METRICS) + " |",
-                  "|---|---|" + "---|" * len(METRICS)]
+                  *table_head(["run", "reps"], [title for _, title, _, _ in METRICS])]
         for name, summary in summaries.items():
             lines.append(f"| {name} | {len(runs[name])} | " +
                          " | ".join(cell(summary[key], scale) for key, _, scale, _ in METRICS) + " |")
@@ -290,7 +294,7 @@ def section(experiment: Experiment, reps: list[dict], scale: str, figures: Path,
 
 def size_table(runs: dict[str, list[dict]]) -> list[str]:
     lines = ["Refused / requests by size class (summed over repetitions):", "",
-             "| run | " + " | ".join(SIZE_CLASSES) + " |", "|---|" + "---|" * len(SIZE_CLASSES)]
+             *table_head(["run"], SIZE_CLASSES)]
     for name, run_reps in runs.items():
         counts = [[sum(rep["refused_by_size"][c][i] for rep in run_reps) for i in (0, 1)] for c in SIZE_CLASSES]
         lines.append(f"| {name} | " + " | ".join(f"{r} / {n}" for r, n in counts) + " |")
@@ -305,8 +309,7 @@ def stage_table(summaries: dict[str, dict]) -> list[str]:
              "drops) and all refused requests (those drops and the admission policy's refusals, each a 503), per "
              "request offered, and the share of sessions aborted (a failed request ends its session, "
              "`on_failure = restart`):", "",
-             "| run | " + " | ".join(title for _, title, _, _ in STAGE_METRICS) + " |",
-             "|---|" + "---|" * len(STAGE_METRICS)]
+             *table_head(["run"], [title for _, title, _, _ in STAGE_METRICS])]
     for name, summary in summaries.items():
         lines.append(f"| {name} | " + " | ".join(cell(summary[key], scale) for key, _, scale, _ in STAGE_METRICS) + " |")
     return lines
