@@ -232,3 +232,23 @@ def test_a_spec_given_a_new_variant_keeps_what_the_others_ran(tmp_path):
     path.write_text(path.read_text().replace("rho = 0.5", "rho = 0.6"))
     with pytest.raises(ResultsConflict, match=r"a rep 0 ran with another configuration"):
         run_experiment(load_spec(path), tmp_path / "results", stop_at=time.time() - 1)
+
+
+def test_the_progress_names_each_point_left_unstarted(tmp_path):
+    """After --stop-after, each repetition left is told by its own run and repetition, not by
+    the label of the last one that ran."""
+    import io
+    import time
+
+    from rich.console import Console
+
+    from sojourn.runner.cli import run_with_progress
+
+    experiment = validate({"name": "late", "repetitions": 2, "workload": {"rho": 0.5},
+                           "variants": {"fair": {}, "srpt": {"server": {"policy": "srpt"}}}})
+    out = io.StringIO()
+    outcome, status = run_with_progress(Console(file=out, width=200), experiment, tmp_path, "sjt",
+                                        stop_at=time.time() - 1)
+    told = [line.strip() for line in out.getvalue().splitlines() if "not started" in line]
+    assert status == 0 and not outcome.complete
+    assert told == [f"{run} rep {rep}: not started" for rep in (0, 1) for run in ("fair", "srpt")]

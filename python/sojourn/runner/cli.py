@@ -138,6 +138,7 @@ def run_with_progress(console: Console, experiment, results: Path, prefix: str, 
         def on_event(kind, data):
             if kind == "repetition":
                 header["text"] = f"[{data['index']}/{data['total']}] {data['run']} rep {data['rep']}"
+                header["point"] = (data["run"], data["rep"])
                 if data["skipped"]:
                     live.console.print(f"{header['text']}: complete, kept", markup=False)
             elif kind == "progress":
@@ -149,8 +150,10 @@ def run_with_progress(console: Console, experiment, results: Path, prefix: str, 
                 live.console.print(f"{data['run']} rep {data['rep']}: invalid ({data['reason']}); running it again",
                                    markup=False)
             elif kind == "done":
-                # Ray and concurrent points finish in any order: name them, and the node they ran on.
-                label = f"{data['run']} rep {data['rep']}" if ray_address or concurrency > 1 else header["text"]
+                # The header names the last point announced; a point that finishes out of turn (Ray,
+                # concurrent workers) or never started (--stop-after) is named by itself.
+                ours = header.get("point") == (data["run"], data["rep"])
+                label = header["text"] if ours else f"{data['run']} rep {data['rep']}"
                 where = f" on {data['node']}" if data.get("node") else ""
                 took = f" in {data['wall_s']:.0f} s" if math.isfinite(data["wall_s"]) else ""
                 why = ""

@@ -119,7 +119,7 @@ NOT_STARTED = "not started"
 
 def _not_started(point: Point, outcome: Outcome, on_event: Callable[[str, dict], None]) -> None:
     outcome.states[(point.run.name, point.rep)] = NOT_STARTED
-    on_event("done", {"run": point.run.name, "rep": point.rep, "state": NOT_STARTED, "wall_s": 0.0})
+    on_event("done", {"run": point.run.name, "rep": point.rep, "state": NOT_STARTED, "wall_s": math.nan})
 
 
 # Set in a pool worker whose repetition was interrupted: the experiment is being stopped,
@@ -137,7 +137,7 @@ def _pool_point(point: Point, directory: Path, spec_text: str, prefix: str,
     global _worker_stopping
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if _worker_stopping or _too_late(stop_at):
-        return NOT_STARTED, 0.0
+        return NOT_STARTED, math.nan  # no time to tell
     started = time.monotonic()
     try:
         return run_point(point, directory, spec_text, task_prefix(prefix, point.index)), time.monotonic() - started
