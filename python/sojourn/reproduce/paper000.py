@@ -59,6 +59,8 @@ EXPERIMENTS = [
     Entry("mtu", "(I) packet length (Fig. 10 I)", spec=_spec("mtu")),
     Entry("realistic", "(J) realistic set-up (Fig. 11)", spec=_spec("realistic")),
     Entry("workloads", "W1-W10, baseline set-up (Fig. 12)", spec=_spec("workloads")),
+    Entry("workloads-body", "why SRPT's means over W1-W10 fall below the paper's: load counted on bodies",
+          spec=_spec("workloads-body"), of_paper=False),
     Entry("workloads-realistic", "W1-W10 less W3, W6, realistic set-up (§5.2)", spec=_spec("workloads-realistic")),
     Entry("overload", "persistent overload (Figs. 6-7)", spec=_spec("overload")),
     Entry("overload-srpt", "SRPT under persistent overload for 30 minutes (§4)", spec=_spec("overload-srpt")),
@@ -208,29 +210,41 @@ def _c2_floor_why(ctx: Context, e: str, variant: str, paper_c2: float):
                     f"{top:.3g} s) has a floor of {c2_floor(mean, top):.3g}")
 
 
-def _load_basis_why(ctx: Context, what: str, paper_value: float):
-    """The measured reason of a baseline mean (or FAIR / SRPT) beyond 2x of the paper's:
-    `baseline-wire` and `baseline-why` ran W1 for the same time with load counted on the
-    wire and on bodies, and the paper's value lies between the two (000 §2.3 names the
-    uplink's measured utilization, whose counting of headers it does not spell out)."""
-    if not (ctx.has("baseline-wire") and ctx.has("baseline-why")):
+def _load_basis_why(ctx: Context, what: str, paper_value: float, wire: str = "baseline-wire",
+                    body: str = "baseline-why", runs: dict[str, str] | None = None, at: str = ""):
+    """The measured reason of a mean (or FAIR / SRPT) beyond 2x of the paper's: ``wire`` and
+    ``body`` ran the same workload for the same time with load counted on the wire and on
+    bodies, and the paper's value lies between the two (000 §2.3 names the uplink's measured
+    utilization, whose counting of headers it does not spell out). ``runs`` names each
+    variant's run in both (W1's ``fair`` and ``srpt`` by default), ``at`` the workload."""
+    runs = runs or {"fair": "fair", "srpt": "srpt"}
+    if not (ctx.has(wire) and ctx.has(body)):
         return None
     if what == "fair/srpt":
-        wire = ctx.ratio(("baseline-wire", "fair", "response_mean"), ("baseline-wire", "srpt", "response_mean")).value
-        body = ctx.ratio(("baseline-why", "fair", "response_mean"), ("baseline-why", "srpt", "response_mean")).value
+        on_wire, on_bodies = (ctx.ratio((e, runs["fair"], "response_mean"), (e, runs["srpt"], "response_mean")).value
+                              for e in (wire, body))
         label = "FAIR / SRPT"
     else:
-        wire = ctx.mean("baseline-wire", what, "response_mean")
-        body = ctx.mean("baseline-why", what, "response_mean")
+        on_wire, on_bodies = (ctx.mean(e, runs[what], "response_mean") for e in (wire, body))
         label = f"{VARIANT_NAMES[what]}'s mean"
-    if math.isnan(wire) or math.isnan(body) or not min(wire, body) <= paper_value <= max(wire, body):
+    if math.isnan(on_wire) or math.isnan(on_bodies) or not min(on_wire, on_bodies) <= paper_value <= max(on_wire, on_bodies):
         return None
-    offered = ctx.mean("baseline-why", "fair", "first_period_wire_rho") / ctx.mean("baseline-why", "fair",
-                                                                                    "first_period_target_rho")
-    return measured(f"how load is counted: with rho counted on the wire (`baseline-wire`, {ctx.run_length('baseline-wire')}) "
-                    f"{label} was {wire:.3g}, with rho counted on bodies (`baseline-why`, the same length), which "
-                    f"put {offered:.3g}x the named load on the wire (first_period_wire_rho), {body:.3g}; the "
+    offered = (ctx.mean(body, runs["fair"], "first_period_wire_rho")
+               / ctx.mean(body, runs["fair"], "first_period_target_rho"))
+    return measured(f"how load is counted{at}: with rho counted on the wire (`{wire}`, {ctx.run_length(wire)}) "
+                    f"{label} was {on_wire:.3g}, with rho counted on bodies (`{body}`, the same length), which "
+                    f"put {offered:.3g}x the named load on the wire (first_period_wire_rho), {on_bodies:.3g}; the "
                     f"paper's {paper_value:.3g} lies between the two")
+
+
+def _workload_basis_why(ctx: Context, found: Measure, what: str, paper_value: float):
+    """:func:`_load_basis_why` of an extreme over the workloads, at the workload it was found
+    at (`workloads` on the wire, `workloads-body` on bodies)."""
+    if not found.at:
+        return None
+    profile = found.at.split("=", 1)[1]
+    return _load_basis_why(ctx, what, paper_value, wire="workloads", body="workloads-body",
+                           runs={v: _run(v, "profile", profile) for v in ("fair", "srpt")}, at=f" under {profile}")
 
 
 def _handshake_why(ctx: Context, e: str, fair: str = "fair"):
@@ -475,21 +489,30 @@ def _realistic_rows(ctx: Context) -> list[Row]:
     return rows
 
 
-def _range_rows(ctx: Context, e: str, factor: tuple[float, float], words: str) -> list[Row]:
-    """The least and largest FAIR / SRPT over the workloads, against the range the text prints."""
-    return [ctx.row(e, "least FAIR / SRPT over the workloads", direction(factor[0], words), ctx.extreme(e, min)),
-            ctx.row(e, "largest FAIR / SRPT over the workloads", direction(factor[1], words), ctx.extreme(e, max))]
+def _range_rows(ctx: Context, e: str, factor: tuple[float, float], words: str,
+                why: Callable[[Measure, str, float], object] = lambda found, what, paper: None) -> list[Row]:
+    """The least and largest FAIR / SRPT over the workloads, against the range the text
+    prints; ``why`` gives an extreme's reason (of the ratio, ``what`` "fair/srpt")."""
+    least, largest = ctx.extreme(e, min), ctx.extreme(e, max)
+    return [ctx.row(e, "least FAIR / SRPT over the workloads", direction(factor[0], words), least,
+                    why(least, "fair/srpt", factor[0])),
+            ctx.row(e, "largest FAIR / SRPT over the workloads", direction(factor[1], words), largest,
+                    why(largest, "fair/srpt", factor[1]))]
 
 
 def _workload_rows(ctx: Context) -> list[Row]:
     e = "workloads"
-    rows = _range_rows(ctx, e, FIG12_FACTOR, "2-8 across the ten workloads")
+    def why(found: Measure, what: str, paper: float):
+        return _workload_basis_why(ctx, found, what, paper)
+
+    rows = _range_rows(ctx, e, FIG12_FACTOR, "2-8 across the ten workloads", why)
     for variant, (low, high), part in (("fair", FIG12_FAIR, 1), ("srpt", FIG12_SRPT, 2)):
         words = f"{low:g} s - {high:g} s across the ten"
+        least, largest = ctx.extreme(e, min, part=part), ctx.extreme(e, max, part=part)
         rows += [ctx.row(e, f"{VARIANT_NAMES[variant]}: least mean over the workloads", point(low, words, "s"),
-                         ctx.extreme(e, min, part=part)),
+                         least, why(least, variant, low)),
                  ctx.row(e, f"{VARIANT_NAMES[variant]}: largest mean over the workloads", point(high, words, "s"),
-                         ctx.extreme(e, max, part=part))]
+                         largest, why(largest, variant, high))]
     for a, b, factor in (("W1", "W2", 5.0), ("W4", "W5", 2.0)):
         rows.append(ctx.row(e, f"FAIR {a} / {b} (overload periods of different length)",
                             direction(factor, f"a factor {factor:g} between them"),
@@ -979,7 +1002,7 @@ def notes(ctx: Context) -> str:
                      for v in (ctx.mean(entry, run, metric) for metric in MECHANISM_COLUMNS)]
             lines.append(f"| {run} | " + " | ".join(cells) + " |")
         parts.append("\n".join(lines))
-    for entry in ("workloads", "workloads-realistic"):
+    for entry in ("workloads", "workloads-body", "workloads-realistic"):
         if not ctx.has(entry):
             continue
         lines = [f"### Per workload: `{entry}`", "", "| workload | FAIR mean (s) | SRPT mean (s) | FAIR / SRPT |",
