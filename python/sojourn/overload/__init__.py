@@ -62,6 +62,8 @@ EXPERIMENTS = (
     Experiment("overload-control-dwfs-transient", "experiments/overload-control/dwfs-transient.toml",
                "Transient session overload: DWFS under W4 and W7 session arrivals (000 Table 1's periods at "
                "multiples of its CPU's session rate)"),
+    Experiment("overload-control-dwfs-delay", "experiments/overload-control/dwfs-delay.toml",
+               "Session overload at rho 1.4: DWFS with the delay policy's threshold at 20, 50 and 100 ms"),
 )
 
 
