@@ -455,6 +455,36 @@ def test_a_workloads_mean_beyond_the_papers_is_explained_only_when_the_load_basi
     assert body_mean(row.ours.value / 2).reason() == "unexplained"
 
 
+def test_srpts_syn_drops_under_a_workload_are_told_by_when_they_fell_and_the_accept_queue(tmp_path):
+    """§6.1: SRPT drops no SYN under any workload. Where one does, the row tells from the
+    counters which share of the drops fell in the workload's overloads (W3: the second 50 s
+    of each 100-s cycle), how full the accept queue was and how many of the server's
+    connections were established."""
+    import pandas as pd
+
+    paper = load_paper("000")
+    shutil.copytree(DOCS / "000" / "workloads", tmp_path / "000" / "workloads")
+    claim = "SRPT: most SYN drops over the workloads"
+    assert _the_row(paper, tmp_path, "workloads", claim).verdict() == "met"
+    rep = tmp_path / "000" / "workloads" / "srpt-profile=W3" / "0"
+
+    def drops_in(start_s: float, end_s: float) -> Row:
+        counters = pd.read_csv(rep / "counters.csv")
+        falling = ((counters["t_s"] >= start_s) & (counters["t_s"] < end_s)).astype(int) * 10
+        counters["listen_drops"] = falling.cumsum()
+        counters["accept_queue"] = falling * 50
+        counters.to_csv(rep / "counters.csv", index=False)
+        summary = json.loads((rep / "summary.json").read_text())
+        (rep / "summary.json").write_text(json.dumps({**summary, "syn_drops": int(falling.sum())}))
+        return _the_row(paper, tmp_path, "workloads", claim)
+
+    row = drops_in(60, 70)
+    assert row.verdict() == "missed" and row.reason() == "measured"
+    assert row.why_text().startswith("100% of the drops fell in W3's overloads (50 s at rho 1.6)")
+    assert "the accept queue reached 500 of its 512" in row.why_text()
+    assert drops_in(110, 120).why_text().startswith("0% of the drops fell in W3's overloads")
+
+
 def _the_row(paper, docs, experiment: str, claim: str) -> Row:
     """The one row of ``experiment`` whose claim starts with ``claim``, from the results under ``docs``."""
     (row,) = [r for r in paper.claims(Context(paper, docs)) if r.experiment == experiment and r.claim.startswith(claim)]
