@@ -288,6 +288,24 @@ def test_server_metric_totals_sum_every_status():
             'sojourn_request_seconds_bucket{le="1"} 9\n')
     assert server_metric_totals(text) == {"server_bytes_sent": 1500.0, "server_responses": 6.0}
     assert server_metric_totals("Active connections: 1\n") == {}
+    held = text + ('sojourn_accept_pauses_total{policy="fair"} 7\n'
+                   'sojourn_linger_timeouts_total{policy="fair"} 3\n')
+    assert server_metric_totals(held) == {"server_bytes_sent": 1500.0, "server_responses": 6.0,
+                                          "server_accept_pauses": 7.0, "server_linger_timeouts": 3.0}
+
+
+def test_the_ideal_schedules_give_each_policys_mean_and_largest_1pct():
+    """summary.json's ``ideal``: per policy of ideal.parquet, the mean response time and the
+    mean of the largest 1% of requests by size (000 §5.2)."""
+    import pandas as pd
+
+    from sojourn.analysis.results import ideal_metrics
+    sizes = list(range(1, 201))
+    ideal = pd.DataFrame({"policy": ["ps"] * 200 + ["srpt"] * 200, "size": sizes * 2,
+                          "response_s": [s / 100 for s in sizes] + [s / 200 for s in sizes]})
+    assert ideal_metrics(ideal) == {"ps": {"response_mean": pytest.approx(1.005), "response_largest_1pct_mean": 1.995},
+                                    "srpt": {"response_mean": pytest.approx(0.5025),
+                                             "response_largest_1pct_mean": 0.9975}}
 
 
 def test_capacity_levels_in_requests_and_bits_per_second():

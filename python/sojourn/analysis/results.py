@@ -27,7 +27,7 @@ from pathlib import Path
 import pandas as pd
 
 from sojourn.analysis.inversion import service_inversion_index
-from sojourn.analysis.metrics import by_arrival, by_group, counter_metrics, summarize
+from sojourn.analysis.metrics import by_arrival, by_group, counter_metrics, largest_share_mean, summarize
 from sojourn.analysis.records import read_intervals, read_records, requests
 from sojourn.analysis.sweeps import over_repetitions
 
@@ -179,7 +179,19 @@ def summarize_repetition(directory: Path, link_bps: float, groups: list[dict] | 
     load_summary = directory / "load_summary.json"
     if load_summary.is_file():
         summary["load_generator"] = json.loads(load_summary.read_text())
+    ideal = directory / "ideal.parquet"
+    if ideal.is_file():
+        summary["ideal"] = ideal_metrics(pd.read_parquet(ideal))
     return _null_nans(summary)
+
+
+def ideal_metrics(ideal: pd.DataFrame) -> dict:
+    """Per policy of the ideal fluid schedules of a repetition's requests (ideal.parquet,
+    sojourn.theory.bounds.ideal): the mean response time and that of the largest 1% (000
+    §5.2's claim for the largest requests, against what theory gives on the same arrivals)."""
+    return {policy: {"response_mean": float(schedule["response_s"].mean()),
+                     "response_largest_1pct_mean": largest_share_mean(schedule.assign(completed=True), 0.01)}
+            for policy, schedule in ideal.groupby("policy")}
 
 
 def first_period_load(counters: pd.DataFrame, run_file: Path, link_bps: float) -> dict:
@@ -243,17 +255,27 @@ def server_metric_means(text: str) -> dict:
     return out
 
 
+# Totals of the sojourn server's /metrics kept where the server counted them (docs/server.md).
+SERVER_TOTALS = {
+    # Seconds a response waited with every write slot held (--write-concurrency).
+    "sojourn_write_slots_full_seconds_total": "server_slots_full_s",
+    # Times the server stopped accepting with --accept-limit connections open (the
+    # connections wait in the kernel's accept queue; lingering closes count against it).
+    "sojourn_accept_pauses_total": "server_accept_pauses",
+    # Lingering closes (--linger-close) ended by a timeout instead of the client's close.
+    "sojourn_linger_timeouts_total": "server_linger_timeouts",
+}
+
+
 def server_metric_totals(text: str) -> dict:
     """What the sojourn server sent, from its Prometheus text: ``server_bytes_sent`` (heads
-    and bodies) and ``server_responses`` (every status); empty for other servers. Also
-    ``server_slots_full_s``, the seconds a response waited with every write slot held
-    (``--write-concurrency``), where the server measured it."""
+    and bodies) and ``server_responses`` (every status); empty for other servers. Also each
+    of :data:`SERVER_TOTALS` the server counted."""
     values = _prometheus_samples(text)
     if "sojourn_bytes_sent_total" not in values:
         return {}
     out = {"server_bytes_sent": values["sojourn_bytes_sent_total"], "server_responses": values.get("sojourn_requests_total", 0.0)}
-    if "sojourn_write_slots_full_seconds_total" in values:
-        out["server_slots_full_s"] = values["sojourn_write_slots_full_seconds_total"]
+    out.update({key: values[name] for name, key in SERVER_TOTALS.items() if name in values})
     return out
 
 

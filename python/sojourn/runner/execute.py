@@ -247,14 +247,15 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
             record = fidelity.assess(directory, run.config, fidelity.CpuTimes.now().shares_since(cpu_start))
             if state == "complete" and not record["valid"]:
                 state, reason = "invalid", "fidelity: " + "; ".join(record["violations"])
+            # The derived files first: the summary reads the ideal schedules among them.
+            notes = write_derived(directory, link_bps, timestamps=run.config["network"]["tcp"]["timestamps"])
+            if notes:
+                (directory / "derived.log").write_text("\n".join(notes) + "\n")
             summary = summarize_repetition(directory, link_bps, run.config["network"]["groups"])
             summary["fidelity"] = record
             if (directory / "classes.json").is_file():
                 summary["sessions"] = session_analysis.summarize_directory(directory)
             layout.write_json(directory / "summary.json", summary)
-            notes = write_derived(directory, link_bps, timestamps=run.config["network"]["tcp"]["timestamps"])
-            if notes:
-                (directory / "derived.log").write_text("\n".join(notes) + "\n")
         except Exception as err:  # noqa: BLE001 - a broken records file must not hide the run's own error
             state, reason = "partial", f"{reason}; summary failed: {err}".lstrip("; ")
         layout.mark(directory, state, reason)
