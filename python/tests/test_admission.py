@@ -19,8 +19,8 @@ from rich.console import Console
 
 from sojourn import analysis
 from sojourn.overload import EXPERIMENTS, REPO, doc
-from sojourn.overload.derive import (censor_horizon, derive, overload_spans, recovery_spans, refusals_by_reason, settle_time,
-                                     size_class, stage_pool_numbers, uncensored_until)
+from sojourn.overload.derive import (censor_horizon, derive, overload_spans, recovery_spans, refusals_by_reason, settle,
+                                     settle_time, size_class, stage_pool_numbers, uncensored_until)
 from sojourn.overload.campaign import plan, run_and_publish
 from sojourn.overload.publish import publish
 from sojourn.reproduce.publish import restore_published
@@ -302,6 +302,12 @@ def test_settle_time_and_size_classes():
     # A slow swing between 0.5 and 1.5 s (period 16 s): never settled.
     swing = pd.DataFrame({"scheduled_s": t, "response_s": [1.0 + 0.5 * math.sin(x * math.pi / 8) for x in t]})
     assert settle_time(swing, 0.0, 40.0) != settle_time(swing, 0.0, 40.0)
+    # Why each did not settle: the slow swing enters the band to stay only in its last quarter;
+    # 4-s stretches at 2 s among 0.5-s ones, the last of them at 2 s, never stay in it.
+    blocks = pd.DataFrame({"scheduled_s": t, "response_s": [2.0 if int(x) // 4 in (0, 2, 4, 7, 9) else 0.5 for x in t]})
+    assert [settle(frame, 0.0, 40.0 if frame is not falling else 60.0).miss
+            for frame in (done, climbing, falling, swing, blocks)] == ["", "drift", "drift", "late", "swing"]
+    assert settle(done, 50.0, 60.0).miss == "empty", "no request in the span"
     # A burst that lifted the mean to 4 s, then a level of a few milliseconds whose bins swing
     # by several times themselves (heavy-tailed sizes at rho 0.4): back within a tenth of the
     # 4-s step in the bin from 7.5 s (the fall crosses 0.4 s at 7.2 s), though never within 25%
@@ -528,3 +534,19 @@ def test_the_models_write_slot_measures_are_cut_where_the_run_stops():
     assert measures["write_blocked_mean"] == pytest.approx((0.1 + 0.4 + 0.1) / (2 + 4 + 1))
     assert slot_measures(slots, 10.0)["slots_full_share"] == pytest.approx(2.8 / 10.0), "past the simulated seconds: nothing more"
     assert all(math.isnan(v) for v in slot_measures(None, 2.5).values()), "no write-slot limit: not measured"
+
+
+def test_the_doc_says_why_load_steps_did_not_settle():
+    """The settle column's "never" is told apart: per run, the steps up not settled and the
+    steps down not recovered, summed over repetitions, with each reason; runs whose steps all
+    settled, and repetitions that do not record why, add no row."""
+    from sojourn.overload.doc import unsettled_table
+
+    runs = {"dwfs-profile=W4": [{"settle_miss": ["", "swing", "swing"], "recover_miss": ["", ""]},
+                                {"settle_miss": ["drift", "", ""], "recover_miss": ["late", ""]}],
+            "fair-profile=W4": [{"settle_miss": ["", ""], "recover_miss": [""]}],
+            "srpt-profile=W4": [{}]}
+    lines = unsettled_table(runs)
+    assert lines[4:] == ["| dwfs-profile=W4 | 3 of 6 (still climbing or falling 1, never stayed in the band 2) | "
+                         "1 of 4 (only in the last quarter 1) |", ""]
+    assert unsettled_table({name: reps for name, reps in runs.items() if name != "dwfs-profile=W4"}) == []

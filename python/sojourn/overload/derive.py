@@ -70,6 +70,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -141,6 +142,16 @@ def _settle_series(done: pd.DataFrame, start: float, end: float) -> tuple[pd.Dat
     return series, float(late["smooth"].median()) if len(late) else math.nan
 
 
+class Settle(NamedTuple):
+    """A span's settling time (NaN when it did not settle) and, when it did not, why:
+    ``drift`` (its second half still climbs or falls by more than the band), ``swing`` (it
+    never spent :data:`SETTLE_STAY` of the rest of the span in the band), ``late`` (only in
+    its last quarter) or ``empty`` (no completed request in its second half)."""
+
+    s: float
+    miss: str = ""
+
+
 def settle_time(done: pd.DataFrame, start: float, end: float, stepped_from: float = 0.0) -> float:
     """Seconds from ``start`` until the binned mean response time enters the settle band of
     its second-half level and spends at least :data:`SETTLE_STAY` of the rest of the span in
@@ -149,15 +160,20 @@ def settle_time(done: pd.DataFrame, start: float, end: float, stepped_from: floa
     unloaded server's response time, about nothing beside an overload's, for a step up; the
     overload's level for a recovery, where a span whose first bins are already near its
     level recovered at once."""
+    return settle(done, start, end, stepped_from).s
+
+
+def settle(done: pd.DataFrame, start: float, end: float, stepped_from: float = 0.0) -> Settle:
+    """:func:`settle_time` with why a span did not settle."""
     if end <= start:
-        return math.nan
+        return Settle(math.nan, "empty")
     return _settled(*_settle_series(done, start, end), start, end, stepped_from)
 
 
-def _settled(series: pd.DataFrame, level: float, start: float, end: float, stepped_from: float) -> float:
-    """:func:`settle_time` of a span's series and level (:func:`_settle_series`)."""
+def _settled(series: pd.DataFrame, level: float, start: float, end: float, stepped_from: float) -> Settle:
+    """:func:`settle` of a span's series and level (:func:`_settle_series`)."""
     if math.isnan(level):
-        return math.nan
+        return Settle(math.nan, "empty")
     late = series[series["t"] >= start + (end - start) / 2]
     step = abs(stepped_from - level)
     low, high = min(level / SETTLE_BAND, level - SETTLE_SHARE * step), max(level * SETTLE_BAND, level + SETTLE_SHARE * step)
@@ -167,15 +183,15 @@ def _settled(series: pd.DataFrame, level: float, start: float, end: float, stepp
     if len(late) > 1:
         slope = stats.theilslopes(late["smooth"].to_numpy(), late["t"].to_numpy(dtype=float))[0]
         if abs(slope) * (end - start) / 2 > high - level:
-            return math.nan
+            return Settle(math.nan, "drift")
     inside = ((series["smooth"] <= high) & (series["smooth"] >= low)).to_numpy()
     # Share of the bins from each one to the end that lie inside the band.
     stays = np.cumsum(inside[::-1])[::-1] / np.arange(len(inside), 0, -1)
     entered = np.flatnonzero(inside & (stays >= SETTLE_STAY))
     if not len(entered):
-        return math.nan
+        return Settle(math.nan, "swing")
     settled = float(series["t"].iloc[entered[0]]) - start
-    return settled if settled <= 0.75 * (end - start) else math.nan
+    return Settle(settled) if settled <= 0.75 * (end - start) else Settle(math.nan, "late")
 
 
 def uncensored_until(run_end: float, censor_s: float, response_p99: float) -> float:
@@ -248,7 +264,7 @@ def request_numbers(requests: pd.DataFrame, periods: list[dict], censor_s: float
         if until > begin:
             series, levels[begin, end] = _settle_series(done, begin, min(end, until))
             settles.append(_settled(series, levels[begin, end], begin, min(end, until), 0.0))
-    recoveries = [settle_time(done, begin, min(end, until), levels[overload])
+    recoveries = [settle(done, begin, min(end, until), levels[overload])
                   for overload, (begin, end) in recovery_spans(periods) if until > begin]
     refused_over_time = refused_share(requests, start, start + span, width)
     response_mean = float(done["response_s"].mean()) if len(done) else math.nan
@@ -273,8 +289,11 @@ def request_numbers(requests: pd.DataFrame, periods: list[dict], censor_s: float
         "first_byte_wait_mean": float((done["first_byte_s"] - done["sent_s"]).mean()) if len(done) else math.nan,
         "transfer_mean": float((done["last_byte_s"] - done["first_byte_s"]).mean()) if len(done) else math.nan,
         "refused_by_size": {c: [int((refused & (classes == c)).sum()), int((classes == c).sum())] for c in SIZE_CLASSES},
-        "settle_s": [_finite(s) for s in settles],
-        "recover_s": [_finite(s) for s in recoveries],
+        "settle_s": [_finite(s.s) for s in settles],
+        "recover_s": [_finite(s.s) for s in recoveries],
+        # Why each span that did not settle did not ("" for those that did).
+        "settle_miss": [s.miss for s in settles],
+        "recover_miss": [s.miss for s in recoveries],
         "over_time": {"bin_s": width, "t": [round(t - start, 3) for t in over_time["t"]],
                       "mean": [_finite(v) for v in over_time["mean"]], "p99": [_finite(v) for v in over_time["p99"]],
                       "refused": [_finite(float(v)) for v in refused_over_time]},

@@ -278,6 +278,7 @@ def section(experiment: Experiment, reps: list[dict], scale: str, figures: Path,
             lines.append(f"| {name} | {len(runs[name])} | " +
                          " | ".join(cell(summary[key], scale) for key, _, scale, _ in METRICS) + " |")
         lines.append("")
+        lines += unsettled_table(runs)
         if any(summary["stage_busy_share"].measured for summary in summaries.values()):
             lines += stage_table(summaries)
         else:
@@ -313,6 +314,32 @@ def stage_table(summaries: dict[str, dict]) -> list[str]:
     for name, summary in summaries.items():
         lines.append(f"| {name} | " + " | ".join(cell(summary[key], scale) for key, _, scale, _ in STAGE_METRICS) + " |")
     return lines
+
+
+# Why a load step did not settle (sojourn.overload.derive.Settle), in the doc's words.
+MISSES = {"drift": "still climbing or falling", "swing": "never stayed in the band",
+          "late": "only in the last quarter", "empty": "nothing completed"}
+
+
+def unsettled_table(runs: dict[str, list[dict]]) -> list[str]:
+    """How many load steps did not settle, and recoveries not made, and why (``settle_miss``
+    and ``recover_miss``, summed over the repetitions that record them); nothing when every
+    step settled or no repetition records why."""
+    rows = []
+    for name, run_reps in runs.items():
+        cells = []
+        for key in ("settle", "recover"):
+            misses = [miss for rep in run_reps for miss in rep.get(f"{key}_miss") or []]
+            missed = [miss for miss in misses if miss]
+            why = ", ".join(f"{MISSES[m]} {missed.count(m)}" for m in MISSES if m in missed)
+            cells.append(f"{len(missed)} of {len(misses)}" + (f" ({why})" if why else "") if misses else "—")
+        if any(cell != "—" and not cell.startswith("0 of") for cell in cells):
+            rows.append(f"| {name} | " + " | ".join(cells) + " |")
+    if not rows:
+        return []
+    return ["Load steps that did not settle, and recoveries not made, with why (summed over the repetitions that "
+            "record it; the band and the rule are the settle column's):", "",
+            *table_head(["run"], ["steps up not settled", "steps down not recovered"]), *rows, ""]
 
 
 def closing(experiment: Experiment, sweep: str, runs: dict[str, list[dict]], summaries: dict[str, dict]) -> list[str]:
