@@ -50,6 +50,7 @@ def test_the_emulator_runs_when_a_group_needs_it_or_the_spec_says_on():
     def emulated(network: dict) -> bool:
         return validate(spec(network=network)).runs[0].plan.testbed.uses_emulator
     assert not emulated({}) and not emulated({"groups": [{"name": "wan"}]})
+    assert not emulated({"groups": [{"name": "wan", "mtu": 576}]}), "an MTU is the server's route's"
     assert emulated({"groups": [{"name": "wan", "rtt_ms": 100}]})
     assert emulated({"emulator": "on"}) and emulated({"emulator": "on", "groups": [{"name": "wan"}]})
 

@@ -91,6 +91,10 @@ def test_addresses_names_and_knobs():
     assert cfg.group_addrs() == {"a": ["10.78.0.1", "10.78.0.2"], "b": ["10.78.1.1"]}
     assert (cfg.ns("srv"), cfg.dev("t")) == ("sjx-srv", "sjxt")
     assert cfg.uses_emulator and not TestbedConfig().uses_emulator
+    small = TestbedConfig(prefix="sjx", groups=[WanGroup("a"), WanGroup("b", mtu=576)])
+    assert not small.uses_emulator and [g.route_metrics() for g in small.groups] == [
+        [], ["mtu", "lock", "576", "advmss", "536"]]
+    assert [str(net) for net in small.group_nets()] == ["10.78.0.0/24", "10.78.1.0/24"]
     assert parse_bands("1K,2K,5K,50K") == [1024, 2048, 5120, 51200]
     knobs = TcpKnobs(initcwnd=4, cwnd_clamp=10, rto_min_ms=50, sack=False)
     assert knobs.route_metrics() == ["initcwnd", "4", "cwnd", "lock", "10", "rto_min", "50ms"]

@@ -362,8 +362,11 @@ def test_cwnd_clamp_sack_and_timestamps_visible_in_ss():
 
 
 def test_mtu_clamps_the_mss_of_a_group():
+    """000 Table 2 (I): the server's route to a group locks its path MTU, so the server sends
+    that group segments of at most ``mtu - 40`` bytes, without the emulator."""
     groups = [WanGroup("small", mtu=576), WanGroup("full")]
     with Testbed(TestbedConfig(prefix="sjtbg", groups=groups)) as tb:
+        assert tb.emulator is None, "an MTU alone needs no emulator"
         for name, port, mss in (("small", 7030, 536), ("full", 7031, 1460)):
             sink = tb.popen(tb.client_ns, PROBE + ["sink", "--bind", f"{tb.client_addrs[name][0]}:{port}",
                                                    "--timeout", "2"], stdout=subprocess.PIPE, text=True)

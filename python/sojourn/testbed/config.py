@@ -58,7 +58,9 @@ class WanGroup:
     direction of the group's access link (None: unlimited); the queue in front of
     it is ``queue_bytes``/``queue_packets`` (None: sized from the bandwidth-delay
     product by the emulator). ``mtu`` (536-1500, 000 Table 2 (I)) clamps the TCP
-    MSS of the group's connections to ``mtu - 40``.
+    MSS of the group's connections to ``mtu - 40``: the server's route to the group
+    locks its path MTU (and the MSS it advertises), so an MTU alone needs no emulator;
+    with the emulator in the path it also lowers the MSS of the group's SYNs.
     """
 
     name: str
@@ -100,8 +102,17 @@ class WanGroup:
 
     @property
     def emulated(self) -> bool:
-        """Whether this group needs the emulator (anything but a plain wire)."""
-        return bool(self.rtt_ms or self.jitter_ms or self.loss or self.rate_bps or self.mtu != 1500)
+        """Whether this group needs the emulator (delay, loss or a rate; an MTU is the
+        server's route's, :meth:`route_metrics`)."""
+        return bool(self.rtt_ms or self.jitter_ms or self.loss or self.rate_bps)
+
+    def route_metrics(self) -> list[str]:
+        """`ip route` arguments of the server's route to this group for its MTU: the path
+        MTU locked (so the server's segments to it carry at most ``mtu - 40`` bytes of
+        headers and payload) and the MSS the server advertises to it; none at 1500."""
+        if self.mtu == 1500:
+            return []
+        return ["mtu", "lock", str(self.mtu), "advmss", str(self.mtu - 40)]
 
 
 @dataclass(frozen=True)
@@ -249,7 +260,7 @@ class TestbedConfig:
         _check(0 <= self.seed < 1 << 63, f"seed={self.seed}, accepted 0..2^63-1")
         emulated = [g.name for g in self.groups if g.emulated]
         _check(self.emulator is not False or not emulated,
-               f"emulator=False but groups {emulated} ask for WAN conditions (rtt, jitter, loss, rate or mtu), "
+               f"emulator=False but groups {emulated} ask for WAN conditions (rtt, jitter, loss or rate), "
                "which only the emulator provides: use emulator=None or True")
 
     @property
@@ -278,9 +289,9 @@ class TestbedConfig:
 
     def group_addrs(self) -> dict[str, list[str]]:
         """Client addresses per group name (group g client i = 10.78.g.(i+1))."""
-        net = ipaddress.ip_network(CLIENT_NET)
-        base = int(net.network_address)
-        return {
-            group.name: [str(ipaddress.ip_address(base + (g << 8) + i + 1)) for i in range(group.clients)]
-            for g, group in enumerate(self.groups)
-        }
+        return {group.name: [str(net[i + 1]) for i in range(group.clients)]
+                for group, net in zip(self.groups, self.group_nets())}
+
+    def group_nets(self) -> list[ipaddress.IPv4Network]:
+        """Each group's /24 of the clients' network, in order (10.78.g.0/24)."""
+        return list(ipaddress.ip_network(CLIENT_NET).subnets(new_prefix=24))[:len(self.groups)]

@@ -141,6 +141,12 @@ class Testbed:
         for ns, gateway, dev, knobs in ((srv, ROUTER_SERVER_SIDE, s, cfg.tcp), (cli, ROUTER_CLIENT_SIDE, c, client_tcp)):
             sysnet.set_sysctls(ns, knobs.sysctls())
             sysnet.ip(ns, "route", "replace", "default", "via", gateway, "dev", dev, *knobs.route_metrics())
+        # A group's MTU (000 Table 2 (I)) is the server's route to it: its segments there are
+        # no longer than the MTU, with or without the emulator in the path.
+        for group, net in zip(cfg.groups, cfg.group_nets()):
+            if group.route_metrics():
+                sysnet.ip(srv, "route", "replace", str(net), "via", ROUTER_SERVER_SIDE, "dev", s,
+                          *cfg.tcp.route_metrics(), *group.route_metrics())
         uplink.shape_uplink(srv, s, cfg.link_bps, cfg.uplink_queue, cfg.cutoffs)
         for ns, side, knobs in ((srv, "srv", cfg.tcp), (cli, "cli", client_tcp)):
             if knobs.initial_rto_ms is not None:
