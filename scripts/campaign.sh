@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs campaign commands one after the other within one time budget, so a sitting's machine
+# time goes to experiments back to back: each command gets `--stop-after` the minutes left
+# (no repetition starts after the deadline; the one running ends whole, and what finished is
+# published by the command itself). Every command must take --stop-after: `sojourn
+# reproduce ...` and `python -m sojourn.overload run ...` do. Run it from the repository root.
+#
+#   scripts/campaign.sh 150 "sojourn reproduce 000 --only workloads" \
+#       "python -m sojourn.overload run overload-control-dwfs-transient"
+#
+# A command that fails is reported and the next one starts; the exit status is the first
+# failure's.
+set -uo pipefail
+
+if [ $# -lt 2 ] || ! [[ $1 =~ ^[0-9]+$ ]]; then
+  echo "usage: scripts/campaign.sh MINUTES COMMAND [COMMAND ...]" >&2
+  exit 2
+fi
+deadline=$(( $(date +%s) + $1 * 60 ))
+shift
+export PATH="$PWD/.venv/bin:$PATH"
+status=0
+for command in "$@"; do
+  left=$(( (deadline - $(date +%s)) / 60 ))
+  if [ "$left" -le 0 ]; then
+    echo "campaign: out of time before: $command"
+    continue
+  fi
+  echo "campaign: $(date -u +%H:%M:%SZ) $command --stop-after $left"
+  # Word splitting of the command is intended: each is one command line.
+  # shellcheck disable=SC2086
+  $command --stop-after "$left"
+  code=$?
+  if [ "$code" -ne 0 ]; then
+    echo "campaign: exit $code from: $command"
+    [ "$status" -eq 0 ] && status=$code
+  fi
+done
+exit "$status"
