@@ -525,41 +525,43 @@ def _workload_rows(ctx: Context) -> list[Row]:
     return rows + _largest_share_rows(ctx, e)
 
 
-def _in_overload(t_s: pd.Series, profile: shaping.TransientProfile, compression: float) -> pd.Series:
-    """Whether each time of a transient workload's run falls in an overload period (each cycle
-    starts with its low period, 000 Table 1)."""
-    cycle = (profile.low_s + profile.high_s) / compression
-    return (t_s % cycle) >= profile.low_s / compression
+def _since_overload(t_s: pd.Series, profile: shaping.TransientProfile, compression: float) -> pd.Series:
+    """Seconds since the latest overload period of a transient workload began (each cycle
+    starts with its low period, 000 Table 1), at each time of a run."""
+    cycle, low = (profile.low_s + profile.high_s) / compression, profile.low_s / compression
+    return (t_s - low) % cycle
 
 
 def _burst_syn_drops_why(ctx: Context, e: str, most: Measure):
-    """Where SRPT's SYN drops under a workload came from (§6.1 has none under any): when they
-    fell, how full the accept queue was, and how many of the connections the server held were
-    established (counters.csv), beside its connection cap."""
+    """Where SRPT's SYN drops under a workload came from (§6.1 has none under any): how soon
+    after an overload began they fell, how full the accept queue was, and how many of the
+    connections the server held were established (counters.csv), beside its connection cap."""
     if not most.ok or not most.value or not most.at:
         return None
     profile = shaping.profile_by_name(most.at.split("=", 1)[1])
     run = _run("srpt", "profile", profile.name)
     compression = ctx.config(e, run, "workload.time_compression") or 1
 
-    def overload_share(c):
-        drops = c["listen_drops"].diff().fillna(0)
-        return drops[_in_overload(c["t_s"], profile, compression)].sum() / drops.sum() if drops.sum() else None
+    def latest_drop(c):
+        # A sample's drops fell in the second before it.
+        dropping = c["listen_drops"].diff().fillna(0) > 0
+        return _since_overload(c["t_s"], profile, compression)[dropping].max() if dropping.any() else None
 
-    share = ctx.counters(e, run, overload_share, "listen_drops")
+    latest = ctx.counters(e, run, latest_drop, "listen_drops")
     queue = ctx.counters(e, run, lambda c: c["accept_queue"].max(), "accept_queue")
     held = ctx.counters(e, run, lambda c: _held(c).max(), "connections")
-    if not all(m.ok for m in (share, queue, held)):
+    if not all(m.ok for m in (latest, queue, held)):
         return None
     cap, backlog = ctx.config(e, run, "server.max_connections"), ctx.config(e, run, "network.tcp.somaxconn")
     pauses = ctx.measure(e, run, "server_accept_pauses")
     paused = f", and the server stopped accepting {pauses.value:.0f} times at its cap (accept pauses)" if pauses.ok else ""
     lingering = (" (linger_close: the rest of its connections had sent their response and waited for the client's "
                  "close, read from the counts, not isolated by a run)" if ctx.config(e, run, "server.linger_close") else "")
-    return measured(f"{share.value:.0%} of the drops fell in {profile.name}'s overloads ({profile.high_s:g} s at rho "
-                    f"{profile.high_rho:g}): the accept queue reached {queue.value:.0f} of its {backlog}, while at most "
-                    f"{held.value:.0f} of the server's connections (cap {cap}) were established{lingering}{paused}; "
-                    "means over the repetitions, counters.csv and the server's /metrics")
+    return measured(f"the drops came in {profile.name}'s overloads ({profile.high_s:g} s at rho {profile.high_rho:g}) "
+                    f"and after them, the latest {latest.value:.0f} s after one began: the accept queue filled (peak "
+                    f"{queue.value:.0f}, its length {backlog}), while at most {held.value:.0f} of the server's "
+                    f"connections (cap {cap}) were established{lingering}{paused}; means over the repetitions, "
+                    "counters.csv and the server's /metrics")
 
 
 def _largest_share_rows(ctx: Context, e: str) -> list[Row]:
