@@ -376,7 +376,7 @@ def test_publish_then_doc_from_the_published_numbers_alone(tmp_path):
     assert "**No result yet.** Nothing of `overload-control-transient`" in text
     assert ("Without a full-scale result yet: overload-control-transient, overload-control-uncapped, "
             "overload-control-uncapped-codel, overload-control-first-write, overload-control-write-slots, overload-control-dwfs, "
-            "overload-control-dwfs-transient.") in text
+            "overload-control-dwfs-transient, overload-control-dwfs-delay.") in text
     assert "The stage pool (003 §4)" not in text, "sized responses: refusals by size class instead"
     assert (published / "figures" / "overload-control-persistent-1.2.png").is_file()
     with pytest.raises(ValueError, match="not an overload-control experiment"):
