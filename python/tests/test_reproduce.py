@@ -432,14 +432,14 @@ def test_a_longer_transmit_queue_that_never_filled_is_the_measured_reason_it_did
 
 
 def test_a_workloads_mean_beyond_the_papers_is_explained_only_when_the_load_basis_brackets_it(tmp_path):
-    """000 Fig. 12: SRPT's largest mean over the workloads lies below the paper's 1.2 s; when
+    """000 Fig. 12: SRPT's least mean over the workloads lies below the paper's 0.15 s; when
     `workloads-body` (the same runs with load counted on bodies) puts that workload's mean
     above it, the row says so as its measured reason; a body-basis mean below ours claims
     nothing."""
     paper = load_paper("000")
     shutil.copytree(DOCS / "000" / "workloads", tmp_path / "000" / "workloads")
     shutil.copytree(DOCS / "000" / "workloads", tmp_path / "000" / "workloads-body")
-    claim = "SRPT: largest mean over the workloads"
+    claim = "SRPT: least mean over the workloads"
     profile = _the_row(paper, tmp_path, "workloads", claim).ours.at.split("=")[1]
     summaries = list((tmp_path / "000" / "workloads-body").glob(f"srpt-profile={profile}/*/summary.json"))
     assert summaries
@@ -465,17 +465,20 @@ def test_srpts_syn_drops_under_a_workload_are_told_by_when_they_fell_and_the_acc
     paper = load_paper("000")
     shutil.copytree(DOCS / "000" / "workloads", tmp_path / "000" / "workloads")
     claim = "SRPT: most SYN drops over the workloads"
+    for path in (tmp_path / "000" / "workloads").glob("srpt-profile=*/*/summary.json"):
+        path.write_text(json.dumps({**json.loads(path.read_text()), "syn_drops": 0}))
     assert _the_row(paper, tmp_path, "workloads", claim).verdict() == "met"
-    rep = tmp_path / "000" / "workloads" / "srpt-profile=W3" / "0"
+    reps = sorted((tmp_path / "000" / "workloads" / "srpt-profile=W3").glob("[0-9]*"))
 
     def drops_in(start_s: float, end_s: float) -> Row:
-        counters = pd.read_csv(rep / "counters.csv")
-        falling = ((counters["t_s"] >= start_s) & (counters["t_s"] < end_s)).astype(int) * 10
-        counters["listen_drops"] = falling.cumsum()
-        counters["accept_queue"] = falling * 50
-        counters.to_csv(rep / "counters.csv", index=False)
-        summary = json.loads((rep / "summary.json").read_text())
-        (rep / "summary.json").write_text(json.dumps({**summary, "syn_drops": int(falling.sum())}))
+        for rep in reps:
+            counters = pd.read_csv(rep / "counters.csv")
+            falling = ((counters["t_s"] >= start_s) & (counters["t_s"] < end_s)).astype(int) * 10
+            counters["listen_drops"] = falling.cumsum()
+            counters["accept_queue"] = falling * 50
+            counters.to_csv(rep / "counters.csv", index=False)
+            summary = json.loads((rep / "summary.json").read_text())
+            (rep / "summary.json").write_text(json.dumps({**summary, "syn_drops": int(falling.sum())}))
         return _the_row(paper, tmp_path, "workloads", claim)
 
     row = drops_in(60, 70)
