@@ -327,13 +327,14 @@ def unsettled_table(runs: dict[str, list[dict]]) -> list[str]:
     step settled or no repetition records why."""
     rows = []
     for name, run_reps in runs.items():
-        cells = []
+        cells, any_missed = [], False
         for key in ("settle", "recover"):
             misses = [miss for rep in run_reps for miss in rep.get(f"{key}_miss") or []]
             missed = [miss for miss in misses if miss]
+            any_missed = any_missed or bool(missed)
             why = ", ".join(f"{MISSES[m]} {missed.count(m)}" for m in MISSES if m in missed)
             cells.append(f"{len(missed)} of {len(misses)}" + (f" ({why})" if why else "") if misses else "—")
-        if any(cell != "—" and not cell.startswith("0 of") for cell in cells):
+        if any_missed:
             rows.append(f"| {name} | " + " | ".join(cells) + " |")
     if not rows:
         return []

@@ -8,6 +8,7 @@ bound, the row is a bound or the range's end.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Callable
 
@@ -241,12 +242,17 @@ def _load_basis_why(ctx: Context, what: str, paper_value: float, wire: str = "ba
                     f"paper's {paper_value:.3g} lies between the two")
 
 
+def _sweep_point(found: Measure) -> str:
+    """The sweep value an extreme was found at (``Measure.at``, "profile=W7" -> "W7")."""
+    return found.at.split("=", 1)[1]
+
+
 def _workload_basis_why(ctx: Context, found: Measure, what: str, paper_value: float):
     """:func:`_load_basis_why` of an extreme over the workloads, at the workload it was found
     at (`workloads` on the wire, `workloads-body` on bodies)."""
     if not found.at:
         return None
-    profile = found.at.split("=", 1)[1]
+    profile = _sweep_point(found)
     return _load_basis_why(ctx, what, paper_value, wire="workloads", body="workloads-body",
                            runs={v: _run(v, "profile", profile) for v in ("fair", "srpt")}, at=f" under {profile}")
 
@@ -494,21 +500,18 @@ def _realistic_rows(ctx: Context) -> list[Row]:
 
 
 def _range_rows(ctx: Context, e: str, factor: tuple[float, float], words: str,
-                why: Callable[[Measure, str, float], object] = lambda found, what, paper: None) -> list[Row]:
+                why: Callable[[Measure, str, float], object] | None = None) -> list[Row]:
     """The least and largest FAIR / SRPT over the workloads, against the range the text
     prints; ``why`` gives an extreme's reason (of the ratio, ``what`` "fair/srpt")."""
     least, largest = ctx.extreme(e, min), ctx.extreme(e, max)
-    return [ctx.row(e, "least FAIR / SRPT over the workloads", direction(factor[0], words), least,
-                    why(least, "fair/srpt", factor[0])),
-            ctx.row(e, "largest FAIR / SRPT over the workloads", direction(factor[1], words), largest,
-                    why(largest, "fair/srpt", factor[1]))]
+    return [ctx.row(e, f"{which} FAIR / SRPT over the workloads", direction(paper, words), found,
+                    why(found, "fair/srpt", paper) if why else None)
+            for which, found, paper in (("least", least, factor[0]), ("largest", largest, factor[1]))]
 
 
 def _workload_rows(ctx: Context) -> list[Row]:
     e = "workloads"
-    def why(found: Measure, what: str, paper: float):
-        return _workload_basis_why(ctx, found, what, paper)
-
+    why = functools.partial(_workload_basis_why, ctx)
     rows = _range_rows(ctx, e, FIG12_FACTOR, "2-8 across the ten workloads", why)
     for variant, (low, high), part in (("fair", FIG12_FAIR, 1), ("srpt", FIG12_SRPT, 2)):
         words = f"{low:g} s - {high:g} s across the ten"
@@ -540,7 +543,7 @@ def _burst_syn_drops_why(ctx: Context, e: str, most: Measure):
     connections the server held were established (counters.csv), beside its connection cap."""
     if not most.ok or not most.value or not most.at:
         return None
-    profile = shaping.profile_by_name(most.at.split("=", 1)[1])
+    profile = shaping.profile_by_name(_sweep_point(most))
     run = _run("srpt", "profile", profile.name)
     compression = ctx.config(e, run, "workload.time_compression") or 1
 
@@ -599,8 +602,10 @@ def _largest_share_why(ctx: Context, e: str, profile: str):
             f"and {ours_fair / ideal_ps:.2f}x the ideal PS under FAIR")
     # One factor of SRPT changed at a time (`workloads-largest`): a change that brings the
     # largest 1% within the bound is the measured reason.
+    if not ctx.has("workloads-largest"):
+        return unexplained(text)
     factors = {words: ctx.mean("workloads-largest", _run(variant, "profile", profile), "response_largest_1pct_mean")
-               / ours_fair for variant, words in LARGEST_FACTORS.items() if ctx.has("workloads-largest")}
+               / ours_fair for variant, words in LARGEST_FACTORS.items()}
     factors = {words: ratio for words, ratio in factors.items() if not math.isnan(ratio)}
     if not factors:
         return unexplained(text)
