@@ -455,6 +455,51 @@ def test_a_workloads_mean_beyond_the_papers_is_explained_only_when_the_load_basi
     assert body_mean(row.ours.value / 2).reason() == "unexplained"
 
 
+def test_fair_over_srpt_beyond_the_papers_range_is_told_by_a_longer_fifo_at_that_workload(tmp_path):
+    """000 Fig. 12: FAIR / SRPT's largest over the workloads lies beyond the paper's 8. When
+    `workloads-handshake` (FAIR with a 1000-packet FIFO at that workload, beside the same SRPT)
+    puts the ratio at or below 8, FAIR's handshakes are the measured reason; a longer FIFO that
+    leaves the ratio above 8 claims nothing."""
+    paper = load_paper("000")
+    shutil.copytree(DOCS / "000" / "workloads", tmp_path / "000" / "workloads")
+    claim = "largest FAIR / SRPT over the workloads"
+    row = _the_row(paper, tmp_path, "workloads", claim)
+    assert row.ours.value > 2 * 8 and row.reason() == "unexplained"
+    profile = row.ours.at.split("=")[1]
+    handshake = tmp_path / "000" / "workloads-handshake"
+    shutil.copytree(DOCS / "000" / "workloads", handshake)
+
+    def longer_fifo(fair_over_srpt: float) -> Row:
+        for path in handshake.glob(f"fair-profile={profile}/*/run.json"):
+            run = json.loads(path.read_text())
+            path.write_text(json.dumps({**run, "run": f"fair-queue1000-profile={profile}", "variant": "fair-queue1000"}))
+            srpt = json.loads((tmp_path / "000" / "workloads" / f"srpt-profile={profile}" / path.parent.name /
+                               "summary.json").read_text())["response_mean"]
+            summary = json.loads((path.parent / "summary.json").read_text())
+            (path.parent / "summary.json").write_text(json.dumps({**summary, "response_mean": fair_over_srpt * srpt}))
+        return _the_row(paper, tmp_path, "workloads", claim)
+
+    row = longer_fifo(5.0)
+    assert row.reason() == "measured" and row.why_text().startswith("FAIR's handshakes:")
+    assert f"under {profile}, with the same SRPT (`workloads`)" in row.why_text()
+    assert "with a 1000-packet one (" in row.why_text() and "and 5 with a 1000-packet" in row.why_text()
+    assert longer_fifo(9.0).reason() == "unexplained"
+
+
+def test_the_syn_queue_experiment_sets_its_longer_queue_against_the_workloads_fair_under_w4(tmp_path):
+    """§6.1: FAIR's share of SYNs dropped under W4 with the paper's queue of 512 is read from
+    `workloads` (the same configuration and trace), and the gain of a queue of 8192 needs
+    `syn-queue-w4` itself: until it has run, its row says how to run it."""
+    paper = load_paper("000")
+    shutil.copytree(DOCS / "000" / "workloads", tmp_path / "000" / "workloads")
+    fair_w4 = [json.loads(path.read_text()) for path in
+               sorted((tmp_path / "000" / "workloads").glob("fair-profile=W4/*/summary.json"))]
+    share = _the_row(paper, tmp_path, "syn-queue-w4", "FAIR share of SYNs dropped under W4 (baseline")
+    assert share.ours.value == pytest.approx(sum(s["syn_drops"] / s["requests"] for s in fair_w4) / len(fair_w4))
+    gain = _the_row(paper, tmp_path, "syn-queue-w4", "FAIR with a SYN queue of 8192 / with 512 (baseline)")
+    assert gain.verdict() == "no result" and "--only syn-queue-w4" in gain.ours.absent
+
+
 def test_srpts_syn_drops_under_a_workload_are_told_by_when_they_fell_and_the_accept_queue(tmp_path):
     """§6.1: SRPT drops no SYN under any workload. Where one does, the row tells from the
     counters how long after an overload began the latest drop came (W3: overloads are the
