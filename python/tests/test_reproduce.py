@@ -487,14 +487,14 @@ def test_fair_over_srpt_beyond_the_papers_range_is_told_by_a_longer_fifo_at_that
 
 
 def test_the_syn_queue_experiment_sets_its_longer_queue_against_the_workloads_fair_under_w4(tmp_path):
-    """§6.1: FAIR's share of SYNs dropped under W4 with the paper's queue of 512 is read from
+    """§6.1: FAIR's share of SYNs dropped under W4 with the paper's queue of 512 is a row of
     `workloads` (the same configuration and trace), and the gain of a queue of 8192 needs
     `syn-queue-w4` itself: until it has run, its row says how to run it."""
     paper = load_paper("000")
     shutil.copytree(DOCS / "000" / "workloads", tmp_path / "000" / "workloads")
     fair_w4 = [json.loads(path.read_text()) for path in
                sorted((tmp_path / "000" / "workloads").glob("fair-profile=W4/*/summary.json"))]
-    share = _the_row(paper, tmp_path, "syn-queue-w4", "FAIR share of SYNs dropped under W4 (baseline")
+    share = _the_row(paper, tmp_path, "workloads", "FAIR share of SYNs dropped under W4 (baseline")
     assert share.ours.value == pytest.approx(sum(s["syn_drops"] / s["requests"] for s in fair_w4) / len(fair_w4))
     gain = _the_row(paper, tmp_path, "syn-queue-w4", "FAIR with a SYN queue of 8192 / with 512 (baseline)")
     assert gain.verdict() == "no result" and "--only syn-queue-w4" in gain.ours.absent

@@ -862,7 +862,8 @@ def _syn_queue_rows(ctx: Context, e: str) -> list[Row]:
     against FAIR under W4 with 512 in the same set-up's workloads experiment."""
     with_512, named, share, gain = SYN_QUEUE_W4[e]
     fair = _run("fair", "profile", "W4")
-    return [ctx.row(e, f"FAIR share of SYNs dropped under W4 ({named} set-up)", point(share, f"{share:.0%}"),
+    # The share is read from the workloads experiment alone, so its row is that experiment's.
+    return [ctx.row(with_512, f"FAIR share of SYNs dropped under W4 ({named} set-up)", point(share, f"{share:.0%}"),
                     ctx.ratio((with_512, fair, "syn_drops"), (with_512, fair, "requests"))),
             ctx.row(e, f"FAIR with a SYN queue of 8192 / with 512 ({named})", gain,
                     ctx.ratio((e, "fair-synq8192", "response_mean"), (with_512, fair, "response_mean")))]
