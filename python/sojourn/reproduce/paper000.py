@@ -259,15 +259,19 @@ def _workload_basis_why(ctx: Context, found: Measure, what: str, paper_value: fl
                            runs={v: _run(v, "profile", profile) for v in ("fair", "srpt")}, at=f" under {profile}")
 
 
+# `baseline-why`'s FAIR / SRPT under W1 with the paper's 100-packet FIFO, then with 1000 packets:
+# the (experiment, run) of FAIR and of SRPT in each.
+BASELINE_FIFO_PAIRS = ((("baseline-why", "fair"), ("baseline-why", "srpt")),
+                       (("baseline-why", "fair-queue1000"), ("baseline-why", "srpt")))
+
+
 def _handshake_why(ctx: Context, e: str, fair: str = "fair", paper: float = FAIR_W1 / SRPT_W1,
-                   pairs: tuple | None = None, where: str = "in `baseline-why` (load on bodies)"):
+                   pairs: tuple = BASELINE_FIFO_PAIRS, where: str = "in `baseline-why` (load on bodies)"):
     """Why FAIR / SRPT exceeds the paper's: FAIR's time goes to handshakes whose SYN-ACKs the
     100-packet FIFO dropped (the run ``fair``'s own connect_mean), and a run with a 1000-packet
-    FIFO puts the ratio on the other side of the paper's. ``pairs`` names the (experiment, run)
-    of FAIR and of SRPT in the ratio with the paper's FIFO, then with the longer one:
-    `baseline-why`'s under W1 by default."""
-    why = "baseline-why"
-    with_losses, lossless = pairs or (((why, "fair"), (why, "srpt")), ((why, "fair-queue1000"), (why, "srpt")))
+    FIFO puts the ratio on the other side of the paper's. ``pairs`` names the FAIR and SRPT of
+    the ratio with the paper's FIFO, then with the longer one (as BASELINE_FIFO_PAIRS)."""
+    with_losses, lossless = pairs
     if not all(ctx.has(experiment) for experiment, _ in with_losses + lossless):
         return None
     handshake, mean = ctx.mean(e, fair, "connect_mean"), ctx.mean(e, fair, "response_mean")
@@ -293,9 +297,9 @@ def _workload_handshake_why(ctx: Context, found: Measure, paper_value: float):
     if not found.at:
         return None
     profile = _sweep_point(found)
-    fair, srpt = (("workloads", _run(v, "profile", profile)) for v in ("fair", "srpt"))
-    longer = ("workloads-handshake", _run("fair-queue1000", "profile", profile))
-    return _handshake_why(ctx, "workloads", fair[1], paper_value, pairs=((fair, srpt), (longer, srpt)),
+    fair, srpt, longer = (_run(v, "profile", profile) for v in ("fair", "srpt", "fair-queue1000"))
+    pairs = ((("workloads", fair), ("workloads", srpt)), (("workloads-handshake", longer), ("workloads", srpt)))
+    return _handshake_why(ctx, "workloads", fair, paper_value, pairs,
                           where=f"under {profile}, with the same SRPT (`workloads`) and FAIR with the longer FIFO "
                                 f"(`workloads-handshake`),")
 
@@ -553,7 +557,7 @@ def _workload_rows(ctx: Context) -> list[Row]:
     most = ctx.extreme(e, max, "syn_drops", part=2)
     rows.append(ctx.row(e, "SRPT: most SYN drops over the workloads", bound("<=", 0, text="none under any workload"),
                         most, _burst_syn_drops_why(ctx, e, most)))
-    return rows + _largest_share_rows(ctx, e)
+    return rows + _largest_share_rows(ctx, e) + _syn_share_rows(ctx, e)
 
 
 def _since_overload(t_s: pd.Series, profile: shaping.TransientProfile, compression: float) -> pd.Series:
@@ -857,16 +861,22 @@ SYN_QUEUE_W4 = {"syn-queue-w4": ("workloads", "baseline", 0.01, bound(">=", 0.95
                                            direction(0.70, "improves FAIR by 30%"))}
 
 
+def _syn_share_rows(ctx: Context, workloads: str) -> list[Row]:
+    """§6.1: the share of SYNs FAIR dropped under W4 with the paper's queue of 512, a row of
+    the workloads experiment (``workloads``) that ran it."""
+    fair = _run("fair", "profile", "W4")
+    return [ctx.row(workloads, f"FAIR share of SYNs dropped under W4 ({named} set-up)", point(share, f"{share:.0%}"),
+                    ctx.ratio((workloads, fair, "syn_drops"), (workloads, fair, "requests")))
+            for with_512, named, share, _ in SYN_QUEUE_W4.values() if with_512 == workloads]
+
+
 def _syn_queue_rows(ctx: Context, e: str) -> list[Row]:
     """§6.1's W4 SYN-queue experiment in one set-up: FAIR with a SYN queue of 8192 (``e``)
     against FAIR under W4 with 512 in the same set-up's workloads experiment."""
-    with_512, named, share, gain = SYN_QUEUE_W4[e]
-    fair = _run("fair", "profile", "W4")
-    # The share is read from the workloads experiment alone, so its row is that experiment's.
-    return [ctx.row(with_512, f"FAIR share of SYNs dropped under W4 ({named} set-up)", point(share, f"{share:.0%}"),
-                    ctx.ratio((with_512, fair, "syn_drops"), (with_512, fair, "requests"))),
-            ctx.row(e, f"FAIR with a SYN queue of 8192 / with 512 ({named})", gain,
-                    ctx.ratio((e, "fair-synq8192", "response_mean"), (with_512, fair, "response_mean")))]
+    with_512, named, _, gain = SYN_QUEUE_W4[e]
+    return [ctx.row(e, f"FAIR with a SYN queue of 8192 / with 512 ({named})", gain,
+                    ctx.ratio((e, "fair-synq8192", "response_mean"),
+                              (with_512, _run("fair", "profile", "W4"), "response_mean")))]
 
 
 def _txqueue_rows(ctx: Context) -> list[Row]:
@@ -952,7 +962,8 @@ def claims(ctx: Context) -> list[Row]:
                 "abort": _abort_rows, "realistic": _realistic_rows, "workloads": _workload_rows,
                 "workloads-realistic": lambda ctx: _range_rows(ctx, "workloads-realistic", REALISTIC_FACTOR,
                                                                "1.4-4 across the eight workloads")
-                + _largest_share_rows(ctx, "workloads-realistic") + _realistic_incomplete_rows(ctx),
+                + _largest_share_rows(ctx, "workloads-realistic") + _realistic_incomplete_rows(ctx)
+                + _syn_share_rows(ctx, "workloads-realistic"),
                 PERSISTENT_WHY: _persistent_why_rows, "overload": _overload_rows, "overload-srpt": _overload_srpt_rows,
                 **syn_queues,
                 "txqueue": _txqueue_rows, "abort-retries": _abort_retries_rows, "rtt-loss-grid": _rtt_loss_grid_rows,
