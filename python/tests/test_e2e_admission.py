@@ -69,7 +69,7 @@ def test_admission_refuses_under_overload(label, tmp_path):
     spec = tmp_path / f"adm-{label}.toml"
     spec.write_text(SPEC.format(name=f"adm-{label}", admission=admission, server=server, network=network))
     outcome = run_experiment(load_spec(spec), tmp_path / "results", prefix=f"sjad{list(CASES).index(label)}")
-    assert outcome.complete
+    assert outcome.complete, outcome.reasons()
     directory = outcome.directory / "run" / "0"
     assert json.loads((directory / "status.json").read_text())["state"] == "complete"
     requests = analysis.requests(analysis.read_records(directory / "records.csv"))
@@ -133,7 +133,7 @@ def test_a_stage_requests_processing_is_not_counted_as_its_wait(admission, tmp_p
     spec = tmp_path / f"adm-stage-{admission}.toml"
     spec.write_text(STAGE_SPEC.format(admission=admission))
     outcome = run_experiment(load_spec(spec), tmp_path / "results", prefix=f"sjas{admission[0]}")
-    assert outcome.complete
+    assert outcome.complete, outcome.reasons()
     directory = outcome.directory / "run" / "0"
     requests = analysis.requests(analysis.read_records(directory / "records.csv"))
     counts = requests["outcome"].value_counts().to_dict()

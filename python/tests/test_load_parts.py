@@ -96,7 +96,7 @@ def test_two_processes_run_the_whole_trace_once(tmp_path):
     spec.write_text('name = "two"\n[network]\nlink_mbps = 10\n[workload]\ntrace = "trace.csv"\nclients = 5\n'
                     'load_processes = 2\n[collect]\ndrain_s = 3\n')
     outcome = run_experiment(load_spec(spec), tmp_path / "results", prefix="sjlp")
-    assert outcome.complete, outcome.states
+    assert outcome.complete, outcome.reasons()
     rep = tmp_path / "results" / "two" / "run" / "0"
     records = analysis.read_records(rep / "records.csv")
     assert sorted(records["request_id"]) == list(range(80))  # every request once, with its trace id

@@ -54,7 +54,7 @@ def test_modes_are_validated():
 def test_closed_users_keep_one_request_outstanding_and_follow_popularity(tmp_path):
     spec = write_spec(tmp_path, "closed", 'mode = "closed"\nusers = 4\nduration_s = 6.0\npersistent = 5')
     outcome = run_experiment(load_spec(spec), tmp_path / "results", prefix="sjmc")
-    assert outcome.complete
+    assert outcome.complete, outcome.reasons()
     rep = tmp_path / "results" / "closed" / "run" / "0"
     records = analysis.read_records(rep / "records.csv")
     # Never more than 4 requests outstanding: at any request's dispatch, at most 3 others were in flight.
@@ -76,7 +76,7 @@ def test_closed_users_keep_one_request_outstanding_and_follow_popularity(tmp_pat
 def test_capacity_of_a_link_limited_server_within_10_percent(tmp_path):
     spec = write_spec(tmp_path, "cap", 'mode = "capacity"\nlevels = [1, 4, 16]\nlevel_s = 5.0\nwarmup_s = 1.5')
     outcome = run_experiment(load_spec(spec), tmp_path / "results", prefix="sjmp")
-    assert outcome.complete
+    assert outcome.complete, outcome.reasons()
     rep = tmp_path / "results" / "cap" / "run" / "0"
     capacity = json.loads((rep / "capacity.json").read_text())
     assert [level["users"] for level in capacity["levels"]] == [1, 4, 16]
@@ -116,7 +116,7 @@ def test_load_fraction_measures_capacity_then_offers_that_fraction(tmp_path):
     spec = write_spec(tmp_path, "frac", 'load_fraction = 0.5\nlevels = [8]\nlevel_s = 4.0\nwarmup_s = 1.0\n'
                                         'duration_s = 6.0')
     outcome = run_experiment(load_spec(spec), tmp_path / "results", prefix="sjmf")
-    assert outcome.complete
+    assert outcome.complete, outcome.reasons()
     rep = tmp_path / "results" / "frac" / "run" / "0"
     offered = json.loads((rep / "offered.json").read_text())
     capacity = json.loads((rep / "capacity.json").read_text())["capacity_rps"]

@@ -38,6 +38,11 @@ class Outcome:
     def complete(self) -> bool:
         return all(state == "complete" for state in self.states.values())
 
+    def reasons(self) -> dict[tuple[str, int], str]:
+        """Why each repetition that is not complete is not (its status's reason)."""
+        return {(run, rep): layout.read_status(self.directory / run / str(rep)).get("reason", state)
+                for (run, rep), state in self.states.items() if state != "complete"}
+
 
 def run_experiment(experiment: Experiment, results: Path, prefix: str = "sjrun", fresh: bool = False,
                    on_event: Callable[[str, dict], None] = lambda kind, data: None,
