@@ -128,6 +128,23 @@ def test_by_size_and_ccdf(reqs):
     assert list(c["ccdf"]) == [0.75, 0.25, 0.25, 0.0]
 
 
+def test_dropped_syn_bounds_follow_every_syns_fate():
+    """A SYN begins a handshake (a first SYN-ACK), repeats one begun (a SYN-ACK sent again, or
+    skipped by the rate limit) or is dropped, each drop counted in ListenDrops."""
+    # 100 SYNs, 70 SYN-ACKs of which 10 sent again: 60 handshakes begun, 40 SYNs not; of
+    # those at most 10 repeated a begun one (and 2 more were skipped), so 28 to 40 dropped.
+    assert analysis.dropped_syn_bounds(100, 70, 10, 2, 500) == (28, 40)
+    # ListenDrops caps the drops (it counts every one); nothing below 0.
+    assert analysis.dropped_syn_bounds(100, 70, 10, 2, 30) == (28, 30)
+    assert analysis.dropped_syn_bounds(10, 20, 15, 0, 0) == (0, 0)
+    out = analysis.counter_metrics(pd.DataFrame({"t_s": [0, 1], "syns_received": [0, 100], "synacks_sent": [0, 70],
+                                                 "syn_retrans": [5, 15], "synrecv_repeats_skipped": [0, 2],
+                                                 "listen_drops": [0, 500]}))
+    assert (out["syns_received"], out["syn_drop_share_min"], out["syn_drop_share_max"]) == (100, 0.28, 0.40)
+    # Results from before the handshake counts give no share.
+    assert math.isnan(analysis.counter_metrics(pd.DataFrame({"t_s": [0, 1], "listen_drops": [0, 5]}))["syn_drop_share_min"])
+
+
 def test_counter_metrics():
     counters = pd.DataFrame({"t_s": [0, 1, 2], "listen_drops": [10, 15, 40], "established": [3, 9, 4],
                              "uplink_tx_bytes": [0, 500, 2500]})

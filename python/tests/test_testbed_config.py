@@ -15,7 +15,7 @@ from sojourn.testbed import ConfigError, TcpKnobs, TestbedConfig, WanGroup
 from sojourn.testbed.cli import parse_group, parse_rate
 from sojourn.testbed.config import parse_bands
 from sojourn.testbed.counters import parse_proc_net_stats, pressure_stall_us, tx_bytes
-from sojourn.testbed import sockdiag
+from sojourn.testbed import handshakes, sockdiag
 from sojourn.testbed.emulator import emulator_config
 from sojourn.testbed.uplink import LeafQueue, band_of, uplink_commands
 
@@ -195,3 +195,18 @@ def test_testbed_help(capsys):
         cli.main(["testbed", "up", "--help"])
     assert exit_info.value.code == 0
     assert "--group" in capsys.readouterr().out
+
+
+def test_handshake_counts_are_read_from_the_mirred_actions():
+    # `tc -s -j actions list action mirred` of a namespace counting (abridged from iproute2 6.1).
+    listed = ('[{"total acts":2},{"actions":[{"order":0,"kind":"mirred","index":101,"stats":{"bytes":180,"packets":3}},'
+              '{"order":1,"kind":"mirred","index":102,"stats":{"bytes":222,"packets":2}}]}]')
+    assert handshakes.parse_counts(listed) == {"syns_received": 3, "synacks_sent": 2}
+    # A namespace that does not count (or another program's mirred actions only) gives no columns.
+    assert handshakes.parse_counts("") == {}
+    assert handshakes.parse_counts('[{"total acts":1},{"actions":[{"index":7,"stats":{"packets":9}}]}]') == {}
+    # Incoming SYNs without ACK on ingress, outgoing SYN-ACKs on egress, both into the sink.
+    ingress, egress = (" ".join(command) for command in handshakes.handshake_commands("srv0s")[1:])
+    assert ingress.startswith("filter add dev srv0s ingress") and "match u8 0x02 0x12 at 33" in ingress
+    assert egress.startswith("filter add dev srv0s egress") and "match u8 0x12 0x12 at 33" in egress
+    assert ingress.endswith(f"mirror dev {handshakes.SINK_DEV} index {handshakes.SYN_ACTION}")

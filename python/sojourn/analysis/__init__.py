@@ -13,7 +13,8 @@ capacity), ``results`` (the results/<experiment>/<run>/<rep>/ layout).
 """
 
 from sojourn.analysis.inversion import decile_composition, service_inversion_index, size_series
-from sojourn.analysis.metrics import (by_group, by_size, ccdf, client_group, connect_metrics, counter_metrics, first_syn_drop_s,
+from sojourn.analysis.metrics import (by_group, by_size, ccdf, client_group, connect_metrics, counter_metrics, dropped_syn_bounds,
+                                      first_syn_drop_s,
                                       largest_share_mean, per_second, slowdown, slowdown_by_size_percentile, squared_cv,
                                       summarize, utilization_series)
 from sojourn.analysis.records import RecordsError, normalize, read_records, requests
@@ -21,7 +22,7 @@ from sojourn.analysis.sweeps import capacity, capacity_of_levels, confidence_int
 
 __all__ = [
     "capacity_of_levels", "window_throughput",
-    "by_group", "client_group", "connect_metrics", "first_syn_drop_s", "by_size", "capacity", "ccdf", "confidence_interval", "counter_metrics", "decile_composition",
+    "by_group", "client_group", "connect_metrics", "dropped_syn_bounds", "first_syn_drop_s", "by_size", "capacity", "ccdf", "confidence_interval", "counter_metrics", "decile_composition",
     "largest_share_mean", "normalize", "over_repetitions", "per_second", "read_records", "RecordsError",
     "requests", "service_inversion_index", "size_series", "slowdown", "slowdown_by_size_percentile",
     "squared_cv", "summarize", "utilization_series",

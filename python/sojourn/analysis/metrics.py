@@ -190,6 +190,23 @@ def uplink_queue_delay_s(counters: pd.DataFrame, link_bps: float | None) -> floa
     return float(counters[backlog].apply(pd.to_numeric, errors="coerce").sum(axis=1).mean()) * 8 / link_bps
 
 
+def dropped_syn_bounds(syns_received: float, synacks_sent: float, synack_retransmits: float,
+                       repeats_skipped: float, listen_drops: float) -> tuple[float, float]:
+    """Bounds on the SYNs the listener dropped over a span, from its counts, TcpExt
+    TCPSynRetrans (SYN-ACKs sent again, by the timer or for a repeated SYN),
+    TCPACKSkippedSynRecv (a repeated SYN, or stray segment, left unanswered by the rate limit)
+    and ListenDrops.
+
+    Every SYN either begins a handshake, answered by a first SYN-ACK (``synacks_sent -
+    synack_retransmits`` of them), or repeats the SYN of one begun (answered by a SYN-ACK sent
+    again, or skipped by the rate limit), or is dropped, each drop counted in ListenDrops. So
+    at most ``syns_received - first SYN-ACKs`` (and ListenDrops) were dropped, and at least
+    that less the SYN-ACKs sent again and the skipped repeats."""
+    first = synacks_sent - synack_retransmits
+    unanswered = max(0.0, syns_received - first)
+    return max(0.0, unanswered - synack_retransmits - repeats_skipped), min(unanswered, listen_drops)
+
+
 def counter_metrics(counters: pd.DataFrame, link_bps: float | None = None) -> dict:
     """SYN drops, peak connections and wire utilization from the testbed's per-second
     counters (docs/testbed.md: listen_drops, established, uplink_util, uplink_tx_bytes).
@@ -211,10 +228,19 @@ def counter_metrics(counters: pd.DataFrame, link_bps: float | None = None) -> di
     drops = [d for d in drops if not math.isnan(d)]
     out["syn_drops"] = max(drops) if drops else math.nan
     out["first_syn_drop_s"] = first_syn_drop_s(counters)
+    out["syn_retransmits"] = delta("syn_retrans")
+    # 000 §6.1's share of incoming SYNs dropped, bounded from the handshake counts (NaN in
+    # results from before them): ListenDrops counts dropped handshake ACKs as well.
+    out["syns_received"] = delta("syns_received")
+    counts = [out["syns_received"], delta("synacks_sent"), out["syn_retransmits"], delta("synrecv_repeats_skipped"),
+              delta("listen_drops")]
+    shares = (math.nan, math.nan)
+    if not any(math.isnan(count) for count in counts) and counts[0] > 0:
+        shares = tuple(bound / counts[0] for bound in dropped_syn_bounds(*counts))
+    out["syn_drop_share_min"], out["syn_drop_share_max"] = shares
     # Where packets were lost (000 §6 reads FAIR's delays as drops in the server's
     # transmit queue): retransmissions seen by TCP and drops at the uplink's queues.
     out["retransmitted_segments"] = delta("retrans_segs")
-    out["syn_retransmits"] = delta("syn_retrans")
     # What set them off, and how many the receiver already had (NaN in results from before
     # these columns).
     for name in ("rto_timeouts", "loss_probes", "fast_retrans", "dsack_received", "host_queue_skips", "reordering_seen"):

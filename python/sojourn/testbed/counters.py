@@ -9,9 +9,10 @@ call for the qdisc counters. Columns (docs/testbed.md):
 counts; ``accept_queue`` connections waiting in listen queues; ``sockets_unacked``,
 ``sockets_probe0``, ``sockets_backoff``, ``sockets_rto_ge_1s``, ``max_rto_ticks``: a census
 of the sockets holding unacknowledged bytes (``sockdiag.census``); cumulative
-``listen_overflows``, ``listen_drops`` (the papers' SYN drops), ``retrans_segs``,
-``syn_retrans``, ``rto_timeouts``, ``loss_probes``, ``fast_retrans``, ``dsack_received``,
-``host_queue_skips``, ``reordering_seen``, ``aborts_on_timeout``; ``uplink_tx_bytes`` and ``uplink_util`` (fraction of the link
+``listen_overflows``, ``listen_drops`` (SYNs and handshake ACKs dropped at a full queue), ``retrans_segs``,
+``syn_retrans``, ``synrecv_repeats_skipped``, ``rto_timeouts``, ``loss_probes``, ``fast_retrans``, ``dsack_received``,
+``host_queue_skips``, ``reordering_seen``, ``aborts_on_timeout``; cumulative ``syns_received``
+and ``synacks_sent`` on the uplink (:mod:`sojourn.testbed.handshakes`); ``uplink_tx_bytes`` and ``uplink_util`` (fraction of the link
 rate over the last interval); ``server_cpu`` (CPU seconds per second of every
 process in the server namespace over the last interval), ``server_rss_bytes`` (their
 resident memory), ``server_processes`` (how many there are) and ``server_runnable`` (how
@@ -33,7 +34,7 @@ import threading
 import time
 from pathlib import Path
 
-from . import uplink
+from . import handshakes, uplink
 from .sockdiag import SocketDiag
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -46,6 +47,9 @@ KERNEL_COUNTERS: dict[str, tuple[str, ...]] = {
     "listen_drops": ("TcpExt.ListenDrops",),
     "retrans_segs": ("Tcp.RetransSegs",),
     "syn_retrans": ("TcpExt.TCPSynRetrans",),
+    # A repeated SYN (or stray segment) to a handshake under way that the rate limit left
+    # unanswered (tcp_check_req): with the handshake counts it bounds the SYNs dropped.
+    "synrecv_repeats_skipped": ("TcpExt.TCPACKSkippedSynRecv",),
     # Why segments were sent again: the retransmission timer, tail loss probes (RFC 8985
     # §7) or fast retransmit; and the DSACKs that say a copy was not needed (RFC 2883 §4,
     # RFC 3708): retransmissions on a path that lost nothing.
@@ -192,6 +196,7 @@ class CounterSampler:
         stats = parse_proc_net_stats(_read(f"{net}/netstat")) | parse_proc_net_stats(_read(f"{net}/snmp"))
         row: dict[str, float] = sockets.census()
         row |= {column: sum(stats.get(name, 0) for name in names) for column, names in KERNEL_COUNTERS.items()}
+        row |= handshakes.handshake_counts(self.ns)
         row["uplink_tx_bytes"] = tx_bytes(_read(f"{net}/dev"), self.dev)
         for q in uplink.uplink_stats(self.ns, self.dev, self.cutoffs):
             name = "q" + q["class"].replace(":", "_")

@@ -29,7 +29,7 @@ from pathlib import Path
 
 from sojourn.engine import engine_path
 
-from . import sysnet, uplink
+from . import handshakes, sysnet, uplink
 from .config import (
     ROUTER_CLIENT_SIDE,
     ROUTER_SERVER_SIDE,
@@ -148,6 +148,7 @@ class Testbed:
                 sysnet.ip(srv, "route", "replace", str(net), "via", ROUTER_SERVER_SIDE, "dev", s,
                           *cfg.tcp.route_metrics(), *group.route_metrics())
         uplink.shape_uplink(srv, s, cfg.link_bps, cfg.uplink_queue, cfg.cutoffs)
+        handshakes.count_handshakes(srv, s)
         for ns, side, knobs in ((srv, "srv", cfg.tcp), (cli, "cli", client_tcp)):
             if knobs.initial_rto_ms is not None:
                 self._initial_rto[ns] = InitialRto(cfg.prefix, side, knobs.initial_rto_ms)
