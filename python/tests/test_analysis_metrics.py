@@ -128,20 +128,18 @@ def test_by_size_and_ccdf(reqs):
     assert list(c["ccdf"]) == [0.75, 0.25, 0.25, 0.0]
 
 
-def test_dropped_syn_bounds_follow_every_syns_fate():
-    """A SYN begins a handshake (a first SYN-ACK), repeats one begun (a SYN-ACK sent again, or
-    skipped by the rate limit) or is dropped, each drop counted in ListenDrops."""
-    # 100 SYNs, 70 SYN-ACKs of which 10 sent again: 60 handshakes begun, 40 SYNs not; of
-    # those at most 10 repeated a begun one (and 2 more were skipped), so 28 to 40 dropped.
-    assert analysis.dropped_syn_bounds(100, 70, 10, 2, 500) == (28, 40)
-    # ListenDrops caps the drops (it counts every one); nothing below 0.
-    assert analysis.dropped_syn_bounds(100, 70, 10, 2, 30) == (28, 30)
-    assert analysis.dropped_syn_bounds(10, 20, 15, 0, 0) == (0, 0)
-    out = analysis.counter_metrics(pd.DataFrame({"t_s": [0, 1], "syns_received": [0, 100], "synacks_sent": [0, 70],
-                                                 "syn_retrans": [5, 15], "synrecv_repeats_skipped": [0, 2],
-                                                 "listen_drops": [0, 500]}))
-    assert (out["syns_received"], out["syn_drop_share_min"], out["syn_drop_share_max"]) == (100, 0.28, 0.40)
-    # Results from before the handshake counts give no share.
+def test_the_share_of_syns_dropped_lies_between_listen_drops_less_overflows_and_listen_drops():
+    """ListenDrops counts SYNs and handshake ACKs dropped; ListenOverflows the drops at a full
+    accept queue, of either; the SYNs received are the share's denominator."""
+    assert analysis.dropped_syn_share(200, 50, 10) == (0.2, 0.25)
+    # Nothing overflowed: every drop was a SYN.
+    assert analysis.dropped_syn_share(200, 50, 0) == (0.25, 0.25)
+    assert analysis.dropped_syn_share(200, 5, 10) == (0, 0.025)
+    assert all(math.isnan(v) for v in analysis.dropped_syn_share(0, 5, 0) + analysis.dropped_syn_share(math.nan, 5, 0))
+    out = analysis.counter_metrics(pd.DataFrame({"t_s": [0, 1], "syns_received": [0, 200], "listen_drops": [0, 50],
+                                                 "listen_overflows": [0, 10]}))
+    assert (out["syns_received"], out["syn_drop_share_min"], out["syn_drop_share_max"]) == (200, 0.2, 0.25)
+    # Results from before the SYNs received were counted give no share.
     assert math.isnan(analysis.counter_metrics(pd.DataFrame({"t_s": [0, 1], "listen_drops": [0, 5]}))["syn_drop_share_min"])
 
 

@@ -520,7 +520,7 @@ def test_the_syn_queue_experiment_bounds_fairs_share_of_syns_dropped_and_sets_81
     least, most = (_the_row(paper, tmp_path, "syn-queue-w4", claims[side]) for side in ("least", "most"))
     assert (least.ours.value, most.ours.value) == (pytest.approx(0.14), pytest.approx(0.27))
     assert least.verdict() == most.verdict() == "same direction beyond 2x"
-    assert "SYN-ACK sent again" in least.note and "ListenDrops" in most.note
+    assert "ListenOverflows" in least.note and "every drop a SYN" in most.note
 
 
 def test_srpts_syn_drops_under_a_workload_are_told_by_when_they_fell_and_the_accept_queue(tmp_path):

@@ -418,11 +418,9 @@ def test_counters_record_uplink_traffic_accept_queue_and_listen_drops(tmp_path):
     assert rows["q1_10_sent_bytes"].iloc[-1] > 1_000_000
     assert rows["uplink_util"].max() > 0.8
     assert rows["listen_overflows"].iloc[-1] > 0 or rows["listen_drops"].iloc[-1] > 0
-    # The eight SYNs to the listener that never accepts (and their retransmissions) were
-    # counted on the way in, and the handshakes it began on the way out; some SYNs found its
-    # queues full.
-    assert rows["syns_received"].iloc[-1] >= 8
-    assert 1 <= rows["synacks_sent"].iloc[-1] <= rows["syns_received"].iloc[-1] + rows["syn_retrans"].iloc[-1]
+    # The eight SYNs to the listener that never accepts were counted on the way in, and the
+    # SYN-ACKs of the handshakes it began on the way out; some SYNs found its queues full.
+    assert rows["syns_received"].iloc[-1] >= 8 and rows["synacks_sent"].iloc[-1] >= 1
     shares = analysis.counter_metrics(rows)
     assert 0 <= shares["syn_drop_share_min"] <= shares["syn_drop_share_max"] <= 1 and shares["syn_drop_share_max"] > 0
     assert rows["accept_queue"].max() >= 1

@@ -13,7 +13,7 @@ capacity), ``results`` (the results/<experiment>/<run>/<rep>/ layout).
 """
 
 from sojourn.analysis.inversion import decile_composition, service_inversion_index, size_series
-from sojourn.analysis.metrics import (by_group, by_size, ccdf, client_group, connect_metrics, counter_metrics, dropped_syn_bounds,
+from sojourn.analysis.metrics import (by_group, by_size, ccdf, client_group, connect_metrics, counter_metrics, dropped_syn_share,
                                       first_syn_drop_s,
                                       largest_share_mean, per_second, slowdown, slowdown_by_size_percentile, squared_cv,
                                       summarize, utilization_series)
@@ -22,7 +22,7 @@ from sojourn.analysis.sweeps import capacity, capacity_of_levels, confidence_int
 
 __all__ = [
     "capacity_of_levels", "window_throughput",
-    "by_group", "client_group", "connect_metrics", "dropped_syn_bounds", "first_syn_drop_s", "by_size", "capacity", "ccdf", "confidence_interval", "counter_metrics", "decile_composition",
+    "by_group", "client_group", "connect_metrics", "dropped_syn_share", "first_syn_drop_s", "by_size", "capacity", "ccdf", "confidence_interval", "counter_metrics", "decile_composition",
     "largest_share_mean", "normalize", "over_repetitions", "per_second", "read_records", "RecordsError",
     "requests", "service_inversion_index", "size_series", "slowdown", "slowdown_by_size_percentile",
     "squared_cv", "summarize", "utilization_series",

@@ -190,21 +190,16 @@ def uplink_queue_delay_s(counters: pd.DataFrame, link_bps: float | None) -> floa
     return float(counters[backlog].apply(pd.to_numeric, errors="coerce").sum(axis=1).mean()) * 8 / link_bps
 
 
-def dropped_syn_bounds(syns_received: float, synacks_sent: float, synack_retransmits: float,
-                       repeats_skipped: float, listen_drops: float) -> tuple[float, float]:
-    """Bounds on the SYNs the listener dropped over a span, from its counts, TcpExt
-    TCPSynRetrans (SYN-ACKs sent again, by the timer or for a repeated SYN),
-    TCPACKSkippedSynRecv (a repeated SYN, or stray segment, left unanswered by the rate limit)
-    and ListenDrops.
-
-    Every SYN either begins a handshake, answered by a first SYN-ACK (``synacks_sent -
-    synack_retransmits`` of them), or repeats the SYN of one begun (answered by a SYN-ACK sent
-    again, or skipped by the rate limit), or is dropped, each drop counted in ListenDrops. So
-    at most ``syns_received - first SYN-ACKs`` (and ListenDrops) were dropped, and at least
-    that less the SYN-ACKs sent again and the skipped repeats."""
-    first = synacks_sent - synack_retransmits
-    unanswered = max(0.0, syns_received - first)
-    return max(0.0, unanswered - synack_retransmits - repeats_skipped), min(unanswered, listen_drops)
+def dropped_syn_share(syns_received: float, listen_drops: float, listen_overflows: float) -> tuple[float, float]:
+    """Bounds on the share of the SYNs received that the listener dropped (000 §6.1), from
+    the counts over a span. ListenDrops counts every SYN the listener dropped (tcp_conn_request:
+    a full SYN or accept queue) and every handshake-completing ACK a full accept queue dropped
+    (tcp_v4_syn_recv_sock); ListenOverflows counts the drops at a full accept queue, of SYNs and
+    of those ACKs alike. So the SYNs dropped lie between ListenDrops less ListenOverflows and
+    ListenDrops (exact when the accept queue never overflowed). NaN without SYNs received."""
+    if any(math.isnan(count) for count in (syns_received, listen_drops, listen_overflows)) or syns_received <= 0:
+        return math.nan, math.nan
+    return max(0.0, listen_drops - listen_overflows) / syns_received, listen_drops / syns_received
 
 
 def counter_metrics(counters: pd.DataFrame, link_bps: float | None = None) -> dict:
@@ -229,15 +224,11 @@ def counter_metrics(counters: pd.DataFrame, link_bps: float | None = None) -> di
     out["syn_drops"] = max(drops) if drops else math.nan
     out["first_syn_drop_s"] = first_syn_drop_s(counters)
     out["syn_retransmits"] = delta("syn_retrans")
-    # 000 §6.1's share of incoming SYNs dropped, bounded from the handshake counts (NaN in
-    # results from before them): ListenDrops counts dropped handshake ACKs as well.
+    # 000 §6.1's share of incoming SYNs dropped (NaN in results from before the SYNs received
+    # were counted).
     out["syns_received"] = delta("syns_received")
-    counts = [out["syns_received"], delta("synacks_sent"), out["syn_retransmits"], delta("synrecv_repeats_skipped"),
-              delta("listen_drops")]
-    shares = (math.nan, math.nan)
-    if not any(math.isnan(count) for count in counts) and counts[0] > 0:
-        shares = tuple(bound / counts[0] for bound in dropped_syn_bounds(*counts))
-    out["syn_drop_share_min"], out["syn_drop_share_max"] = shares
+    out["syn_drop_share_min"], out["syn_drop_share_max"] = dropped_syn_share(
+        out["syns_received"], delta("listen_drops"), delta("listen_overflows"))
     # Where packets were lost (000 §6 reads FAIR's delays as drops in the server's
     # transmit queue): retransmissions seen by TCP and drops at the uplink's queues.
     out["retransmitted_segments"] = delta("retrans_segs")

@@ -10,7 +10,7 @@ counts; ``accept_queue`` connections waiting in listen queues; ``sockets_unacked
 ``sockets_probe0``, ``sockets_backoff``, ``sockets_rto_ge_1s``, ``max_rto_ticks``: a census
 of the sockets holding unacknowledged bytes (``sockdiag.census``); cumulative
 ``listen_overflows``, ``listen_drops`` (SYNs and handshake ACKs dropped at a full queue), ``retrans_segs``,
-``syn_retrans``, ``synrecv_repeats_skipped``, ``rto_timeouts``, ``loss_probes``, ``fast_retrans``, ``dsack_received``,
+``syn_retrans``, ``rto_timeouts``, ``loss_probes``, ``fast_retrans``, ``dsack_received``,
 ``host_queue_skips``, ``reordering_seen``, ``aborts_on_timeout``; cumulative ``syns_received``
 and ``synacks_sent`` on the uplink (:mod:`sojourn.testbed.handshakes`); ``uplink_tx_bytes`` and ``uplink_util`` (fraction of the link
 rate over the last interval); ``server_cpu`` (CPU seconds per second of every
@@ -47,9 +47,6 @@ KERNEL_COUNTERS: dict[str, tuple[str, ...]] = {
     "listen_drops": ("TcpExt.ListenDrops",),
     "retrans_segs": ("Tcp.RetransSegs",),
     "syn_retrans": ("TcpExt.TCPSynRetrans",),
-    # A repeated SYN (or stray segment) to a handshake under way that the rate limit left
-    # unanswered (tcp_check_req): with the handshake counts it bounds the SYNs dropped.
-    "synrecv_repeats_skipped": ("TcpExt.TCPACKSkippedSynRecv",),
     # Why segments were sent again: the retransmission timer, tail loss probes (RFC 8985
     # §7) or fast retransmit; and the DSACKs that say a copy was not needed (RFC 2883 §4,
     # RFC 3708): retransmissions on a path that lost nothing.

@@ -1,12 +1,11 @@
 """Counts of the handshake packets on the server's interface: SYNs in from the clients and
 SYN-ACKs out, which no kernel MIB counts.
 
-000 §6.1 reports the share of incoming SYNs the server dropped ("1% in the baseline case").
-TcpExt ListenDrops is no count of them: besides a SYN dropped at a full SYN or accept queue
-(tcp_conn_request) it counts every handshake-completing ACK, or data segment, that finds the
-accept queue full (tcp_v4_syn_recv_sock), again at each retransmission. With the SYNs
-received and the SYN-ACKs sent, the SYNs the listener dropped are bounded from both sides
-(sojourn.analysis.metrics.dropped_syn_bounds).
+000 §6.1 reports the share of incoming SYNs the server dropped ("1% in the baseline case");
+ListenDrops counts the SYNs dropped but no kernel counter gives the SYNs received, the share's
+denominator (sojourn.analysis.metrics.dropped_syn_share). The SYN-ACKs are counted before the
+uplink's queues, so they include those a full queue then drops (which TCPSynRetrans does not
+count among SYN-ACKs sent again: tcp_rtx_synack counts a send the queue accepted).
 
 This kernel has neither the gact action nor u32 hit counters (CONFIG_CLS_U32_PERF), so a u32
 filter on each direction's clsact hook matches the packets, and a mirred action mirrors them
