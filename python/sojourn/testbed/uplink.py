@@ -125,7 +125,9 @@ def uplink_stats(ns: str, dev: str, cutoffs: list[int] | None) -> list[dict]:
     (None: the default class or the plain FIFO), bytes and packets sent, packets dropped,
     backlog bytes and packets; bands in order, the default class last."""
     out = sysnet.tc(ns, "-j", "-s", "qdisc", "show", "dev", dev)
-    leaves = [q for q in (json.loads(out) if out.strip() else []) if not q.get("root") and "parent" in q]
+    # Leaf queues hang under the HTB's classes (the clsact hook that counts handshakes does not).
+    leaves = [q for q in (json.loads(out) if out.strip() else [])
+              if not q.get("root") and q.get("parent", "").startswith(f"{HTB_MAJOR:x}:")]
     rows = [{"band": band_of(q["parent"], cutoffs), "class": q["parent"], "sent_bytes": q.get("bytes", 0),
              "sent_packets": q.get("packets", 0), "dropped": q.get("drops", 0), "backlog_bytes": q.get("backlog", 0),
              "backlog_packets": q.get("qlen", 0)} for q in leaves]
