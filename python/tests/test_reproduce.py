@@ -516,7 +516,7 @@ def test_the_syn_queue_experiment_bounds_fairs_share_of_syns_dropped_and_sets_81
     # With the counts: 14-27% of the SYNs dropped, beyond the paper's 1% on both sides.
     for path in target.glob("fair/*/summary.json"):
         path.write_text(json.dumps({**json.loads(path.read_text()), "syn_drop_share_min": 0.14,
-                                    "syn_drop_share_max": 0.27}))
+                                    "syn_drop_share_max": 0.27, "syns_received": 250_000}))
     least, most = (_the_row(paper, tmp_path, "syn-queue-w4", claims[side]) for side in ("least", "most"))
     assert (least.ours.value, most.ours.value) == (pytest.approx(0.14), pytest.approx(0.27))
     assert least.verdict() == most.verdict() == "same direction beyond 2x"

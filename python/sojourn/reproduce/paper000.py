@@ -870,12 +870,11 @@ def _syn_queue_full_why(ctx: Context, e: str):
     def peak(column: str):
         return ctx.counters(e, "fair", lambda c: c[column].max() if column in c else None, column)
 
-    def grew(column: str):
-        return ctx.counters(e, "fair", lambda c: c[column].iloc[-1] - c[column].iloc[0] if column in c else None, column)
-
     half_open, accept, held = peak("syn_recv"), peak("accept_queue"), ctx.counters(
         e, "fair", lambda c: _held(c).max(), "established")
-    overflows, resent, received = grew("listen_overflows"), grew("syn_retrans"), grew("syns_received")
+    overflows = ctx.counters(e, "fair", lambda c: c["listen_overflows"].iloc[-1] - c["listen_overflows"].iloc[0],
+                             "listen_overflows")
+    resent, received = ctx.measure(e, "fair", "syn_retransmits"), ctx.measure(e, "fair", "syns_received")
     if not all(m.ok for m in (half_open, accept, held, overflows, resent, received)):
         return None
     return measured(f"the drops fell at a full SYN queue, not at the server: half-open handshakes (SYN_RECV) peaked "
@@ -894,13 +893,12 @@ def _syn_queue_rows(ctx: Context, e: str) -> list[Row]:
     bounded from both sides (analysis.metrics.dropped_syn_share); that a queue of 8192 dropped
     none; and what it gained."""
     named, share, gain = SYN_QUEUE_W4[e]
-    rows = []
+    rows, where = [], _syn_queue_full_why(ctx, e)
     for side, word in (("min", "at least"), ("max", "at most")):
         ours = ctx.from_summary(e, "fair", lambda summary: summary.get(f"syn_drop_share_{side}"),
                                 "count of the SYNs received (results from before 28 Nov 2026 have none)")
         rows.append(ctx.row(e, f"FAIR share of SYNs dropped under W4, {word} ({named} set-up)",
-                            point(share, f"{share:.0%}"), ours, _syn_queue_full_why(ctx, e),
-                            note=SYN_SHARE_BOUNDS[side]))
+                            point(share, f"{share:.0%}"), ours, where, note=SYN_SHARE_BOUNDS[side]))
     drops = ctx.measure(e, "fair-synq8192", "syn_drops")
     rows.append(ctx.row(e, f"FAIR's SYN drops under W4 with a SYN queue of 8192 ({named})",
                         bound("<=", 0, text="a SYN queue long enough that SYN drops are eliminated"), drops,

@@ -2,8 +2,8 @@
 
 Reading ``/proc/<pid>/net/*`` of a process inside the server namespace shows that
 namespace's counters, and a sock_diag netlink socket made there its sockets
-(:mod:`sojourn.testbed.sockdiag`), so sampling costs no process spawn except one ``tc``
-call for the qdisc counters. Columns (docs/testbed.md):
+(:mod:`sojourn.testbed.sockdiag`), so sampling costs no process spawn except two ``tc``
+calls: the qdisc counters and the handshake counts. Columns (docs/testbed.md):
 
 ``t_s`` seconds since sampling started; ``established``, ``syn_recv`` socket
 counts; ``accept_queue`` connections waiting in listen queues; ``sockets_unacked``,
