@@ -431,11 +431,11 @@ def test_a_longer_transmit_queue_that_never_filled_is_the_measured_reason_it_did
     assert _the_row(paper, tmp_path, "txqueue", longest).reason() == "unexplained"
 
 
-def test_a_workloads_mean_beyond_the_papers_is_explained_only_when_the_load_basis_brackets_it(tmp_path):
+def test_a_workloads_mean_beyond_the_papers_is_explained_when_the_load_basis_brackets_it_or_comes_within_2x(tmp_path):
     """000 Fig. 12: SRPT's least mean over the workloads lies below the paper's 0.15 s; when
     `workloads-body` (the same runs with load counted on bodies) puts that workload's mean
-    above it, the row says so as its measured reason; a body-basis mean below ours claims
-    nothing."""
+    above it, or within 2x of it, the row says so as its measured reason; a body-basis mean
+    below ours claims nothing."""
     paper = load_paper("000")
     shutil.copytree(DOCS / "000" / "workloads", tmp_path / "000" / "workloads")
     shutil.copytree(DOCS / "000" / "workloads", tmp_path / "000" / "workloads-body")
@@ -451,15 +451,17 @@ def test_a_workloads_mean_beyond_the_papers_is_explained_only_when_the_load_basi
 
     row = body_mean(2.5)
     assert row.reason() == "measured" and f"how load is counted under {profile}" in row.why_text()
-    assert "`workloads-body`" in row.why_text() and "2.5" in row.why_text()
+    assert "`workloads-body`" in row.why_text() and "2.5" in row.why_text() and "lies between" in row.why_text()
+    # On the same side as ours but within 2x of the paper's 0.15 s: the basis is the beyond-2x part.
+    assert "the second is 0.67x the paper's 0.15, within 2x" in body_mean(0.1).why_text()
     assert body_mean(row.ours.value / 2).reason() == "unexplained"
 
 
 def test_fair_over_srpt_beyond_the_papers_range_is_told_by_a_longer_fifo_at_that_workload(tmp_path):
     """000 Fig. 12: FAIR / SRPT's largest over the workloads lies beyond the paper's 8. When
     `workloads-handshake` (FAIR with a 1000-packet FIFO at that workload, beside the same SRPT)
-    puts the ratio at or below 8, FAIR's handshakes are the measured reason; a longer FIFO that
-    leaves the ratio above 8 claims nothing."""
+    puts the ratio at or below 8, or within 2x of it, FAIR's handshakes are the measured reason;
+    a longer FIFO that leaves the ratio beyond 2x of 8 is reported, unexplained."""
     paper = load_paper("000")
     shutil.copytree(DOCS / "000" / "workloads", tmp_path / "000" / "workloads")
     claim = "largest FAIR / SRPT over the workloads"
@@ -482,8 +484,10 @@ def test_fair_over_srpt_beyond_the_papers_range_is_told_by_a_longer_fifo_at_that
     row = longer_fifo(5.0)
     assert row.reason() == "measured" and row.why_text().startswith("FAIR's handshakes:")
     assert f"under {profile}, with the same SRPT (`workloads`)" in row.why_text()
-    assert "with a 1000-packet one (" in row.why_text() and "and 5 with a 1000-packet" in row.why_text()
-    assert longer_fifo(9.0).reason() == "unexplained"
+    assert "and 5 with a 1000-packet FIFO (" in row.why_text() and "lies between" in row.why_text()
+    assert "the second is 1.50x the paper's 8, within 2x" in longer_fifo(12.0).why_text()
+    row = longer_fifo(20.0)
+    assert row.reason() == "unexplained" and "still 20 with a 1000-packet FIFO, beyond 2x" in row.why_text()
 
 
 def test_the_syn_queue_experiment_bounds_fairs_share_of_syns_dropped_and_sets_8192_against_512(tmp_path):
