@@ -141,6 +141,10 @@ def test_the_share_of_syns_dropped_lies_between_listen_drops_less_overflows_and_
     assert (out["syns_received"], out["syn_drop_share_min"], out["syn_drop_share_max"]) == (200, 0.2, 0.25)
     # Results from before the SYNs received were counted give no share.
     assert math.isnan(analysis.counter_metrics(pd.DataFrame({"t_s": [0, 1], "listen_drops": [0, 5]}))["syn_drop_share_min"])
+    # SYN-ACKs sent less those that arrived past the uplink's queues: the queues dropped them.
+    synacks = analysis.counter_metrics(pd.DataFrame({"t_s": [0, 1], "synacks_sent": [2, 50], "synacks_delivered": [2, 41]}))
+    assert (synacks["synacks_sent"], synacks["synacks_dropped"]) == (48, 9)
+    assert math.isnan(analysis.counter_metrics(pd.DataFrame({"t_s": [0, 1], "synacks_sent": [0, 5]}))["synacks_dropped"])
 
 
 def test_counter_metrics():

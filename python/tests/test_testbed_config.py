@@ -210,3 +210,9 @@ def test_handshake_counts_are_read_from_the_mirred_actions():
     assert ingress.startswith("filter add dev srv0s ingress") and "match u8 0x02 0x12 at 33" in ingress
     assert egress.startswith("filter add dev srv0s egress") and "match u8 0x12 0x12 at 33" in egress
     assert ingress.endswith(f"mirror dev {handshakes.SINK_DEV} index {handshakes.SYN_ACTION}")
+    # The router's namespace counts the SYN-ACKs arriving past the uplink's queues.
+    (delivered,) = (" ".join(command) for command in handshakes.delivered_commands("srv0sr")[1:])
+    assert delivered.startswith("filter add dev srv0sr ingress") and "match u8 0x12 0x12 at 33" in delivered
+    assert delivered.endswith(f"index {handshakes.SYNACK_DELIVERED_ACTION}")
+    assert handshakes.parse_counts('[{"total acts":1},{"actions":[{"index":103,"stats":{"packets":5}}]}]') == {
+        "synacks_delivered": 5}

@@ -442,6 +442,41 @@ def test_counters_record_uplink_traffic_accept_queue_and_listen_drops(tmp_path):
     assert "htb" in description["qdisc"]
 
 
+def test_synacks_a_full_uplink_queue_drops_are_counted_past_the_queue(tmp_path):
+    """The uplink's 4-packet FIFO kept full by datagrams at three times its rate: handshakes
+    begun meanwhile lose SYN-ACKs there. Those counted leaving the server but not arriving at
+    the router are the summary's synacks_dropped, no more than the FIFO dropped in all."""
+    with Testbed(TestbedConfig(prefix="sjtbk", queue_packets=4)) as tb:
+        path = tmp_path / "counters.csv"
+        tb.start_counters(path, interval_s=0.2)
+        client = tb.client_addrs["g0"][0]
+        listener = tb.popen(tb.server_ns, PROBE + ["listen", "--bind", f"{tb.server_addr}:7050", "--timeout", "8"],
+                            stdout=subprocess.PIPE, text=True)
+        wait_listening(tb, tb.server_ns, 7050)
+        flood = tb.popen(tb.server_ns, PROBE + ["udp-send", "--source", tb.server_addr, "--target", f"{client}:7051",
+                                                "--count", "9000", "--pps", "3000", "--size", "1400"],
+                         stdout=subprocess.PIPE, text=True)
+        connects = probe_json(tb.popen(tb.client_ns, PROBE + ["connect", "--source", client, "--target",
+                                                              f"{tb.server_addr}:7050", "--count", "30",
+                                                              "--gap", "0.05", "--wait", "0.3"],
+                                       stdout=subprocess.PIPE, text=True))
+        probe_json(flood)
+        time.sleep(0.5)
+        tb.stop_counters()
+        listener.kill()
+    import pandas as pd
+
+    rows = pd.read_csv(path)
+    assert len(connects["connect_s"]) == 30
+    summary = analysis.counter_metrics(rows)
+    fifo_drops = summary["uplink_drops"]
+    assert rows["synacks_sent"].iloc[-1] >= 30 and rows["synacks_delivered"].iloc[-1] >= 30
+    assert rows["synacks_delivered"].is_monotonic_increasing
+    assert 1 <= summary["synacks_dropped"] <= fifo_drops, (summary["synacks_dropped"], fifo_drops)
+    # A dropped SYN-ACK is a handshake that waited for the client's SYN to be sent again.
+    assert max(connects["connect_s"]) >= 0.9
+
+
 # In the server namespace: three connections a listener never accepts, and one whose reader
 # never reads, its writer filling the window until the kernel probes a zero window.
 STALLED_SOCKETS = """

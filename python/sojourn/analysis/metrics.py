@@ -229,6 +229,10 @@ def counter_metrics(counters: pd.DataFrame, link_bps: float | None = None) -> di
     out["syns_received"] = delta("syns_received")
     out["syn_drop_share_min"], out["syn_drop_share_max"] = dropped_syn_share(
         out["syns_received"], delta("listen_drops"), delta("listen_overflows"))
+    # The SYN-ACKs the server sent and those its uplink's queues dropped: counted before the
+    # queues and again past them (sojourn.testbed.handshakes; NaN in results from before).
+    out["synacks_sent"] = delta("synacks_sent")
+    out["synacks_dropped"] = out["synacks_sent"] - delta("synacks_delivered")
     # Where packets were lost (000 §6 reads FAIR's delays as drops in the server's
     # transmit queue): retransmissions seen by TCP and drops at the uplink's queues.
     out["retransmitted_segments"] = delta("retrans_segs")

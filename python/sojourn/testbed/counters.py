@@ -2,8 +2,9 @@
 
 Reading ``/proc/<pid>/net/*`` of a process inside the server namespace shows that
 namespace's counters, and a sock_diag netlink socket made there its sockets
-(:mod:`sojourn.testbed.sockdiag`), so sampling costs no process spawn except two ``tc``
-calls: the qdisc counters and the handshake counts. Columns (docs/testbed.md):
+(:mod:`sojourn.testbed.sockdiag`), so sampling costs no process spawn except three ``tc``
+calls: the qdisc counters and the handshake counts of the server's and of the router's
+namespace. Columns (docs/testbed.md):
 
 ``t_s`` seconds since sampling started; ``established``, ``syn_recv`` socket
 counts; ``accept_queue`` connections waiting in listen queues; ``sockets_unacked``,
@@ -11,8 +12,8 @@ counts; ``accept_queue`` connections waiting in listen queues; ``sockets_unacked
 of the sockets holding unacknowledged bytes (``sockdiag.census``); cumulative
 ``listen_overflows``, ``listen_drops`` (SYNs and handshake ACKs dropped at a full queue), ``retrans_segs``,
 ``syn_retrans``, ``rto_timeouts``, ``loss_probes``, ``fast_retrans``, ``dsack_received``,
-``host_queue_skips``, ``reordering_seen``, ``aborts_on_timeout``; cumulative ``syns_received``
-and ``synacks_sent`` on the uplink (:mod:`sojourn.testbed.handshakes`); ``uplink_tx_bytes`` and ``uplink_util`` (fraction of the link
+``host_queue_skips``, ``reordering_seen``, ``aborts_on_timeout``; cumulative ``syns_received``,
+``synacks_sent`` and ``synacks_delivered`` on the uplink (:mod:`sojourn.testbed.handshakes`); ``uplink_tx_bytes`` and ``uplink_util`` (fraction of the link
 rate over the last interval); ``server_cpu`` (CPU seconds per second of every
 process in the server namespace over the last interval), ``server_rss_bytes`` (their
 resident memory), ``server_processes`` (how many there are) and ``server_runnable`` (how
@@ -151,7 +152,7 @@ class CounterSampler:
     """A background thread writing one CSV row per interval."""
 
     def __init__(self, path_csv, interval_s: float, anchor_pid: int, ns: str, uplink_dev: str, link_bps: int,
-                 cutoffs: list[int] | None = None):
+                 router_ns: str, cutoffs: list[int] | None = None):
         if interval_s <= 0:
             raise ValueError(f"interval_s={interval_s}: must be > 0")
         self.path = Path(path_csv)
@@ -160,6 +161,8 @@ class CounterSampler:
         self.anchor_pid = anchor_pid
         self.ns_inode = os.readlink(f"/proc/{anchor_pid}/ns/net")
         self.ns = ns
+        # The router's namespace, where the uplink delivers its SYN-ACKs.
+        self.router_ns = router_ns
         self.dev = uplink_dev
         self.link_bps = link_bps
         self.cutoffs = cutoffs
@@ -193,7 +196,7 @@ class CounterSampler:
         stats = parse_proc_net_stats(_read(f"{net}/netstat")) | parse_proc_net_stats(_read(f"{net}/snmp"))
         row: dict[str, float] = sockets.census()
         row |= {column: sum(stats.get(name, 0) for name in names) for column, names in KERNEL_COUNTERS.items()}
-        row |= handshakes.handshake_counts(self.ns)
+        row |= handshakes.handshake_counts(self.ns, self.router_ns)
         row["uplink_tx_bytes"] = tx_bytes(_read(f"{net}/dev"), self.dev)
         for q in uplink.uplink_stats(self.ns, self.dev, self.cutoffs):
             name = "q" + q["class"].replace(":", "_")

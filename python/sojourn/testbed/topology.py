@@ -148,7 +148,7 @@ class Testbed:
                 sysnet.ip(srv, "route", "replace", str(net), "via", ROUTER_SERVER_SIDE, "dev", s,
                           *cfg.tcp.route_metrics(), *group.route_metrics())
         uplink.shape_uplink(srv, s, cfg.link_bps, cfg.uplink_queue, cfg.cutoffs)
-        handshakes.count_handshakes(srv, s)
+        handshakes.count_handshakes(srv, s, rtr, sr)
         for ns, side, knobs in ((srv, "srv", cfg.tcp), (cli, "cli", client_tcp)):
             if knobs.initial_rto_ms is not None:
                 self._initial_rto[ns] = InitialRto(cfg.prefix, side, knobs.initial_rto_ms)
@@ -279,7 +279,7 @@ class Testbed:
         self._counters = CounterSampler(
             path_csv, interval_s, anchor_pid=self._anchor.pid, ns=self.server_ns,
             uplink_dev=self.uplink_dev, link_bps=self.config.link_bps,
-            cutoffs=self.config.cutoffs)
+            cutoffs=self.config.cutoffs, router_ns=self.router_ns)
         self._counters.start()
 
     def stop_counters(self) -> None:
