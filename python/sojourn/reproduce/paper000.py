@@ -305,9 +305,19 @@ def _handshake_why(ctx: Context, e: str, fair: str = "fair", paper: float = FAIR
     slow_lossless = ctx.mean(*lossless[0], "connect_slow_share")
     return measured(f"FAIR's handshakes: {handshake:.3g} s of FAIR's {mean:.3g} s mean went to connecting "
                     f"(connect_mean), and {slow:.1%} of its handshakes took 0.9 s or more, the wait of a SYN or "
-                    f"SYN-ACK lost (at the full SYN queue or in the 100-packet FIFO) for the 3 s initial RTO; {where} "
-                    f"FAIR / SRPT was {ratio_with_losses:.3g} with the paper's queues and {ratio_lossless:.3g} with "
-                    f"{lossless_words} ({slow_lossless:.1%} of handshakes 0.9 s or more): {placed}")
+                    f"SYN-ACK lost (at the full SYN queue or in the 100-packet FIFO) for the 3 s initial RTO"
+                    f"{_synacks_dropped_words(ctx, e, fair)}; {where} FAIR / SRPT was {ratio_with_losses:.3g} with the "
+                    f"paper's queues and {ratio_lossless:.3g} with {lossless_words} ({slow_lossless:.1%} of handshakes "
+                    f"0.9 s or more{_synacks_dropped_words(ctx, *lossless[0])}): {placed}")
+
+
+def _synacks_dropped_words(ctx: Context, e: str, run: str) -> str:
+    """", N of the M SYN-ACKs sent lost in the uplink's queues" for a run that counted them
+    past the queues (summary.json synacks_dropped), else nothing."""
+    dropped, sent = ctx.mean(e, run, "synacks_dropped"), ctx.mean(e, run, "synacks_sent")
+    if math.isnan(dropped) or math.isnan(sent):
+        return ""
+    return f", {dropped:.0f} of the {sent:.0f} SYN-ACKs sent lost in the uplink's queues (synacks_dropped)"
 
 
 # `workloads-handshake`'s FAIR runs, each with the words for what it changed: the longer FIFO
@@ -332,9 +342,13 @@ def _workload_handshake_why(ctx: Context, found: Measure, paper_value: float):
                                    f"(`workloads-handshake`),")
         if why:
             return why
-    tried = [f"{ratio.value:.3g} with {words}" for variant, words in WORKLOAD_HANDSHAKE_RUNS
-             if (ratio := ctx.ratio(("workloads-handshake", _run(variant, "profile", profile), "response_mean"),
-                                    ("workloads", srpt, "response_mean"))).ok]
+    tried = []
+    for variant, words in WORKLOAD_HANDSHAKE_RUNS:
+        longer = _run(variant, "profile", profile)
+        ratio = ctx.ratio(("workloads-handshake", longer, "response_mean"), ("workloads", srpt, "response_mean"))
+        if ratio.ok:
+            tried.append(f"{ratio.value:.3g} with {words} ({ctx.mean('workloads-handshake', longer, 'syn_drops'):.0f} "
+                         f"SYNs dropped at the SYN queue{_synacks_dropped_words(ctx, 'workloads-handshake', longer)})")
     if not tried:
         return None
     return unexplained(f"FAIR's {ctx.mean('workloads', fair, 'connect_mean'):.3g} s of "
