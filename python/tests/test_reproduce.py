@@ -228,6 +228,24 @@ def test_the_default_concurrency_is_the_measured_one_for_the_experiments_testbed
     assert (measured_concurrency(lan, tmp_path), measured_concurrency(wan, tmp_path)) == (4, 1)
 
 
+def test_an_experiment_seen_to_need_fewer_testbeds_runs_at_most_that_many():
+    """An entry's most_testbeds caps the measured count (000's mtu: five W1 testbeds with
+    536-byte packets made every generator late); --concurrency still decides when given, and
+    CPU-bound runs go alone whatever either says."""
+    from sojourn.reproduce.concurrency import measured_concurrency
+    from sojourn.reproduce.publish import at_once
+    from sojourn.runner.spec import validate
+
+    lan = validate({"name": "lan", "workload": {"rho": 0.5}})
+    measured = measured_concurrency(lan)
+    assert measured >= 3
+    assert (at_once(lan, None), at_once(lan, None, most=2), at_once(lan, None, most=measured + 1)) == (
+        measured, 2, measured)
+    assert at_once(lan, 4, most=2) == 4
+    alone = validate({"name": "alone", "workload": {"rho": 0.5}, "collect": {"fidelity": {"cpu_idle_min": 0}}})
+    assert at_once(alone, 4, most=2) == 1
+
+
 def test_the_concurrency_comparison_gives_each_shift_with_its_welch_interval():
     """bench/concurrency/compare.py: the shift of a concurrent set from the solo one, with
     the Welch 90% interval of the difference of means, relative to the solo mean."""

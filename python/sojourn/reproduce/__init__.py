@@ -71,6 +71,9 @@ class Entry:
     of_paper: bool = True
     # An exact computation (a formula): the same at any scale, with nothing to repeat.
     exact: bool = False
+    # The most testbeds at once its runs were seen to hold, where fewer than the count measured
+    # for their kind of testbed (bench/concurrency); None: that count.
+    most_testbeds: int | None = None
 
     def __post_init__(self) -> None:
         if bool(self.spec) == bool(self.command):

@@ -73,7 +73,7 @@ def main(args: argparse.Namespace) -> int:
             length = ""
             if entry.spec:
                 experiment = load_spec(REPO / entry.spec, quick=args.quick)
-                testbeds = at_once(experiment, args.concurrency)
+                testbeds = at_once(experiment, args.concurrency, entry.most_testbeds)
                 length = "  " + progress(experiment, published.directory(entry.name), args.quick, testbeds)
             console.print(f"{entry.name:24} {entry.title}  [{entry.spec or ' '.join(entry.command)}]{length}",
                           markup=False, highlight=False, soft_wrap=True)

@@ -39,14 +39,18 @@ def results_root(results: Path, paper: Paper, quick: bool) -> Path:
 REPETITION_OVERHEAD_S = 35.0
 
 
-def at_once(experiment, concurrency: int | None) -> int:
+def at_once(experiment, concurrency: int | None, most: int | None = None) -> int:
     """Testbeds at once for ``experiment``: one for CPU-bound runs, which cannot share the
-    machine unnoticed (sojourn.runner.fidelity); else ``concurrency``, or the measured count."""
+    machine unnoticed (sojourn.runner.fidelity); else ``concurrency``, or the measured count,
+    at most ``most`` (an experiment seen to need fewer than its kind of testbed: Entry)."""
     from sojourn.runner.fidelity import may_share_the_machine
 
     if not all(may_share_the_machine(run.config) for run in experiment.runs):
         return 1
-    return concurrency or measured_concurrency(experiment)
+    if concurrency:
+        return concurrency
+    measured = measured_concurrency(experiment)
+    return min(measured, most) if most else measured
 
 
 def estimated_seconds(experiment, testbeds: int, done: frozenset = frozenset()) -> float:
@@ -158,12 +162,13 @@ def progress(experiment, published: Path | None, quick: bool, testbeds: int) -> 
 
 
 def run_resuming(console, label: str, experiment, root: Path, published: Path | None, quick: bool, prefix: str,
-                 concurrency: int | None = None, stop_at: float | None = None, fresh: bool = False):
+                 concurrency: int | None = None, stop_at: float | None = None, fresh: bool = False,
+                 most: int | None = None):
     """Runs what is missing of ``experiment`` under ``root``: sets aside results of another
     version of its spec (:func:`set_aside_other_version`), puts back what ``published``
     holds of it (:func:`restore_published`; None: nothing), then runs the rest
-    ``concurrency`` testbeds at once where its runs allow it (None: the measured count),
-    starting no repetition after ``stop_at``; ``fresh`` removes its results here first.
+    ``concurrency`` testbeds at once where its runs allow it (None: the measured count, at
+    most ``most``), starting no repetition after ``stop_at``; ``fresh`` removes its results here first.
     Returns the runner's (outcome, status)."""
     from sojourn.runner.cli import run_with_progress
 
@@ -172,7 +177,7 @@ def run_resuming(console, label: str, experiment, root: Path, published: Path | 
         console.print(f"{label}: its spec changed since the results under {relative_paths(str(aside.parent))} ran; "
                       f"they are kept in {aside.name} and this version runs afresh", markup=False, highlight=False)
     restored = restore_published(experiment, published, root, quick) if published else 0
-    testbeds = at_once(experiment, concurrency)
+    testbeds = at_once(experiment, concurrency, most)
     restored_from = f"{restored} repetition(s) restored from {relative_paths(str(published))}; " if restored else ""
     console.print(f"{label}: {restored_from}{progress(experiment, published, quick, testbeds)}", markup=False,
                   highlight=False)
@@ -192,7 +197,7 @@ def run_entry(console, paper: Paper, entry: Entry, results: Path, quick: bool, p
 
         experiment = load_spec(REPO / entry.spec, quick=quick)
         outcome, status = run_resuming(console, entry.name, experiment, root, published, quick, prefix, concurrency,
-                                       stop_at, fresh)
+                                       stop_at, fresh, entry.most_testbeds)
         if outcome is None:
             return None, status
         failed = sorted(f"{run} rep {rep}" for (run, rep), state in outcome.states.items()
