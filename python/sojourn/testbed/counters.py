@@ -196,7 +196,9 @@ class CounterSampler:
         stats = parse_proc_net_stats(_read(f"{net}/netstat")) | parse_proc_net_stats(_read(f"{net}/snmp"))
         row: dict[str, float] = sockets.census()
         row |= {column: sum(stats.get(name, 0) for name in names) for column, names in KERNEL_COUNTERS.items()}
-        row |= handshakes.handshake_counts(self.ns, self.router_ns)
+        # The router's count first: a SYN-ACK delivered by then was sent before the server's
+        # count is read, so a sample never has more delivered than sent.
+        row |= handshakes.handshake_counts(self.router_ns, self.ns)
         row["uplink_tx_bytes"] = tx_bytes(_read(f"{net}/dev"), self.dev)
         for q in uplink.uplink_stats(self.ns, self.dev, self.cutoffs):
             name = "q" + q["class"].replace(":", "_")
