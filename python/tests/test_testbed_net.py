@@ -446,7 +446,7 @@ def test_synacks_a_full_uplink_queue_drops_are_counted_past_the_queue(tmp_path):
     """The uplink's 4-packet FIFO kept full by datagrams at three times its rate: handshakes
     begun meanwhile lose SYN-ACKs there. Those counted leaving the server but not arriving at
     the router are the summary's synacks_dropped, no more than the FIFO dropped in all."""
-    with Testbed(TestbedConfig(prefix="sjtbk", queue_packets=4)) as tb:
+    with Testbed(TestbedConfig(prefix="sjtsy", queue_packets=4)) as tb:
         path = tmp_path / "counters.csv"
         tb.start_counters(path, interval_s=0.2)
         client = tb.client_addrs["g0"][0]
