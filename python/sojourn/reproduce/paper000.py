@@ -333,11 +333,13 @@ WORKLOAD_HANDSHAKE_RUNS = (("fair-queue1000", "a 1000-packet FIFO"),
 def _workload_handshake_why(ctx: Context, found: Measure, paper_value: float):
     """:func:`_handshake_why` of FAIR / SRPT's extreme over the workloads, at the workload it
     was found at: `workloads-handshake`'s FAIR with longer queues (the first of
-    WORKLOAD_HANDSHAKE_RUNS that accounts for the miss) beside the workloads' own SRPT."""
+    WORKLOAD_HANDSHAKE_RUNS that accounts for the miss) beside the workloads' own SRPT; when
+    none does, what they gave, unexplained."""
     if not found.at:
         return None
     profile = _sweep_point(found)
     fair, srpt = (_run(v, "profile", profile) for v in ("fair", "srpt"))
+    tried, still_lost = [], False
     for variant, words in WORKLOAD_HANDSHAKE_RUNS:
         longer = _run(variant, "profile", profile)
         pairs = ((("workloads", fair), ("workloads", srpt)), (("workloads-handshake", longer), ("workloads", srpt)))
@@ -346,9 +348,6 @@ def _workload_handshake_why(ctx: Context, found: Measure, paper_value: float):
                                    f"(`workloads-handshake`),")
         if why:
             return why
-    tried, still_lost = [], False
-    for variant, words in WORKLOAD_HANDSHAKE_RUNS:
-        longer = _run(variant, "profile", profile)
         ratio = ctx.ratio(("workloads-handshake", longer, "response_mean"), ("workloads", srpt, "response_mean"))
         if ratio.ok:
             syn_drops = ctx.mean("workloads-handshake", longer, "syn_drops")
