@@ -475,6 +475,31 @@ def test_a_workloads_mean_beyond_the_papers_is_explained_when_the_load_basis_bra
     assert body_mean(row.ours.value / 2).reason() == "unexplained"
 
 
+def test_a_sweeps_printed_mean_beyond_the_papers_is_explained_by_its_body_counted_run(tmp_path):
+    """000 (I): SRPT's mean at 536-byte packets lies below the paper's 0.26 s; `mtu-body` (the
+    536-byte points with load counted on bodies) that brackets it, or comes within 2x of it,
+    is the row's measured reason; one further below the paper's than ours is not."""
+    paper = load_paper("000")
+    shutil.copytree(DOCS / "000" / "mtu", tmp_path / "000" / "mtu")
+    claim = "SRPT mean at 536 bytes per packet"
+    row = _the_row(paper, tmp_path, "mtu", claim)
+    assert row.ours.value < 0.26 / 2 and row.reason() == "unexplained"
+    shutil.copytree(DOCS / "000" / "mtu", tmp_path / "000" / "mtu-body")
+    summaries = list((tmp_path / "000" / "mtu-body").glob("srpt-mtu=536/*/summary.json"))
+    assert summaries
+
+    def body_mean(seconds: float) -> Row:
+        for path in summaries:
+            path.write_text(json.dumps({**json.loads(path.read_text()), "response_mean": seconds}))
+        return _the_row(paper, tmp_path, "mtu", claim)
+
+    row = body_mean(0.3)
+    assert row.reason() == "measured" and "how load is counted at 536 bytes per packet" in row.why_text()
+    assert "`mtu-body`" in row.why_text() and "lies between" in row.why_text()
+    assert "the second is 0.77x the paper's 0.26, within 2x" in body_mean(0.2).why_text()
+    assert body_mean(row.ours.value / 2).reason() == "unexplained"
+
+
 def test_fair_over_srpt_beyond_the_papers_range_is_told_by_a_longer_fifo_at_that_workload(tmp_path):
     """000 Fig. 12: FAIR / SRPT's largest over the workloads lies beyond the paper's 8. When
     `workloads-handshake` (FAIR with a 1000-packet FIFO at that workload, beside the same SRPT)
