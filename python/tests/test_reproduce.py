@@ -203,7 +203,7 @@ def test_quick_reproduction_of_one_factor_end_to_end(tmp_path):
 
 def test_the_default_concurrency_is_the_measured_one_for_the_experiments_testbed(tmp_path):
     """sojourn reproduce runs as many testbeds at once as bench/concurrency measured safe for
-    the kind the experiment uses (with the WAN emulator or without): every count up to it
+    the kind the experiment uses (with the WAN emulator or without, open or closed loop): every count up to it
     measured, and safe in every comparison that measured it; one where nothing was."""
     from sojourn.reproduce.concurrency import measured_concurrency
     from sojourn.runner.spec import validate
@@ -226,6 +226,11 @@ def test_the_default_concurrency_is_the_measured_one_for_the_experiments_testbed
     comparison("lan-b", "experiments/000/concurrency.toml", {1: True, 2: True})
     comparison("wan-b", "experiments/000/concurrency-rtt.toml", {1: True, 2: False, 3: True})
     assert (measured_concurrency(lan, tmp_path), measured_concurrency(wan, tmp_path)) == (4, 1)
+    # A closed loop of users is a kind of its own: the open loops' counts do not license it.
+    closed = validate({"name": "closed", "workload": {"mode": "closed", "think_s": 9.0}})
+    assert measured_concurrency(closed, tmp_path) == 1
+    comparison("closed-a", "experiments/004/concurrency.toml", {1: True, 2: True, 3: True})
+    assert [measured_concurrency(e, tmp_path) for e in (lan, wan, closed)] == [4, 1, 3]
 
 
 def test_an_experiment_seen_to_need_fewer_testbeds_runs_at_most_that_many():

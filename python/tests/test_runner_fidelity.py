@@ -113,11 +113,14 @@ def test_each_measure_is_judged_against_its_bound_and_zero_leaves_it_unjudged():
     assert cpu_bound["stage_stretch"] == (None, 1.05)
 
 
-@pytest.mark.parametrize("workload, bound", [({"rho": 0.5}, False), ({"mode": "closed"}, True),
-                                             ({"mode": "capacity", "levels": [1, 2]}, True),
-                                             ({"load_fraction": 0.5, "levels": [1, 2]}, True)])
-def test_cpu_bound_runs_are_told_from_link_bound_ones(workload, bound):
-    config = validate({"name": "t", "workload": workload}).runs[0].config
+@pytest.mark.parametrize("workload, server, bound", [
+    ({"rho": 0.5}, {}, False), ({"mode": "closed"}, {}, True),
+    # 004's user equivalents think between requests: their demand is paced, as a trace's is.
+    ({"mode": "closed", "think_s": 9.0}, {}, False), ({"mode": "closed", "think_s": 9.0}, {"cpu_quota": 0.5}, True),
+    ({"rho": 0.5}, {"cpu_quota": 0.5}, True), ({"mode": "capacity", "levels": [1, 2]}, {}, True),
+    ({"load_fraction": 0.5, "levels": [1, 2]}, {}, True)])
+def test_cpu_bound_runs_are_told_from_link_bound_ones(workload, server, bound):
+    config = validate({"name": "t", "workload": workload, "server": server}).runs[0].config
     assert fidelity.cpu_bound(config) is bound
 
 

@@ -122,12 +122,13 @@ CONCURRENCY = "concurrency"  # docs/reproduction/concurrency/<experiment>.json, 
 
 
 def _defaults(docs: Path) -> str:
-    """The measured default count for testbeds without and with the WAN emulator."""
+    """The measured default count for each kind of testbed (concurrency.kind)."""
     from sojourn.reproduce.concurrency import measured_concurrency
     from sojourn.runner.spec import load_spec
 
     kinds = (("without the WAN emulator", "experiments/000/concurrency.toml"),
-             ("with it", "experiments/000/concurrency-rtt.toml"))
+             ("with it", "experiments/000/concurrency-rtt.toml"),
+             ("for closed loops of users with think time", "experiments/004/concurrency.toml"))
     return ", ".join(f"{measured_concurrency(load_spec(REPO / spec), docs)} {kind}" for kind, spec in kinds)
 
 

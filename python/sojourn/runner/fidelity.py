@@ -49,9 +49,12 @@ Bounds = dict[str, tuple[float | None, float | None]]
 
 def cpu_bound(config: dict) -> bool:
     """Whether a run's resolved configuration loads the CPU by design: anything but an
-    open-loop trace replay without CPU stages."""
-    workload = config["workload"]
-    return workload["mode"] != "open" or bool(workload["load_fraction"]) or bool(config["server"]["stages"])
+    open-loop trace replay or a closed loop of users who think between requests (004's
+    user equivalents, whose demand a link of their size bounds), without CPU stages or a
+    CPU quota on the server."""
+    workload, server = config["workload"], config["server"]
+    paced = workload["mode"] == "open" or (workload["mode"] == "closed" and workload["think_s"] > 0)
+    return not paced or bool(workload["load_fraction"]) or bool(server["stages"]) or bool(server["cpu_quota"])
 
 
 def may_share_the_machine(config: dict) -> bool:
