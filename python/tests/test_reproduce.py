@@ -454,54 +454,39 @@ def test_a_longer_transmit_queue_that_never_filled_is_the_measured_reason_it_did
     assert _the_row(paper, tmp_path, "txqueue", longest).reason() == "unexplained"
 
 
-def test_a_workloads_mean_beyond_the_papers_is_explained_when_the_load_basis_brackets_it_or_comes_within_2x(tmp_path):
-    """000 Fig. 12: SRPT's least mean over the workloads lies below the paper's 0.15 s; when
-    `workloads-body` (the same runs with load counted on bodies) puts that workload's mean
-    above it, or within 2x of it, the row says so as its measured reason; a body-basis mean
-    below ours claims nothing."""
+@pytest.mark.parametrize("experiment, claim, body_run, at, within", [
+    # Fig. 12: SRPT's least mean over the workloads (paper 0.15 s), at the workload it falls.
+    ("workloads", "SRPT: least mean over the workloads", "srpt-profile={profile}", "under {profile}",
+     (0.1, "the second is 0.67x the paper's 0.15, within 2x")),
+    # (I): SRPT's mean at 536-byte packets (paper 0.26 s).
+    ("mtu", "SRPT mean at 536 bytes per packet", "srpt-mtu=536", "at 536 bytes per packet",
+     (0.2, "the second is 0.77x the paper's 0.26, within 2x")),
+])
+def test_a_mean_below_the_papers_is_explained_when_load_counted_on_bodies_brackets_it_or_comes_within_2x(
+        tmp_path, experiment, claim, body_run, at, within):
+    """SRPT's mean lies below half the paper's; when the same runs with load counted on bodies
+    (`<experiment>-body`) put it above the paper's, or within 2x of it, the row says so as
+    its measured reason; a body-counted mean further below than ours claims nothing."""
     paper = load_paper("000")
-    shutil.copytree(DOCS / "000" / "workloads", tmp_path / "000" / "workloads")
-    shutil.copytree(DOCS / "000" / "workloads", tmp_path / "000" / "workloads-body")
-    claim = "SRPT: least mean over the workloads"
-    profile = _the_row(paper, tmp_path, "workloads", claim).ours.at.split("=")[1]
-    summaries = list((tmp_path / "000" / "workloads-body").glob(f"srpt-profile={profile}/*/summary.json"))
+    body = f"{experiment}-body"
+    shutil.copytree(DOCS / "000" / experiment, tmp_path / "000" / experiment)
+    row = _the_row(paper, tmp_path, experiment, claim)
+    assert row.ours.value < row.paper.paper_value / 2 and row.reason() == "unexplained"
+    profile = row.ours.at.split("=")[-1]
+    shutil.copytree(DOCS / "000" / experiment, tmp_path / "000" / body)
+    summaries = list((tmp_path / "000" / body).glob(f"{body_run.format(profile=profile)}/*/summary.json"))
     assert summaries
 
     def body_mean(seconds: float) -> Row:
         for path in summaries:
             path.write_text(json.dumps({**json.loads(path.read_text()), "response_mean": seconds}))
-        return _the_row(paper, tmp_path, "workloads", claim)
+        return _the_row(paper, tmp_path, experiment, claim)
 
     row = body_mean(2.5)
-    assert row.reason() == "measured" and f"how load is counted under {profile}" in row.why_text()
-    assert "`workloads-body`" in row.why_text() and "2.5" in row.why_text() and "lies between" in row.why_text()
-    # On the same side as ours but within 2x of the paper's 0.15 s: the basis is the beyond-2x part.
-    assert "the second is 0.67x the paper's 0.15, within 2x" in body_mean(0.1).why_text()
-    assert body_mean(row.ours.value / 2).reason() == "unexplained"
-
-
-def test_a_sweeps_printed_mean_beyond_the_papers_is_explained_by_its_body_counted_run(tmp_path):
-    """000 (I): SRPT's mean at 536-byte packets lies below the paper's 0.26 s; `mtu-body` (the
-    536-byte points with load counted on bodies) that brackets it, or comes within 2x of it,
-    is the row's measured reason; one further below the paper's than ours is not."""
-    paper = load_paper("000")
-    shutil.copytree(DOCS / "000" / "mtu", tmp_path / "000" / "mtu")
-    claim = "SRPT mean at 536 bytes per packet"
-    row = _the_row(paper, tmp_path, "mtu", claim)
-    assert row.ours.value < 0.26 / 2 and row.reason() == "unexplained"
-    shutil.copytree(DOCS / "000" / "mtu", tmp_path / "000" / "mtu-body")
-    summaries = list((tmp_path / "000" / "mtu-body").glob("srpt-mtu=536/*/summary.json"))
-    assert summaries
-
-    def body_mean(seconds: float) -> Row:
-        for path in summaries:
-            path.write_text(json.dumps({**json.loads(path.read_text()), "response_mean": seconds}))
-        return _the_row(paper, tmp_path, "mtu", claim)
-
-    row = body_mean(0.3)
-    assert row.reason() == "measured" and "how load is counted at 536 bytes per packet" in row.why_text()
-    assert "`mtu-body`" in row.why_text() and "lies between" in row.why_text()
-    assert "the second is 0.77x the paper's 0.26, within 2x" in body_mean(0.2).why_text()
+    assert row.reason() == "measured" and f"how load is counted {at.format(profile=profile)}" in row.why_text()
+    assert f"`{body}`" in row.why_text() and "2.5" in row.why_text() and "lies between" in row.why_text()
+    # On the same side as ours but within 2x of the paper's: the basis is the beyond-2x part.
+    assert within[1] in body_mean(within[0]).why_text()
     assert body_mean(row.ours.value / 2).reason() == "unexplained"
 
 
