@@ -25,6 +25,7 @@ from scipy import stats
 
 from sojourn.analysis.results import load_experiment, summaries
 from sojourn.analysis.sweeps import over_repetitions
+from sojourn.runner.plan import load_seconds
 
 METRICS = ["response_mean", "response_largest_1pct_mean", "syn_drops", "incomplete"]
 
@@ -111,7 +112,9 @@ def main() -> int:
     largest = max((count for count in safe if all(c in safe for c in counts if c <= count)), default=1)
     print(f"largest safe count (every smaller count safe too): {largest}")
     if args.json:
-        trace_s = json.loads((reps[1][0].directory / "run.json").read_text())["inputs"]["duration_s"]
+        run = json.loads((reps[1][0].directory / "run.json").read_text())
+        # The load's length: a closed loop's duration, not its catalogue trace's span.
+        trace_s = load_seconds(run["config"], run["inputs"]["duration_s"])
         started = sorted(rep.status.get("started", "") for count in counts for rep in reps[count])
         record = {"spec": _spec_of(experiment_dir(args.root / "1")), "run_length": f"{trace_s:.0f} s",
                   "ran_on": f"{started[0][:16]}Z to {started[-1][:16]}Z", "counts": out, "largest_safe": largest}
