@@ -113,10 +113,10 @@ def main() -> int:
     print(f"largest safe count (every smaller count safe too): {largest}")
     if args.json:
         run = json.loads((reps[1][0].directory / "run.json").read_text())
-        # The load's length: a closed loop's duration, not its catalogue trace's span.
-        trace_s = load_seconds(run["config"], run["inputs"]["duration_s"])
+        # A closed loop's load lasts its duration, not its catalogue trace's span.
+        load_s = load_seconds(run["config"], run["inputs"]["duration_s"])
         started = sorted(rep.status.get("started", "") for count in counts for rep in reps[count])
-        record = {"spec": _spec_of(experiment_dir(args.root / "1")), "run_length": f"{trace_s:.0f} s",
+        record = {"spec": _spec_of(experiment_dir(args.root / "1")), "run_length": f"{load_s:.0f} s",
                   "ran_on": f"{started[0][:16]}Z to {started[-1][:16]}Z", "counts": out, "largest_safe": largest}
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(record, indent=2, default=float) + "\n")

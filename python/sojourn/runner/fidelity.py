@@ -19,11 +19,13 @@ A measure that does not apply (no WAN emulator; a run whose uplink never stayed 
 whole sampling interval) is recorded as ``null`` and not judged, nor is one whose bound a
 spec sets to 0. The defaults suit link-bound experiments, open-loop trace replays: the
 generator's p99 lag is 0.04-3 ms in those published under docs/reproduction/000, far below
-the response times measured there (tens of milliseconds and up). In a CPU-bound run (closed,
-capacity and session modes, a load relative to the server's capacity, CPU stages) the
-generator shares the two cores with a saturated server by design, so its lag and the idle
-time are results there, not disturbance, and a closed loop's queue empties between samples
-(the uplink-rate measure needs continuous backlog): these are recorded and not judged, and
+the response times measured there (tens of milliseconds and up); so do closed loops whose users
+think between requests (004), paced as a trace is. In a CPU-bound run (closed loops without
+think time, capacity and session modes, a load relative to the server's capacity, CPU stages,
+a CPU quota on the server) the generator shares the two cores with a saturated server by
+design, so its lag and the idle time are results there, not disturbance, and a saturated
+closed loop's queue empties between samples (the uplink-rate measure needs continuous
+backlog): these are recorded and not judged, and
 such runs refuse ``--concurrency`` above 1 (:func:`cpu_bound`). What such a run's stages
 measure is judged instead: a stage request burns its cost in *thread CPU time*, so a worker
 that lost its core to anything else (a build, another testbed) takes longer in wall time, and
