@@ -439,6 +439,26 @@ def test_a_closed_loop_reason_is_given_only_when_littles_law_predicts_the_ratio(
     assert row.verdict() == "opposite" and row.reason() != "measured"
 
 
+def test_table7_growth_is_explained_by_queueing_behind_a_stage_the_short_timeout_never_ran(tmp_path):
+    """003 Table 7: MM's latency grew 4.2x (paper 1.44x) with its processing unchanged, because
+    at timeout-20 the one worker ran SR requests that timeout-10 dropped before they ran; once
+    MM's processing time is made to change too, that reason no longer holds and none is claimed."""
+    paper = load_paper("003")
+    shutil.copytree(DOCS / "003" / "timeouts", tmp_path / "003" / "timeouts")
+    claim = "Table 7: MM latency, timeout 20 s / 10 s"
+
+    row = _the_row(paper, tmp_path, "timeouts", claim)
+    assert row.verdict() == "same direction beyond 2x" and row.reason() == "measured"
+    assert "on SR" in row.why_text() and "SR completed nothing at timeout-10" in row.why_text()
+    for path in (tmp_path / "003" / "timeouts").glob("timeout-20/*/summary.json"):
+        summary = json.loads(path.read_text())
+        mm = next(stage for stage in summary["sessions"]["anatomy"] if stage["stage"] == "MM")
+        mm["processing_mean_s"] *= 3
+        path.write_text(json.dumps(summary))
+    row = _the_row(paper, tmp_path, "timeouts", claim)
+    assert row.verdict() == "same direction beyond 2x" and row.reason() == "unexplained"
+
+
 def test_a_longer_transmit_queue_that_never_filled_is_the_measured_reason_it_did_not_hurt(tmp_path):
     """000 footnote 7: 2000 packets were no worse than 1000 because the uplink dropped nothing
     at either and its backlog stayed under 1000 packets (counters.csv); once the longest queue

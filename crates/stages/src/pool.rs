@@ -300,7 +300,7 @@ impl Drop for StagePool {
 }
 
 /// Columns of the series CSV, one row per stage per sample.
-pub const SERIES_COLUMNS: [&str; 10] = [
+pub const SERIES_COLUMNS: [&str; 11] = [
     "t_s",
     "stage",
     "queue_length",
@@ -311,6 +311,7 @@ pub const SERIES_COLUMNS: [&str; 10] = [
     "queueing_s",
     "processing_s",
     "cpu_s",
+    "weight",
 ];
 
 /// Writes the counters every `series_interval` until shutdown (and once more then).
@@ -321,7 +322,7 @@ fn sample(shared: &Shared, file: std::fs::File) {
     while ok {
         let stopping = state.shutdown;
         let at = shared.now_s();
-        for m in &state.metrics {
+        for (m, weight) in state.metrics.iter().zip(state.dispatcher.weights()) {
             let row = [
                 format!("{at:.6}"),
                 m.name.clone(),
@@ -333,6 +334,9 @@ fn sample(shared: &Shared, file: std::fs::File) {
                 format!("{:.6}", m.queueing_s),
                 format!("{:.6}", m.processing_s),
                 format!("{:.6}", m.cpu_s),
+                // The dispatcher's share for the stage now (DWFS recomputes it before each
+                // dispatch, 003 §4.2), so the timeout's effect on the weights can be seen.
+                format!("{weight:.6}"),
             ];
             ok &= writer.write_record(&row).is_ok();
         }
@@ -535,6 +539,8 @@ mod tests {
         let last = &rows[rows.len() - 1];
         assert_eq!((last[1], last[3]), ("s1", "3"), "{text}");
         assert!(last[9].parse::<f64>().unwrap() >= 0.003, "three requests of 1 ms of CPU: {text}");
+        let weights: f64 = rows[rows.len() - 2..].iter().map(|row| row[10].parse::<f64>().unwrap()).sum();
+        assert!((weights - 1.0).abs() < 1e-9, "a sample's weights are shares of the worker: {text}");
     }
 
     #[test]

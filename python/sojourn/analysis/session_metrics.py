@@ -5,8 +5,9 @@ Inputs are the per-request frame of :func:`sojourn.analysis.records.requests`
 anatomy, the stage pool's ``series_csv`` (columns of
 ``sojourn_stages::pool::SERIES_COLUMNS``: ``t_s, stage, queue_length, completed,
 late, dropped_waiting_room, dropped_deadline, queueing_s, processing_s``, and
-since 27 Nov 2026 ``cpu_s``, which older series lack and :data:`SERIES_COLUMNS` does
-not require; cumulative except ``queue_length``).
+since 27 Nov 2026 ``cpu_s`` and since 28 Nov 2026 ``weight`` (the dispatcher's share of
+the stage at the sample), which older series lack and :data:`SERIES_COLUMNS` does not
+require; cumulative except ``queue_length`` and ``weight``).
 
 Definitions (003 §4.1, §5.2):
 
@@ -157,6 +158,9 @@ def anatomy(series: pd.DataFrame) -> pd.DataFrame:
         "dropped_waiting_room": last["dropped_waiting_room"].astype(int),
         "dropped_deadline": last["dropped_deadline"].astype(int),
         "late": last["late"].astype(int),
+        # The mean sampled share, where the series has it (003 §4.2: DWFS's weights follow
+        # the queue lengths and the timeout).
+        "weight_mean": series.groupby("stage")["weight"].mean() if "weight" in series else np.nan,
     })
 
 

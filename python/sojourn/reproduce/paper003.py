@@ -15,7 +15,7 @@ from functools import partial
 from sojourn import papers
 from sojourn.reproduce import Context, Entry, Paper, rows_of, summarize
 from sojourn.reproduce.dwfs_study import TABLE2 as TABLE2_ASSIGNMENTS
-from sojourn.reproduce.rows import Measure, Row, bound, direction, measured, point, unexplained, within_2x
+from sojourn.reproduce.rows import Measure, Row, Why, bound, direction, measured, point, unexplained, within_2x
 
 EXPERIMENTS = [
     Entry("productivity-study", "four-queue productivity study: Table 2 and DWFS vs every static assignment (§4.1-4.2)",
@@ -255,8 +255,42 @@ def _timeout_rows(ctx: Context, e: str = "timeouts") -> list[Row]:
         ours = summarize([long[r] / short[r] for r in common if short[r]], ((e, "timeout-10"), (e, "timeout-20")),
                          absent=absent)
         rows.append(ctx.row(e, f"Table 7: {stage} latency, timeout 20 s / 10 s{costs}",
-                            direction(twenty / ten, f"{twenty} s / {ten} s"), ours))
+                            direction(twenty / ten, f"{twenty} s / {ten} s"), ours, _queueing_why(ctx, e, stage)))
     return rows
+
+
+def _worker_seconds(ctx: Context, e: str, run: str, stage: str) -> float:
+    """The stage worker's time on ``stage`` in a repetition of ``run`` (completed requests x
+    their mean processing time), averaged over the repetitions."""
+    completed = ctx.per_rep(e, run, f"sessions.anatomy.{stage}.completed")
+    processing = ctx.per_rep(e, run, f"sessions.anatomy.{stage}.processing_mean_s")
+    seconds = [completed[rep] * processing.get(rep, 0.0) for rep in completed]
+    return sum(seconds) / len(seconds) if seconds else 0.0
+
+
+def _queueing_why(ctx: Context, e: str, stage: str) -> Why | None:
+    """Why a stage's latency grew more with the timeout than Table 7's: measured when its
+    processing time stayed put and its queueing grew while the one worker spent more time on
+    another stage, most often one the short timeout let run not at all (003 §4.2: a request
+    is dropped before it runs when now + T_j passes its deadline)."""
+    runs = ("timeout-10", "timeout-20")
+    queueing = [ctx.mean(e, run, f"sessions.anatomy.{stage}.queueing_mean_s") for run in runs]
+    processing = [ctx.mean(e, run, f"sessions.anatomy.{stage}.processing_mean_s") for run in runs]
+    if not all(math.isfinite(v) for v in queueing + processing) or queueing[1] <= queueing[0]:
+        return None
+    if not 0.9 <= processing[1] / processing[0] <= 1.1:
+        return None
+    busy = {other: [_worker_seconds(ctx, e, run, other) for run in runs] for other in TABLE7 if other != stage}
+    other, (before, after) = max(busy.items(), key=lambda item: item[1][1] - item[1][0])
+    if after <= before:
+        return None
+    length = ctx.mean(e, runs[1], "duration_s")
+    text = (f"{stage}'s processing stayed {processing[0] * 1e3:.1f} / {processing[1] * 1e3:.1f} ms while its "
+            f"queueing went from {queueing[0] * 1e3:.1f} to {queueing[1] * 1e3:.1f} ms: at timeout-20 the one "
+            f"worker spent {after:.1f} s of {length:.0f} on {other} against {before:.1f} s at timeout-10")
+    if not ctx.per_rep(e, runs[0], f"sessions.anatomy.{other}.processing_mean_s"):
+        text += f"; {_unserved(ctx, e, runs[0], other)}, where the paper's ran ({TABLE7[other][0]} s latency at 10 s)"
+    return measured(text)
 
 
 def claims(ctx: Context) -> list[Row]:
@@ -392,16 +426,22 @@ DEMAND_CONCLUSION = ("What these rows isolate, and what they leave unexplained (
 
 
 def _timeouts_note(ctx: Context, e: str) -> str:
+    runs = ("timeout-10", "timeout-20")
+    # The dispatcher's mean share of each stage, in series written since 28 Nov 2026 (DWFS
+    # sizes its weights by queue length x cost / timeout, 003 §4.2).
+    weights = {stage: [ctx.mean(e, run, f"sessions.anatomy.{stage}.weight_mean") for run in runs] for stage in TABLE7}
+    weighed = any(math.isfinite(w) for pair in weights.values() for w in pair)
     lines = [f"### Table 7 per stage (latency = queueing + processing, s), `{e}`", "",
-             "| stage | paper 10 s | paper 20 s | ours timeout-10 | ours timeout-20 | mean queue length 10 / 20 |",
-             "|---|---|---|---|---|---|"]
+             "| stage | paper 10 s | paper 20 s | ours timeout-10 | ours timeout-20 | mean queue length 10 / 20 |"
+             + (" mean DWFS weight 10 / 20 |" if weighed else ""),
+             "|---|---|---|---|---|---|" + ("---|" if weighed else "")]
     unserved = []
     for stage, (ten, twenty) in TABLE7.items():
-        latency = {run: summarize(list(_latency(ctx, e, run, stage).values())) for run in ("timeout-10", "timeout-20")}
-        queues = " / ".join(f"{ctx.mean(e, run, f'sessions.queue_mean.{stage}'):.2f}"
-                            for run in ("timeout-10", "timeout-20"))
+        latency = {run: summarize(list(_latency(ctx, e, run, stage).values())) for run in runs}
+        queues = " / ".join(f"{ctx.mean(e, run, f'sessions.queue_mean.{stage}'):.2f}" for run in runs)
         cells = " | ".join(f"{m.value:.3f}" if m.ok else "—" for m in latency.values())
-        lines.append(f"| {stage} | {ten} | {twenty} | {cells} | {queues} |")
+        shares = " / ".join(f"{w:.3f}" for w in weights[stage])
+        lines.append(f"| {stage} | {ten} | {twenty} | {cells} | {queues} |" + (f" {shares} |" if weighed else ""))
         unserved += [_unserved(ctx, e, run, stage) for run, m in latency.items() if not m.ok]
     lines += ["", "Longer timeouts lengthen the queues and each stage's latency, as Table 7 and Figs. 11-12 "
                   "show."]
