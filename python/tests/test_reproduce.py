@@ -459,6 +459,42 @@ def test_table7_growth_is_explained_by_queueing_behind_a_stage_the_short_timeout
     assert row.verdict() == "same direction beyond 2x" and row.reason() == "unexplained"
 
 
+def test_table7_without_growth_is_explained_only_while_the_short_timeout_scarcely_acted(tmp_path):
+    """003 Table 7 with the costs as CPU demand: BR's latency did not grow at 20 s because the
+    10-s timeout dropped 0.3% of requests and BR's queue stayed 0.16; with a timeout-10 that
+    drops 5% of requests that reason no longer holds and none is claimed."""
+    paper = load_paper("003")
+    shutil.copytree(DOCS / "003" / "timeouts-demand", tmp_path / "003" / "timeouts-demand")
+    claim = "Table 7: BR latency, timeout 20 s / 10 s (costs as CPU demand)"
+
+    row = _the_row(paper, tmp_path, "timeouts-demand", claim)
+    assert row.verdict() == "opposite" and row.reason() == "measured" and "scarcely acted" in row.why_text()
+    for path in (tmp_path / "003" / "timeouts-demand").glob("timeout-10/*/summary.json"):
+        summary = json.loads(path.read_text())
+        summary["sessions"]["overall"]["drop_rate"] = 0.05
+        path.write_text(json.dumps(summary))
+    row = _the_row(paper, tmp_path, "timeouts-demand", claim)
+    assert row.verdict() == "opposite" and row.reason() == "unexplained"
+
+
+def test_variants_that_did_not_differ_are_explained_only_while_both_capacities_were_the_links(tmp_path):
+    """001 Table 2: nginx's capacity was sojourn's (0.98, the paper's new Flash 1.28x its old
+    one) because both probes filled the 1 Gbit/s link with bodies; on a link twice as fast as
+    nginx's run says it had, its capacity was no longer the link's and no reason is claimed."""
+    paper = load_paper("001")
+    shutil.copytree(DOCS / "001" / "variants", tmp_path / "001" / "variants")
+    claim = "sojourn / nginx capacity (requests/s)"
+
+    row = _the_row(paper, tmp_path, "variants", claim)
+    assert row.verdict() == "opposite" and row.reason() == "measured" and "capacities were the link's" in row.why_text()
+    for path in (tmp_path / "001" / "variants").glob("nginx-load_fraction=0.9/*/summary.json"):
+        summary = json.loads(path.read_text())
+        summary["link_bps"] *= 2
+        path.write_text(json.dumps(summary))
+    row = _the_row(paper, tmp_path, "variants", claim)
+    assert row.verdict() == "opposite" and row.reason() == "unexplained"
+
+
 def test_a_longer_transmit_queue_that_never_filled_is_the_measured_reason_it_did_not_hurt(tmp_path):
     """000 footnote 7: 2000 packets were no worse than 1000 because the uplink dropped nothing
     at either and its backlog stayed under 1000 packets (counters.csv); once the longest queue

@@ -7,8 +7,10 @@ sojourn's /metrics), and the congestion-window clamp (Fig. 18).
 
 from __future__ import annotations
 
+import math
+
 from sojourn.reproduce import Context, Entry, Paper, rows_of
-from sojourn.reproduce.rows import Measure, Row, bound, direction, measured, point, unexplained
+from sojourn.reproduce.rows import Measure, Row, Why, bound, direction, measured, point, unexplained
 from sojourn.runner.spec import run_name
 
 EXPERIMENTS = [
@@ -139,12 +141,24 @@ def _variants_rows(ctx: Context) -> list[Row]:
         rows.append(ctx.row(e, f"{variant} / sojourn mean latency at load 0.9",
                             direction(latency_gain, "old Flash / new Flash: 180.21 / 23.30 ms (Table 2)"),
                             ctx.ratio((e, at(variant), "response_mean"), (e, at("sojourn"), "response_mean")),
-                            note=VARIANT_NOTE))
+                            _link_bound_why(ctx, e, (at(variant), at("sojourn"))), note=VARIANT_NOTE))
         rows.append(ctx.row(e, f"sojourn / {variant} capacity (requests/s)",
                             direction(capacity_gain, "new Flash / old Flash: 450 / 352 Mb/s (Table 2)"),
                             ctx.ratio((e, at("sojourn"), "capacity_rps"), (e, at(variant), "capacity_rps")),
-                            note=VARIANT_NOTE))
+                            _link_bound_why(ctx, e, (at("sojourn"), at(variant))), note=VARIANT_NOTE))
     return rows
+
+
+def _link_bound_why(ctx: Context, e: str, runs: tuple[str, str]) -> Why | None:
+    """Why two servers did not differ: measured when both capacities were the link's (the
+    probe's response bodies at 85% or more of the link rate), so no server mechanism could
+    raise the capacity, and load 0.9 of it offered both the same load on the same link."""
+    shares = [ctx.mean(e, run, "capacity_bps") / ctx.mean(e, run, "link_bps") for run in runs]
+    if not all(math.isfinite(share) and share >= 0.85 for share in shares):
+        return None
+    return measured(f"both capacities were the link's: the capacity probe's response bodies filled {shares[0]:.3f} "
+                    f"({runs[0]}) and {shares[1]:.3f} ({runs[1]}) of its rate, the rest being headers, so neither "
+                    "server's mechanisms set the bottleneck")
 
 
 def _apache_burst_rows(ctx: Context) -> list[Row]:

@@ -255,8 +255,27 @@ def _timeout_rows(ctx: Context, e: str = "timeouts") -> list[Row]:
         ours = summarize([long[r] / short[r] for r in common if short[r]], ((e, "timeout-10"), (e, "timeout-20")),
                          absent=absent)
         rows.append(ctx.row(e, f"Table 7: {stage} latency, timeout 20 s / 10 s{costs}",
-                            direction(twenty / ten, f"{twenty} s / {ten} s"), ours, _queueing_why(ctx, e, stage)))
+                            direction(twenty / ten, f"{twenty} s / {ten} s"), ours,
+                            _queueing_why(ctx, e, stage) or _unbound_why(ctx, e, stage)))
     return rows
+
+
+def _unbound_why(ctx: Context, e: str, stage: str) -> Why | None:
+    """Why a stage's latency did not grow with the timeout: measured when the short timeout
+    scarcely acted (under 2% of requests dropped) and the stage's queue did not lengthen, so
+    a longer timeout had no queue to let grow (003 §4.2: it acts only through the deadline
+    drops, the waiting room floor(timeout / T_j) and DWFS's weights)."""
+    runs = ("timeout-10", "timeout-20")
+    dropped = [ctx.mean(e, run, "sessions.overall.drop_rate") for run in runs]
+    queue = [ctx.mean(e, run, f"sessions.queue_mean.{stage}") for run in runs]
+    weight = [ctx.mean(e, run, f"sessions.anatomy.{stage}.weight_mean") for run in runs]
+    if not all(math.isfinite(v) for v in dropped + queue) or dropped[0] >= 0.02 or queue[1] > 1.1 * queue[0]:
+        return None
+    text = (f"the 10-s timeout scarcely acted: DWFS dropped {dropped[0]:.1%} of requests at timeout-10 and "
+            f"{dropped[1]:.1%} at timeout-20, and {stage}'s mean queue was {queue[0]:.2f} / {queue[1]:.2f}")
+    if all(math.isfinite(w) for w in weight):
+        text += f" with its DWFS weight {weight[0]:.3f} / {weight[1]:.3f}"
+    return measured(text + ": a longer timeout had no longer queue to let form")
 
 
 def _worker_seconds(ctx: Context, e: str, run: str, stage: str) -> float:
@@ -443,8 +462,11 @@ def _timeouts_note(ctx: Context, e: str) -> str:
         shares = " / ".join(f"{w:.3f}" for w in weights[stage])
         lines.append(f"| {stage} | {ten} | {twenty} | {cells} | {queues} |" + (f" {shares} |" if weighed else ""))
         unserved += [_unserved(ctx, e, run, stage) for run, m in latency.items() if not m.ok]
-    lines += ["", "Longer timeouts lengthen the queues and each stage's latency, as Table 7 and Figs. 11-12 "
-                  "show."]
+    longer = [stage for stage in TABLE7
+              if ctx.mean(e, runs[1], f"sessions.queue_mean.{stage}") > ctx.mean(e, runs[0], f"sessions.queue_mean.{stage}")]
+    lines += ["", (f"The longer timeout lengthened the mean queue of {', '.join(longer)} of the {len(TABLE7)} stages"
+                   if longer else "The longer timeout lengthened no stage's mean queue")
+              + " (Table 7 and Figs. 11-12: every stage's queue and latency grow)."]
     if unserved:
         lines[-1] += (" A stage with no latency (—) completed nothing: on one CPU its processing time is not below "
                       "the timeout, so DWFS drops every request of it before it runs (`now + T_j > deadline`), or its "
