@@ -439,60 +439,39 @@ def test_a_closed_loop_reason_is_given_only_when_littles_law_predicts_the_ratio(
     assert row.verdict() == "opposite" and row.reason() != "measured"
 
 
-def test_table7_growth_is_explained_by_queueing_behind_a_stage_the_short_timeout_never_ran(tmp_path):
-    """003 Table 7: MM's latency grew 4.2x (paper 1.44x) with its processing unchanged, because
-    at timeout-20 the one worker ran SR requests that timeout-10 dropped before they ran; once
-    MM's processing time is made to change too, that reason no longer holds and none is claimed."""
-    paper = load_paper("003")
-    shutil.copytree(DOCS / "003" / "timeouts", tmp_path / "003" / "timeouts")
-    claim = "Table 7: MM latency, timeout 20 s / 10 s"
+def _triple_mm_processing(summary: dict) -> None:
+    next(stage for stage in summary["sessions"]["anatomy"] if stage["stage"] == "MM")["processing_mean_s"] *= 3
 
-    row = _the_row(paper, tmp_path, "timeouts", claim)
-    assert row.verdict() == "same direction beyond 2x" and row.reason() == "measured"
-    assert "on SR" in row.why_text() and "SR completed nothing at timeout-10" in row.why_text()
-    for path in (tmp_path / "003" / "timeouts").glob("timeout-20/*/summary.json"):
+
+@pytest.mark.parametrize("paper_tag, experiment, claim, verdict, words, broken, breaking", [
+    # 003 Table 7: MM grew 4.2x (paper 1.44x) with its processing unchanged, queueing behind
+    # the SR requests that timeout-10 dropped before they ran; no longer so once MM's own
+    # processing changes too.
+    ("003", "timeouts", "Table 7: MM latency, timeout 20 s / 10 s", "same direction beyond 2x",
+     "SR completed nothing at timeout-10", "timeout-20", _triple_mm_processing),
+    # 003 Table 7 with the costs as demand: BR did not grow because the 10-s timeout dropped
+    # 0.3% of requests and BR's queue stayed 0.16; no longer so at a 5% drop rate.
+    ("003", "timeouts-demand", "Table 7: BR latency, timeout 20 s / 10 s (costs as CPU demand)", "opposite",
+     "scarcely acted", "timeout-10", lambda summary: summary["sessions"]["overall"].update(drop_rate=0.05)),
+    # 001 Table 2: nginx's capacity was sojourn's (0.98; the new Flash 1.28x the old) because
+    # both probes filled the 1 Gbit/s link; no longer so on a link twice as fast.
+    ("001", "variants", "sojourn / nginx capacity (requests/s)", "opposite", "capacities were the link's",
+     "nginx-load_fraction=0.9", lambda summary: summary.update(link_bps=summary["link_bps"] * 2)),
+])
+def test_a_reason_is_claimed_only_while_its_premise_holds(tmp_path, paper_tag, experiment, claim, verdict, words,
+                                                          broken, breaking):
+    """Each row carries its measured reason on the published data, and loses it (unexplained,
+    same verdict) once one run's summaries are changed so that the premise fails."""
+    paper = load_paper(paper_tag)
+    shutil.copytree(DOCS / paper_tag / experiment, tmp_path / paper_tag / experiment)
+    row = _the_row(paper, tmp_path, experiment, claim)
+    assert row.verdict() == verdict and row.reason() == "measured" and words in row.why_text()
+    for path in (tmp_path / paper_tag / experiment).glob(f"{broken}/*/summary.json"):
         summary = json.loads(path.read_text())
-        mm = next(stage for stage in summary["sessions"]["anatomy"] if stage["stage"] == "MM")
-        mm["processing_mean_s"] *= 3
+        breaking(summary)
         path.write_text(json.dumps(summary))
-    row = _the_row(paper, tmp_path, "timeouts", claim)
-    assert row.verdict() == "same direction beyond 2x" and row.reason() == "unexplained"
-
-
-def test_table7_without_growth_is_explained_only_while_the_short_timeout_scarcely_acted(tmp_path):
-    """003 Table 7 with the costs as CPU demand: BR's latency did not grow at 20 s because the
-    10-s timeout dropped 0.3% of requests and BR's queue stayed 0.16; with a timeout-10 that
-    drops 5% of requests that reason no longer holds and none is claimed."""
-    paper = load_paper("003")
-    shutil.copytree(DOCS / "003" / "timeouts-demand", tmp_path / "003" / "timeouts-demand")
-    claim = "Table 7: BR latency, timeout 20 s / 10 s (costs as CPU demand)"
-
-    row = _the_row(paper, tmp_path, "timeouts-demand", claim)
-    assert row.verdict() == "opposite" and row.reason() == "measured" and "scarcely acted" in row.why_text()
-    for path in (tmp_path / "003" / "timeouts-demand").glob("timeout-10/*/summary.json"):
-        summary = json.loads(path.read_text())
-        summary["sessions"]["overall"]["drop_rate"] = 0.05
-        path.write_text(json.dumps(summary))
-    row = _the_row(paper, tmp_path, "timeouts-demand", claim)
-    assert row.verdict() == "opposite" and row.reason() == "unexplained"
-
-
-def test_variants_that_did_not_differ_are_explained_only_while_both_capacities_were_the_links(tmp_path):
-    """001 Table 2: nginx's capacity was sojourn's (0.98, the paper's new Flash 1.28x its old
-    one) because both probes filled the 1 Gbit/s link with bodies; on a link twice as fast as
-    nginx's run says it had, its capacity was no longer the link's and no reason is claimed."""
-    paper = load_paper("001")
-    shutil.copytree(DOCS / "001" / "variants", tmp_path / "001" / "variants")
-    claim = "sojourn / nginx capacity (requests/s)"
-
-    row = _the_row(paper, tmp_path, "variants", claim)
-    assert row.verdict() == "opposite" and row.reason() == "measured" and "capacities were the link's" in row.why_text()
-    for path in (tmp_path / "001" / "variants").glob("nginx-load_fraction=0.9/*/summary.json"):
-        summary = json.loads(path.read_text())
-        summary["link_bps"] *= 2
-        path.write_text(json.dumps(summary))
-    row = _the_row(paper, tmp_path, "variants", claim)
-    assert row.verdict() == "opposite" and row.reason() == "unexplained"
+    row = _the_row(paper, tmp_path, experiment, claim)
+    assert row.verdict() == verdict and row.reason() == "unexplained"
 
 
 def test_a_longer_transmit_queue_that_never_filled_is_the_measured_reason_it_did_not_hurt(tmp_path):
