@@ -48,6 +48,7 @@ DWFS_TIMEOUT_RATE = {"gold": {40: 0.0016, 50: 0.0028, 60: 0.0044}, "silver": {40
 TIMEOUT_RATE_BOUND = 0.005  # §5.3: "such occurrence is less than 0.5%"
 APACHE_RESPONSE = {40: 9.623, 50: 11.885, 60: 14.267}  # Table 6
 TABLE7 = {"MM": (1.6, 2.3), "CO": (27.5, 27.9), "SR": (14.5, 20.9), "BR": (6.0, 6.6)}  # latency (s), timeout 10 / 20
+TIMEOUT_RUNS = ("timeout-10", "timeout-20")  # the variants of timeouts.toml and timeouts-demand.toml
 
 # The §5 experiments by k, the factor dividing §5.1's normal-load latencies into stage costs
 # (issue 13): section5 takes them as CPU time (k = 1); the think time is divided by k too, so
@@ -265,7 +266,7 @@ def _unbound_why(ctx: Context, e: str, stage: str) -> Why | None:
     scarcely acted (under 2% of requests dropped) and the stage's queue did not lengthen, so
     a longer timeout had no queue to let grow (003 §4.2: it acts only through the deadline
     drops, the waiting room floor(timeout / T_j) and DWFS's weights)."""
-    runs = ("timeout-10", "timeout-20")
+    runs = TIMEOUT_RUNS
     dropped = [ctx.mean(e, run, "sessions.overall.drop_rate") for run in runs]
     queue = [ctx.mean(e, run, f"sessions.queue_mean.{stage}") for run in runs]
     weight = [ctx.mean(e, run, f"sessions.anatomy.{stage}.weight_mean") for run in runs]
@@ -292,7 +293,7 @@ def _queueing_why(ctx: Context, e: str, stage: str) -> Why | None:
     processing time stayed put and its queueing grew while the one worker spent more time on
     another stage, most often one the short timeout let run not at all (003 §4.2: a request
     is dropped before it runs when now + T_j passes its deadline)."""
-    runs = ("timeout-10", "timeout-20")
+    runs = TIMEOUT_RUNS
     queueing = [ctx.mean(e, run, f"sessions.anatomy.{stage}.queueing_mean_s") for run in runs]
     processing = [ctx.mean(e, run, f"sessions.anatomy.{stage}.processing_mean_s") for run in runs]
     if not all(math.isfinite(v) for v in queueing + processing) or queueing[1] <= queueing[0]:
@@ -445,7 +446,7 @@ DEMAND_CONCLUSION = ("What these rows isolate, and what they leave unexplained (
 
 
 def _timeouts_note(ctx: Context, e: str) -> str:
-    runs = ("timeout-10", "timeout-20")
+    runs = TIMEOUT_RUNS
     # The dispatcher's mean share of each stage, in series written since 28 Nov 2026 (DWFS
     # sizes its weights by queue length x cost / timeout, 003 §4.2).
     weights = {stage: [ctx.mean(e, run, f"sessions.anatomy.{stage}.weight_mean") for run in runs] for stage in TABLE7}
