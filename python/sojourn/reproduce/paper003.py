@@ -249,11 +249,11 @@ def _timeout_rows(ctx: Context, e: str = "timeouts") -> list[Row]:
     rows = []
     costs = " (costs as CPU demand)" if e == "timeouts-demand" else ""
     for stage, (ten, twenty) in TABLE7.items():
-        short, long = _latency(ctx, e, "timeout-10", stage), _latency(ctx, e, "timeout-20", stage)
+        short, long = (_latency(ctx, e, run, stage) for run in TIMEOUT_RUNS)
         common = sorted(set(short) & set(long))
-        absent = "; ".join(_unserved(ctx, e, run, stage) for run, values in (("timeout-10", short),
-                                                                               ("timeout-20", long)) if not values)
-        ours = summarize([long[r] / short[r] for r in common if short[r]], ((e, "timeout-10"), (e, "timeout-20")),
+        absent = "; ".join(_unserved(ctx, e, run, stage) for run, values in zip(TIMEOUT_RUNS, (short, long))
+                           if not values)
+        ours = summarize([long[r] / short[r] for r in common if short[r]], tuple((e, run) for run in TIMEOUT_RUNS),
                          absent=absent)
         rows.append(ctx.row(e, f"Table 7: {stage} latency, timeout 20 s / 10 s{costs}",
                             direction(twenty / ten, f"{twenty} s / {ten} s"), ours,
@@ -261,15 +261,19 @@ def _timeout_rows(ctx: Context, e: str = "timeouts") -> list[Row]:
     return rows
 
 
+def _at_both(ctx: Context, e: str, metric: str) -> list[float]:
+    """``metric``'s mean over the repetitions at timeout-10 and at timeout-20."""
+    return [ctx.mean(e, run, metric) for run in TIMEOUT_RUNS]
+
+
 def _unbound_why(ctx: Context, e: str, stage: str) -> Why | None:
     """Why a stage's latency did not grow with the timeout: measured when the short timeout
     scarcely acted (under 2% of requests dropped) and the stage's queue did not lengthen, so
     a longer timeout had no queue to let grow (003 §4.2: it acts only through the deadline
     drops, the waiting room floor(timeout / T_j) and DWFS's weights)."""
-    runs = TIMEOUT_RUNS
-    dropped = [ctx.mean(e, run, "sessions.overall.drop_rate") for run in runs]
-    queue = [ctx.mean(e, run, f"sessions.queue_mean.{stage}") for run in runs]
-    weight = [ctx.mean(e, run, f"sessions.anatomy.{stage}.weight_mean") for run in runs]
+    dropped = _at_both(ctx, e, "sessions.overall.drop_rate")
+    queue = _at_both(ctx, e, f"sessions.queue_mean.{stage}")
+    weight = _at_both(ctx, e, f"sessions.anatomy.{stage}.weight_mean")
     if not all(math.isfinite(v) for v in dropped + queue) or dropped[0] >= 0.02 or queue[1] > 1.1 * queue[0]:
         return None
     text = (f"the 10-s timeout scarcely acted: DWFS dropped {dropped[0]:.1%} of requests at timeout-10 and "
@@ -293,23 +297,23 @@ def _queueing_why(ctx: Context, e: str, stage: str) -> Why | None:
     processing time stayed put and its queueing grew while the one worker spent more time on
     another stage, most often one the short timeout let run not at all (003 §4.2: a request
     is dropped before it runs when now + T_j passes its deadline)."""
-    runs = TIMEOUT_RUNS
-    queueing = [ctx.mean(e, run, f"sessions.anatomy.{stage}.queueing_mean_s") for run in runs]
-    processing = [ctx.mean(e, run, f"sessions.anatomy.{stage}.processing_mean_s") for run in runs]
+    queueing = _at_both(ctx, e, f"sessions.anatomy.{stage}.queueing_mean_s")
+    processing = _at_both(ctx, e, f"sessions.anatomy.{stage}.processing_mean_s")
     if not all(math.isfinite(v) for v in queueing + processing) or queueing[1] <= queueing[0]:
         return None
     if not 0.9 <= processing[1] / processing[0] <= 1.1:
         return None
-    busy = {other: [_worker_seconds(ctx, e, run, other) for run in runs] for other in TABLE7 if other != stage}
+    busy = {other: [_worker_seconds(ctx, e, run, other) for run in TIMEOUT_RUNS] for other in TABLE7 if other != stage}
     other, (before, after) = max(busy.items(), key=lambda item: item[1][1] - item[1][0])
     if after <= before:
         return None
-    length = ctx.mean(e, runs[1], "duration_s")
+    length = ctx.mean(e, TIMEOUT_RUNS[1], "duration_s")
     text = (f"{stage}'s processing stayed {processing[0] * 1e3:.1f} / {processing[1] * 1e3:.1f} ms while its "
             f"queueing went from {queueing[0] * 1e3:.1f} to {queueing[1] * 1e3:.1f} ms: at timeout-20 the one "
             f"worker spent {after:.1f} s of {length:.0f} on {other} against {before:.1f} s at timeout-10")
-    if not ctx.per_rep(e, runs[0], f"sessions.anatomy.{other}.processing_mean_s"):
-        text += f"; {_unserved(ctx, e, runs[0], other)}, where the paper's ran ({TABLE7[other][0]} s latency at 10 s)"
+    if before == 0:  # the worker never ran it at timeout-10: it completed nothing there
+        text += (f"; {_unserved(ctx, e, TIMEOUT_RUNS[0], other)}, where the paper's ran "
+                 f"({TABLE7[other][0]} s latency at 10 s)")
     return measured(text)
 
 
@@ -446,25 +450,24 @@ DEMAND_CONCLUSION = ("What these rows isolate, and what they leave unexplained (
 
 
 def _timeouts_note(ctx: Context, e: str) -> str:
-    runs = TIMEOUT_RUNS
     # The dispatcher's mean share of each stage, in series written since 28 Nov 2026 (DWFS
     # sizes its weights by queue length x cost / timeout, 003 §4.2).
-    weights = {stage: [ctx.mean(e, run, f"sessions.anatomy.{stage}.weight_mean") for run in runs] for stage in TABLE7}
+    weights = {stage: _at_both(ctx, e, f"sessions.anatomy.{stage}.weight_mean") for stage in TABLE7}
     weighed = any(math.isfinite(w) for pair in weights.values() for w in pair)
     lines = [f"### Table 7 per stage (latency = queueing + processing, s), `{e}`", "",
              "| stage | paper 10 s | paper 20 s | ours timeout-10 | ours timeout-20 | mean queue length 10 / 20 |"
              + (" mean DWFS weight 10 / 20 |" if weighed else ""),
              "|---|---|---|---|---|---|" + ("---|" if weighed else "")]
-    unserved = []
+    unserved, longer = [], []
     for stage, (ten, twenty) in TABLE7.items():
-        latency = {run: summarize(list(_latency(ctx, e, run, stage).values())) for run in runs}
-        queues = " / ".join(f"{ctx.mean(e, run, f'sessions.queue_mean.{stage}'):.2f}" for run in runs)
+        latency = {run: summarize(list(_latency(ctx, e, run, stage).values())) for run in TIMEOUT_RUNS}
+        queue = _at_both(ctx, e, f"sessions.queue_mean.{stage}")
+        longer += [stage] if queue[1] > queue[0] else []
+        queues = " / ".join(f"{q:.2f}" for q in queue)
         cells = " | ".join(f"{m.value:.3f}" if m.ok else "—" for m in latency.values())
         shares = " / ".join(f"{w:.3f}" for w in weights[stage])
         lines.append(f"| {stage} | {ten} | {twenty} | {cells} | {queues} |" + (f" {shares} |" if weighed else ""))
         unserved += [_unserved(ctx, e, run, stage) for run, m in latency.items() if not m.ok]
-    longer = [stage for stage in TABLE7
-              if ctx.mean(e, runs[1], f"sessions.queue_mean.{stage}") > ctx.mean(e, runs[0], f"sessions.queue_mean.{stage}")]
     lines += ["", (f"The longer timeout lengthened the mean queue of {', '.join(longer)} of the {len(TABLE7)} stages"
                    if longer else "The longer timeout lengthened no stage's mean queue")
               + " (Table 7 and Figs. 11-12: every stage's queue and latency grow)."]
