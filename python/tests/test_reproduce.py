@@ -10,8 +10,10 @@ import shutil
 import subprocess
 import sys
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from sojourn.reproduce import CSV_COLUMNS, DOCS, PAPERS, Context, load_paper
@@ -439,8 +441,34 @@ def test_a_closed_loop_reason_is_given_only_when_littles_law_predicts_the_ratio(
     assert row.verdict() == "opposite" and row.reason() != "measured"
 
 
+def _in_summary(change: Callable[[dict], None]) -> Callable[[Path], None]:
+    """Changes a repetition's summary.json in place."""
+    def breaking(rep: Path) -> None:
+        summary = json.loads((rep / "summary.json").read_text())
+        change(summary)
+        (rep / "summary.json").write_text(json.dumps(summary))
+    return breaking
+
+
+def _in_counters(change: Callable[[pd.DataFrame], None]) -> Callable[[Path], None]:
+    """Changes a repetition's counters.csv in place."""
+    def breaking(rep: Path) -> None:
+        counters = pd.read_csv(rep / "counters.csv")
+        change(counters)
+        counters.to_csv(rep / "counters.csv", index=False)
+    return breaking
+
+
 def _triple_mm_processing(summary: dict) -> None:
     next(stage for stage in summary["sessions"]["anatomy"] if stage["stage"] == "MM")["processing_mean_s"] *= 3
+
+
+def _block_one_thread(counters: pd.DataFrame) -> None:
+    counters.loc[len(counters) // 2, "server_blocked"] = 1
+
+
+def _halve_uplink_use(counters: pd.DataFrame) -> None:
+    counters["uplink_util"] /= 2
 
 
 @pytest.mark.parametrize("paper_tag, experiment, claim, verdict, words, broken, breaking", [
@@ -448,28 +476,34 @@ def _triple_mm_processing(summary: dict) -> None:
     # the SR requests that timeout-10 dropped before they ran; no longer so once MM's own
     # processing changes too.
     ("003", "timeouts", "Table 7: MM latency, timeout 20 s / 10 s", "same direction beyond 2x",
-     "SR completed nothing at timeout-10", "timeout-20", _triple_mm_processing),
+     "SR completed nothing at timeout-10", "timeout-20", _in_summary(_triple_mm_processing)),
     # 003 Table 7 with the costs as demand: BR did not grow because the 10-s timeout dropped
     # 0.3% of requests and BR's queue stayed 0.16; no longer so at a 5% drop rate.
     ("003", "timeouts-demand", "Table 7: BR latency, timeout 20 s / 10 s (costs as CPU demand)", "opposite",
-     "scarcely acted", "timeout-10", lambda summary: summary["sessions"]["overall"].update(drop_rate=0.05)),
+     "scarcely acted", "timeout-10", _in_summary(lambda summary: summary["sessions"]["overall"].update(drop_rate=0.05))),
     # 001 Table 2: nginx's capacity was sojourn's (0.98; the new Flash 1.28x the old) because
     # both probes filled the 1 Gbit/s link; no longer so on a link twice as fast.
     ("001", "variants", "sojourn / nginx capacity (requests/s)", "opposite", "capacities were the link's",
-     "nginx-load_fraction=0.9", lambda summary: summary.update(link_bps=summary["link_bps"] * 2)),
+     "nginx-load_fraction=0.9", _in_summary(lambda summary: summary.update(link_bps=summary["link_bps"] * 2))),
+    # 001 §6.2: apache2 was rarely idle (0.04 of the samples, paper 0.2), the paper's idle time
+    # being blocking on disk and locks, and no thread blocked here; no longer so once one did.
+    ("001", "apache-burst", "256 processes: share of one-second samples with no runnable process",
+     "same direction beyond 2x", "blocked (state D)", "prefork-256", _in_counters(_block_one_thread)),
+    # 001 §6.2: 1024 processes' run queue stayed short because the link set the pace (0.89 of
+    # its rate carried); no longer so when the uplink carried half its rate.
+    ("001", "apache-burst", "1024 processes: median load level", "missed", "paced by the link", "prefork-1024",
+     _in_counters(_halve_uplink_use)),
 ])
 def test_a_reason_is_claimed_only_while_its_premise_holds(tmp_path, paper_tag, experiment, claim, verdict, words,
                                                           broken, breaking):
     """Each row carries its measured reason on the published data, and loses it (unexplained,
-    same verdict) once one run's summaries are changed so that the premise fails."""
+    same verdict) once one run's summaries or counters are changed so that the premise fails."""
     paper = load_paper(paper_tag)
     shutil.copytree(DOCS / paper_tag / experiment, tmp_path / paper_tag / experiment)
     row = _the_row(paper, tmp_path, experiment, claim)
     assert row.verdict() == verdict and row.reason() == "measured" and words in row.why_text()
-    for path in (tmp_path / paper_tag / experiment).glob(f"{broken}/*/summary.json"):
-        summary = json.loads(path.read_text())
-        breaking(summary)
-        path.write_text(json.dumps(summary))
+    for rep in (tmp_path / paper_tag / experiment).glob(f"{broken}/*/"):
+        breaking(rep)
     row = _the_row(paper, tmp_path, experiment, claim)
     assert row.verdict() == verdict and row.reason() == "unexplained"
 
