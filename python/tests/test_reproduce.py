@@ -615,7 +615,7 @@ def test_fair_over_srpt_beyond_the_papers_range_is_told_by_a_longer_fifo_at_that
     assert "and 5 with a 1000-packet FIFO (" in row.why_text() and "lies between" in row.why_text()
     assert "the second is 1.50x the paper's 8, within 2x" in longer_fifo(12.0).why_text()
     row = longer_fifo(20.0)
-    assert row.reason() == "unexplained" and "still 20 with a 1000-packet FIFO (" in row.why_text()
+    assert row.reason() == "unexplained" and "SRPT was 20 with a 1000-packet FIFO (" in row.why_text()
 
 
 def test_the_syn_queue_experiment_bounds_fairs_share_of_syns_dropped_and_sets_8192_against_512(tmp_path):
