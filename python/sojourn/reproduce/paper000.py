@@ -70,7 +70,8 @@ EXPERIMENTS = [
           spec=_spec("workloads-body"), of_paper=False),
     Entry("workloads-largest", "why SRPT's largest 1% exceed FAIR's under W4 and W5: finer bands, application order",
           spec=_spec("workloads-largest"), of_paper=False),
-    Entry("workloads-handshake", "why FAIR / SRPT over W1-W10 exceeds the paper's: FAIR with a 1000-packet FIFO, and with a SYN queue of 8192",
+    Entry("workloads-handshake", "why FAIR / SRPT over W1-W10 exceeds the paper's: FAIR with a 1000-packet FIFO, with a "
+          "SYN queue of 8192 too, and with the SYN-ACKs in a queue of their own",
           spec=_spec("workloads-handshake"), of_paper=False),
     Entry("workloads-realistic", "W1-W10 less W3, W6, realistic set-up (§5.2)", spec=_spec("workloads-realistic")),
     Entry("overload", "persistent overload (Figs. 6-7)", spec=_spec("overload")),
