@@ -442,11 +442,21 @@ def test_counters_record_uplink_traffic_accept_queue_and_listen_drops(tmp_path):
     assert "htb" in description["qdisc"]
 
 
-def test_synacks_a_full_uplink_queue_drops_are_counted_past_the_queue(tmp_path):
+# The flood's SO_PRIORITY: none (the listener's SYN-ACKs share its FIFO, FAIR's uplink), or
+# the one data band of `bands = "1024M"` (1:10), which leaves the SYN-ACKs the default class
+# at the same HTB priority: a queue of their own, as SRPT's control band (000 §3.2, the
+# `fair-synack-band` run of experiments/000/workloads-handshake.toml).
+SHARED_FIFO, OWN_QUEUE = (None, None), ("1024M", (1 << 16) | 0x10)
+
+
+@pytest.mark.parametrize("bands, flood_priority", [SHARED_FIFO, OWN_QUEUE], ids=["shared-fifo", "own-queue"])
+def test_synacks_a_full_uplink_queue_drops_are_counted_past_the_queue(tmp_path, bands, flood_priority):
     """The uplink's 4-packet FIFO kept full by datagrams at three times its rate: handshakes
     begun meanwhile lose SYN-ACKs there. Those counted leaving the server but not arriving at
-    the router are the summary's synacks_dropped, no more than the FIFO dropped in all."""
-    with Testbed(TestbedConfig(prefix="sjtsy", queue_packets=4)) as tb:
+    the router are the summary's synacks_dropped, no more than the FIFO dropped in all. With
+    the flood in a band of its own, the same flood drops only its own datagrams: no SYN-ACK
+    is lost and no handshake waits for a SYN sent again."""
+    with Testbed(TestbedConfig(prefix="sjtsy", queue_packets=4, bands=bands)) as tb:
         path = tmp_path / "counters.csv"
         tb.start_counters(path, interval_s=0.2)
         client = tb.client_addrs["g0"][0]
@@ -454,7 +464,8 @@ def test_synacks_a_full_uplink_queue_drops_are_counted_past_the_queue(tmp_path):
                             stdout=subprocess.PIPE, text=True)
         wait_listening(tb, tb.server_ns, 7050)
         flood = tb.popen(tb.server_ns, PROBE + ["udp-send", "--source", tb.server_addr, "--target", f"{client}:7051",
-                                                "--count", "9000", "--pps", "3000", "--size", "1400"],
+                                                "--count", "9000", "--pps", "3000", "--size", "1400",
+                                                *(["--priority", str(flood_priority)] if flood_priority else [])],
                          stdout=subprocess.PIPE, text=True)
         connects = probe_json(tb.popen(tb.client_ns, PROBE + ["connect", "--source", client, "--target",
                                                               f"{tb.server_addr}:7050", "--count", "30",
@@ -472,9 +483,13 @@ def test_synacks_a_full_uplink_queue_drops_are_counted_past_the_queue(tmp_path):
     fifo_drops = summary["uplink_drops"]
     assert rows["synacks_sent"].iloc[-1] >= 30 and rows["synacks_delivered"].iloc[-1] >= 30
     assert rows["synacks_delivered"].is_monotonic_increasing
-    assert 1 <= summary["synacks_dropped"] <= fifo_drops, (summary["synacks_dropped"], fifo_drops)
-    # A dropped SYN-ACK is a handshake that waited for the client's SYN to be sent again.
-    assert max(connects["connect_s"]) >= 0.9
+    if flood_priority is None:
+        assert 1 <= summary["synacks_dropped"] <= fifo_drops, (summary["synacks_dropped"], fifo_drops)
+        # A dropped SYN-ACK is a handshake that waited for the client's SYN to be sent again.
+        assert max(connects["connect_s"]) >= 0.9
+    else:
+        assert rows["q1_10_dropped"].iloc[-1] > 100, "the flood did not overflow its own band"
+        assert summary["synacks_dropped"] == 0 and max(connects["connect_s"]) < 0.9, (summary, connects)
 
 
 # In the server namespace: three connections a listener never accepts, and one whose reader

@@ -108,8 +108,15 @@ def cmd_warm(args) -> dict:
     return {"connected": ok}
 
 
+def _prioritized(sock: socket.socket, priority: int | None) -> socket.socket:
+    """The socket with ``SO_PRIORITY`` set when given: an HTB class id selects that band."""
+    if priority is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY, priority)
+    return sock
+
+
 def cmd_udp_send(args) -> dict:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock = _prioritized(socket.socket(socket.AF_INET, socket.SOCK_DGRAM), args.priority)
     sock.bind((args.source, 0))
     pad = bytes(max(0, args.size - SEQ.size))
     start = time.perf_counter()
@@ -156,9 +163,7 @@ def cmd_sink(args) -> dict:
 
 
 def cmd_source(args) -> dict:
-    sock = socket.socket()
-    if args.priority is not None:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_PRIORITY, args.priority)
+    sock = _prioritized(socket.socket(), args.priority)
     if args.source:
         sock.bind((args.source, 0))
     sock.connect(args.target)
@@ -207,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--count", type=int, required=True)
     p.add_argument("--pps", type=float, default=10_000)
     p.add_argument("--size", type=int, default=200)
+    p.add_argument("--priority", type=int, help="SO_PRIORITY (an HTB class id selects that band)")
     p.set_defaults(func=cmd_udp_send)
     p = sub.add_parser("udp-recv", help="record which of --count datagrams arrive")
     p.add_argument("--bind", type=parse_endpoint, required=True)
