@@ -68,7 +68,7 @@ EXPERIMENTS = [
     Entry("workloads", "W1-W10, baseline set-up (Fig. 12)", spec=_spec("workloads")),
     Entry("workloads-body", "why SRPT's means over W1-W10 fall below the paper's: load counted on bodies",
           spec=_spec("workloads-body"), of_paper=False),
-    Entry("workloads-largest", "why SRPT's largest 1% exceed FAIR's under W4 and W5: finer bands, application order",
+    Entry("workloads-largest", "why SRPT's largest 1% exceed FAIR's under W4 and W5: finer bands, application order, longer band queues",
           spec=_spec("workloads-largest"), of_paper=False),
     Entry("workloads-handshake", "why FAIR / SRPT over W1-W10 exceeds the paper's: FAIR with a 1000-packet FIFO, with a "
           "SYN queue of 8192 too, and with the SYN-ACKs in a queue of their own",
@@ -719,7 +719,8 @@ def _largest_share_why(ctx: Context, e: str, profile: str):
 
 # What `workloads-largest` changes of SRPT, in the words of the largest-1% rows.
 LARGEST_FACTORS = {"srpt-fine": "seven band cutoffs (finer above 50 KB)",
-                   "srpt-app": "application-level SRPT (every size in order)"}
+                   "srpt-app": "application-level SRPT (every size in order)",
+                   "srpt-queue1000": "1000-packet band queues"}
 
 
 def _realistic_incomplete_rows(ctx: Context) -> list[Row]:
