@@ -163,30 +163,33 @@ def _link_bound_why(ctx: Context, e: str, runs: tuple[str, str]) -> Why | None:
 
 def _unblocked_why(ctx: Context, e: str, run: str) -> Why | None:
     """Why apache2 was rarely idle: the paper puts its idle time down to processes blocked in
-    the kernel, on disk and on locks (§6.2). Measured when no thread of the run was ever in
-    state D and the machine scarcely waited for I/O (PSI), so there was no such blocking."""
-    blocked = ctx.counters(e, run, lambda c: float(c["server_blocked"].max()), "server_blocked")
+    the kernel, on disk and on locks (§6.2). Measured when a thread of the run was in state D
+    in under 1% of the samples and the machine scarcely waited for I/O (PSI): blocking that
+    rare cannot idle the server for the paper's 20-40% of the time."""
+    blocked = ctx.counters(e, run, lambda c: float((c["server_blocked"] > 0).mean()), "server_blocked")
     io_wait = ctx.counters(e, run, lambda c: float(c["host_io_stall"].mean()), "host_io_stall")
-    if not (blocked.ok and io_wait.ok and blocked.value == 0 and io_wait.value < 0.01):
+    if not (blocked.ok and io_wait.ok and blocked.value < 0.01 and io_wait.value < 0.01):
         return None
     reps = "its repetition" if blocked.repetitions == 1 else f"its {blocked.repetitions} repetitions"
-    return measured(f"no apache2 thread was blocked (state D) in any one-second sample of {reps}, and the machine "
+    when = "in none of the" if blocked.value == 0 else f"in {blocked.value:.2%} of the"
+    return measured(f"a thread of apache2 was blocked (state D) {when} one-second samples of {reps}, and the machine "
                     f"waited for I/O {io_wait.value:.2%} of the time: the blocking on disk and locks the paper puts "
-                    "its idle time down to did not happen here (the files were read from memory)")
+                    "its idle time down to scarcely happened here (the files were read from memory)")
 
 
 def _network_paced_why(ctx: Context, e: str, run: str, processes: int) -> Why | None:
     """Why the run queue stayed short: measured when the uplink carried 85% or more of its
-    rate and no thread ever blocked in state D, the locking the paper reads the long queue as
-    (§6.2): the link and the clients, not the CPU, set the pace."""
+    rate and threads were scarcely ever blocked in state D (:func:`_unblocked_why`), the
+    locking the paper reads the long queue as (§6.2): the link and the clients, not the CPU,
+    set the pace."""
     unblocked = _unblocked_why(ctx, e, run)
     carried = ctx.counters(e, run, lambda c: float(c["uplink_util"].mean()), "uplink_util")
     connections = ctx.counters(e, run, lambda c: float(c["established"].median()), "established")
     sending = ctx.counters(e, run, lambda c: float(c["sockets_unacked"].median()), "sockets_unacked")
     if unblocked is None or not (carried.ok and connections.ok and sending.ok and carried.value >= 0.85):
         return None
-    return measured(f"the uplink carried {carried.value:.2f} of its rate and no thread was ever blocked (state D), "
-                    f"the locking the paper reads the long queue as; in the median sample the {processes} processes "
+    return measured(f"the uplink carried {carried.value:.2f} of its rate and threads were scarcely ever blocked "
+                    f"(state D), the locking the paper reads the long queue as; in the median sample the {processes} processes "
                     f"had {connections.value:.0f} connections, {sending.value:.0f} of them holding unacknowledged "
                     "bytes, so the others slept on a socket or in accept, paced by the link and the clients, not "
                     "waiting for a CPU")
