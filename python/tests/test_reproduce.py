@@ -494,6 +494,10 @@ def _halve_uplink_use(counters: pd.DataFrame) -> None:
     # its rate carried); no longer so when the uplink carried half its rate.
     ("001", "apache-burst", "1024 processes: median load level", "missed", "paced by the link", "prefork-1024",
      _in_counters(_halve_uplink_use)),
+    # 002 §4.3: SACK shortened 1 KB responses (NewReno 1.16x, paper no gain) by the tail loss
+    # probes Linux sends only on SACK connections; no longer so once NewReno's sent some too.
+    ("002", "sack-sizes", "1 KB files: NewReno / SACK", "missed", "tail loss probe", "newreno-1k",
+     _in_summary(lambda summary: summary.update(loss_probes=500.0))),
 ])
 def test_a_reason_is_claimed_only_while_its_premise_holds(tmp_path, paper_tag, experiment, claim, verdict, words,
                                                           broken, breaking):
