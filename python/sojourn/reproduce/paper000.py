@@ -71,7 +71,7 @@ EXPERIMENTS = [
     Entry("workloads-largest", "why SRPT's largest 1% exceed FAIR's under W4 and W5: finer bands, application order, longer band queues",
           spec=_spec("workloads-largest"), of_paper=False),
     Entry("workloads-handshake", "why FAIR / SRPT over W1-W10 exceeds the paper's: FAIR with a 1000-packet FIFO, with a "
-          "SYN queue of 8192 too, and with the SYN-ACKs in a queue of their own",
+          "SYN queue of 8192 too, and with the SYN-ACKs in a queue of their own (with either SYN queue)",
           spec=_spec("workloads-handshake"), of_paper=False),
     Entry("workloads-realistic", "W1-W10 less W3, W6, realistic set-up (§5.2)", spec=_spec("workloads-realistic")),
     Entry("overload", "persistent overload (Figs. 6-7)", spec=_spec("overload")),
@@ -332,11 +332,13 @@ def _synacks_dropped_words(ctx: Context, e: str, run: str) -> str:
 
 # `workloads-handshake`'s FAIR runs, each with the words for what it changed: the longer FIFO
 # alone first (one factor), then with the longer SYN queue too, then the paper's queues with
-# the SYN-ACKs in a queue of their own (SRPT's control band, §3.2).
+# the SYN-ACKs in a queue of their own (SRPT's control band, §3.2), then that with the longer
+# SYN queue.
 WORKLOAD_HANDSHAKE_RUNS = (("fair-queue1000", "a 1000-packet FIFO"),
                            ("fair-queue1000-synq8192", "a 1000-packet FIFO and a SYN queue of 8192"),
                            ("fair-synack-band", "the paper's queues and the SYN-ACKs in a queue of their own, as "
-                                                "SRPT's control band"))
+                                                "SRPT's control band"),
+                           ("fair-synack-band-synq8192", "the SYN-ACKs in a queue of their own and a SYN queue of 8192"))
 
 
 def _workload_handshake_why(ctx: Context, found: Measure, paper_value: float):
