@@ -68,7 +68,8 @@ EXPERIMENTS = [
     Entry("workloads", "W1-W10, baseline set-up (Fig. 12)", spec=_spec("workloads")),
     Entry("workloads-body", "why SRPT's means over W1-W10 fall below the paper's: load counted on bodies",
           spec=_spec("workloads-body"), of_paper=False),
-    Entry("workloads-largest", "why SRPT's largest 1% exceed FAIR's under W4 and W5: finer bands, application order, longer band queues",
+    Entry("workloads-largest", "why SRPT's largest 1% exceed FAIR's under W4 and W5: finer bands, application order, "
+          "longer band queues",
           spec=_spec("workloads-largest"), of_paper=False),
     Entry("workloads-handshake", "why FAIR / SRPT over W1-W10 exceeds the paper's: FAIR with a 1000-packet FIFO, with a "
           "SYN queue of 8192 too, and with the SYN-ACKs in a queue of their own (with either SYN queue)",

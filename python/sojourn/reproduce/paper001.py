@@ -177,21 +177,20 @@ def _unblocked_why(ctx: Context, e: str, run: str) -> Why | None:
                     "its idle time down to scarcely happened here (the files were read from memory)")
 
 
-def _network_paced_why(ctx: Context, e: str, run: str, processes: int) -> Why | None:
+def _network_paced_why(ctx: Context, e: str, run: str, processes: int, unblocked: Why | None) -> Why | None:
     """Why the run queue stayed short: measured when the uplink carried 85% or more of its
-    rate and threads were scarcely ever blocked in state D (:func:`_unblocked_why`), the
-    locking the paper reads the long queue as (§6.2): the link and the clients, not the CPU,
-    set the pace."""
-    unblocked = _unblocked_why(ctx, e, run)
+    rate and threads were scarcely ever blocked in state D (``unblocked``, the run's
+    :func:`_unblocked_why`), the locking the paper reads the long queue as (§6.2): the link
+    and the clients, not the CPU, set the pace."""
     carried = ctx.counters(e, run, lambda c: float(c["uplink_util"].mean()), "uplink_util")
     connections = ctx.counters(e, run, lambda c: float(c["established"].median()), "established")
     sending = ctx.counters(e, run, lambda c: float(c["sockets_unacked"].median()), "sockets_unacked")
     if unblocked is None or not (carried.ok and connections.ok and sending.ok and carried.value >= 0.85):
         return None
     return measured(f"the uplink carried {carried.value:.2f} of its rate and threads were scarcely ever blocked "
-                    f"(state D), the locking the paper reads the long queue as; in the median sample the {processes} processes "
-                    f"had {connections.value:.0f} connections, {sending.value:.0f} of them holding unacknowledged "
-                    "bytes, so the others slept on a socket or in accept, paced by the link and the clients, not "
+                    "(state D), the locking the paper reads the long queue as; in the median sample the "
+                    f"{processes} processes had {connections.value:.0f} connections, {sending.value:.0f} of them "
+                    "holding unacknowledged bytes, so the others slept on a socket or in accept, paced by the link and the clients, not "
                     "waiting for a CPU")
 
 
@@ -201,14 +200,15 @@ def _apache_burst_rows(ctx: Context) -> list[Row]:
     for processes, words in ((256, "generally much lower than the maximum"), (1024, "always close to the maximum")):
         run = f"prefork-{processes}"
         idle = ctx.counters(e, run, lambda c: float((c["server_runnable"] == 0).mean()), "server_runnable")
+        unblocked = _unblocked_why(ctx, e, run)
         rows.append(ctx.row(e, f"{processes} processes: share of one-second samples with no runnable process (Fig. 17)",
                             point(IDLE_SHARE[processes], f"{IDLE_SHARE[processes]:.0%} of the time idle"), idle,
-                            _unblocked_why(ctx, e, run)))
+                            unblocked))
         # Eq. 5: load level = runnable processes / processes (the configured count).
         level = ctx.counters(e, run, lambda c: float((c["server_runnable"] / processes).median()), "server_runnable")
         claim = (bound("<=", 0.5, text=words) if processes == 256 else bound(">=", 0.5, text=words))
         rows.append(ctx.row(e, f"{processes} processes: median load level, runnable / processes (Figs. {15 if processes == 256 else 16}, eq. 5)",
-                            claim, level, _network_paced_why(ctx, e, run, processes)))
+                            claim, level, _network_paced_why(ctx, e, run, processes, unblocked)))
     rows.append(ctx.row(e, "throughput with 1024 processes / with 256", point(1.0, "almost the same capacity"),
                         ctx.ratio((e, "prefork-1024", "throughput_bps"), (e, "prefork-256", "throughput_bps"))))
     return rows

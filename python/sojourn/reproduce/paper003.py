@@ -186,7 +186,8 @@ def _closed_loop_why(ctx: Context, experiment: str, name: str, users: int, ratio
 
 def _drop_why(ctx: Context, experiment: str, name: str, users: int, rate: Measure):
     """A drop rate over the bound: measured when the same class at the same clients dropped
-    less with the stage costs divided by a larger k; else the early drops by stage."""
+    less than half as much with the stage costs divided by a larger k, or with the factors of
+    an experiment of ours put back (:func:`_one_factor_why`); else the early drops by stage."""
     run, metric = f"dwfs-users={users}", f"sessions.classes.{name}.drop_rate"
     def quantity(other: str) -> Measure:
         return ctx.measure(other, run, metric)

@@ -108,6 +108,9 @@ def cmd_warm(args) -> dict:
     return {"connected": ok}
 
 
+PRIORITY_HELP = "SO_PRIORITY (an HTB class id selects that band)"
+
+
 def _prioritized(sock: socket.socket, priority: int | None) -> socket.socket:
     """The socket with ``SO_PRIORITY`` set when given: an HTB class id selects that band."""
     if priority is not None:
@@ -212,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--count", type=int, required=True)
     p.add_argument("--pps", type=float, default=10_000)
     p.add_argument("--size", type=int, default=200)
-    p.add_argument("--priority", type=int, help="SO_PRIORITY (an HTB class id selects that band)")
+    p.add_argument("--priority", type=int, help=PRIORITY_HELP)
     p.set_defaults(func=cmd_udp_send)
     p = sub.add_parser("udp-recv", help="record which of --count datagrams arrive")
     p.add_argument("--bind", type=parse_endpoint, required=True)
@@ -229,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=3.0)
     p.add_argument("--source", help="local address to send from (a client group's)")
     p.add_argument("--bytes", type=int, help="stop after this many bytes (or --seconds, whichever comes first)")
-    p.add_argument("--priority", type=int, help="SO_PRIORITY (an HTB class id selects that band)")
+    p.add_argument("--priority", type=int, help=PRIORITY_HELP)
     p.set_defaults(func=cmd_source)
     args = parser.parse_args(argv)
     json.dump(args.func(args), sys.stdout)
