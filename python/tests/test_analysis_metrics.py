@@ -298,6 +298,12 @@ def test_server_metric_means_from_prometheus_text():
             "sojourn_service_time_seconds_sum 0.5\nsojourn_service_time_seconds_count 2\n")
     assert server_metric_means(text) == {"events_per_wait_mean": 2.5, "server_service_time_mean": 0.25}
     assert server_metric_means("Active connections: 1\n") == {}
+    # What came after an earlier scrape: 6 events over 2 waits, 0.5 s over 1 response.
+    earlier = ("sojourn_epoll_ready_events_sum 4\nsojourn_epoll_ready_events_count 2\n"
+               "sojourn_service_time_seconds_sum 0\nsojourn_service_time_seconds_count 1\n")
+    assert server_metric_means(text, before=earlier) == {"events_per_wait_mean": 3.0, "server_service_time_mean": 0.5}
+    # Nothing between the two: no mean rather than a division by zero.
+    assert server_metric_means(text, before=text) == {}
 
 
 def test_server_metric_totals_sum_every_status():

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from sojourn import analysis
+from sojourn.analysis.results import server_metric_totals
 from sojourn.runner.experiment import run_experiment
 from sojourn.runner.inputs import set_page_cache
 from sojourn.runner.spec import SpecError, load_spec, validate
@@ -127,6 +128,11 @@ def test_load_fraction_measures_capacity_then_offers_that_fraction(tmp_path):
     # Half the link-limited capacity is offered and served, within Poisson noise of a short run.
     assert summary["throughput_rps"] == pytest.approx(0.5 * capacity, rel=0.35)
     assert summary["offered"]["load_fraction"] == 0.5
+    # The server's counters at the end of the probe set the load level's own apart: fewer
+    # responses than the whole run's, yet some.
+    probe = (rep / "server_metrics_probe.txt").read_text()
+    assert 0 < server_metric_totals(probe)["server_responses"] < summary["server_responses"]
+    assert summary["after_probe"]["events_per_wait_mean"] > 0
 
 
 def test_page_cache_states_evict_and_warm_the_docroot(tmp_path):

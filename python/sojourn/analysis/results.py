@@ -176,6 +176,9 @@ def summarize_repetition(directory: Path, link_bps: float, groups: list[dict] | 
     if metrics.is_file():
         text = metrics.read_text()
         summary.update(server_metric_means(text) | server_metric_totals(text))
+        probe = directory / "server_metrics_probe.txt"
+        if probe.is_file():  # a load level after a capacity probe (001 §3.1): its means alone
+            summary["after_probe"] = server_metric_means(text, before=probe.read_text())
     load_summary = directory / "load_summary.json"
     if load_summary.is_file():
         summary["load_generator"] = json.loads(load_summary.read_text())
@@ -236,14 +239,18 @@ def _prometheus_samples(text: str) -> dict[str, float]:
     return values
 
 
-def server_metric_means(text: str) -> dict:
+def server_metric_means(text: str, before: str = "") -> dict:
     """Means of the server's own histograms from its Prometheus text (sojourn /metrics):
     ready events per epoll_wait (001 §6.1, Figs. 13-14), service time, and the wait of
     requests unread in the kernel (measured with --admission only). Empty for servers that
     expose none (nginx stub_status, apache2 mod_status). The wait of an admitted request to
     its response's first byte handed to the kernel is there too (--admission only), and how
-    long a blocked write held its write slot (a server that measures it)."""
+    long a blocked write held its write slot (a server that measures it). ``before``: the
+    same server's text at an earlier moment; the means are then of what came between (a
+    histogram's _sum and _count only grow)."""
     values = _prometheus_samples(text)
+    for name, earlier in _prometheus_samples(before).items():
+        values[name] = values.get(name, 0.0) - earlier
     out = {}
     for prefix, key in (("sojourn_epoll_ready_events", "events_per_wait_mean"),
                         ("sojourn_service_time_seconds", "server_service_time_mean"),

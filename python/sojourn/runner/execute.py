@@ -214,8 +214,8 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                     run_file = run.plan.load.placed(target, directory, addrs, inputs.trace, model=model)
                     state, reason = _run_load(tb, engine, run_file, progress, on_progress, limit_s)
                 elif workload["load_fraction"]:
-                    state, reason = _at_load_fraction(tb, engine, run.plan, inputs, target, directory, workload, addrs,
-                                                      progress, on_progress, limit_s)
+                    state, reason = _at_load_fraction(tb, peer, engine, run.plan, inputs, target, directory, workload,
+                                                      addrs, progress, on_progress, limit_s)
                 else:
                     run_file = run.plan.load.placed(target, directory, addrs, inputs.trace)
                     state, reason = _run_load(tb, engine, run_file, progress, on_progress, limit_s,
@@ -322,11 +322,13 @@ def _capacity_levels(tb, engine: Path, probe: LoadFile, inputs: Inputs, target: 
     return "complete", ""
 
 
-def _at_load_fraction(tb, engine: Path, plan: RunPlan, inputs: Inputs, target: str, directory: Path, workload: dict,
-                      addrs: list[str], progress: Progress, on_progress, limit_s: float) -> tuple[str, str]:
+def _at_load_fraction(tb, peer: servers.Server, engine: Path, plan: RunPlan, inputs: Inputs, target: str,
+                      directory: Path, workload: dict, addrs: list[str], progress: Progress, on_progress,
+                      limit_s: float) -> tuple[str, str]:
     """001 §3.1: measure the server's capacity first (infinite demand at workload.levels,
     capacity.json), then replay Poisson arrivals at load_fraction x capacity drawn from the
-    catalogue (trace.csv in the repetition) on the same server."""
+    catalogue (trace.csv in the repetition) on the same server. The server's counters at the
+    end of the probe (server_metrics_probe.txt) set the load level's own apart from it."""
     from sojourn.workloads import io as trace_io
 
     state, reason = _capacity_levels(tb, engine, plan.probe, inputs, target, directory, workload, addrs, progress,
@@ -336,6 +338,7 @@ def _at_load_fraction(tb, engine: Path, plan: RunPlan, inputs: Inputs, target: s
     capacity = json.loads((directory / "capacity.json").read_text())["capacity_rps"]
     if not capacity or capacity != capacity:
         return "partial", "capacity probe completed no request"
+    _save_server_metrics(tb, peer, directory / "server_metrics_probe.txt")
     rate = workload["load_fraction"] * capacity
     trace = poisson_from_catalogue(trace_io.read_trace(inputs.trace), rate, workload["duration_s"],
                                    workload["clients"], workload["seed"])

@@ -13,6 +13,7 @@ repetition: ``<run>/<rep>/`` with
 | ``records.csv``, ``intervals.csv``, ``load_summary.json`` | the load generator (docs/formats.md) |
 | ``counters.csv`` | the testbed's kernel counters (docs/testbed.md) |
 | ``server_metrics.txt`` | the server's own counters after the load (sojourn /metrics, nginx stub_status, apache2 mod_status) |
+| ``server_metrics_probe.txt`` | the same at the end of the capacity probe that precedes a load level (``workload.load_fraction``) |
 | ``bands.json`` | per-band sent/dropped/backlog of the uplink (``sojourn.testbed.uplink.uplink_stats``), runs with bands |
 | ``network_end.json`` | the uplink's ``tc -s`` qdisc and class statistics after the load (bytes per band) |
 | ``summary.json`` | sojourn.analysis over the above |
