@@ -429,6 +429,7 @@ def test_counters_record_uplink_traffic_accept_queue_and_listen_drops(tmp_path):
     for part in ("sockets_probe0", "sockets_backoff", "sockets_rto_ge_1s"):
         assert (rows[part] <= rows["sockets_unacked"]).all(), part
     assert rows["server_runnable"].max() >= 1 and rows["server_processes"].max() >= 2
+    assert (rows["router_cpu"] == 0).all(), "no emulator: no process in the router namespace"
     assert (rows["server_runnable"] <= rows["server_processes"]).all()
     # Stall fractions of a real interval: in [0, 1] (a little over 1 from the kernel's lazy
     # aggregation of per-CPU stall times against the sampler's clock).
@@ -440,6 +441,28 @@ def test_counters_record_uplink_traffic_accept_queue_and_listen_drops(tmp_path):
     assert description["sysctls"][tb.server_ns]["net.core.somaxconn"] == "4"
     assert description["sysctls"][tb.server_ns]["net.ipv4.tcp_orphan_retries"] == "40"
     assert "htb" in description["qdisc"]
+
+
+def test_router_cpu_counts_the_emulators_time(tmp_path):
+    """With the WAN emulator on, the router namespace's processes (the emulator) use CPU
+    while traffic crosses it: counters.csv's router_cpu, beside server_cpu."""
+    cfg = TestbedConfig(prefix="sjtbr", link_bps=100_000_000, groups=[WanGroup("g0", rtt_ms=2)])
+    with Testbed(cfg) as tb:
+        path = tmp_path / "counters.csv"
+        tb.start_counters(path, interval_s=0.2)
+        client = tb.client_addrs["g0"][0]
+        sink = tb.popen(tb.client_ns, PROBE + ["sink", "--bind", f"{client}:7042", "--timeout", "3"],
+                        stdout=subprocess.PIPE, text=True)
+        wait_listening(tb, tb.client_ns, 7042)
+        tb.run(tb.server_ns, PROBE + ["source", "--target", f"{client}:7042", "--seconds", "2"],
+               check=True, capture_output=True)
+        received = probe_json(sink)
+        tb.stop_counters()
+    import pandas as pd
+
+    rows = pd.read_csv(path)
+    assert received["bytes"] > 1_000_000, received
+    assert rows["router_cpu"].max() > 0 and rows["router_cpu"].between(0, 2.05).all()
 
 
 # The flood's SO_PRIORITY: none (the listener's SYN-ACKs share its FIFO, FAIR's uplink), or

@@ -229,11 +229,15 @@ def _emulator_cpu_why(ctx: Context, e: str, tag: str) -> Why | None:
         return None
     quota = ctx.config(e, emulated, "server.cpu_quota")
     cap = f", capped at {quota:g} CPU," if quota else ""
+    # Runs since counters.csv had router_cpu also say what the emulator itself took.
+    emulator = ctx.counters(e, emulated, lambda c: float(c["router_cpu"].mean()) if "router_cpu" in c else None,
+                            "router_cpu")
+    took = f" and the emulator {emulator.value:.2f} CPU" if emulator.ok else ""
     return measured(f"the emulator shares the server's host (the paper's WASP ran on the client machines): "
                     f"through it the server{cap} used {used[emulated].value:.2f} CPU against "
-                    f"{used[direct].value:.2f} wired, while some task of the host waited for a CPU "
+                    f"{used[direct].value:.2f} wired{took}, while some task of the host waited for a CPU "
                     f"{waited[emulated].value:.0%} of the time against {waited[direct].value:.0%} "
-                    "(server_cpu and host_cpu_stall in counters.csv)")
+                    f"(server_cpu{', router_cpu' if emulator.ok else ''} and host_cpu_stall in counters.csv)")
 
 
 def _scalability_rows(ctx: Context) -> list[Row]:

@@ -19,7 +19,9 @@ process in the server namespace over the last interval), ``server_rss_bytes`` (t
 resident memory), ``server_processes`` (how many there are) and ``server_runnable`` (how
 many are in state R, running or waiting for a CPU: 001 §6.2's run queue, per process as
 there, not per thread), ``server_blocked`` (how many of their threads are in state D,
-waiting uninterruptibly, e.g. on a disk or the filesystem's journal); ``host_cpu_stall``,
+waiting uninterruptibly, e.g. on a disk or the filesystem's journal); ``router_cpu`` (CPU
+seconds per second of every process in the router namespace: the WAN emulator, when it is
+on, which shares the machine's CPUs with the server); ``host_cpu_stall``,
 ``host_io_stall``, ``host_memory_stall``: the fraction of the last interval in which some
 task of the whole machine waited for a CPU, for I/O or for memory (pressure stall
 information, PSI), disturbances no namespace counter sees; per queue of the
@@ -99,22 +101,26 @@ def _read(path: str) -> str:
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 
 
-def ns_processes(ns_inode: str) -> tuple[dict[int, int], int, int, int]:
+def ns_processes(ns_inode: str, other_inode: str = "") -> tuple[dict[int, int], int, int, int, dict[int, int]]:
     """utime + stime (clock ticks) of every process whose network namespace is
     ``ns_inode``, the sum of their resident set sizes in bytes, and how many of them are
     runnable (state R, proc(5) field 3), and how many of their threads are blocked (state D:
-    a process's own state is its main thread's, and a worker thread may wait alone)."""
-    ticks, rss, runnable, blocked = {}, 0, 0, 0
+    a process's own state is its main thread's, and a worker thread may wait alone); last,
+    the ticks of every process in the namespace ``other_inode``, from the same pass."""
+    ticks, rss, runnable, blocked, other_ticks = {}, 0, 0, 0, {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
-            if os.readlink(f"/proc/{entry}/ns/net") != ns_inode:
-                continue
+            namespace = os.readlink(f"/proc/{entry}/ns/net")
         except OSError:
             continue
+        if namespace not in (ns_inode, other_inode):
+            continue
         fields = _stat_fields(_read(f"/proc/{entry}/stat"))
-        if fields:
+        if fields and namespace == other_inode:
+            other_ticks[int(entry)] = int(fields[11]) + int(fields[12])
+        elif fields:
             ticks[int(entry)] = int(fields[11]) + int(fields[12])
             rss += int(fields[21]) * PAGE_BYTES  # rss in pages (proc(5) field 24)
             runnable += fields[0] == "R"
@@ -123,7 +129,15 @@ def ns_processes(ns_inode: str) -> tuple[dict[int, int], int, int, int]:
             except OSError:
                 continue
             blocked += sum(_stat_fields(_read(f"/proc/{entry}/task/{tid}/stat"))[:1] == ["D"] for tid in threads)
-    return ticks, rss, runnable, blocked
+    return ticks, rss, runnable, blocked, other_ticks
+
+
+def cpu_rate(ticks: dict[int, int], previous: dict[int, int], elapsed_s: float) -> float:
+    """CPU seconds per second of the processes in both samples (utime + stime in clock
+    ticks, per pid) over ``elapsed_s``: a process that started between them counts from the
+    next sample on."""
+    used = sum(t - previous[pid] for pid, t in ticks.items() if pid in previous)
+    return round(used / CLOCK_TICKS / max(elapsed_s, 1e-9), 4)
 
 
 def _stat_fields(stat: str) -> list[str]:
@@ -163,6 +177,8 @@ class CounterSampler:
         self.ns = ns
         # The router's namespace, where the uplink delivers its SYN-ACKs.
         self.router_ns = router_ns
+        # As /proc/<pid>/ns/net names it: the inode of the namespace's bind mount (ip-netns(8)).
+        self.router_inode = f"net:[{os.stat(f'/run/netns/{router_ns}').st_ino}]"
         self.dev = uplink_dev
         self.link_bps = link_bps
         self.cutoffs = cutoffs
@@ -210,6 +226,7 @@ class CounterSampler:
         start = time.monotonic()
         previous_bytes = None
         previous_ticks: dict[int, int] = {}
+        previous_router_ticks: dict[int, int] = {}
         previous_stall, previous_stall_t = None, start
         previous_t = start
         with open(self.path, "w", newline="") as out:
@@ -218,21 +235,22 @@ class CounterSampler:
             while True:
                 now = time.monotonic()
                 row = self.sample(sockets)
-                ticks, rss, runnable, blocked = ns_processes(self.ns_inode)
+                ticks, rss, runnable, blocked, router_ticks = ns_processes(self.ns_inode, self.router_inode)
                 # Over their own span: reading the socket tables above can take a while under load.
                 stall_t = time.monotonic()
                 stall = {r: pressure_stall_us(_read(f"/proc/pressure/{r}")) for r in PRESSURE_RESOURCES}
                 elapsed = max(now - previous_t, 1e-9)
                 sent = row["uplink_tx_bytes"] - previous_bytes if previous_bytes is not None else 0
                 row["uplink_util"] = round(sent * 8 / elapsed / self.link_bps, 4)
-                cpu = sum(t - previous_ticks[pid] for pid, t in ticks.items() if pid in previous_ticks)
-                row["server_cpu"] = round(cpu / CLOCK_TICKS / elapsed, 4)
+                row["server_cpu"] = cpu_rate(ticks, previous_ticks, elapsed)
                 row["server_rss_bytes"] = rss
                 row["server_processes"], row["server_runnable"], row["server_blocked"] = len(ticks), runnable, blocked
+                row["router_cpu"] = cpu_rate(router_ticks, previous_router_ticks, elapsed)
                 for resource in PRESSURE_RESOURCES:
                     waited_us = stall[resource] - previous_stall[resource] if previous_stall else 0
                     row[f"host_{resource}_stall"] = round(waited_us / 1e6 / max(stall_t - previous_stall_t, 1e-9), 4)
                 previous_bytes, previous_ticks, previous_t = row["uplink_tx_bytes"], ticks, now
+                previous_router_ticks = router_ticks
                 previous_stall, previous_stall_t = stall, stall_t
                 row = {"t_s": round(now - start, 6)} | row
                 if writer is None:
