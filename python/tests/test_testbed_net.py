@@ -385,6 +385,18 @@ def test_mtu_clamps_the_mss_of_a_group():
             assert mss - 12 <= sent_mss <= mss, (name, out)
 
 
+def stream_to_a_client(tb: Testbed, port: int, seconds: int) -> dict:
+    """TCP from the server namespace to a sink on the first client address for ``seconds``
+    (across the uplink, and the emulator when it is on); the sink's report."""
+    client = tb.client_addrs["g0"][0]
+    sink = tb.popen(tb.client_ns, PROBE + ["sink", "--bind", f"{client}:{port}", "--timeout", str(seconds + 1)],
+                    stdout=subprocess.PIPE, text=True)
+    wait_listening(tb, tb.client_ns, port)
+    tb.run(tb.server_ns, PROBE + ["source", "--target", f"{client}:{port}", "--seconds", str(seconds)],
+           check=True, capture_output=True)
+    return probe_json(sink)
+
+
 def test_counters_record_uplink_traffic_accept_queue_and_listen_drops(tmp_path):
     with Testbed(TestbedConfig(prefix="sjtbh", tcp=TcpKnobs(somaxconn=4, syn_backlog=4, orphan_retries=40))) as tb:
         path = tmp_path / "counters.csv"
@@ -392,13 +404,7 @@ def test_counters_record_uplink_traffic_accept_queue_and_listen_drops(tmp_path):
         # A process spinning in the server namespace: runnable in the samples it spans.
         spinner = tb.popen(tb.server_ns, [sys.executable, "-c", "import time\nend = time.time() + 1.5\n"
                                           "while time.time() < end: pass"])
-        client = tb.client_addrs["g0"][0]
-        sink = tb.popen(tb.client_ns, PROBE + ["sink", "--bind", f"{client}:7040", "--timeout", "2"],
-                        stdout=subprocess.PIPE, text=True)
-        wait_listening(tb, tb.client_ns, 7040)
-        tb.run(tb.server_ns, PROBE + ["source", "--target", f"{client}:7040", "--seconds", "1"],
-               check=True, capture_output=True)
-        probe_json(sink)
+        stream_to_a_client(tb, 7040, seconds=1)
         # A listener that never accepts, with a backlog of 1: handshakes beyond it overflow.
         tb.popen(tb.server_ns, [sys.executable, "-c", "import socket, time; "
                                 f"s = socket.create_server(('{tb.server_addr}', 7041), backlog=1); time.sleep(30)"])
@@ -450,13 +456,7 @@ def test_router_cpu_counts_the_emulators_time(tmp_path):
     with Testbed(cfg) as tb:
         path = tmp_path / "counters.csv"
         tb.start_counters(path, interval_s=0.2)
-        client = tb.client_addrs["g0"][0]
-        sink = tb.popen(tb.client_ns, PROBE + ["sink", "--bind", f"{client}:7042", "--timeout", "3"],
-                        stdout=subprocess.PIPE, text=True)
-        wait_listening(tb, tb.client_ns, 7042)
-        tb.run(tb.server_ns, PROBE + ["source", "--target", f"{client}:7042", "--seconds", "2"],
-               check=True, capture_output=True)
-        received = probe_json(sink)
+        received = stream_to_a_client(tb, 7042, seconds=2)
         tb.stop_counters()
     import pandas as pd
 
