@@ -321,16 +321,19 @@ def test_server_metric_totals_sum_every_status():
 
 def test_the_ideal_schedules_give_each_policys_mean_and_largest_1pct():
     """summary.json's ``ideal``: per policy of ideal.parquet, the mean response time and the
-    mean of the largest 1% of requests by size (000 §5.2)."""
+    mean of the largest 1% of requests by size (000 §5.2), and their wait for the first byte
+    (here the ideal SRPT's largest wait half their time, PS's none)."""
     import pandas as pd
 
     from sojourn.analysis.results import ideal_metrics
     sizes = list(range(1, 201))
-    ideal = pd.DataFrame({"policy": ["ps"] * 200 + ["srpt"] * 200, "size": sizes * 2,
-                          "response_s": [s / 100 for s in sizes] + [s / 200 for s in sizes]})
-    assert ideal_metrics(ideal) == {"ps": {"response_mean": pytest.approx(1.005), "response_largest_1pct_mean": 1.995},
-                                    "srpt": {"response_mean": pytest.approx(0.5025),
-                                             "response_largest_1pct_mean": 0.9975}}
+    response = [s / 100 for s in sizes] + [s / 200 for s in sizes]
+    ideal = pd.DataFrame({"policy": ["ps"] * 200 + ["srpt"] * 200, "size": sizes * 2, "scheduled_s": 0.0,
+                          "first_byte_s": [0.0] * 200 + [r / 2 for r in response[200:]], "response_s": response})
+    assert ideal_metrics(ideal) == {
+        "ps": {"response_mean": pytest.approx(1.005), "response_largest_1pct_mean": 1.995, "ttfb_largest_1pct_mean": 0},
+        "srpt": {"response_mean": pytest.approx(0.5025), "response_largest_1pct_mean": 0.9975,
+                 "ttfb_largest_1pct_mean": pytest.approx(0.49875)}}
 
 
 def test_capacity_levels_in_requests_and_bits_per_second():

@@ -30,15 +30,16 @@ def squared_cv(values: np.ndarray) -> float:
     return float(values.var() / values.mean() ** 2)
 
 
-def largest_share_mean(requests: pd.DataFrame, share: float = 0.01) -> float:
-    """Mean response time of the largest ``share`` of completed requests by size
-    (000 §4: "the largest 1% of requests"); at least one request."""
+def largest_share_mean(requests: pd.DataFrame, share: float = 0.01, column: str = "response_s") -> float:
+    """Mean response time (or another ``column``, e.g. the time to the first byte) of the
+    largest ``share`` of completed requests by size (000 §4: "the largest 1% of requests");
+    at least one request."""
     done = requests[requests["completed"]]
     if done.empty:
         return math.nan
     count = max(1, int(round(share * len(done))))
     order = np.argsort(-done["size"].to_numpy(), kind="stable")[:count]
-    return float(done["response_s"].to_numpy()[order].mean())
+    return float(done[column].to_numpy()[order].mean())
 
 
 def fd_exhausted(requests: pd.DataFrame) -> dict:
@@ -103,6 +104,8 @@ def summarize(requests: pd.DataFrame, link_bps: float | None = None, duration_s:
         **_percentiles(done["ttfb_s"].to_numpy(), "ttfb"),
         "response_c2": squared_cv(response),
         "response_largest_1pct_mean": largest_share_mean(requests, 0.01),
+        # The same requests' wait for their first byte: the rest of their time is transfer.
+        "ttfb_largest_1pct_mean": largest_share_mean(requests, 0.01, "ttfb_s"),
         "response_biggest_mean": biggest_request_mean(requests),
         **mean_by_size(done),
         # 001 §3.1 (Figs. 3-4): "Apache still delivers over 60% of its responses within" 10 ms.

@@ -71,6 +71,8 @@ EXPERIMENTS = [
     Entry("workloads-largest", "why SRPT's largest 1% exceed FAIR's under W4 and W5: finer bands, application order, "
           "longer band queues",
           spec=_spec("workloads-largest"), of_paper=False),
+    Entry("workloads-anatomy", "where SRPT's largest 1% spend their time under W4 and W5: the wait for the first byte "
+          "and the transfer, against the ideal SRPT's", spec=_spec("workloads-anatomy"), of_paper=False),
     Entry("workloads-handshake", "why FAIR / SRPT over W1-W10 exceeds the paper's: FAIR with a 1000-packet FIFO, with a "
           "SYN queue of 8192 too, and with the SYN-ACKs in a queue of their own (with either SYN queue)",
           spec=_spec("workloads-handshake"), of_paper=False),
@@ -717,7 +719,35 @@ def _largest_share_why(ctx: Context, e: str, profile: str):
         return unexplained(text)
     text += "; one factor at a time (`workloads-largest`): " + ", ".join(
         f"with {words} {ratio:.2f}x FAIR's" for words, ratio in factors.items())
-    return measured(text) if min(factors.values()) <= 1.1 else unexplained(text)
+    if min(factors.values()) <= 1.1:
+        return measured(text)
+    anatomy = _largest_anatomy(ctx, profile)
+    return measured(f"{text}; {anatomy}") if anatomy else unexplained(text)
+
+
+def _largest_anatomy(ctx: Context, profile: str) -> str | None:
+    """Where SRPT's largest 1% lost their time (`workloads-anatomy`): measured when they
+    reached their first byte within 1.5 times the ideal SRPT's wait but took at least twice
+    its transfer time after it, i.e. the loss is in the transfer, not in the order of starts."""
+    e = "workloads-anatomy"
+    if not ctx.has(e):
+        return None
+    srpt, fair = _run("srpt", "profile", profile), _run("fair", "profile", profile)
+    response, first_byte, ideal_response, ideal_first_byte, skips, fair_skips = (
+        ctx.mean(e, run, metric) for run, metric in (
+            (srpt, "response_largest_1pct_mean"), (srpt, "ttfb_largest_1pct_mean"),
+            (srpt, "ideal.srpt.response_largest_1pct_mean"), (srpt, "ideal.srpt.ttfb_largest_1pct_mean"),
+            (srpt, "host_queue_skips"), (fair, "host_queue_skips")))
+    if any(math.isnan(v) for v in (response, first_byte, ideal_response, ideal_first_byte, skips, fair_skips)):
+        return None
+    transfer, ideal_transfer = response - first_byte, ideal_response - ideal_first_byte
+    if not (first_byte <= 1.5 * ideal_first_byte and transfer >= 2 * ideal_transfer):
+        return None
+    return (f"where the time went (`{e}`): SRPT's largest 1% waited {first_byte:.2f} s for their first byte, the "
+            f"ideal SRPT {ideal_first_byte:.2f} s, but then took {transfer:.2f} s to arrive against the ideal's "
+            f"{ideal_transfer:.2f} s: once under way they were held in the low bands, where their retransmission "
+            f"timers fired {skips:,.0f} times on segments still queued in the host (FAIR {fair_skips:,.0f}; "
+            "host_queue_skips)")
 
 
 # What `workloads-largest` changes of SRPT, in the words of the largest-1% rows.
