@@ -726,9 +726,10 @@ def _largest_share_why(ctx: Context, e: str, profile: str):
 
 
 def _largest_anatomy(ctx: Context, profile: str) -> str | None:
-    """Where SRPT's largest 1% lost their time (`workloads-anatomy`): measured when they
-    reached their first byte within 1.5 times the ideal SRPT's wait but took at least twice
-    its transfer time after it, i.e. the loss is in the transfer, not in the order of starts."""
+    """Where SRPT's largest 1% lost their time (`workloads-anatomy`): measured when their
+    transfer (first byte to last) took at least twice the ideal SRPT's and lost more against
+    it than their wait for the first byte did, i.e. most of the loss is in the transfer, not
+    in the order in which responses start."""
     e = "workloads-anatomy"
     if not ctx.has(e):
         return None
@@ -741,12 +742,13 @@ def _largest_anatomy(ctx: Context, profile: str) -> str | None:
     if any(math.isnan(v) for v in (response, first_byte, ideal_response, ideal_first_byte, skips, fair_skips)):
         return None
     transfer, ideal_transfer = response - first_byte, ideal_response - ideal_first_byte
-    if not (first_byte <= 1.5 * ideal_first_byte and transfer >= 2 * ideal_transfer):
+    if not (transfer >= 2 * ideal_transfer and transfer - ideal_transfer > first_byte - ideal_first_byte):
         return None
-    return (f"where the time went (`{e}`): SRPT's largest 1% waited {first_byte:.2f} s for their first byte, the "
-            f"ideal SRPT {ideal_first_byte:.2f} s, but then took {transfer:.2f} s to arrive against the ideal's "
-            f"{ideal_transfer:.2f} s: once under way they were held in the low bands, where their retransmission "
-            f"timers fired {skips:,.0f} times on segments still queued in the host (FAIR {fair_skips:,.0f}; "
+    return (f"where the time went (`{e}`): SRPT's largest 1% waited {first_byte:.2f} s for their first byte (the "
+            f"ideal SRPT {ideal_first_byte:.2f} s) and took {transfer:.2f} s to arrive after it (the ideal "
+            f"{ideal_transfer:.2f} s), so most of the {response - ideal_response:.2f} s they lost against the ideal "
+            f"was in the transfer: once under way they were held in the low bands, where their retransmission timers "
+            f"fired {skips:,.0f} times on segments still queued in the host (FAIR {fair_skips:,.0f}; "
             "host_queue_skips)")
 
 
