@@ -117,8 +117,7 @@ def _co_weight_why(study, clients: int) -> Why | None:
     weighted = [w for w in TABLE2 if int(w.split(",")[co]) > 1]
     if min(TABLE2, key=TABLE2.get) not in weighted:
         return None
-    rows = study[(study["clients"] == clients) & (study["policy"] == "rr") & (study["weights"] == even)]
-    share = float(rows["completed_CO"].sum() / rows["completed"].sum()) if len(rows) else math.nan
+    share = _stage_share(study, clients, ("rr", even), "CO")
     ours = {w: _per_seed(study, clients, ("rr", w), ("rr", even)) for w in weighted}
     if not (share < 0.05 and all(m.ok and abs(m.value - 1) < 0.1 for m in ours.values())):
         return None
@@ -129,16 +128,16 @@ def _co_weight_why(study, clients: int) -> Why | None:
                                                         f"{TABLE2[w] / TABLE2[even]:.2f})" for w, m in ours.items()))
 
 
-def _mm_share(study, clients: int, policy: tuple[str, str]) -> float:
-    """The share of a policy's completed requests that were MM's (study.csv, all seeds)."""
+def _stage_share(study, clients: int, policy: tuple[str, str], stage: str = "MM") -> float:
+    """The share of a policy's completed requests that were ``stage``'s (study.csv, all seeds)."""
     rows = study[(study["clients"] == clients) & (study["policy"] == policy[0]) & (study["weights"] == policy[1])]
-    return float(rows["completed_MM"].sum() / rows["completed"].sum()) if len(rows) else math.nan
+    return float(rows[f"completed_{stage}"].sum() / rows["completed"].sum()) if len(rows) else math.nan
 
 
 def _starving(study, clients: int, static: tuple[str, str]):
     """Why DWFS has less productivity than a static assignment: the assignment completes
     mostly MM, the shortest stage, and lets the sessions that leave it time out."""
-    theirs, ours = _mm_share(study, clients, static), _mm_share(study, clients, ("dwfs", "-"))
+    theirs, ours = _stage_share(study, clients, static), _stage_share(study, clients, ("dwfs", "-"))
     if not theirs > ours:
         return None
     return measured(f"{static[0]} ({static[1]}) completed {theirs:.1%} of its requests at MM, DWFS {ours:.1%} "
