@@ -219,10 +219,10 @@ def _emulator_cpu_why(ctx: Context, e: str, tag: str) -> Why | None:
     emulator, the server used under 90% of the CPU it used wired while the host's tasks waited
     for a CPU (PSI) more of the time."""
     emulated, direct = f"emulated-{tag}", f"direct-{tag}"
-    used = {run: ctx.counters(e, run, lambda c: float(c["server_cpu"].mean()), "server_cpu")
-            for run in (emulated, direct)}
-    waited = {run: ctx.counters(e, run, lambda c: float(c["host_cpu_stall"].mean()), "host_cpu_stall")
-              for run in (emulated, direct)}
+    def mean_of(column: str) -> dict[str, Measure]:
+        return {run: ctx.counters(e, run, lambda c: float(c[column].mean()) if column in c else None, column)
+                for run in (emulated, direct)}
+    used, waited = mean_of("server_cpu"), mean_of("host_cpu_stall")
     if not all(m.ok for m in (*used.values(), *waited.values())):
         return None
     if not (used[emulated].value < 0.9 * used[direct].value and waited[emulated].value > waited[direct].value):
@@ -230,8 +230,7 @@ def _emulator_cpu_why(ctx: Context, e: str, tag: str) -> Why | None:
     quota = ctx.config(e, emulated, "server.cpu_quota")
     cap = f", capped at {quota:g} CPU," if quota else ""
     # Runs since counters.csv had router_cpu also say what the emulator itself took.
-    emulator = ctx.counters(e, emulated, lambda c: float(c["router_cpu"].mean()) if "router_cpu" in c else None,
-                            "router_cpu")
+    emulator = mean_of("router_cpu")[emulated]
     took = f" and the emulator {emulator.value:.2f} CPU" if emulator.ok else ""
     return measured(f"the emulator shares the server's host (the paper's WASP ran on the client machines): "
                     f"through it the server{cap} used {used[emulated].value:.2f} CPU against "
