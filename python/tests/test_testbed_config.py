@@ -84,6 +84,8 @@ def test_bad_tcp_knobs_are_named():
         TcpKnobs(cwnd_clamp=0)
     with pytest.raises(ConfigError, match="orphan_retries=256"):
         TcpKnobs(orphan_retries=256)
+    with pytest.raises(ConfigError, match=r"rto_max_ms=999, accepted None or 1000\.\.120000"):
+        TcpKnobs(rto_max_ms=999)
 
 
 def test_addresses_names_and_knobs():
@@ -105,6 +107,9 @@ def test_addresses_names_and_knobs():
     # Linux's own orphan retries unless set.
     assert "net.ipv4.tcp_orphan_retries" not in knobs.sysctls()
     assert TcpKnobs(orphan_retries=40).sysctls()["net.ipv4.tcp_orphan_retries"] == "40"
+    # The RTO's backoff cap only when asked for: the sysctl is missing before Linux 6.15.
+    assert "net.ipv4.tcp_rto_max_ms" not in knobs.sysctls()
+    assert TcpKnobs(rto_max_ms=1000).sysctls()["net.ipv4.tcp_rto_max_ms"] == "1000"
 
 
 def test_emulator_document_and_the_engine_agree_on_keys(tmp_path):

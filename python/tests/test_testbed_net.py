@@ -398,7 +398,8 @@ def stream_to_a_client(tb: Testbed, port: int, seconds: int) -> dict:
 
 
 def test_counters_record_uplink_traffic_accept_queue_and_listen_drops(tmp_path):
-    with Testbed(TestbedConfig(prefix="sjtbh", tcp=TcpKnobs(somaxconn=4, syn_backlog=4, orphan_retries=40))) as tb:
+    with Testbed(TestbedConfig(prefix="sjtbh", tcp=TcpKnobs(somaxconn=4, syn_backlog=4, orphan_retries=40,
+                                                                rto_max_ms=2000))) as tb:
         path = tmp_path / "counters.csv"
         tb.start_counters(path, interval_s=0.2)
         # A process spinning in the server namespace: runnable in the samples it spans.
@@ -446,6 +447,7 @@ def test_counters_record_uplink_traffic_accept_queue_and_listen_drops(tmp_path):
         assert rows[cumulative].is_monotonic_increasing and rows[cumulative].iloc[0] >= 0, cumulative
     assert description["sysctls"][tb.server_ns]["net.core.somaxconn"] == "4"
     assert description["sysctls"][tb.server_ns]["net.ipv4.tcp_orphan_retries"] == "40"
+    assert description["sysctls"][tb.server_ns]["net.ipv4.tcp_rto_max_ms"] == "2000"
     assert "htb" in description["qdisc"]
 
 

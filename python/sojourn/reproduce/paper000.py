@@ -69,7 +69,7 @@ EXPERIMENTS = [
     Entry("workloads-body", "why SRPT's means over W1-W10 fall below the paper's: load counted on bodies",
           spec=_spec("workloads-body"), of_paper=False),
     Entry("workloads-largest", "why SRPT's largest 1% exceed FAIR's under W4 and W5: finer bands, application order, "
-          "longer band queues",
+          "longer band queues, the RTO's backoff capped",
           spec=_spec("workloads-largest"), of_paper=False),
     Entry("workloads-anatomy", "where SRPT's largest 1% spend their time under W4 and W5: the wait for the first byte "
           "and the transfer, against the ideal SRPT's", spec=_spec("workloads-anatomy"), of_paper=False),
@@ -744,18 +744,29 @@ def _largest_anatomy(ctx: Context, profile: str) -> str | None:
     transfer, ideal_transfer = response - first_byte, ideal_response - ideal_first_byte
     if not (transfer >= 2 * ideal_transfer and transfer - ideal_transfer > first_byte - ideal_first_byte):
         return None
-    return (f"where the time went (`{e}`): SRPT's largest 1% waited {first_byte:.2f} s for their first byte (the "
+    text = (f"where the time went (`{e}`): SRPT's largest 1% waited {first_byte:.2f} s for their first byte (the "
             f"ideal SRPT {ideal_first_byte:.2f} s) and took {transfer:.2f} s to arrive after it (the ideal "
             f"{ideal_transfer:.2f} s), so most of the {response - ideal_response:.2f} s they lost against the ideal "
             f"was in the transfer: once under way they were held in the low bands, where their retransmission timers "
             f"fired {skips:,.0f} times on segments still queued in the host (FAIR {fair_skips:,.0f}; "
             "host_queue_skips)")
+    # Each such firing doubles the RTO (tcp_retransmit_timer), so a lost segment may wait out a
+    # backed-off timer after the band drains: the sockets' largest RTO, sampled each second.
+    largest_rto = {run: ctx.counters(e, run, lambda c: c["max_rto_ticks"].mean() / 100, "max_rto_ticks")
+                   for run in (srpt, fair)}
+    backed_off = ctx.counters(e, srpt, lambda c: c["sockets_rto_ge_1s"].mean(), "sockets_rto_ge_1s")
+    if not all(m.ok for m in (*largest_rto.values(), backed_off)):
+        return text
+    return (f"{text}; each such firing doubles the RTO: the largest RTO among SRPT's sockets averaged "
+            f"{largest_rto[srpt].value:.3g} s over the run, with {backed_off.value:.1f} sockets at 1 s or more, "
+            f"against FAIR's {largest_rto[fair].value:.2f} s (counters.csv max_rto_ticks, sockets_rto_ge_1s)")
 
 
 # What `workloads-largest` changes of SRPT, in the words of the largest-1% rows.
 LARGEST_FACTORS = {"srpt-fine": "seven band cutoffs (finer above 50 KB)",
                    "srpt-app": "application-level SRPT (every size in order)",
-                   "srpt-queue1000": "1000-packet band queues"}
+                   "srpt-queue1000": "1000-packet band queues",
+                   "srpt-rto-max3s": "the RTO's backoff capped at 3 s"}
 
 
 def _realistic_incomplete_rows(ctx: Context) -> list[Row]:

@@ -161,6 +161,9 @@ SCHEMA: dict[str, Any] = {
             "initcwnd": _k(int, 0, "initial congestion window in segments (0 = kernel default)", minimum=0),
             "cwnd_clamp": _k(int, 0, "congestion-window clamp in segments (0 = none; 001 §6.3)", minimum=0),
             "rto_min_ms": _k(int, 0, "minimum RTO in ms (0 = kernel default)", minimum=0),
+            "rto_max_ms": _k(int, 0, "the most exponential backoff may take the RTO to, in ms (0 = Linux's 120 s; "
+                                     "else 1000..120000, net.ipv4.tcp_rto_max_ms, Linux 6.15+)", minimum=0,
+                             maximum=120_000),
             "initial_rto_ms": _k(int, 0, "initial RTO in ms of the server's and clients' sockets (0 = Linux's 1 s; "
                                          "000 Table 2 (F): 3000 in the baseline), by cgroup BPF (docs/testbed.md)",
                                  minimum=0, maximum=120_000),

@@ -129,7 +129,9 @@ class TcpKnobs:
     Linux's initial RTO is 1 s and cannot be set per route: ``initial_rto_ms`` sets it for
     the processes the testbed starts in this namespace, through a cgroup BPF sock_ops
     program (sojourn.testbed.rto; 000 Table 2 (F)); ``rto_min_ms`` sets only the lower
-    bound of the RTO (see docs/testbed.md).
+    bound of the RTO (see docs/testbed.md). ``rto_max_ms`` caps how far exponential backoff
+    (RFC 6298 (5.5)) takes the RTO: ``net.ipv4.tcp_rto_max_ms``, Linux 6.15 and later,
+    1000..120000 (Linux's 120 s when None).
     """
 
     congestion: str = "reno"
@@ -142,6 +144,7 @@ class TcpKnobs:
     initcwnd: int | None = None
     cwnd_clamp: int | None = None
     rto_min_ms: int | None = None
+    rto_max_ms: int | None = None
     initial_rto_ms: int | None = None
     # Probes an orphaned socket (closed by its process with bytes unsent) may send unanswered
     # before the kernel drops it without a RST (net.ipv4.tcp_orphan_retries; None = Linux's
@@ -159,6 +162,9 @@ class TcpKnobs:
                f"cwnd_clamp={self.cwnd_clamp}, accepted None or 1..100000")
         _check(self.rto_min_ms is None or 1 <= self.rto_min_ms <= 60_000,
                f"rto_min_ms={self.rto_min_ms}, accepted None or 1..60000")
+        # The kernel refuses values outside this range (proc_dointvec_minmax).
+        _check(self.rto_max_ms is None or 1000 <= self.rto_max_ms <= 120_000,
+               f"rto_max_ms={self.rto_max_ms}, accepted None or 1000..120000")
         _check(self.initial_rto_ms is None or 1 <= self.initial_rto_ms <= 120_000,
                f"initial_rto_ms={self.initial_rto_ms}, accepted None or 1..120000")
         # icsk_probes_out, which the kernel compares with it, is 8 bits.
@@ -174,7 +180,8 @@ class TcpKnobs:
             "net.ipv4.tcp_syncookies": str(int(self.syncookies)),
             "net.ipv4.tcp_max_syn_backlog": str(self.syn_backlog),
             "net.core.somaxconn": str(self.somaxconn),
-        } | ({"net.ipv4.tcp_orphan_retries": str(self.orphan_retries)} if self.orphan_retries is not None else {})
+        } | ({"net.ipv4.tcp_orphan_retries": str(self.orphan_retries)} if self.orphan_retries is not None else {}) \
+          | ({"net.ipv4.tcp_rto_max_ms": str(self.rto_max_ms)} if self.rto_max_ms is not None else {})
 
     def route_metrics(self) -> list[str]:
         """`ip route` arguments for the per-route knobs."""
