@@ -563,6 +563,27 @@ def test_srpts_largest_1pct_are_put_down_to_their_transfer_only_while_the_transf
     assert _the_row(paper, tmp_path, "workloads", claim).reason() == "unexplained"
 
 
+def test_non_normal_capacities_are_put_down_to_timeouts_only_while_their_count_carries_the_spread(tmp_path):
+    """002 Figs. 6-7: the repetitions' capacities missed Shapiro-Wilk; each error (a user held
+    for the 30-s timeout) took about 1.5 requests/s off, as the timeout predicts, and without
+    them the rest is normal: the measured reason, withdrawn once the errors no longer fall
+    with the capacity (the same counts given to the repetitions in the opposite order)."""
+    paper = load_paper("002")
+    shutil.copytree(DOCS / "002" / "normality", tmp_path / "002" / "normality")
+    claim = "requests/s of the repetitions: Shapiro-Wilk"
+    row = _the_row(paper, tmp_path, "normality", claim)
+    assert row.verdict() == "missed" and row.reason() == "measured"
+    assert "about what a user held for the 30-s timeout costs" in row.why_text()
+    summaries = sorted((tmp_path / "002" / "normality").glob("*/*/summary.json"),
+                       key=lambda path: json.loads(path.read_text())["capacity_rps"])
+    counts = sorted(json.loads(path.read_text())["levels"][0]["errors"] for path in summaries)
+    for path, errors in zip(summaries, counts):
+        summary = json.loads(path.read_text())
+        summary["levels"][0]["errors"] = errors
+        path.write_text(json.dumps(summary))
+    assert _the_row(paper, tmp_path, "normality", claim).reason() == "unexplained"
+
+
 def test_a_variant_of_ours_is_explained_by_putting_its_factors_back_one_at_a_time(tmp_path):
     """003 §5: the clients that neither think nor restart their session
     (`section5-demand20-nothink-continue`) dropped 6.1% of gold's requests at 40 clients;
@@ -845,3 +866,29 @@ def test_a_publication_is_restored_for_a_spec_given_a_new_variant(tmp_path):
     assert published_reps(changed, published, False) == []
     aside = set_aside_other_version(results / "e", changed)
     assert aside is not None and layout.is_complete(aside / "a" / "0") and not (results / "e").exists()
+
+
+def test_a_key_the_schema_gained_since_a_run_keeps_its_results_only_at_its_default(tmp_path):
+    """A run made before network.tcp.rto_max_ms existed ran with Linux's own cap, which the
+    key's default (0) keeps: its results stay; a new key set otherwise, a key the run had
+    and the spec lost, or any other change, sets them aside."""
+    from sojourn.runner.layout import changed_runs, mark, write_json
+    from sojourn.runner.spec import configured_alike
+
+    spec = tmp_path / "e.toml"
+    spec.write_text('name = "e"\n[workload]\nrho = 0.5\n')
+    now = json.loads(json.dumps(load_spec(spec).runs[0].config, default=str))
+    before = json.loads(json.dumps(now))
+    del before["network"]["tcp"]["rto_max_ms"]
+    assert configured_alike(now, before)
+    results = tmp_path / "results"
+    run = load_spec(spec).runs[0].name
+    (results / run / "0").mkdir(parents=True)
+    mark(results / run / "0", "complete")
+    write_json(results / run / "0" / "run.json", {"run": run, "config": before})
+    (results / "spec.toml").write_text("an older text")
+    assert changed_runs(results, load_spec(spec)) == []
+    spec.write_text(spec.read_text() + '[network.tcp]\nrto_max_ms = 3000\n')
+    assert changed_runs(results, load_spec(spec)) == [f"{run} rep 0"]
+    assert not configured_alike(now, {**before, "lost": 2})
+    assert not configured_alike(now, {**before, "workload": {**before["workload"], "rho": 0.6}})

@@ -9,6 +9,7 @@ and without SACK at 6% loss (Figs. 15-16), and for s-client's 1-KB and 64-KB fil
 
 from __future__ import annotations
 
+import numpy as np
 from scipy import stats
 
 from sojourn.reproduce import Context, Entry, Paper, quotient, rows_of
@@ -264,14 +265,47 @@ def _normality_rows(ctx: Context) -> list[Row]:
         if len(samples) < NORMALITY_SAMPLES:
             return Measure(absent=f"{len(samples)} repetitions of {run}; at least {NORMALITY_SAMPLES} are needed")
         return Measure(float(statistic(samples)), None, len(samples), ((e, run),))
+    why = _normality_why(ctx, e, run)
     return [
         ctx.row(e, "requests/s of the repetitions: Shapiro-Wilk p-value against normality (Fig. 6)",
                 bound(">", 0.05, text="the normal distribution is a very tight fit"),
-                computed(lambda x: stats.shapiro(x).pvalue)),
+                computed(lambda x: stats.shapiro(x).pvalue), why),
         ctx.row(e, "requests/s of the repetitions: correlation of the normal probability plot (Fig. 7)",
                 bound(">=", 0.95, text="the points lie close to a 45-degree line"),
-                computed(lambda x: stats.probplot(x)[1][2])),
+                computed(lambda x: stats.probplot(x)[1][2]), why),
     ]
+
+
+def _normality_why(ctx: Context, e: str, run: str) -> Why | None:
+    """Whether the repetitions depart from a normal distribution through their errors: each
+    request that ends incomplete in the level's window held its user up to the timeout, so
+    the capacity falls by a step per error, and a small count of them (a few per
+    repetition) is not normal. Measured when the capacity falls with the errors at about
+    the cost a timeout predicts (timeout / mean response time / window, within 2x) and what
+    is left with their count regressed out passes Shapiro-Wilk."""
+    def at_capacity(summary: dict, key: str):
+        return next((level[key] for level in summary.get("levels", [])
+                     if level.get("users") == summary.get("capacity_users")), None)
+    errors = ctx.per_rep_of(e, run, lambda summary: at_capacity(summary, "errors"))
+    response = ctx.per_rep_of(e, run, lambda summary: at_capacity(summary, "response_mean"))
+    capacity = ctx.per_rep(e, run, "capacity_rps")
+    reps = sorted(set(errors) & set(response) & set(capacity))
+    timeout, level_s, warmup = (ctx.config(e, run, f"workload.{key}") for key in ("timeout_s", "level_s", "warmup_s"))
+    if len(reps) < NORMALITY_SAMPLES or len({errors[r] for r in reps}) < 2 or None in (timeout, level_s, warmup):
+        return None
+    x, y = np.array([errors[r] for r in reps]), np.array([capacity[r] for r in reps])
+    slope, intercept = np.polyfit(x, y, 1)
+    residual_p = stats.shapiro(y - (slope * x + intercept)).pvalue
+    cost = timeout / float(np.mean([response[r] for r in reps])) / (level_s - warmup)
+    if not (slope < 0 and 0.5 <= -slope / cost <= 2 and residual_p > 0.05):
+        return None
+    return measured(f"the repetitions' errors (requests ending incomplete in the {level_s - warmup:g}-s window, "
+                    f"{x.min():.0f} to {x.max():.0f} a repetition) each took {-slope:.2f} requests/s off the "
+                    f"capacity (least squares, correlation {np.corrcoef(x, y)[0, 1]:.2f}), about what a user held "
+                    f"for the {timeout:g}-s timeout costs ({timeout:g} s / {np.mean([response[r] for r in reps]):.3f} "
+                    f"s per response / {level_s - warmup:g} s = {cost:.2f}); with their count regressed out the rest "
+                    f"passes Shapiro-Wilk (p {residual_p:.2f}): a few timeouts a repetition make the capacity's "
+                    "spread non-normal")
 
 
 def claims(ctx: Context) -> list[Row]:

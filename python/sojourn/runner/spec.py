@@ -16,6 +16,7 @@ A spec has base sections (``server``, ``network``, ``workload``, ``collect``);
 from __future__ import annotations
 
 import copy
+import json
 import math
 import re
 import shutil
@@ -582,6 +583,29 @@ def _leaf_rule(dotted: str) -> Key | None:
         else:
             return None
     return node if isinstance(node, Key) else None
+
+
+def configured_alike(now: Any, ran: Any, path: str = "") -> bool:
+    """Whether a run's configuration ``now`` (JSON form) would run as ``ran`` did: equal,
+    except that a key the schema gained since, left at its default, is taken as absent
+    then. A new key's default keeps the old behaviour (network.tcp.rto_max_ms = 0 is
+    Linux's own cap, as before the key existed), so results need not be redone for it."""
+    if isinstance(now, dict) and isinstance(ran, dict):
+        if set(ran) - set(now):
+            return False
+        for key, value in now.items():
+            dotted = f"{path}.{key}" if path else key
+            if key in ran:
+                if not configured_alike(value, ran[key], dotted):
+                    return False
+            else:
+                rule = _leaf_rule(dotted)
+                if rule is None or json.loads(json.dumps(rule.default, default=str)) != value:
+                    return False
+        return True
+    if isinstance(now, list) and isinstance(ran, list):
+        return len(now) == len(ran) and all(configured_alike(a, b, f"{path}.{i}") for i, (a, b) in enumerate(zip(now, ran)))
+    return now == ran
 
 
 def apply_quick(raw: dict) -> dict:
