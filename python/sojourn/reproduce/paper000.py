@@ -712,17 +712,38 @@ def _largest_share_why(ctx: Context, e: str, profile: str):
     # largest 1% within the bound is the measured reason.
     if not ctx.has("workloads-largest"):
         return unexplained(text)
-    factors = {words: ctx.mean("workloads-largest", _run(variant, "profile", profile), "response_largest_1pct_mean")
-               / ours_fair for variant, words in LARGEST_FACTORS.items()}
-    factors = {words: ratio for words, ratio in factors.items() if not math.isnan(ratio)}
+    factors = {variant: ctx.mean("workloads-largest", _run(variant, "profile", profile), "response_largest_1pct_mean")
+               / ours_fair for variant in LARGEST_FACTORS}
+    factors = {variant: ratio for variant, ratio in factors.items() if not math.isnan(ratio)}
     if not factors:
         return unexplained(text)
     text += "; one factor at a time (`workloads-largest`): " + ", ".join(
-        f"with {words} {ratio:.2f}x FAIR's" for words, ratio in factors.items())
-    if min(factors.values()) <= 1.1:
-        return measured(text)
+        f"with {LARGEST_FACTORS[variant]} {ratio:.2f}x FAIR's" for variant, ratio in factors.items())
+    best = min(factors, key=factors.get)
+    if factors[best] <= 1.1:
+        split = _factor_split(ctx, best, profile)
+        return measured(f"{text}; {split}" if split else text)
     anatomy = _largest_anatomy(ctx, profile)
     return measured(f"{text}; {anatomy}") if anatomy else unexplained(text)
+
+
+def _factor_split(ctx: Context, variant: str, profile: str) -> str | None:
+    """Where the factor that brought the largest 1% within the bound acted: their wait for the
+    first byte and their transfer with it, against SRPT's own (`workloads-anatomy`)."""
+    if not ctx.has("workloads-anatomy"):
+        return None
+    with_factor, without = _run(variant, "profile", profile), _run("srpt", "profile", profile)
+    response, first_byte, srpt_response, srpt_first_byte = (
+        ctx.mean(e, run, metric) for e, run, metric in (
+            ("workloads-largest", with_factor, "response_largest_1pct_mean"),
+            ("workloads-largest", with_factor, "ttfb_largest_1pct_mean"),
+            ("workloads-anatomy", without, "response_largest_1pct_mean"),
+            ("workloads-anatomy", without, "ttfb_largest_1pct_mean")))
+    if any(math.isnan(v) for v in (response, first_byte, srpt_response, srpt_first_byte)):
+        return None
+    return (f"with {LARGEST_FACTORS[variant]} their first byte came after {first_byte:.2f} s (SRPT "
+            f"{srpt_first_byte:.2f} s, `workloads-anatomy`) and the rest took {response - first_byte:.2f} s "
+            f"({srpt_response - srpt_first_byte:.2f} s)")
 
 
 def _largest_anatomy(ctx: Context, profile: str) -> str | None:
