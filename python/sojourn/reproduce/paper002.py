@@ -296,13 +296,14 @@ def _normality_why(ctx: Context, e: str, run: str) -> Why | None:
     x, y = np.array([errors[r] for r in reps]), np.array([capacity[r] for r in reps])
     slope, intercept = np.polyfit(x, y, 1)
     residual_p = stats.shapiro(y - (slope * x + intercept)).pvalue
-    cost = timeout / float(np.mean([response[r] for r in reps])) / (level_s - warmup)
+    mean_response = float(np.mean([response[r] for r in reps]))
+    cost = timeout / mean_response / (level_s - warmup)
     if not (slope < 0 and 0.5 <= -slope / cost <= 2 and residual_p > 0.05):
         return None
     return measured(f"the repetitions' errors (requests ending incomplete in the {level_s - warmup:g}-s window, "
                     f"{x.min():.0f} to {x.max():.0f} a repetition) each took {-slope:.2f} requests/s off the "
                     f"capacity (least squares, correlation {np.corrcoef(x, y)[0, 1]:.2f}), about what a user held "
-                    f"for the {timeout:g}-s timeout costs ({timeout:g} s / {np.mean([response[r] for r in reps]):.3f} "
+                    f"for the {timeout:g}-s timeout costs ({timeout:g} s / {mean_response:.3f} "
                     f"s per response / {level_s - warmup:g} s = {cost:.2f}); with their count regressed out the rest "
                     f"passes Shapiro-Wilk (p {residual_p:.2f}): a few timeouts a repetition make the capacity's "
                     "spread non-normal")
