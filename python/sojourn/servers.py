@@ -82,6 +82,9 @@ class SojournOptions:
     write_concurrency: int | None = None
     write_concurrency_from: str | None = None
     notsent_lowat: str | None = None
+    # TCP_RTO_MAX_MS on the listener, which its connections inherit: the RTO backoff's cap
+    # in ms (docs/testbed.md: a starved band's timers back off).
+    rto_max_ms: int | None = None
     # The head's fields and delayed ACK from the start: fewer bytes per request on the uplink.
     head_fields: str | None = None
     delayed_ack: bool | None = None

@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 import urllib.request
 import uuid
@@ -228,6 +229,51 @@ def test_sojourn_gets_every_setting_from_its_typed_config_file(docroot, tmp_path
         assert line in kept, (line, kept)
     assert 'policy="srpt"' in metrics
     assert "GET /o/small.bin" in (tmp_path / "access.log").read_text()
+
+
+def _rto_after_acks_stop(docroot, prefix: str, options: SojournOptions) -> tuple[int, int]:
+    """(rto in ms, backoff) of the server's socket ``ss`` shows 3.5 s after the client's
+    ACKs stop reaching it (a blackhole route to the server in the client's namespace) while
+    the server sends a 5 MB response."""
+    from sojourn.testbed import Testbed, TestbedConfig
+
+    root, _ = docroot
+    # Still being sent when the ACKs stop: 40 Mbit on the uplink's 10 Mbit/s.
+    (root / "o" / "huge.bin").write_bytes(os.urandom(5_000_000))
+    with Testbed(TestbedConfig(prefix=prefix)) as tb:
+        port = 8080
+        with Server(ServerConfig(kind="sojourn", root=root, port=port, addr=tb.server_addr, netns=tb.server_ns,
+                                 sojourn=options)):
+            client = tb.popen(tb.client_ns, [sys.executable, "-c", (
+                "import socket\n"
+                f"s = socket.create_connection(('{tb.server_addr}', {port}))\n"
+                "s.sendall(b'GET /o/huge.bin HTTP/1.1\\r\\nHost: t\\r\\n\\r\\n')\n"
+                "s.recv(65536)\nprint('started', flush=True)\n"
+                # Reading on keeps the window open: the server's timer is then the RTO, not a probe.
+                "while s.recv(65536):\n    pass\n")], stdout=subprocess.PIPE, text=True)
+            try:
+                assert client.stdout.readline().strip() == "started"
+                tb.run(tb.client_ns, ["ip", "route", "add", "blackhole", f"{tb.server_addr}/32"], check=True)
+                time.sleep(3.5)
+                shown = tb.run(tb.server_ns, ["ss", "-tinH", "state", "established", f"sport = :{port}"],
+                               capture_output=True, text=True, check=True).stdout
+            finally:
+                client.kill()
+                client.wait()
+    rto, backoff = re.search(r"\brto:(\d+)", shown), re.search(r"\bbackoff:(\d+)", shown)
+    assert rto and backoff, shown
+    return int(rto.group(1)), int(backoff.group(1))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root for the testbed")
+def test_rto_max_caps_the_backoff_of_the_servers_connections(docroot):
+    """serve --rto-max-ms sets TCP_RTO_MAX_MS on its listener, which accepted connections
+    inherit: with the client's ACKs gone, the server's timer backs off three times or more
+    in 3.5 s, to 1 s at most with the cap and past it without."""
+    capped, capped_backoff = _rto_after_acks_stop(docroot, "sjrtmc", SojournOptions(rto_max_ms=1000))
+    assert capped_backoff >= 3 and capped == 1000
+    uncapped, uncapped_backoff = _rto_after_acks_stop(docroot, "sjrtmu", SojournOptions())
+    assert uncapped_backoff >= 3 and uncapped > 1000
 
 
 def test_apache2_prefork_runs_a_process_per_connection_slot(docroot):

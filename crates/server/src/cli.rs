@@ -35,22 +35,28 @@ pub struct ServeArgs {
 /// A listening socket with SO_REUSEPORT, so each worker can own one (the kernel
 /// spreads new connections across them). `delayed_ack`: TCP_QUICKACK off, which
 /// accepted connections inherit before their request arrives (setting it after
-/// accept would come too late: the request is usually ACKed by then). `stamped`:
-/// receive timestamps, inherited likewise, so a request read after waiting in the
-/// accept queue still says when it arrived (what --admission judges by).
-fn reuseport_listener(addr: std::net::SocketAddr, delayed_ack: bool, stamped: bool) -> std::io::Result<std::net::TcpListener> {
+/// accept would come too late: the request is usually ACKed by then). Receive
+/// timestamps (with --admission), inherited likewise, so a request read after waiting in
+/// the accept queue still says when it arrived (what --admission judges by). The RTO's
+/// backoff cap (--rto-max-ms), inherited likewise.
+fn reuseport_listener(settings: &Settings) -> std::io::Result<std::net::TcpListener> {
+    let addr = settings.listen;
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     socket.set_reuse_address(true)?;
     socket.set_reuse_port(true)?;
     socket.set_nonblocking(true)?;
     socket.bind(&addr.into())?;
     socket.listen(4096)?;
-    if delayed_ack {
+    if settings.delayed_ack {
         // After listen(), which clears the ACK state (inet_csk_delack_init).
         socket.set_quickack(false)?;
     }
-    if stamped {
+    if settings.admission.is_some() {
         sojourn_sys::socket::set_receive_timestamps(socket.as_raw_fd())?;
+    }
+    if let Some(ms) = settings.rto_max_ms {
+        sojourn_sys::socket::set_rto_max(socket.as_raw_fd(), ms)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("--rto-max-ms {ms}: TCP_RTO_MAX_MS (Linux 6.15 or later): {e}")))?;
     }
     Ok(socket.into())
 }
@@ -142,7 +148,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<()> {
     let shared = Arc::new(Shared { settings, metrics, log, stages, opener });
     let mut workers = Vec::new();
     for index in 0..threads {
-        let listener = reuseport_listener(listen, shared.settings.delayed_ack, shared.settings.admission.is_some()).with_context(|| format!("--listen {listen}: cannot listen"))?;
+        let listener = reuseport_listener(&shared.settings).with_context(|| format!("--listen {listen}: cannot listen"))?;
         let worker = Worker::new(index, listener, shared.clone())?;
         workers.push(std::thread::Builder::new().name(format!("worker-{index}")).spawn(move || worker.run())?);
     }

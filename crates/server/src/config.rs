@@ -46,6 +46,12 @@ pub struct ServeOptions {
     /// Set TCP_NOTSENT_LOWAT to this many bytes on every connection (e.g. 16K) [default: kernel's].
     #[arg(long)]
     pub notsent_lowat: Option<String>,
+    /// Cap the retransmission timeout's exponential backoff at this many ms on every
+    /// connection (TCP_RTO_MAX_MS, Linux 6.15; 1000 to 120000). With --kernel-bands a large
+    /// response's segments can wait in a low band past their RTO, and each such firing
+    /// doubles it (docs/testbed.md) [default: the kernel's, 120 s unless its sysctl says].
+    #[arg(long)]
+    pub rto_max_ms: Option<u32>,
     /// Response head fields: full (Server, Last-Modified, ETag, Accept-Ranges too) or
     /// minimal (only what the response needs: 96 bytes instead of 254 for a .bin file's 200;
     /// fewer bytes per request on a bottleneck uplink) [default: full].
@@ -146,6 +152,7 @@ pub struct Settings {
     /// Only responses with at least this many bytes left need a write slot.
     pub write_concurrency_from: Option<u64>,
     pub notsent_lowat: Option<u32>,
+    pub rto_max_ms: Option<u32>,
     pub head_fields: HeadFields,
     pub delayed_ack: bool,
     pub kernel_bands: Option<Bands>,
@@ -229,6 +236,12 @@ impl Settings {
             None => None,
             Some(v) => Some(u32::try_from(bytes("notsent-lowat", Some(v), 0)?).map_err(|_| anyhow::anyhow!("--notsent-lowat {v}: at most 4G"))?),
         };
+        if let Some(ms) = o.rto_max_ms {
+            // The kernel's own range for TCP_RTO_MAX_MS (and net.ipv4.tcp_rto_max_ms).
+            if !(1000..=120_000).contains(&ms) {
+                bail!("--rto-max-ms {ms}: expected 1000 to 120000 (leave it out for the kernel's)");
+            }
+        }
         let cutoffs: Bands = o.cutoffs.as_deref().unwrap_or("1K,2K,5K,50K").parse().map_err(|e| anyhow::anyhow!("--cutoffs: {e}"))?;
         let max_headers = o.max_headers.unwrap_or(64);
         if max_headers == 0 || max_headers > sojourn_http::request::MAX_HEADERS_CAP {
@@ -251,6 +264,7 @@ impl Settings {
             write_concurrency: o.write_concurrency,
             write_concurrency_from,
             notsent_lowat,
+            rto_max_ms: o.rto_max_ms,
             head_fields: o.head_fields.as_deref().unwrap_or("full").parse().map_err(|e| anyhow::anyhow!("--head-fields {e}"))?,
             delayed_ack: o.delayed_ack.unwrap_or(false),
             kernel_bands: o.kernel_bands.unwrap_or(false).then_some(cutoffs),
@@ -320,6 +334,7 @@ mod tests {
         assert!(with(ServeOptions { quantum: Some("lots".into()), ..Default::default() }).contains("--quantum"));
         assert!(with(ServeOptions { head_fields: Some("lean".into()), ..Default::default() }).contains("--head-fields \"lean\": expected full or minimal"));
         assert!(with(ServeOptions { header_timeout: Some(-1.0), ..Default::default() }).contains("--header-timeout"));
+        assert!(with(ServeOptions { rto_max_ms: Some(999), ..Default::default() }).contains("--rto-max-ms 999: expected 1000 to 120000"));
         let from = |policy: &str, concurrency: Option<usize>, from: &str| {
             Settings::from_options(ServeOptions {
                 root: Some("/".into()),

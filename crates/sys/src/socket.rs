@@ -1,5 +1,5 @@
 //! The socket calls that neither std nor mio nor socket2 offer: `sendfile`, `SO_PRIORITY`,
-//! `TCP_NOTSENT_LOWAT`, `IP_BIND_ADDRESS_NO_PORT`, reads that say when their bytes
+//! `TCP_NOTSENT_LOWAT`, `TCP_RTO_MAX_MS`, `IP_BIND_ADDRESS_NO_PORT`, reads that say when their bytes
 //! reached the host (`SO_TIMESTAMPNS`), and the peer's receive window (`TCP_INFO`).
 
 use std::io;
@@ -28,6 +28,16 @@ pub fn set_priority(socket: RawFd, priority: u32) -> io::Result<()> {
 /// already committed to.
 pub fn set_notsent_lowat(socket: RawFd, bytes: u32) -> io::Result<()> {
     set_int_option(socket, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT, bytes.min(i32::MAX as u32) as libc::c_int)
+}
+
+/// TCP_RTO_MAX_MS (linux/tcp.h, Linux 6.15), which libc does not name.
+const TCP_RTO_MAX_MS: libc::c_int = 44;
+
+/// Sets `TCP_RTO_MAX_MS`: the most exponential backoff (RFC 6298 (5.5)) may take the
+/// socket's retransmission timeout to, 1000 to 120000 ms (Linux's default is 120 s).
+/// Connections accepted from a listener inherit its value. Kernels before 6.15 refuse it.
+pub fn set_rto_max(socket: RawFd, ms: u32) -> io::Result<()> {
+    set_int_option(socket, libc::IPPROTO_TCP, TCP_RTO_MAX_MS, ms.min(i32::MAX as u32) as libc::c_int)
 }
 
 /// The receive window the peer last advertised, in bytes (`TCP_INFO`'s `tcpi_snd_wnd`,
@@ -135,6 +145,24 @@ mod tests {
         let mut received = [0; 4];
         receiver.read_exact(&mut received).unwrap();
         assert_eq!(&received, b"3456");
+    }
+
+    #[test]
+    fn an_accepted_connection_inherits_the_listeners_rto_cap() {
+        let get = |socket: RawFd| {
+            let (mut value, mut len) = (0 as libc::c_int, std::mem::size_of::<libc::c_int>() as libc::socklen_t);
+            // SAFETY: the kernel writes at most `len` bytes into `value`.
+            check(unsafe { libc::getsockopt(socket, libc::IPPROTO_TCP, TCP_RTO_MAX_MS, (&mut value as *mut libc::c_int).cast(), &mut len) }).unwrap();
+            value
+        };
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        assert_eq!(get(listener.as_raw_fd()), 120_000, "Linux's default, unless this namespace's sysctl says otherwise");
+        set_rto_max(listener.as_raw_fd(), 3000).unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (accepted, _) = listener.accept().unwrap();
+        assert_eq!(get(accepted.as_raw_fd()), 3000);
+        assert_eq!(get(client.as_raw_fd()), 120_000);
+        assert_eq!(set_rto_max(accepted.as_raw_fd(), 999).unwrap_err().raw_os_error(), Some(libc::EINVAL));
     }
 
     #[test]

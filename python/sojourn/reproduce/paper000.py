@@ -787,7 +787,8 @@ def _largest_anatomy(ctx: Context, profile: str) -> str | None:
 LARGEST_FACTORS = {"srpt-fine": "seven band cutoffs (finer above 50 KB)",
                    "srpt-app": "application-level SRPT (every size in order)",
                    "srpt-queue1000": "1000-packet band queues",
-                   "srpt-rto-max3s": "the RTO's backoff capped at 3 s"}
+                   "srpt-rto-max3s": "the RTO's backoff capped at 3 s",
+                   "srpt-serve-rto-max3s": "the server capping its connections' RTO backoff at 3 s"}
 
 
 def _realistic_incomplete_rows(ctx: Context) -> list[Row]:

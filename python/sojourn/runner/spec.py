@@ -125,6 +125,9 @@ SCHEMA: dict[str, Any] = {
                                               "bytes left, e.g. \"50K\" (smaller ones never wait for a slot); needs "
                                               "policy = 'srpt' and write_concurrency; empty = every response"),
         "notsent_lowat": _k(str, "", "sojourn: TCP_NOTSENT_LOWAT per connection, e.g. \"16K\"; empty = kernel's"),
+        "rto_max_ms": _k(int, 0, "sojourn: TCP_RTO_MAX_MS on its connections, the most the RTO's backoff reaches, in "
+                                 "ms (1000..120000, Linux 6.15+); 0 = the namespace's (network.tcp.rto_max_ms)",
+                         minimum=0, maximum=120_000),
         "quantum": _k(str, "32K", "sojourn: bytes written per scheduling decision (serve --quantum); the "
                                   "default is 004 §3.1's 32 KB blocks, serve's own default 128K"),
         "head_fields": _k(str, "full", "sojourn: response head fields, full or minimal (no Server, validators, "
