@@ -22,6 +22,7 @@ from sojourn.reproduce import REPO, Entry, Paper
 from sojourn.reproduce.concurrency import measured_concurrency
 from sojourn.reproduce.doc import relative_paths
 from sojourn.runner import layout
+from sojourn.runner.spec import changed_runs
 from sojourn.runner.experiment import NOT_STARTED
 
 # Per repetition: the files summary numbers come from (no per-request records; the kernel
@@ -82,7 +83,7 @@ RESTORED = "restored.json"
 
 def published_reps(experiment, published: Path, quick: bool) -> list[Path]:
     """The complete repetitions published in ``published`` from the same spec (the same
-    text, or runs configured alike: :func:`sojourn.runner.layout.changed_runs`) at the same
+    text, or runs configured alike: :func:`sojourn.runner.spec.changed_runs`) at the same
     scale (their directories, run/rep): what a campaign need not run again."""
     published = Path(published)
     try:
@@ -90,7 +91,7 @@ def published_reps(experiment, published: Path, quick: bool) -> list[Path]:
     except (OSError, json.JSONDecodeError):
         return []
     if not (published / "spec.toml").is_file() or meta.get("scale") != ("quick" if quick else "full") \
-            or layout.changed_runs(published, experiment):
+            or changed_runs(published, experiment):
         return []
     return [status.parent for status in sorted(published.glob("*/*/status.json")) if layout.is_complete(status.parent)]
 
@@ -112,7 +113,7 @@ def restore_published(experiment, published: Path, results: Path, quick: bool) -
         return 0
     directory = layout.experiment_dir(results, experiment.name)
     saved = directory / "spec.toml"
-    if saved.is_file() and layout.changed_runs(directory, experiment):
+    if saved.is_file() and changed_runs(directory, experiment):
         return 0
     restored = 0
     for source in sources:
@@ -130,11 +131,11 @@ def restore_published(experiment, published: Path, results: Path, quick: bool) -
 
 def set_aside_other_version(directory: Path, experiment) -> Path | None:
     """Moves ``directory`` aside when it holds complete repetitions of a different version of
-    ``experiment``'s spec (a run's configuration changed since they ran, ``layout.changed_runs``),
+    ``experiment``'s spec (a run's configuration changed since they ran, ``changed_runs``),
     so the new version runs afresh and nothing is lost: returns where they went,
     ``<directory>.before-<time>``."""
     saved = directory / "spec.toml"
-    if not saved.is_file() or not layout.changed_runs(directory, experiment):
+    if not saved.is_file() or not changed_runs(directory, experiment):
         return None
     stamp = time.strftime("%Y%m%dT%H%M%S", time.localtime(saved.stat().st_mtime))
     target = directory.with_name(f"{directory.name}.before-{stamp}")

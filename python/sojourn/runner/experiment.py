@@ -22,7 +22,7 @@ from typing import Callable
 
 from sojourn.runner import fidelity, layout, ray_sweep
 from sojourn.runner.points import Point, point_inputs, run_point, task_prefix
-from sojourn.runner.spec import Experiment
+from sojourn.runner.spec import Experiment, changed_runs
 
 
 class ResultsConflict(RuntimeError):
@@ -69,7 +69,7 @@ def run_experiment(experiment: Experiment, results: Path, prefix: str = "sjrun",
         # Only finished results pin the spec, and only those whose run the new text changes:
         # after a run that completed nothing (a bad value, a missing program) the corrected
         # spec simply takes its place, and a spec given a new variant keeps what the others ran.
-        changed = layout.changed_runs(directory, experiment)
+        changed = changed_runs(directory, experiment)
         if changed:
             raise ResultsConflict(f"{directory} holds results of a different version of the spec ({changed[0]} ran "
                                   "with another configuration, or its run is gone); use --fresh to replace them or "

@@ -76,31 +76,3 @@ def mark(directory: Path, state: str, reason: str = "", **extra) -> None:
 
 def is_complete(directory: Path) -> bool:
     return read_status(directory).get("state") == "complete"
-
-
-def changed_runs(directory: Path, experiment) -> list[str]:
-    """The complete repetitions under ``directory`` (``<run>/<rep>/``, beside the
-    ``spec.toml`` they ran from) that ``experiment`` would not run alike now, as ``run rep
-    N``: none when its spec's text is the saved one, else those whose run it no longer has or
-    configures otherwise. A spec that only added runs, or touched comments or keys that
-    resolve the same, keeps the results of the old text, as does a key the schema gained
-    since at its default (``spec.configured_alike``)."""
-    # Imported here: spec needs this module (through plan and inputs) as it loads.
-    from sojourn.runner.spec import configured_alike
-
-    saved = Path(directory) / "spec.toml"
-    if saved.is_file() and saved.read_text() == experiment.text:
-        return []
-    resolved = {run.name: json.loads(json.dumps(run.config, default=str)) for run in experiment.runs}
-    changed = []
-    for status in sorted(Path(directory).glob("*/*/status.json")):
-        rep = status.parent
-        if not is_complete(rep):
-            continue
-        try:
-            ran = json.loads((rep / "run.json").read_text()).get("config")
-        except (OSError, json.JSONDecodeError):
-            ran = None
-        if ran is None or rep.parent.name not in resolved or not configured_alike(resolved[rep.parent.name], ran):
-            changed.append(f"{rep.parent.name} rep {rep.name}")
-    return changed

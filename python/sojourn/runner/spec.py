@@ -28,6 +28,7 @@ from typing import Any
 import tomli_w
 
 from sojourn import papers, servers
+from sojourn.runner import layout
 from sojourn.runner.plan import SPEC_KEYS, RunPlan, plan_of
 from sojourn.testbed.config import ConfigError
 
@@ -609,6 +610,31 @@ def configured_alike(now: Any, ran: Any, path: str = "") -> bool:
     if isinstance(now, list) and isinstance(ran, list):
         return len(now) == len(ran) and all(configured_alike(a, b, f"{path}.{i}") for i, (a, b) in enumerate(zip(now, ran)))
     return now == ran
+
+
+def changed_runs(directory: Path, experiment: Experiment) -> list[str]:
+    """The complete repetitions under ``directory`` (``<run>/<rep>/``, beside the
+    ``spec.toml`` they ran from) that ``experiment`` would not run alike now, as ``run rep
+    N``: none when its spec's text is the saved one, else those whose run it no longer has or
+    configures otherwise. A spec that only added runs, or touched comments or keys that
+    resolve the same, keeps the results of the old text, as does a key the schema gained
+    since at its default (:func:`configured_alike`)."""
+    saved = Path(directory) / "spec.toml"
+    if saved.is_file() and saved.read_text() == experiment.text:
+        return []
+    resolved = {run.name: json.loads(json.dumps(run.config, default=str)) for run in experiment.runs}
+    changed = []
+    for status in sorted(Path(directory).glob("*/*/status.json")):
+        rep = status.parent
+        if not layout.is_complete(rep):
+            continue
+        try:
+            ran = json.loads((rep / "run.json").read_text()).get("config")
+        except (OSError, json.JSONDecodeError):
+            ran = None
+        if ran is None or rep.parent.name not in resolved or not configured_alike(resolved[rep.parent.name], ran):
+            changed.append(f"{rep.parent.name} rep {rep.name}")
+    return changed
 
 
 def apply_quick(raw: dict) -> dict:
