@@ -727,23 +727,26 @@ def _largest_share_why(ctx: Context, e: str, profile: str):
     return measured(f"{text}; {anatomy}") if anatomy else unexplained(text)
 
 
+def _largest_split(ctx: Context, e: str, run: str, of: str = "") -> tuple[float, float] | None:
+    """The mean wait for the first byte of a run's largest 1% and the rest of their response,
+    in seconds (``of`` = "ideal.srpt.": in the ideal SRPT of its arrivals); None when either
+    is missing."""
+    response, first_byte = (ctx.mean(e, run, f"{of}{metric}")
+                            for metric in ("response_largest_1pct_mean", "ttfb_largest_1pct_mean"))
+    return None if math.isnan(response) or math.isnan(first_byte) else (first_byte, response - first_byte)
+
+
 def _factor_split(ctx: Context, variant: str, profile: str) -> str | None:
     """Where the factor that brought the largest 1% within the bound acted: their wait for the
     first byte and their transfer with it, against SRPT's own (`workloads-anatomy`)."""
     if not ctx.has("workloads-anatomy"):
         return None
-    with_factor, without = _run(variant, "profile", profile), _run("srpt", "profile", profile)
-    response, first_byte, srpt_response, srpt_first_byte = (
-        ctx.mean(e, run, metric) for e, run, metric in (
-            ("workloads-largest", with_factor, "response_largest_1pct_mean"),
-            ("workloads-largest", with_factor, "ttfb_largest_1pct_mean"),
-            ("workloads-anatomy", without, "response_largest_1pct_mean"),
-            ("workloads-anatomy", without, "ttfb_largest_1pct_mean")))
-    if any(math.isnan(v) for v in (response, first_byte, srpt_response, srpt_first_byte)):
+    with_factor = _largest_split(ctx, "workloads-largest", _run(variant, "profile", profile))
+    without = _largest_split(ctx, "workloads-anatomy", _run("srpt", "profile", profile))
+    if with_factor is None or without is None:
         return None
-    return (f"with {LARGEST_FACTORS[variant]} their first byte came after {first_byte:.2f} s (SRPT "
-            f"{srpt_first_byte:.2f} s, `workloads-anatomy`) and the rest took {response - first_byte:.2f} s "
-            f"({srpt_response - srpt_first_byte:.2f} s)")
+    return (f"with {LARGEST_FACTORS[variant]} their first byte came after {with_factor[0]:.2f} s (SRPT "
+            f"{without[0]:.2f} s, `workloads-anatomy`) and the rest took {with_factor[1]:.2f} s ({without[1]:.2f} s)")
 
 
 def _largest_anatomy(ctx: Context, profile: str) -> str | None:
@@ -755,14 +758,12 @@ def _largest_anatomy(ctx: Context, profile: str) -> str | None:
     if not ctx.has(e):
         return None
     srpt, fair = _run("srpt", "profile", profile), _run("fair", "profile", profile)
-    response, first_byte, ideal_response, ideal_first_byte, skips, fair_skips = (
-        ctx.mean(e, run, metric) for run, metric in (
-            (srpt, "response_largest_1pct_mean"), (srpt, "ttfb_largest_1pct_mean"),
-            (srpt, "ideal.srpt.response_largest_1pct_mean"), (srpt, "ideal.srpt.ttfb_largest_1pct_mean"),
-            (srpt, "host_queue_skips"), (fair, "host_queue_skips")))
-    if any(math.isnan(v) for v in (response, first_byte, ideal_response, ideal_first_byte, skips, fair_skips)):
+    split, ideal_split = _largest_split(ctx, e, srpt), _largest_split(ctx, e, srpt, of="ideal.srpt.")
+    skips, fair_skips = ctx.mean(e, srpt, "host_queue_skips"), ctx.mean(e, fair, "host_queue_skips")
+    if split is None or ideal_split is None or math.isnan(skips) or math.isnan(fair_skips):
         return None
-    transfer, ideal_transfer = response - first_byte, ideal_response - ideal_first_byte
+    (first_byte, transfer), (ideal_first_byte, ideal_transfer) = split, ideal_split
+    response, ideal_response = first_byte + transfer, ideal_first_byte + ideal_transfer
     if not (transfer >= 2 * ideal_transfer and transfer - ideal_transfer > first_byte - ideal_first_byte):
         return None
     text = (f"where the time went (`{e}`): SRPT's largest 1% waited {first_byte:.2f} s for their first byte (the "

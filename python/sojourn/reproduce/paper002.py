@@ -72,14 +72,19 @@ AT_USERS = 256
 FLASH_AT_USERS = {0: 1035, 0.03: 471, 0.06: 198}
 
 
-def _at_level(users: int | None, key: str):
+# The level of users where a repetition reached its capacity (summary.json capacity_users).
+AT_CAPACITY = "capacity"
+
+
+def _at_level(users: int | str | None, key: str):
     """One repetition's ``key`` at its capacity level of ``users`` users (None: the last
-    level), for :meth:`Context.per_rep_of`."""
+    level; AT_CAPACITY: the level that reached the capacity), for :meth:`Context.per_rep_of`."""
     def reduce(summary: dict):
         levels = summary.get("levels") or []
         if users is None:
             return levels[-1].get(key) if levels else None
-        return next((level.get(key) for level in levels if level.get("users") == users), None)
+        wanted = summary.get("capacity_users") if users == AT_CAPACITY else users
+        return next((level.get(key) for level in levels if level.get("users") == wanted), None)
     return reduce
 
 
@@ -283,11 +288,8 @@ def _normality_why(ctx: Context, e: str, run: str) -> Why | None:
     repetition) is not normal. Measured when the capacity falls with the errors at about
     the cost a timeout predicts (timeout / mean response time / window, within 2x) and what
     is left with their count regressed out passes Shapiro-Wilk."""
-    def at_capacity(summary: dict, key: str):
-        return next((level[key] for level in summary.get("levels", [])
-                     if level.get("users") == summary.get("capacity_users")), None)
-    errors = ctx.per_rep_of(e, run, lambda summary: at_capacity(summary, "errors"))
-    response = ctx.per_rep_of(e, run, lambda summary: at_capacity(summary, "response_mean"))
+    errors = ctx.per_rep_of(e, run, _at_level(AT_CAPACITY, "errors"))
+    response = ctx.per_rep_of(e, run, _at_level(AT_CAPACITY, "response_mean"))
     capacity = ctx.per_rep(e, run, "capacity_rps")
     reps = sorted(set(errors) & set(response) & set(capacity))
     timeout, level_s, warmup = (ctx.config(e, run, f"workload.{key}") for key in ("timeout_s", "level_s", "warmup_s"))

@@ -589,6 +589,11 @@ def _leaf_rule(dotted: str) -> Key | None:
     return node if isinstance(node, Key) else None
 
 
+def _as_json(value: Any) -> Any:
+    """``value`` as run.json holds it (paths and other objects as strings)."""
+    return json.loads(json.dumps(value, default=str))
+
+
 def configured_alike(now: Any, ran: Any, path: str = "") -> bool:
     """Whether a run's configuration ``now`` (JSON form) would run as ``ran`` did: equal,
     except that a key the schema gained since, left at its default, is taken as absent
@@ -604,7 +609,7 @@ def configured_alike(now: Any, ran: Any, path: str = "") -> bool:
                     return False
             else:
                 rule = _leaf_rule(dotted)
-                if rule is None or json.loads(json.dumps(rule.default, default=str)) != value:
+                if rule is None or _as_json(rule.default) != value:
                     return False
         return True
     if isinstance(now, list) and isinstance(ran, list):
@@ -622,7 +627,7 @@ def changed_runs(directory: Path, experiment: Experiment) -> list[str]:
     saved = Path(directory) / "spec.toml"
     if saved.is_file() and saved.read_text() == experiment.text:
         return []
-    resolved = {run.name: json.loads(json.dumps(run.config, default=str)) for run in experiment.runs}
+    resolved = {run.name: _as_json(run.config) for run in experiment.runs}
     changed = []
     for status in sorted(Path(directory).glob("*/*/status.json")):
         rep = status.parent

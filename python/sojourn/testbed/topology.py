@@ -302,12 +302,11 @@ class Testbed:
 
     def describe(self) -> dict:
         """Everything a result needs to say what network it ran on."""
-        keys = ["net.ipv4.tcp_congestion_control", "net.ipv4.tcp_sack", "net.ipv4.tcp_timestamps", "net.ipv4.tcp_syncookies",
-                "net.ipv4.tcp_max_syn_backlog", "net.core.somaxconn", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_orphan_retries",
-                "net.ipv4.tcp_retries2"]
-        # A knob's own sysctl too, when set (tcp_rto_max_ms exists only from Linux 6.15 on).
-        for knobs in (self.config.tcp, self.config.client_tcp or self.config.tcp):
-            keys += [key for key in knobs.sysctls() if key not in keys]
+        # What the knobs set on either side (tcp_rto_max_ms only when set: it exists from Linux
+        # 6.15 on), and the kernel's own values that shape a run.
+        keys = list(dict.fromkeys([*self.config.tcp.sysctls(), *(self.config.client_tcp or self.config.tcp).sysctls(),
+                                   "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_orphan_retries",
+                                   "net.ipv4.tcp_retries2"]))
         return {
             "config": asdict(self.config),
             "namespaces": {"server": self.server_ns, "client": self.client_ns, "router": self.router_ns},
