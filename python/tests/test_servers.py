@@ -163,6 +163,32 @@ def test_runs_inside_a_network_namespace(docroot):
         subprocess.run(["ip", "netns", "del", ns], check=False)
 
 
+@pytest.mark.netns
+@pytest.mark.parametrize("kind", REAL_SERVERS + ["sojourn"])
+def test_the_namespaces_somaxconn_sets_every_servers_accept_queue(kind, docroot):
+    """Each server asks for LISTEN_BACKLOG and the kernel clamps it to the namespace's
+    somaxconn, so the testbed's network.tcp.somaxconn (000's 512, 002's longer queue) holds
+    for whichever server is under test: the listener's backlog (ss Send-Q) is exactly it."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root for ip netns")
+    if shutil.which(PROGRAMS.get(kind, "true")) is None:
+        pytest.skip(f"{kind} not installed")
+    root, _ = docroot
+    ns = f"sjrn-bl-{os.getpid() % 100000}"
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        subprocess.run(["ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"], check=True)
+        subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw", "net.core.somaxconn=3001"], check=True)
+        options = SojournOptions(admin_port=8081) if kind == "sojourn" else None
+        with Server(ServerConfig(kind=kind, root=root, port=8080, netns=ns, sojourn=options)):
+            shown = subprocess.run(["ip", "netns", "exec", ns, "ss", "-ltnH", "sport = :8080"],
+                                   capture_output=True, text=True, check=True).stdout
+        backlogs = {int(line.split()[2]) for line in shown.splitlines()}
+        assert backlogs == {3001}, shown
+    finally:
+        subprocess.run(["ip", "netns", "del", ns], check=False)
+
+
 def port_used_on_host(port: int) -> bool:
     out = subprocess.run(["ss", "-ltnH", f"sport = :{port}"], capture_output=True, text=True).stdout
     return bool(out.strip())

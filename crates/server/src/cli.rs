@@ -46,7 +46,9 @@ fn reuseport_listener(settings: &Settings) -> std::io::Result<std::net::TcpListe
     socket.set_reuse_port(true)?;
     socket.set_nonblocking(true)?;
     socket.bind(&addr.into())?;
-    socket.listen(4096)?;
+    // Linux clamps the backlog to net.core.somaxconn (__sys_listen): the host's, or the
+    // testbed's network.tcp.somaxconn, sets the accept queue, as for the peers (sojourn.servers).
+    socket.listen(i32::from(u16::MAX))?;
     if settings.delayed_ack {
         // After listen(), which clears the ACK state (inet_csk_delack_init).
         socket.set_quickack(false)?;
