@@ -597,6 +597,39 @@ def test_non_normal_capacities_are_put_down_to_timeouts_only_while_their_count_c
     assert why() is None
 
 
+def test_a_capacity_rests_on_its_server_using_its_cpu_and_else_names_what_held_it(tmp_path):
+    """002 §3.1: a capacity ratio compares the server only while the server, CPU-bound, set
+    the capacity. The premise row is met when the server used 90% of its quota at its
+    capacity level; when it did not, its reason names what did hold the capacity, from the
+    counters: the emulator at a whole core, or handshakes dropped at the listener (the first
+    paper-scale run had both, at half a CPU and 512-long queues); with neither, no reason."""
+    paper = load_paper("002")
+    shutil.copytree(DOCS / "002" / "loss", tmp_path / "002" / "loss")
+    reps = sorted((tmp_path / "002" / "loss" / "sojourn-loss=0.09").glob("[0-9]*/"))
+    assert reps
+
+    def row_with(share: float, emulator_cpu: float, dropped: int) -> Row:
+        for rep in reps:
+            summary = json.loads((rep / "summary.json").read_text())
+            at_capacity = next(level for level in summary["levels"] if level["users"] == summary["capacity_users"])
+            at_capacity["server_cpu"] = share * summary["server_cpu"]["cpus"]
+            (rep / "summary.json").write_text(json.dumps(summary))
+            counters = pd.read_csv(rep / "counters.csv")
+            counters["router_cpu"] = emulator_cpu
+            counters["listen_drops"] = [dropped * i // (len(counters) - 1) for i in range(len(counters))]
+            counters.to_csv(rep / "counters.csv", index=False)
+        return _the_row(paper, tmp_path, "loss", "sojourn: server CPU at its capacity / its CPU quota, 9% loss")
+
+    row = row_with(0.97, 1.0, 3000)
+    assert row.verdict() == "met" and row.ours.value == pytest.approx(0.97)
+    row = row_with(0.62, 1.0, 0)
+    assert row.verdict() == "missed" and row.reason() == "measured"
+    assert "the emulator ran at 1.00 CPU" in row.why_text() and "handshakes" not in row.why_text()
+    row = row_with(0.62, 0.5, 3000)
+    assert "dropped 3000 handshakes a repetition" in row.why_text() and "emulator" not in row.why_text()
+    assert row_with(0.62, 0.5, 0).reason() != "measured"
+
+
 def test_a_variant_of_ours_is_explained_by_putting_its_factors_back_one_at_a_time(tmp_path):
     """003 §5: the clients that neither think nor restart their session
     (`section5-demand20-nothink-continue`) dropped 6.1% of gold's requests at 40 clients;
