@@ -630,6 +630,43 @@ def test_a_capacity_rests_on_its_server_using_its_cpu_and_else_names_what_held_i
     assert row_with(0.62, 0.5, 0).reason() != "measured"
 
 
+def test_a_cpu_bound_capacity_ratio_is_put_down_to_what_a_request_costs_the_server(tmp_path):
+    """002 Fig. 17: with the server CPU-bound at both loss rates, its capacity is its CPU
+    over what a request costs it, so a capacity that did not fall with loss is explained by a
+    cost that did not rise (server_cpu over requests/s at the capacity level); not claimed
+    once either run left a tenth of its quota unused, and a lower bound (the capacity at the
+    last level of users) is the reason before it."""
+    from sojourn.reproduce.paper002 import _cost_why
+
+    paper = load_paper("002")
+    shutil.copytree(DOCS / "002" / "loss", tmp_path / "002" / "loss")
+
+    def set_runs(capacities: dict[str, float], share: float = 0.97, last_level: bool = False) -> None:
+        for run, capacity in capacities.items():
+            for path in (tmp_path / "002" / "loss" / run).glob("*/summary.json"):
+                summary = json.loads(path.read_text())
+                level = next(level for level in summary["levels"] if level["users"] == summary["capacity_users"])
+                level["server_cpu"] = share * summary["server_cpu"]["cpus"]
+                summary["capacity_rps"], summary["capacity_at_last_level"] = capacity, last_level
+                path.write_text(json.dumps(summary))
+
+    def capacity_row() -> Row:
+        return _the_row(paper, tmp_path, "loss", "sojourn: capacity at 9% / at 0% loss")
+
+    set_runs({"sojourn-loss=0.09": 4400, "sojourn-loss=0": 4000})
+    row = capacity_row()
+    assert row.verdict() == "opposite" and row.reason() == "measured", row.why_text()
+    assert "(0.91x; server_cpu over requests/s" in row.why_text()
+    assert "did not make a request dearer" in row.why_text()
+    set_runs({"sojourn-loss=0.09": 2000})
+    assert "made each request dearer" in _cost_why(Context(paper, tmp_path), "loss", "sojourn-loss=0.09",
+                                                   "sojourn-loss=0").text
+    set_runs({"sojourn-loss=0.09": 4400}, share=0.6)
+    assert capacity_row().reason() == "unexplained"
+    set_runs({"sojourn-loss=0.09": 4400}, last_level=True)
+    assert "a lower bound" in capacity_row().why_text()
+
+
 def test_a_variant_of_ours_is_explained_by_putting_its_factors_back_one_at_a_time(tmp_path):
     """003 §5: the clients that neither think nor restart their session
     (`section5-demand20-nothink-continue`) dropped 6.1% of gold's requests at 40 clients;

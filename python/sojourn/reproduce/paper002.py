@@ -45,16 +45,6 @@ def _last_level(ctx: Context, entry: str, runs: tuple[str, ...]) -> list[str]:
     return [run for run in runs if ctx.mean(entry, run, "capacity_at_last_level") == 1]
 
 
-def _capacity_row(ctx: Context, entry: str, server: str, parameter: str, high, low, claim: str,
-                  paper: Claim) -> Row:
-    top, base = run_name(server, parameter, high), run_name(server, parameter, low)
-    capped = _last_level(ctx, entry, (top, base))
-    why = measured(f"the capacity of {' and '.join(capped)} came at the last level of users "
-                   "(capacity_at_last_level in summary.json): a lower bound, so the ratio is not the servers'"
-                   ) if capped else None
-    return ctx.row(entry, claim, paper, ctx.ratio((entry, top, "capacity_rps"), (entry, base, "capacity_rps")), why)
-
-
 # 002 §3.1 and Figs. 10 and 12: the server's CPU is what runs out at its capacity. Here a
 # repetition's server counts as the bottleneck when it used 90% of its CPU quota at the level
 # of users that reached the capacity.
@@ -66,6 +56,41 @@ def _quota_used_at_capacity(summary: dict) -> float | None:
     quota = (summary.get("server_cpu") or {}).get("cpus")
     used = _at_level(AT_CAPACITY, "server_cpu")(summary)
     return used / quota if quota and used is not None else None
+
+
+def _cpu_per_request(summary: dict) -> float | None:
+    """CPU-seconds the server spent per request at its capacity level."""
+    used, rate = _at_level(AT_CAPACITY, "server_cpu")(summary), summary.get("capacity_rps")
+    return used / rate if used is not None and rate else None
+
+
+def _cost_why(ctx: Context, entry: str, top: str, base: str) -> Why | None:
+    """Why a CPU-bound server's capacity moved as it did: with its CPU full at both points,
+    capacity is that CPU over what one request costs, so the ratio is the inverse of the
+    costs'. Measured only when both runs used 90% of their quota at their capacity."""
+    used = {run: ctx.from_summary(entry, run, _quota_used_at_capacity, "server_cpu at its capacity level")
+            for run in (top, base)}
+    cost = {run: ctx.from_summary(entry, run, _cpu_per_request, "server_cpu per request at its capacity level")
+            for run in (top, base)}
+    if not all(m.ok for m in (*used.values(), *cost.values())) or min(m.value for m in used.values()) < SATURATED:
+        return None
+    change = cost[top].value / cost[base].value
+    return measured(f"both were CPU-bound at their capacity ({used[top].value:.0%} and {used[base].value:.0%} of "
+                    f"the quota), so capacity is the CPU over what a request costs: {cost[top].value * 1e6:.0f} µs "
+                    f"of server CPU a request in {top} against {cost[base].value * 1e6:.0f} µs in {base} "
+                    f"({change:.2f}x; server_cpu over requests/s at the capacity level). "
+                    + ("On this stack the condition did not make a request dearer to serve"
+                       if change < 1.1 else "The condition made each request dearer to serve"))
+
+
+def _capacity_row(ctx: Context, entry: str, server: str, parameter: str, high, low, claim: str,
+                  paper: Claim) -> Row:
+    top, base = run_name(server, parameter, high), run_name(server, parameter, low)
+    capped = _last_level(ctx, entry, (top, base))
+    why = measured(f"the capacity of {' and '.join(capped)} came at the last level of users "
+                   "(capacity_at_last_level in summary.json): a lower bound, so the ratio is not the servers'"
+                   ) if capped else _cost_why(ctx, entry, top, base)
+    return ctx.row(entry, claim, paper, ctx.ratio((entry, top, "capacity_rps"), (entry, base, "capacity_rps")), why)
 
 
 def _other_limit_why(ctx: Context, entry: str, run: str) -> Why | None:
