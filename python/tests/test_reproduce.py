@@ -656,7 +656,7 @@ def test_a_cpu_bound_capacity_ratio_is_put_down_to_what_a_request_costs_the_serv
     set_runs({"sojourn-loss=0.09": 4400, "sojourn-loss=0": 4000})
     row = capacity_row()
     assert row.verdict() == "opposite" and row.reason() == "measured", row.why_text()
-    assert "(0.91x; server_cpu over requests/s" in row.why_text()
+    assert "(0.91x; server_cpu, its cgroup's CPU, over requests/s" in row.why_text()
     assert "did not make a request dearer" in row.why_text()
     set_runs({"sojourn-loss=0.09": 2000})
     assert "made each request dearer" in _cost_why(Context(paper, tmp_path), "loss", "sojourn-loss=0.09",

@@ -78,9 +78,11 @@ def _cost_why(ctx: Context, entry: str, top: str, base: str) -> Why | None:
     return measured(f"both were CPU-bound at their capacity ({used[top].value:.0%} and {used[base].value:.0%} of "
                     f"the quota), so capacity is the CPU over what a request costs: {cost[top].value * 1e6:.0f} µs "
                     f"of server CPU a request in {top} against {cost[base].value * 1e6:.0f} µs in {base} "
-                    f"({change:.2f}x; server_cpu over requests/s at the capacity level). "
-                    + ("On this stack the condition did not make a request dearer to serve"
-                       if change < 1.1 else "The condition made each request dearer to serve"))
+                    f"({change:.2f}x; server_cpu, its cgroup's CPU, over requests/s at the capacity level). "
+                    + ("On this stack the condition did not make a request dearer for the server's cgroup"
+                       if change < 1.1 else "The condition made each request dearer for the server's cgroup")
+                    + " (its own code and the kernel work done in its context; what the kernel does for its "
+                      "sockets in softirq context, such as sends clocked by arriving ACKs, is charged elsewhere)")
 
 
 def _capacity_row(ctx: Context, entry: str, server: str, parameter: str, high, low, claim: str,
