@@ -467,6 +467,29 @@ def test_router_cpu_counts_the_emulators_time(tmp_path):
     assert rows["router_cpu"].max() > 0 and rows["router_cpu"].between(0, 2.05).all()
 
 
+def test_the_emulators_counters_trace_its_lateness_and_release_bursts_per_interval():
+    """wan_counters.csv gives each interval the loop's delay error (late_p99_us, late_max_us)
+    and the most packets it released in one turn (release_burst_max): where in a run a late
+    emulator was late, and whether packets due together or a stall of the loop did it. While
+    a stream crosses a delayed pipe every interval released something, and no interval's
+    worst exceeds the run's (wan_summary.json)."""
+    import pandas as pd
+
+    cfg = TestbedConfig(prefix="sjtbw", link_bps=100_000_000, groups=[WanGroup("g0", rtt_ms=20)])
+    with Testbed(cfg) as tb:
+        received = stream_to_a_client(tb, 7043, seconds=3)
+        tb.emulator.stop()
+        summary = json.loads(tb.emulator.summary_path.read_text())
+        rows = pd.read_csv(tb.wan_counters_path)
+    assert received["bytes"] > 1_000_000, received
+    down = rows[rows["direction"] == "down"]
+    busy = down[down["forwarded"].diff() > 0]
+    assert len(busy) >= 2, down
+    assert (busy["release_burst_max"] >= 1).all() and (busy["late_max_us"] > 0).all(), busy
+    assert (rows["late_p99_us"] <= rows["late_max_us"]).all()
+    assert rows["late_max_us"].max() <= summary["lateness_us"]["max"] * 1.01 + 0.1, (rows, summary)
+
+
 # The flood's SO_PRIORITY: none (the listener's SYN-ACKs share its FIFO, FAIR's uplink), or
 # the one data band of `bands = "1024M"` (1:10), which leaves the SYN-ACKs the default class
 # at the same HTB priority: a queue of their own, as SRPT's control band (000 §3.2, the

@@ -78,17 +78,23 @@ pub fn run(args: WanArgs) -> anyhow::Result<()> {
     let start = monotonic_ns();
     let mut next_counters = start + interval_ns;
     let mut lateness = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds");
+    let mut interval = IntervalStats::new();
     let mut write_errors = 0u64;
     let mut buf = vec![0u8; MAX_PACKET];
     while !signals::stop_requested() {
         // Release first, so a burst of arrivals never delays packets already due.
         let now = monotonic_ns();
+        let mut released = 0u64;
         emulator.release(now, |scheduled, packet| {
-            let _ = lateness.record(now.saturating_sub(scheduled).max(1));
+            let late = now.saturating_sub(scheduled).max(1);
+            let _ = lateness.record(late);
+            let _ = interval.lateness.record(late);
+            released += 1;
             if tun.send(packet).is_err() {
                 write_errors += 1;
             }
         });
+        interval.burst_max = interval.burst_max.max(released);
         let mut more_waiting = false;
         for _ in 0..READ_BATCH {
             match tun.recv(&mut buf) {
@@ -107,8 +113,9 @@ pub fn run(args: WanArgs) -> anyhow::Result<()> {
         let now = monotonic_ns();
         if now >= next_counters {
             if let Some(writer) = counters.as_mut() {
-                writer.write(now - start, &emulator.reports())?;
+                writer.write(now - start, &emulator.reports(), &interval)?;
             }
+            interval = IntervalStats::new();
             next_counters += interval_ns * ((now - next_counters) / interval_ns + 1);
         }
         if more_waiting {
@@ -127,7 +134,7 @@ pub fn run(args: WanArgs) -> anyhow::Result<()> {
     }
     let end = monotonic_ns();
     if let Some(writer) = counters.as_mut() {
-        writer.write(end - start, &emulator.reports())?;
+        writer.write(end - start, &emulator.reports(), &interval)?;
     }
     if let Some(path) = &options.summary {
         let summary = Summary {
@@ -174,16 +181,34 @@ struct Summary {
     lateness_us: Lateness,
 }
 
+/// The loop's own figures over one counters interval: how late the packets it released then
+/// left (the delay error, as the summary's `lateness_us` over the whole run) and the most it
+/// released in one turn, so a late interval shows whether a burst of packets due together
+/// (closed-loop users in step) or a stall of the loop made it late.
+struct IntervalStats {
+    lateness: Histogram<u64>,
+    burst_max: u64,
+}
+
+impl IntervalStats {
+    fn new() -> Self {
+        IntervalStats { lateness: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds"), burst_max: 0 }
+    }
+}
+
 /// Per-pipe rows: `t_s,group,direction,forwarded,forwarded_bytes,loss_drops,
 /// queue_drops,queue_peak_bytes,queue_peak_packets,in_flight,in_flight_peak`
-/// (counters and peaks since start; `in_flight` is a gauge).
+/// (counters and peaks since start; `in_flight` is a gauge), then the loop's
+/// `late_p99_us,late_max_us,release_burst_max` over the interval (`IntervalStats`, the
+/// same on each pipe's row; 0 when nothing was released).
 struct CounterWriter {
     writer: csv::Writer<File>,
 }
 
-const COUNTER_COLUMNS: [&str; 11] = [
+const COUNTER_COLUMNS: [&str; 14] = [
     "t_s", "group", "direction", "forwarded", "forwarded_bytes", "loss_drops",
     "queue_drops", "queue_peak_bytes", "queue_peak_packets", "in_flight", "in_flight_peak",
+    "late_p99_us", "late_max_us", "release_burst_max",
 ];
 
 impl CounterWriter {
@@ -194,7 +219,13 @@ impl CounterWriter {
         Ok(CounterWriter { writer })
     }
 
-    fn write(&mut self, elapsed_ns: u64, reports: &[PipeReport]) -> anyhow::Result<()> {
+    fn write(&mut self, elapsed_ns: u64, reports: &[PipeReport], interval: &IntervalStats) -> anyhow::Result<()> {
+        let us = |ns: u64| format!("{:.1}", ns as f64 / 1e3);
+        let (late_p99, late_max) = if interval.lateness.is_empty() {
+            (us(0), us(0))
+        } else {
+            (us(interval.lateness.value_at_quantile(0.99)), us(interval.lateness.max()))
+        };
         for r in reports {
             let c = &r.counters;
             let direction = match r.direction {
@@ -213,6 +244,9 @@ impl CounterWriter {
                 c.queue_peak_packets.to_string(),
                 c.in_flight.to_string(),
                 c.in_flight_peak.to_string(),
+                late_p99.clone(),
+                late_max.clone(),
+                interval.burst_max.to_string(),
             ])?;
         }
         self.writer.flush()?;
