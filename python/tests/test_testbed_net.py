@@ -465,6 +465,17 @@ def test_router_cpu_counts_the_emulators_time(tmp_path):
     rows = pd.read_csv(path)
     assert received["bytes"] > 1_000_000, received
     assert rows["router_cpu"].max() > 0 and rows["router_cpu"].between(0, 2.05).all()
+    # The stream's receive work runs in softirqs somewhere on the machine.
+    assert rows["host_softirq"].max() > 0 and rows["host_softirq"].between(0, os.cpu_count() + 0.05).all()
+
+
+def test_softirq_ticks_is_the_seventh_number_of_proc_stats_cpu_line():
+    from sojourn.testbed.counters import softirq_ticks
+
+    stat = "cpu  1358293 37174 1380384 7965795 17296 0 895684 18952 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n"
+    assert softirq_ticks(stat) == 895684
+    with pytest.raises(ValueError):
+        softirq_ticks("intr 1 2 3\n")
 
 
 def test_the_emulators_counters_trace_its_lateness_and_release_bursts_per_interval():

@@ -24,7 +24,10 @@ seconds per second of every process in the router namespace: the WAN emulator, w
 on, which shares the machine's CPUs with the server); ``host_cpu_stall``,
 ``host_io_stall``, ``host_memory_stall``: the fraction of the last interval in which some
 task of the whole machine waited for a CPU, for I/O or for memory (pressure stall
-information, PSI), disturbances no namespace counter sees; per queue of the
+information, PSI), disturbances no namespace counter sees; ``host_softirq`` (CPU seconds per
+second the whole machine spent in softirqs, /proc/stat: the network stack's receive and
+ACK-clocked send work, charged to whichever task it interrupted, the server's, the emulator's,
+or to ksoftirqd, which neither server_cpu nor router_cpu counts); per queue of the
 uplink (each band, or the FIFO) ``q<class>_sent_bytes``, ``q<class>_dropped``,
 ``q<class>_backlog_bytes`` with ``<class>`` the HTB class, e.g. ``q1_10``.
 """
@@ -152,6 +155,16 @@ def _stat_fields(stat: str) -> list[str]:
 PRESSURE_RESOURCES = ("cpu", "io", "memory")
 
 
+def softirq_ticks(text: str) -> int:
+    """The whole machine's softirq time in clock ticks, from ``/proc/stat``'s ``cpu`` line
+    (user nice system idle iowait irq softirq ...: the seventh number; proc(5))."""
+    for line in text.splitlines():
+        fields = line.split()
+        if fields and fields[0] == "cpu":
+            return int(fields[7])
+    raise ValueError("/proc/stat has no cpu line")
+
+
 def pressure_stall_us(text: str) -> int:
     """The ``some`` line's ``total=`` (microseconds) of a ``/proc/pressure/<resource>`` file;
     0 when the kernel has no PSI."""
@@ -228,6 +241,7 @@ class CounterSampler:
         previous_ticks: dict[int, int] = {}
         previous_router_ticks: dict[int, int] = {}
         previous_stall, previous_stall_t = None, start
+        previous_softirq = None
         previous_t = start
         with open(self.path, "w", newline="") as out:
             writer = None
@@ -239,6 +253,7 @@ class CounterSampler:
                 # Over their own span: reading the socket tables above can take a while under load.
                 stall_t = time.monotonic()
                 stall = {r: pressure_stall_us(_read(f"/proc/pressure/{r}")) for r in PRESSURE_RESOURCES}
+                softirq = softirq_ticks(_read("/proc/stat"))
                 elapsed = max(now - previous_t, 1e-9)
                 sent = row["uplink_tx_bytes"] - previous_bytes if previous_bytes is not None else 0
                 row["uplink_util"] = round(sent * 8 / elapsed / self.link_bps, 4)
@@ -249,9 +264,11 @@ class CounterSampler:
                 for resource in PRESSURE_RESOURCES:
                     waited_us = stall[resource] - previous_stall[resource] if previous_stall else 0
                     row[f"host_{resource}_stall"] = round(waited_us / 1e6 / max(stall_t - previous_stall_t, 1e-9), 4)
+                in_softirq = softirq - previous_softirq if previous_softirq is not None else 0
+                row["host_softirq"] = round(in_softirq / CLOCK_TICKS / max(stall_t - previous_stall_t, 1e-9), 4)
                 previous_bytes, previous_ticks, previous_t = row["uplink_tx_bytes"], ticks, now
                 previous_router_ticks = router_ticks
-                previous_stall, previous_stall_t = stall, stall_t
+                previous_stall, previous_stall_t, previous_softirq = stall, stall_t, softirq
                 row = {"t_s": round(now - start, 6)} | row
                 if writer is None:
                     writer = csv.DictWriter(out, fieldnames=list(row), extrasaction="ignore", restval="")
