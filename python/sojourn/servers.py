@@ -55,7 +55,8 @@ POLICIES = ("fair", "srpt", "las")
 PROGRAMS = {"nginx": "nginx", "apache2": "apache2", "apache2-prefork": "apache2", "lighttpd": "lighttpd", "h2o": "h2o"}
 # apache2-prefork's processes when max_connections leaves it open (001 §6.2 ran 256 and 1024).
 PREFORK_PROCESSES = 256
-# Every server asks for a listen backlog this long, and Linux clamps it to the namespace's
+# sojourn, nginx, apache2 and lighttpd ask for a listen backlog this long (h2o's own default is
+# clamped likewise: test_servers checks all six), and Linux clamps it to the namespace's
 # net.core.somaxconn (__sys_listen), so the testbed's network.tcp.somaxconn alone sets the
 # accept queue, and with it the SYN queue (a request is dropped once that many wait): 000's
 # 512 (its SYNQ = ACKQ) or 002's longer queues alike, whichever server is under test.
