@@ -141,52 +141,52 @@ def test_command_kind_substitutes_placeholders(docroot):
     assert not group_alive(pgid)
 
 
-@pytest.mark.netns
-def test_runs_inside_a_network_namespace(docroot):
+@pytest.fixture
+def bare_netns():
+    """A fresh network namespace with only loopback up (root), deleted afterwards."""
     if os.geteuid() != 0:
         pytest.skip("needs root for ip netns")
-    root, objects = docroot
     ns = f"sjrn-peer-{os.getpid() % 100000}"
     subprocess.run(["ip", "netns", "add", ns], check=True)
     try:
         subprocess.run(["ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"], check=True)
-        port = 8080
-        with Server(ServerConfig(kind="nginx", root=root, port=port, netns=ns)):
-            fetched = subprocess.run(["ip", "netns", "exec", ns, "curl", "-sf", f"http://127.0.0.1:{port}/o/large.bin"],
-                                     capture_output=True, check=True).stdout
-            assert fetched == objects["/o/large.bin"]
-            # Not reachable from the host's namespace: it really runs inside.
-            outside = subprocess.run(["curl", "-s", "--max-time", "2", "-o", "/dev/null", "-w", "%{http_code}",
-                                      f"http://127.0.0.1:{port}/o/small.bin"], capture_output=True, text=True).stdout
-            assert outside != "200" or port_used_on_host(port)
+        yield ns
     finally:
         subprocess.run(["ip", "netns", "del", ns], check=False)
 
 
 @pytest.mark.netns
+def test_runs_inside_a_network_namespace(docroot, bare_netns):
+    root, objects = docroot
+    ns = bare_netns
+    port = 8080
+    with Server(ServerConfig(kind="nginx", root=root, port=port, netns=ns)):
+        fetched = subprocess.run(["ip", "netns", "exec", ns, "curl", "-sf", f"http://127.0.0.1:{port}/o/large.bin"],
+                                 capture_output=True, check=True).stdout
+        assert fetched == objects["/o/large.bin"]
+        # Not reachable from the host's namespace: it really runs inside.
+        outside = subprocess.run(["curl", "-s", "--max-time", "2", "-o", "/dev/null", "-w", "%{http_code}",
+                                  f"http://127.0.0.1:{port}/o/small.bin"], capture_output=True, text=True).stdout
+        assert outside != "200" or port_used_on_host(port)
+
+
+@pytest.mark.netns
 @pytest.mark.parametrize("kind", REAL_SERVERS + ["sojourn"])
-def test_the_namespaces_somaxconn_sets_every_servers_accept_queue(kind, docroot):
+def test_the_namespaces_somaxconn_sets_every_servers_accept_queue(kind, docroot, bare_netns):
     """Each server asks for LISTEN_BACKLOG and the kernel clamps it to the namespace's
     somaxconn, so the testbed's network.tcp.somaxconn (000's 512, 002's longer queue) holds
     for whichever server is under test: the listener's backlog (ss Send-Q) is exactly it."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root for ip netns")
     if shutil.which(PROGRAMS.get(kind, "true")) is None:
         pytest.skip(f"{kind} not installed")
     root, _ = docroot
-    ns = f"sjrn-bl-{os.getpid() % 100000}"
-    subprocess.run(["ip", "netns", "add", ns], check=True)
-    try:
-        subprocess.run(["ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"], check=True)
-        subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw", "net.core.somaxconn=3001"], check=True)
-        options = SojournOptions(admin_port=8081) if kind == "sojourn" else None
-        with Server(ServerConfig(kind=kind, root=root, port=8080, netns=ns, sojourn=options)):
-            shown = subprocess.run(["ip", "netns", "exec", ns, "ss", "-ltnH", "sport = :8080"],
-                                   capture_output=True, text=True, check=True).stdout
-        backlogs = {int(line.split()[2]) for line in shown.splitlines()}
-        assert backlogs == {3001}, shown
-    finally:
-        subprocess.run(["ip", "netns", "del", ns], check=False)
+    ns = bare_netns
+    subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-qw", "net.core.somaxconn=3001"], check=True)
+    options = SojournOptions(admin_port=8081) if kind == "sojourn" else None
+    with Server(ServerConfig(kind=kind, root=root, port=8080, netns=ns, sojourn=options)):
+        shown = subprocess.run(["ip", "netns", "exec", ns, "ss", "-ltnH", "sport = :8080"],
+                               capture_output=True, text=True, check=True).stdout
+    backlogs = {int(line.split()[2]) for line in shown.splitlines()}
+    assert backlogs == {3001}, shown
 
 
 def port_used_on_host(port: int) -> bool:

@@ -77,7 +77,8 @@ pub fn run(args: WanArgs) -> anyhow::Result<()> {
     let interval_ns = (options.interval_s() * 1e9) as u64;
     let start = monotonic_ns();
     let mut next_counters = start + interval_ns;
-    let mut lateness = Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds");
+    // The whole run's lateness: each interval's, added in as its counters are written.
+    let mut lateness = lateness_histogram();
     let mut interval = IntervalStats::new();
     let mut write_errors = 0u64;
     let mut buf = vec![0u8; MAX_PACKET];
@@ -86,9 +87,7 @@ pub fn run(args: WanArgs) -> anyhow::Result<()> {
         let now = monotonic_ns();
         let mut released = 0u64;
         emulator.release(now, |scheduled, packet| {
-            let late = now.saturating_sub(scheduled).max(1);
-            let _ = lateness.record(late);
-            let _ = interval.lateness.record(late);
+            let _ = interval.lateness.record(now.saturating_sub(scheduled).max(1));
             released += 1;
             if tun.send(packet).is_err() {
                 write_errors += 1;
@@ -115,6 +114,7 @@ pub fn run(args: WanArgs) -> anyhow::Result<()> {
             if let Some(writer) = counters.as_mut() {
                 writer.write(now - start, &emulator.reports(), &interval)?;
             }
+            let _ = lateness.add(&interval.lateness);
             interval = IntervalStats::new();
             next_counters += interval_ns * ((now - next_counters) / interval_ns + 1);
         }
@@ -136,6 +136,7 @@ pub fn run(args: WanArgs) -> anyhow::Result<()> {
     if let Some(writer) = counters.as_mut() {
         writer.write(end - start, &emulator.reports(), &interval)?;
     }
+    let _ = lateness.add(&interval.lateness);
     if let Some(path) = &options.summary {
         let summary = Summary {
             elapsed_s: (end - start) as f64 / 1e9,
@@ -192,8 +193,13 @@ struct IntervalStats {
 
 impl IntervalStats {
     fn new() -> Self {
-        IntervalStats { lateness: Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds"), burst_max: 0 }
+        IntervalStats { lateness: lateness_histogram(), burst_max: 0 }
     }
+}
+
+/// Release lateness in ns, 1 ns to 60 s at 3 significant digits.
+fn lateness_histogram() -> Histogram<u64> {
+    Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds")
 }
 
 /// Per-pipe rows: `t_s,group,direction,forwarded,forwarded_bytes,loss_drops,

@@ -261,11 +261,12 @@ class CounterSampler:
                 row["server_rss_bytes"] = rss
                 row["server_processes"], row["server_runnable"], row["server_blocked"] = len(ticks), runnable, blocked
                 row["router_cpu"] = cpu_rate(router_ticks, previous_router_ticks, elapsed)
+                host_span = max(stall_t - previous_stall_t, 1e-9)
                 for resource in PRESSURE_RESOURCES:
                     waited_us = stall[resource] - previous_stall[resource] if previous_stall else 0
-                    row[f"host_{resource}_stall"] = round(waited_us / 1e6 / max(stall_t - previous_stall_t, 1e-9), 4)
+                    row[f"host_{resource}_stall"] = round(waited_us / 1e6 / host_span, 4)
                 in_softirq = softirq - previous_softirq if previous_softirq is not None else 0
-                row["host_softirq"] = round(in_softirq / CLOCK_TICKS / max(stall_t - previous_stall_t, 1e-9), 4)
+                row["host_softirq"] = round(in_softirq / CLOCK_TICKS / host_span, 4)
                 previous_bytes, previous_ticks, previous_t = row["uplink_tx_bytes"], ticks, now
                 previous_router_ticks = router_ticks
                 previous_stall, previous_stall_t, previous_softirq = stall, stall_t, softirq
