@@ -153,6 +153,19 @@ def test_closed_users_think_between_requests(server, tmp_path):
     assert frame["client"].nunique() == 3
 
 
+def test_a_start_spread_starts_the_users_one_after_another(server, tmp_path):
+    """--start-spread S: user u of N issues its first request at u * S / N (docs/load.md),
+    with two threads too, and then goes on as a closed user."""
+    out = tmp_path / "out"
+    load("closed", "--target", f"127.0.0.1:{server.config.port}", "--out", str(out), "--users", "4",
+         "--duration", "1.2", "--start-spread", "0.8", "--threads", "2", "--path", "/1k.bin", "--requests-per-conn", "0")
+    frame, info = records(out), summary(out)
+    assert_exact_accounting(frame, info)
+    first = frame.sort_values("scheduled_s").groupby("client")["scheduled_s"].first()
+    assert first.to_dict() == pytest.approx({0: 0.0, 1: 0.2, 2: 0.4, 3: 0.6}, abs=1e-6)
+    assert (frame.groupby("client").size() > 1).all(), "each user goes on after its first response"
+
+
 def test_capacity_sweep(server, tmp_path):
     out = tmp_path / "out"
     result = load("capacity", "--target", f"127.0.0.1:{server.config.port}", "--out", str(out),

@@ -231,6 +231,9 @@ def test_drain_ends_an_open_run_after_the_last_request_and_interrupts_what_is_ou
     (["closed", "--users", "0", "--duration", "1", "--path", "/x"], "--users 0"),
     (["closed", "--users", "1", "--duration", "1", "--path", "/x", "--think-time", "exp:-1"], "think time"),
     (["capacity", "--connections", "4,0", "--duration", "1", "--path", "/x"], "--connections 0"),
+    (["closed", "--users", "2", "--duration", "1", "--path", "/x", "--start-spread", "1"],
+     "--start-spread 1: must be at least 0 and below --duration"),
+    (["capacity", "--connections", "4", "--duration", "1", "--path", "/x", "--start-spread=-0.5"], "--start-spread -0.5"),
     (["open", "--rate", "5", "--duration=-1", "--path", "/x"], "--duration -1"),
 ])
 def test_rejects_contradictory_parameters_before_sending(tmp_path, argv, message):

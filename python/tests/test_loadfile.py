@@ -11,7 +11,7 @@ import tomllib
 
 import pytest
 
-from sojourn.engine import engine_path
+from sojourn.engine import engine_path, options_toml
 from sojourn.runner.inputs import Inputs
 from sojourn.runner.loadfile import LoadFile
 from sojourn.runner.spec import validate
@@ -90,6 +90,9 @@ def test_the_plan_holds_each_modes_documents():
     assert drained.runs[0].plan.load.drain == 0.0
     closed = plan(mode="closed", users=7, duration_s=30.0, think_s=2.0).load
     assert (closed.users, closed.duration, closed.think_time, closed.conns_per_client) == (7, 30.0, "exp:2.0", 1)
+    assert closed.start_spread is None  # all at once unless the spec spreads them
+    spread = plan(mode="capacity", levels=[8], level_s=5.0, warmup_s=2.0, start_spread_s=1.5).probe
+    assert spread.start_spread == 1.5 and "start-spread = 1.5" in options_toml(spread)
     probe_only = plan(mode="capacity", levels=[8, 16], level_s=5.0)
     assert probe_only.load is None and (probe_only.probe.mode, probe_only.probe.duration) == ("closed", 5.0)
     fraction = plan(profile="", rho=0.0, load_fraction=0.9, levels=[8], level_s=5.0)

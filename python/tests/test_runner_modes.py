@@ -41,10 +41,17 @@ def write_spec(tmp_path: Path, name: str, workload: str) -> Path:
 def test_modes_are_validated():
     base = {"name": "m", "workload": {"mode": "capacity", "levels": [1, 4]}}
     assert validate(base).runs[0].config["workload"]["levels"] == [1, 4]
+    with pytest.raises(SpecError, match=r"server\.cpu_period_ms = 10\.0 is the period of server\.cpu_quota"):
+        validate({"name": "m", "server": {"cpu_period_ms": 10.0}})
     for workload, message in (({"mode": "capacity"}, r"capacity mode needs a list of user counts"),
                               ({"mode": "capacity", "levels": [0]}, r"workload\.levels = \[0\]"),
                               ({"mode": "capacity", "levels": [2], "warmup_s": 10.0}, r"warmup_s = 10\.0 must be below"),
                               ({"mode": "closed", "profile": "W1"}, r"workload\.profile shapes open-loop arrivals"),
+                              ({"mode": "capacity", "levels": [2], "start_spread_s": 3.0},
+                               r"start_spread_s = 3\.0 must be at most workload\.warmup_s = 2\.0"),
+                              ({"mode": "closed", "duration_s": 5.0, "start_spread_s": 5.0},
+                               r"start_spread_s = 5\.0 must be below workload\.duration_s"),
+                              ({"rho": 0.5, "start_spread_s": 1.0}, r"start_spread_s staggers closed users"),
                               ({"rho": 0.5, "levels": [2]}, r"workload\.levels is for workload\.mode = 'capacity'")):
         with pytest.raises(SpecError, match=message):
             validate({"name": "m", "workload": workload})

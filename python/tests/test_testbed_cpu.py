@@ -35,6 +35,9 @@ interval_s = 0.5
 [variants.free]
 [variants.quota]
 server.cpu_quota = 0.05
+[variants.quota-20ms]
+server.cpu_quota = 0.05
+server.cpu_period_ms = 20
 """
 
 
@@ -44,7 +47,7 @@ def test_a_quota_throttles_the_server_and_every_summary_says_so(tmp_path):
     outcome = run_experiment(load_spec(path), tmp_path / "results", prefix="sjcq")
     assert outcome.complete, outcome.reasons()
     summaries = {run: json.loads((tmp_path / "results" / "quota" / run / "0" / "summary.json").read_text())
-                 for run in ("free", "quota")}
+                 for run in ("free", "quota", "quota-20ms")}
     held = summaries["quota"]["server_cpu"]
     assert held["cpus"] == 0.05 and held["throttled_periods"] > 0 and held["throttled_s"] > 0
     assert "server_cpu" not in summaries["free"]
@@ -52,6 +55,12 @@ def test_a_quota_throttles_the_server_and_every_summary_says_so(tmp_path):
     assert summaries["quota"]["throughput_rps"] < 0.5 * summaries["free"]["throughput_rps"]
     versions = json.loads((tmp_path / "results" / "quota" / "quota" / "0" / "versions.json").read_text())
     assert versions["testbed"]["server_cpu"]["cpus"] == 0.05
+    # The same share over a fifth of the period: five times the periods over a like run.
+    short = summaries["quota-20ms"]["server_cpu"]
+    assert short["cpus"] == 0.05 and short["throttled_periods"] > 3 * held["throttled_periods"]
+    short_versions = json.loads((tmp_path / "results" / "quota" / "quota-20ms" / "0" / "versions.json").read_text())
+    assert (short_versions["testbed"]["server_cpu"]["period_us"], versions["testbed"]["server_cpu"]["period_us"]) \
+        == (20_000, 100_000)
     root, _ = cpu.controller_root()
     assert not (root / cpu.CGROUP_NAME.format(prefix="sjcq")).exists()
 
@@ -59,3 +68,6 @@ def test_a_quota_throttles_the_server_and_every_summary_says_so(tmp_path):
 def test_an_impossible_quota_is_refused_naming_it():
     with pytest.raises(cpu.CpuQuotaError, match="quota 0.001"):
         cpu.ServerCpu("sjcz", 0.001)
+    # cpu.max takes at least 1 ms of CPU per period: 0.05 of 10 ms is half of that.
+    with pytest.raises(cpu.CpuQuotaError, match=r"quota 0.05 over a 10 ms period.*here 0.5 ms"):
+        cpu.ServerCpu("sjcz", 0.05, period_ms=10)

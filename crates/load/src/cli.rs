@@ -238,6 +238,12 @@ struct ClosedArgs {
     /// Seconds to run; outstanding requests at the end are `interrupted`.
     #[arg(long)]
     duration: f64,
+    /// Seconds over which the users start, one after another at equal intervals (0: all at
+    /// once). Users started together with no think time move in step, a wave per round trip,
+    /// when the round trip dominates their cycle (docs/load.md).
+    #[arg(long, default_value_t = 0.0)]
+    #[serde(default)]
+    start_spread: f64,
     #[command(flatten)]
     #[serde(flatten)]
     paths: PathChoice,
@@ -294,6 +300,12 @@ struct CapacityArgs {
     /// Seconds per level.
     #[arg(long)]
     duration: f64,
+    /// Seconds over which each level's users start, one after another at equal intervals (0: all at
+    /// once). Users started together with no think time move in step, a wave per round trip,
+    /// when the round trip dominates their cycle (docs/load.md).
+    #[arg(long, default_value_t = 0.0)]
+    #[serde(default)]
+    start_spread: f64,
     #[command(flatten)]
     #[serde(flatten)]
     paths: PathChoice,
@@ -356,6 +368,14 @@ fn parse_levels(text: &str) -> Result<Levels, String> {
 fn positive(name: &str, value: f64) -> anyhow::Result<u64> {
     if !(value.is_finite() && value > 0.0) {
         bail!("{name} {value}: must be a positive number of seconds");
+    }
+    Ok((value * 1e9).round() as u64)
+}
+
+/// `--start-spread` in ns: at least 0 and below `duration` (ns), so every user starts.
+fn start_spread(value: f64, duration: u64) -> anyhow::Result<u64> {
+    if !(value.is_finite() && value >= 0.0 && value * 1e9 < duration as f64) {
+        bail!("--start-spread {value}: must be at least 0 and below --duration ({} s)", duration as f64 / 1e9);
     }
     Ok((value * 1e9).round() as u64)
 }
@@ -596,10 +616,11 @@ fn run_closed(args: ClosedArgs) -> anyhow::Result<()> {
     if args.users == 0 {
         bail!("--users 0: closed mode needs at least one user");
     }
+    let spread = start_spread(args.start_spread, duration)?;
     let paths = args.paths.load()?;
     let (fd_limit, fd_warning) = raise_fd_limit(Some(u64::from(args.users) / args.common.processes()));
     let workload = |part| -> anyhow::Result<Box<dyn Workload>> {
-        Ok(Box::new(ClosedUsers::new(args.users, args.think_time, duration, paths.clone(), args.common.rng_of(part), part)))
+        Ok(Box::new(ClosedUsers::new(args.users, args.think_time, spread, duration, paths.clone(), args.common.rng_of(part), part)))
     };
     run_one("closed", &args.common, config, &workload, &args.common.out, fd_limit, fd_warning).map(|_| ())
 }
@@ -607,6 +628,7 @@ fn run_closed(args: ClosedArgs) -> anyhow::Result<()> {
 fn run_capacity(args: CapacityArgs) -> anyhow::Result<()> {
     let duration = positive("--duration", args.duration)?;
     let config = args.common.loop_config(Some(duration))?;
+    let spread = start_spread(args.start_spread, duration)?;
     let paths = args.paths.load()?;
     let most = args.connections.0.iter().copied().max().unwrap_or(1);
     let (fd_limit, fd_warning) = raise_fd_limit(Some(u64::from(most) / args.common.processes()));
@@ -614,7 +636,7 @@ fn run_capacity(args: CapacityArgs) -> anyhow::Result<()> {
     for &connections in &args.connections.0 {
         let dir = args.common.out.join(format!("c{connections}"));
         let workload = |part| -> anyhow::Result<Box<dyn Workload>> {
-            Ok(Box::new(ClosedUsers::new(connections, ThinkTime::None, duration, paths.clone(), args.common.rng_of(part), part)))
+            Ok(Box::new(ClosedUsers::new(connections, ThinkTime::None, spread, duration, paths.clone(), args.common.rng_of(part), part)))
         };
         let summary = run_one("capacity", &args.common, config.clone(), &workload, &dir, fd_limit, fd_warning.clone())?;
         levels.push(serde_json::json!({

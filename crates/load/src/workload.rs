@@ -342,7 +342,8 @@ impl<T> Timers<T> {
 
 /// Closed loop: `users` user equivalents (client id = user index), each with at most one
 /// request outstanding; the next is due `think` after the previous one's final outcome.
-/// New requests stop at `end`.
+/// User `u` issues its first request at `u * start_spread / users` (all at 0 without a
+/// spread). New requests stop at `end`.
 pub struct ClosedUsers {
     think: ThinkTime,
     end: Nanos,
@@ -355,11 +356,14 @@ pub struct ClosedUsers {
 }
 
 impl ClosedUsers {
-    /// The users of `part` among `users` (all of them for [`Part::WHOLE`]).
-    pub fn new(users: u32, think: ThinkTime, end: Nanos, paths: Vec<String>, rng: SmallRng, part: Part) -> Self {
+    /// The users of `part` among `users` (all of them for [`Part::WHOLE`]). Users who start
+    /// together with no think time stay in step, a wave a round trip apart, when the round
+    /// trip dominates their cycle; `start_spread` spaces their first requests evenly so their
+    /// phases start (and, with equal cycles, stay) apart.
+    pub fn new(users: u32, think: ThinkTime, start_spread: Nanos, end: Nanos, paths: Vec<String>, rng: SmallRng, part: Part) -> Self {
         let mut ready = Timers::new();
         for user in (0..users).filter(|&user| part.owns(user)) {
-            ready.push(0, user);
+            ready.push((u128::from(start_spread) * u128::from(user) / u128::from(users)) as Nanos, user);
         }
         ClosedUsers { think, end, paths, ready, outstanding: 0, issued: 0, part, rng }
     }
@@ -692,7 +696,7 @@ mod tests {
     #[test]
     fn closed_users_wait_for_their_response_and_think() {
         let think = ThinkTime::Constant { s: 1.0 };
-        let mut users = ClosedUsers::new(2, think, 10_000_000_000, vec!["/x".into()], SmallRng::seed_from_u64(1), Part::WHOLE);
+        let mut users = ClosedUsers::new(2, think, 0, 10_000_000_000, vec!["/x".into()], SmallRng::seed_from_u64(1), Part::WHOLE);
         let first = drain(&mut users, 0);
         assert_eq!(first.len(), 2);
         assert!(drain(&mut users, 5_000_000_000).is_empty(), "nobody issues before a response");
@@ -701,6 +705,15 @@ mod tests {
         let next = drain(&mut users, 1_000_000_100);
         assert_eq!((next.len(), next[0].client), (1, first[0].client));
         assert!(!users.exhausted());
+    }
+
+    #[test]
+    fn a_start_spread_spaces_the_users_first_requests_evenly() {
+        let mut users = ClosedUsers::new(4, ThinkTime::None, 2_000_000_000, 10_000_000_000, vec!["/x".into()], SmallRng::seed_from_u64(1), Part::WHOLE);
+        let first = drain(&mut users, 0);
+        assert_eq!((first.len(), first[0].client), (1, 0));
+        let rest: Vec<(u32, Nanos)> = drain(&mut users, u64::MAX).iter().map(|r| (r.client, r.scheduled)).collect();
+        assert_eq!(rest, vec![(1, 500_000_000), (2, 1_000_000_000), (3, 1_500_000_000)]);
     }
 
     #[test]
@@ -812,7 +825,7 @@ mod tests {
             let mut seen_users = std::collections::BTreeSet::new();
             for index in 0..count {
                 let part = Part { index, count };
-                let mut closed = ClosedUsers::new(users, ThinkTime::None, 5_000_000, vec!["/a".into()], SmallRng::seed_from_u64(1), part);
+                let mut closed = ClosedUsers::new(users, ThinkTime::None, 0, 5_000_000, vec!["/a".into()], SmallRng::seed_from_u64(1), part);
                 for request in run_out(&mut closed, 1_000_000) {
                     proptest::prop_assert!(part.owns(request.client) && request.client < users);
                     proptest::prop_assert!(ids.insert(request.id), "id {} twice", request.id);

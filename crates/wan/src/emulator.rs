@@ -173,16 +173,26 @@ impl Emulator {
         self.pipes.iter().filter_map(|slot| slot.pipe.next_release()).min()
     }
 
-    /// Hand every packet due at `now` to `send(scheduled_release, packet)`.
-    pub fn release(&mut self, now: u64, mut send: impl FnMut(u64, &[u8])) {
-        while let Some(packet) = self.passthrough.pop_front() {
-            send(now, &packet);
-        }
-        for slot in &mut self.pipes {
-            while let Some((at, packet)) = slot.pipe.release(now) {
+    /// Hand up to `limit` packets due at `now` to `send(scheduled_release, packet)`, earliest
+    /// due first across the pipes (unclassified packets before them); returns how many went.
+    /// The caller reads arrivals between batches: a packet waiting in the TUN device is
+    /// stamped only when read, so reading after a whole burst of releases would stamp
+    /// everything sent meanwhile (replies the written packets drew at once) alike, and the
+    /// burst would come back one delay later as compact, and larger.
+    pub fn release(&mut self, now: u64, limit: usize, mut send: impl FnMut(u64, &[u8])) -> usize {
+        let mut sent = 0;
+        while sent < limit {
+            if let Some(packet) = self.passthrough.pop_front() {
+                send(now, &packet);
+            } else {
+                let earliest = self.pipes.iter_mut().filter(|slot| slot.pipe.next_release().is_some_and(|at| at <= now));
+                let Some(slot) = earliest.min_by_key(|slot| slot.pipe.next_release()) else { break };
+                let (at, packet) = slot.pipe.release(now).expect("a due packet");
                 send(at, &packet);
             }
+            sent += 1;
         }
+        sent
     }
 
     pub fn reports(&self) -> Vec<PipeReport> {
@@ -229,7 +239,7 @@ groups = [{ name = "near", addrs = ["10.78.0.1"] },
 
     fn released(emu: &mut Emulator, now: u64) -> Vec<(u64, Vec<u8>)> {
         let mut out = Vec::new();
-        emu.release(now, |at, p| out.push((at, p.to_vec())));
+        emu.release(now, usize::MAX, |at, p| out.push((at, p.to_vec())));
         out
     }
 
@@ -251,6 +261,20 @@ groups = [{ name = "near", addrs = ["10.78.0.1"] },
         let reports = emu.reports();
         assert_eq!((reports[2].group.as_str(), reports[2].direction), ("far", Direction::Down));
         assert_eq!(reports.iter().map(|r| r.counters.forwarded).collect::<Vec<_>>(), vec![1, 0, 1, 1]);
+    }
+
+    #[test]
+    fn a_limited_release_sends_the_earliest_due_across_pipes_first() {
+        let mut emu = Emulator::new(&Config::from_toml(CONFIG).unwrap(), Offload::Off).unwrap();
+        let server = [10, 77, 0, 1];
+        emu.ingress(0, tcp([10, 78, 1, 1], server, false)); // far up: due at 20 ms
+        emu.ingress(0, tcp(server, [10, 78, 1, 1], false)); // far down: due at 10 ms
+        emu.ingress(5_000_000, tcp(server, [10, 78, 0, 1], false)); // near: due at 5 ms
+        let mut due = Vec::new();
+        assert_eq!(emu.release(25_000_000, 2, |at, _| due.push(at)), 2);
+        assert_eq!(due, vec![5_000_000, 10_000_000]);
+        assert_eq!(released(&mut emu, 25_000_000).iter().map(|(at, _)| *at).collect::<Vec<_>>(), vec![20_000_000]);
+        assert_eq!(emu.release(25_000_000, 2, |_, _| ()), 0, "nothing left");
     }
 
     #[test]

@@ -34,6 +34,7 @@ class LoadFile:
     users: int | None = None
     duration: float | None = None
     think_time: str | None = None
+    start_spread: float | None = None  # users start evenly over this many seconds (None: all at once)
     # Where it runs, added by the runner (placed): None in the plan.
     target: str | None = None
     out: Path | None = None

@@ -51,6 +51,7 @@ def testbed_config(config: dict, prefix: str = CHECK_PREFIX) -> TestbedConfig:
                          queue_bytes=network["queue_bytes"] or None, queue_packets=network["queue_packets"] or None,
                          bands=network["bands"] or None, groups=groups, tcp=knobs, seed=config["workload"]["seed"],
                          server_cpus=config["server"]["cpu_quota"] or None,
+                         server_cpu_period_ms=config["server"]["cpu_period_ms"],
                          emulator=True if network["emulator"] == "on" else None)
 
 
@@ -110,7 +111,8 @@ def load_files(workload: dict, drain_s: float) -> tuple[LoadFile | None, LoadFil
                                 retries=workload["retries"] if aborts else None)
     # A closed user has one request outstanding: its own connection suffices.
     closed = common | dict(mode="closed", conns_per_client=1,
-                           think_time=f"exp:{workload['think_s']}" if workload["think_s"] else "0")
+                           think_time=f"exp:{workload['think_s']}" if workload["think_s"] else "0",
+                           start_spread=workload["start_spread_s"] or None)
     probe = LoadFile(**closed, duration=workload["level_s"]) if workload["levels"] else None
     mode = workload["mode"]
     if mode == "capacity":

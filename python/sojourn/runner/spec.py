@@ -117,6 +117,11 @@ SCHEMA: dict[str, Any] = {
                                      "processes alone, sojourn.testbed.cpu), so the server is the bottleneck as 002 "
                                      "§3.1's CPU-bound server was; e.g. 0.5; 0 = no quota. Every summary states it "
                                      "and how often it throttled the server (server_cpu)", minimum=0, maximum=1024),
+        "cpu_period_ms": _k(NUMBER, 100.0, "with cpu_quota: the quota's period (cgroup cpu.max); the server runs "
+                                           "at most cpu_quota x the period, then waits for the next one, so a long "
+                                           "period (the kernel's default, 100 ms) sends its replies in bursts a "
+                                           "period apart that clients in step keep; a slow CPU runs smoothly",
+                            minimum=1, maximum=1000),
         "linger_close": _k(bool, False, "sojourn: lingering close, Apache 1.3's lingering_close (000 §2): keep a "
                                         "finished connection until the client closes"),
         "write_concurrency": _k(int, 0, "sojourn: at most this many responses with unsent data in the kernel "
@@ -227,6 +232,11 @@ SCHEMA: dict[str, Any] = {
         "level_s": _k(NUMBER, 10.0, "capacity mode: seconds per level", minimum=0.5),
         "warmup_s": _k(NUMBER, 2.0, "capacity mode: seconds at the start of each level left out of its throughput",
                        minimum=0),
+        "start_spread_s": _k(NUMBER, 0.0, "closed and capacity modes (and the capacity probe): seconds over which "
+                                          "the users (of each level) start, one after another at equal intervals; "
+                                          "0 = all at once. Users started together without think time move in "
+                                          "step, a wave per round trip, when the round trip dominates their cycle "
+                                          "(docs/load.md)", minimum=0),
         "sessions": {
             "model_file": _k(str, "", "session model TOML (docs/formats.md, path relative to the spec); empty = "
                                       "generated from the stages: start at the first, 003 Fig. 5 rows x (1 - exit)"),
@@ -423,9 +433,13 @@ def _check_combinations(config: dict, where: str) -> None:
     for index, part in enumerate(server["command"] + server["args"]):
         if not isinstance(part, str):
             raise SpecError(f"{where}server.command/args element {index} must be a string, got {part!r}")
+    if server["cpu_period_ms"] != 100.0 and not server["cpu_quota"]:
+        raise SpecError(f"{where}server.cpu_period_ms = {server['cpu_period_ms']} is the period of server.cpu_quota, "
+                        "which is not set")
     if isinstance(server["stages"], dict):
         server["stages"] = check_stages(server["stages"], f"{where}server.stages")
         check_class_networks(server["stages"], network["groups"], where)
+    _check_start_spread(workload, where)
     if workload["mode"] in ("closed", "capacity"):
         if workload["profile"]:
             raise SpecError(f"{where}workload.profile shapes open-loop arrivals; in {workload['mode']!r} mode the "
@@ -839,3 +853,20 @@ def load_spec(path: str | Path, quick: bool = False) -> Experiment:
                 raise SpecError(f"{path}: workload.trace {trace!r} not found (looked at {resolved})")
             run.config["workload"]["trace"] = str(resolved)
     return experiment
+
+
+def _check_start_spread(workload: dict, where: str) -> None:
+    """workload.start_spread_s staggers closed users: every one starts within the run, and
+    within a capacity level's warm-up, so the level's counted window has all its users."""
+    spread = workload["start_spread_s"]
+    if not spread:
+        return
+    if workload["mode"] == "closed" and spread >= workload["duration_s"]:
+        raise SpecError(f"{where}workload.start_spread_s = {spread} must be below workload.duration_s = "
+                        f"{workload['duration_s']}: every user starts within the run")
+    if workload["levels"] and spread > workload["warmup_s"]:
+        raise SpecError(f"{where}workload.start_spread_s = {spread} must be at most workload.warmup_s = "
+                        f"{workload['warmup_s']}: each level's throughput counts only once all its users started")
+    if workload["mode"] not in ("closed", "capacity") and not workload["levels"]:
+        raise SpecError(f"{where}workload.start_spread_s staggers closed users (workload.mode 'closed' or "
+                        f"'capacity', or the capacity probe of workload.load_fraction), not {workload['mode']!r} mode")

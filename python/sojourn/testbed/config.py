@@ -242,6 +242,8 @@ class TestbedConfig:
     seed: int = 1
     # CPUs' worth of time the server under test may use (sojourn.testbed.cpu); None = no quota.
     server_cpus: float | None = None
+    # The quota's period (cgroup cpu.max): the server runs server_cpus x this, then waits.
+    server_cpu_period_ms: float = 100.0
 
     def __post_init__(self) -> None:
         _check(PREFIX_PATTERN.fullmatch(self.prefix) is not None,
@@ -260,6 +262,8 @@ class TestbedConfig:
             raise ConfigError(str(err)) from None
         _check(self.server_cpus is None or 0.01 <= self.server_cpus <= 1024,
                f"server_cpus={self.server_cpus}, accepted None or 0.01..1024")
+        _check(1 <= self.server_cpu_period_ms <= 1000,
+               f"server_cpu_period_ms={self.server_cpu_period_ms}, accepted 1..1000 (the kernel's cpu.max bounds)")
         object.__setattr__(self, "groups", tuple(self.groups))
         _check(1 <= len(self.groups) <= MAX_GROUPS, f"{len(self.groups)} groups, accepted 1..{MAX_GROUPS}")
         names = [g.name for g in self.groups]

@@ -22,7 +22,7 @@ from pathlib import Path
 from .rto import RtoError, _remove_cgroup, cgroup2_root
 
 CGROUP_NAME = "sojourn-{prefix}-srvcpu"
-PERIOD_US = 100_000  # the scheduler's default CFS period
+DEFAULT_PERIOD_MS = 100.0  # the scheduler's default CFS period
 
 
 class CpuQuotaError(RuntimeError):
@@ -46,23 +46,29 @@ def controller_root() -> tuple[Path, int]:
 
 
 class ServerCpu:
-    """A cgroup whose processes together get at most ``cpus`` CPUs' worth of time."""
+    """A cgroup whose processes together get at most ``cpus`` CPUs' worth of time in each
+    period of ``period_ms``: a shorter period spreads the same share more evenly in time."""
 
-    def __init__(self, prefix: str, cpus: float):
+    def __init__(self, prefix: str, cpus: float, period_ms: float = DEFAULT_PERIOD_MS):
         if not 0.01 <= cpus <= os.cpu_count():
             raise CpuQuotaError(f"server CPU quota {cpus:g}: accepted 0.01 to this machine's {os.cpu_count()} CPUs")
+        self.period_us = round(period_ms * 1000)
+        # cpu.max: a period of 1 ms to 1 s, a quota of at least 1 ms (kernel/sched/core.c).
+        quota = round(cpus * self.period_us)
+        if not (1_000 <= self.period_us <= 1_000_000 and quota >= 1_000):
+            raise CpuQuotaError(f"server CPU quota {cpus:g} over a {period_ms:g} ms period: the kernel takes periods "
+                                f"of 1-1000 ms and at least 1 ms of CPU in each (here {quota / 1000:g} ms)")
         root, self.version = controller_root()
         self.cpus = cpus
         self.path = root / CGROUP_NAME.format(prefix=prefix)
-        quota = round(cpus * PERIOD_US)
         try:
             if self.version == 2:
                 (root / "cgroup.subtree_control").write_text("+cpu")
             self.path.mkdir(exist_ok=True)
             if self.version == 2:
-                (self.path / "cpu.max").write_text(f"{quota} {PERIOD_US}")
+                (self.path / "cpu.max").write_text(f"{quota} {self.period_us}")
             else:
-                (self.path / "cpu.cfs_period_us").write_text(str(PERIOD_US))
+                (self.path / "cpu.cfs_period_us").write_text(str(self.period_us))
                 (self.path / "cpu.cfs_quota_us").write_text(str(quota))
         except OSError as err:
             self.remove()
@@ -83,7 +89,7 @@ class ServerCpu:
 
     def describe(self) -> dict:
         return {"cpus": self.cpus, "cgroup": str(self.path), "cgroup_version": self.version,
-                "period_us": PERIOD_US}
+                "period_us": self.period_us}
 
     def remove(self) -> None:
         _remove_cgroup(self.path)

@@ -153,7 +153,7 @@ class Testbed:
             if knobs.initial_rto_ms is not None:
                 self._initial_rto[ns] = InitialRto(cfg.prefix, side, knobs.initial_rto_ms)
         if cfg.server_cpus is not None:
-            self.server_cpu = ServerCpu(cfg.prefix, cfg.server_cpus)
+            self.server_cpu = ServerCpu(cfg.prefix, cfg.server_cpus, cfg.server_cpu_period_ms)
         self._anchor = self._spawn(srv, ["sleep", "infinity"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         sysnet.wait_in_namespace(self._anchor.pid, srv)
         if cfg.uses_emulator:
