@@ -94,6 +94,17 @@ def test_a_bound_meets_at_the_digits_it_is_printed_with():
     assert bound_met(ten_percent, 1.104) and not bound_met(ten_percent, 1.15)
 
 
+def test_a_ratio_bound_at_a_bare_1_is_refused_as_one_that_cannot_fail():
+    """">= 1" with ours 0.937 rounds ours to 1 and meets; so would "<= 1" with 1.35 (004's
+    Fig. 2 rows did both): a ratio's bound at 1 carries two decimals."""
+    bare = BOUND | {"bound": ">= 1", "ours": "0.937", "verdict": "met", "reason": "—", "why": ""}
+    assert any("printed without decimals" in problem for problem in check_row(bare))
+    printed = bare | {"bound": ">= 1.00", "verdict": "missed", "reason": "unexplained"}
+    assert not any("printed without decimals" in problem for problem in check_row(printed))
+    count = BOUND | {"bound": ">= 1", "ours": "3", "verdict": "met", "reason": "—", "why": ""}
+    assert check_row(count) == [], "a count against 1 is whole: nothing rounds onto it"
+
+
 def test_a_strict_bound_is_met_only_when_its_whole_interval_is_past_it():
     """000 footnote 7: 2000 packets / 1000 was 1.0016 [0.9968, 1.0064] against "> 1" (a
     longer queue hurts): a mean past the bound inside its repetitions' noise shows no

@@ -81,7 +81,7 @@ def _scf_rows(ctx: Context) -> list[Row]:
     for users in sorted(u for u in ratios if u >= 1400):
         top, bottom = (_run_of(ctx, e, v, users) for v in ("scf", "size-independent"))
         rows.append(ctx.row(e, f"SCF / size-independent mean of the largest 1%, {users} users",
-                            bound("<=", 1, text="large jobs are not penalized (Fig. 4)"),
+                            bound("<=", 1, text="large jobs are not penalized (Fig. 4)", digits=2),
                             ctx.ratio((e, top, "response_largest_1pct_mean"), (e, bottom, "response_largest_1pct_mean"))))
     return rows
 
@@ -188,8 +188,8 @@ def _apache_rows(ctx: Context) -> list[Row]:
     rows = []
     for users in (1000, 1400, 1800):
         apache, fair = _run_of(ctx, e, "apache", users), _run_of(ctx, e, "size-independent", users)
-        for metric, words, claim in (("response_mean_small", "below 10 KiB", bound(">=", 1, text="the same or worse")),
-                                     ("response_mean_large", "from 10 KiB", bound("<=", 1, text="the same or better"))):
+        for metric, words, claim in (("response_mean_small", "below 10 KiB", bound(">=", 1, text="the same or worse", digits=2)),
+                                     ("response_mean_large", "from 10 KiB", bound("<=", 1, text="the same or better", digits=2))):
             rows.append(ctx.row(e, f"Apache / size-independent mean response {words}, {users} users", claim,
                                 ctx.ratio((e, apache, metric), (e, fair, metric))))
     return rows
