@@ -903,6 +903,28 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_loops_share_an_origin_taken_after_the_last_is_built() {
+        let line = StartLine::new(3);
+        let built = std::sync::Mutex::new(Vec::new());
+        let starts: Vec<u64> = std::thread::scope(|scope| {
+            let loops: Vec<_> = (0..3u64)
+                .map(|index| {
+                    let (line, built) = (&line, &built);
+                    scope.spawn(move || {
+                        std::thread::sleep(std::time::Duration::from_millis(5 * index));
+                        built.lock().unwrap().push(clock::monotonic_ns());
+                        line.wait()
+                    })
+                })
+                .collect();
+            loops.into_iter().map(|handle| handle.join().unwrap()).collect()
+        });
+        assert!(starts.iter().all(|&start| start == starts[0]), "{starts:?}");
+        let last_built = *built.lock().unwrap().iter().max().unwrap();
+        assert!(starts[0] >= last_built, "the origin {} precedes the last loop built at {last_built}", starts[0]);
+    }
+
+    #[test]
     fn sweep_levels() {
         assert_eq!(parse_levels("8..64"), Ok(Levels(vec![8, 16, 32, 64])));
         assert_eq!(parse_levels("1,3,8..20"), Ok(Levels(vec![1, 3, 8, 16])));
