@@ -238,12 +238,9 @@ struct ClosedArgs {
     /// Seconds to run; outstanding requests at the end are `interrupted`.
     #[arg(long)]
     duration: f64,
-    /// Seconds over which the users start, one after another at equal intervals (0: all at
-    /// once). Users started together with no think time move in step, a wave per round trip,
-    /// when the round trip dominates their cycle (docs/load.md).
-    #[arg(long, default_value_t = 0.0)]
-    #[serde(default)]
-    start_spread: f64,
+    #[command(flatten)]
+    #[serde(flatten)]
+    start: StartSpread,
     #[command(flatten)]
     #[serde(flatten)]
     paths: PathChoice,
@@ -300,12 +297,9 @@ struct CapacityArgs {
     /// Seconds per level.
     #[arg(long)]
     duration: f64,
-    /// Seconds over which each level's users start, one after another at equal intervals (0: all at
-    /// once). Users started together with no think time move in step, a wave per round trip,
-    /// when the round trip dominates their cycle (docs/load.md).
-    #[arg(long, default_value_t = 0.0)]
-    #[serde(default)]
-    start_spread: f64,
+    #[command(flatten)]
+    #[serde(flatten)]
+    start: StartSpread,
     #[command(flatten)]
     #[serde(flatten)]
     paths: PathChoice,
@@ -372,12 +366,27 @@ fn positive(name: &str, value: f64) -> anyhow::Result<u64> {
     Ok((value * 1e9).round() as u64)
 }
 
-/// `--start-spread` in ns: at least 0 and below `duration` (ns), so every user starts.
-fn start_spread(value: f64, duration: u64) -> anyhow::Result<u64> {
-    if !(value.is_finite() && value >= 0.0 && value * 1e9 < duration as f64) {
-        bail!("--start-spread {value}: must be at least 0 and below --duration ({} s)", duration as f64 / 1e9);
+/// When closed users (each capacity level's) issue their first requests.
+#[derive(Debug, Args, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+struct StartSpread {
+    /// Seconds over which the users start, one after another at equal intervals (0: all at
+    /// once). Users started together with no think time move in step, a wave per round trip,
+    /// when the round trip dominates their cycle (docs/load.md).
+    #[arg(long, default_value_t = 0.0)]
+    #[serde(default)]
+    start_spread: f64,
+}
+
+impl StartSpread {
+    /// The spread in ns: at least 0 and below `duration` (ns), so every user starts.
+    fn ns(&self, duration: u64) -> anyhow::Result<u64> {
+        let value = self.start_spread;
+        if !(value.is_finite() && value >= 0.0 && value * 1e9 < duration as f64) {
+            bail!("--start-spread {value}: must be at least 0 and below --duration ({} s)", duration as f64 / 1e9);
+        }
+        Ok((value * 1e9).round() as u64)
     }
-    Ok((value * 1e9).round() as u64)
 }
 
 fn check_paths(paths: &[String]) -> anyhow::Result<()> {
@@ -616,7 +625,7 @@ fn run_closed(args: ClosedArgs) -> anyhow::Result<()> {
     if args.users == 0 {
         bail!("--users 0: closed mode needs at least one user");
     }
-    let spread = start_spread(args.start_spread, duration)?;
+    let spread = args.start.ns(duration)?;
     let paths = args.paths.load()?;
     let (fd_limit, fd_warning) = raise_fd_limit(Some(u64::from(args.users) / args.common.processes()));
     let workload = |part| -> anyhow::Result<Box<dyn Workload>> {
@@ -628,7 +637,7 @@ fn run_closed(args: ClosedArgs) -> anyhow::Result<()> {
 fn run_capacity(args: CapacityArgs) -> anyhow::Result<()> {
     let duration = positive("--duration", args.duration)?;
     let config = args.common.loop_config(Some(duration))?;
-    let spread = start_spread(args.start_spread, duration)?;
+    let spread = args.start.ns(duration)?;
     let paths = args.paths.load()?;
     let most = args.connections.0.iter().copied().max().unwrap_or(1);
     let (fd_limit, fd_warning) = raise_fd_limit(Some(u64::from(most) / args.common.processes()));
