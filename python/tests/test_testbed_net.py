@@ -499,6 +499,8 @@ def test_the_emulators_counters_trace_its_lateness_and_release_bursts_per_interv
     assert (busy["release_burst_max"] >= 1).all() and (busy["late_max_us"] > 0).all(), busy
     assert (rows["late_p99_us"] <= rows["late_max_us"]).all()
     assert rows["late_max_us"].max() <= summary["lateness_us"]["max"] * 1.01 + 0.1, (rows, summary)
+    late = summary["lateness_us"]
+    assert 0 < late["mean"] <= late["max"], late
 
 
 # The flood's SO_PRIORITY: none (the listener's SYN-ACKs share its FIFO, FAIR's uplink), or

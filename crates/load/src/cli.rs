@@ -238,12 +238,9 @@ struct ClosedArgs {
     /// Seconds to run; outstanding requests at the end are `interrupted`.
     #[arg(long)]
     duration: f64,
-    /// Seconds over which the users start, one after another at equal intervals (0: all at
-    /// once). Users started together with no think time move in step, a wave per round trip,
-    /// when the round trip dominates their cycle (docs/load.md).
-    #[arg(long, default_value_t = 0.0)]
-    #[serde(default)]
-    start_spread: f64,
+    #[command(flatten)]
+    #[serde(flatten)]
+    start: StartSpread,
     #[command(flatten)]
     #[serde(flatten)]
     paths: PathChoice,
@@ -300,12 +297,9 @@ struct CapacityArgs {
     /// Seconds per level.
     #[arg(long)]
     duration: f64,
-    /// Seconds over which each level's users start, one after another at equal intervals (0: all at
-    /// once). Users started together with no think time move in step, a wave per round trip,
-    /// when the round trip dominates their cycle (docs/load.md).
-    #[arg(long, default_value_t = 0.0)]
-    #[serde(default)]
-    start_spread: f64,
+    #[command(flatten)]
+    #[serde(flatten)]
+    start: StartSpread,
     #[command(flatten)]
     #[serde(flatten)]
     paths: PathChoice,
@@ -372,12 +366,27 @@ fn positive(name: &str, value: f64) -> anyhow::Result<u64> {
     Ok((value * 1e9).round() as u64)
 }
 
-/// `--start-spread` in ns: at least 0 and below `duration` (ns), so every user starts.
-fn start_spread(value: f64, duration: u64) -> anyhow::Result<u64> {
-    if !(value.is_finite() && value >= 0.0 && value * 1e9 < duration as f64) {
-        bail!("--start-spread {value}: must be at least 0 and below --duration ({} s)", duration as f64 / 1e9);
+/// When closed users (each capacity level's) issue their first requests.
+#[derive(Debug, Args, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+struct StartSpread {
+    /// Seconds over which the users start, one after another at equal intervals (0: all at
+    /// once). Users started together with no think time move in step, a wave per round trip,
+    /// when the round trip dominates their cycle (docs/load.md).
+    #[arg(long, default_value_t = 0.0)]
+    #[serde(default)]
+    start_spread: f64,
+}
+
+impl StartSpread {
+    /// The spread in ns: at least 0 and below `duration` (ns), so every user starts.
+    fn ns(&self, duration: u64) -> anyhow::Result<u64> {
+        let value = self.start_spread;
+        if !(value.is_finite() && value >= 0.0 && value * 1e9 < duration as f64) {
+            bail!("--start-spread {value}: must be at least 0 and below --duration ({} s)", duration as f64 / 1e9);
+        }
+        Ok((value * 1e9).round() as u64)
     }
-    Ok((value * 1e9).round() as u64)
 }
 
 fn check_paths(paths: &[String]) -> anyhow::Result<()> {
@@ -616,7 +625,7 @@ fn run_closed(args: ClosedArgs) -> anyhow::Result<()> {
     if args.users == 0 {
         bail!("--users 0: closed mode needs at least one user");
     }
-    let spread = start_spread(args.start_spread, duration)?;
+    let spread = args.start.ns(duration)?;
     let paths = args.paths.load()?;
     let (fd_limit, fd_warning) = raise_fd_limit(Some(u64::from(args.users) / args.common.processes()));
     let workload = |part| -> anyhow::Result<Box<dyn Workload>> {
@@ -628,7 +637,7 @@ fn run_closed(args: ClosedArgs) -> anyhow::Result<()> {
 fn run_capacity(args: CapacityArgs) -> anyhow::Result<()> {
     let duration = positive("--duration", args.duration)?;
     let config = args.common.loop_config(Some(duration))?;
-    let spread = start_spread(args.start_spread, duration)?;
+    let spread = args.start.ns(duration)?;
     let paths = args.paths.load()?;
     let most = args.connections.0.iter().copied().max().unwrap_or(1);
     let (fd_limit, fd_warning) = raise_fd_limit(Some(u64::from(most) / args.common.processes()));
@@ -696,11 +705,33 @@ fn run_sessions(args: SessionsArgs) -> anyhow::Result<()> {
 type WorkloadOf<'a> = dyn Fn(Part) -> anyhow::Result<Box<dyn Workload>> + Sync + 'a;
 
 /// One loop of a run: its own recorder (into `dir`), event loop and workload, times from `start`.
-fn run_loop(config: LoopConfig, workload: &WorkloadOf, dir: &Path, start: u64, progress: &Progress) -> anyhow::Result<(Tally, RunEnd, serde_json::Value)> {
-    let mut workload = workload(config.part)?;
-    let mut recorder = Recorder::create(dir)?;
+fn run_loop(config: LoopConfig, workload: &WorkloadOf, dir: &Path, start_line: &StartLine, progress: &Progress) -> anyhow::Result<(Tally, RunEnd, serde_json::Value)> {
+    // Built before the run's clock starts: a large catalogue's copy (004's paths file) took
+    // 6.4 ms, which every request due at 0 counted as lag. A loop that failed here still
+    // reaches the start line, so the others are not left waiting for it.
+    let prepared = workload(config.part).and_then(|workload| Ok((workload, Recorder::create(dir)?)));
+    let start = start_line.wait();
+    let (mut workload, mut recorder) = prepared?;
     let end = EventLoop::new(config, &mut recorder, progress)?.run(workload.as_mut(), start)?;
     Ok((recorder.finish(end.now, 0, 0)?, end, workload.summary()))
+}
+
+/// The loops' common time origin ([`clock::monotonic_ns`]), taken once every loop has built
+/// its workload and files.
+struct StartLine {
+    ready: std::sync::Barrier,
+    start: std::sync::OnceLock<u64>,
+}
+
+impl StartLine {
+    fn new(loops: usize) -> Self {
+        StartLine { ready: std::sync::Barrier::new(loops), start: std::sync::OnceLock::new() }
+    }
+
+    fn wait(&self) -> u64 {
+        self.ready.wait();
+        *self.start.get_or_init(clock::monotonic_ns)
+    }
 }
 
 /// Prints the progress line once a second, summed over the loops, until `done`.
@@ -752,7 +783,7 @@ fn run_one(
     let parts: Vec<Part> = (0..count).map(|thread| process.thread(thread, count)).collect();
     let part_dir = |part: Part| if count == 1 { dir.to_path_buf() } else { dir.join(format!(".loop-{}", part.index)) };
     let progress: Vec<Progress> = parts.iter().map(|_| Progress::default()).collect();
-    let start = clock::monotonic_ns();
+    let start_line = &StartLine::new(parts.len());
     let (done_tx, done_rx) = std::sync::mpsc::channel();
     let results = std::thread::scope(|scope| {
         let loops: Vec<_> = parts
@@ -763,7 +794,7 @@ fn run_one(
                 let dir = part_dir(part);
                 std::thread::Builder::new()
                     .name(format!("load-loop-{}", part.index))
-                    .spawn_scoped(scope, move || run_loop(config, workload, &dir, start, progress))
+                    .spawn_scoped(scope, move || run_loop(config, workload, &dir, start_line, progress))
             })
             .collect();
         if !common.quiet {
@@ -879,6 +910,28 @@ fn run_one(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_loops_share_an_origin_taken_after_the_last_is_built() {
+        let line = StartLine::new(3);
+        let built = std::sync::Mutex::new(Vec::new());
+        let starts: Vec<u64> = std::thread::scope(|scope| {
+            let loops: Vec<_> = (0..3u64)
+                .map(|index| {
+                    let (line, built) = (&line, &built);
+                    scope.spawn(move || {
+                        std::thread::sleep(std::time::Duration::from_millis(5 * index));
+                        built.lock().unwrap().push(clock::monotonic_ns());
+                        line.wait()
+                    })
+                })
+                .collect();
+            loops.into_iter().map(|handle| handle.join().unwrap()).collect()
+        });
+        assert!(starts.iter().all(|&start| start == starts[0]), "{starts:?}");
+        let last_built = *built.lock().unwrap().iter().max().unwrap();
+        assert!(starts[0] >= last_built, "the origin {} precedes the last loop built at {last_built}", starts[0]);
+    }
 
     #[test]
     fn sweep_levels() {

@@ -163,10 +163,12 @@ pub fn run(args: WanArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// How late packets left relative to their scheduled release (the delay error).
+/// How late packets left relative to their scheduled release (the delay error). The mean
+/// bounds what the error adds to a closed user's cycle: passes per request times the mean.
 #[derive(Serialize)]
 struct Lateness {
     count: u64,
+    mean: f64,
     p50: f64,
     p99: f64,
     max: f64,
@@ -175,7 +177,13 @@ struct Lateness {
 impl From<&Histogram<u64>> for Lateness {
     fn from(h: &Histogram<u64>) -> Self {
         let us = |ns: u64| ns as f64 / 1e3;
-        Lateness { count: h.len(), p50: us(h.value_at_quantile(0.5)), p99: us(h.value_at_quantile(0.99)), max: us(h.max()) }
+        Lateness {
+            count: h.len(),
+            mean: h.mean() / 1e3,
+            p50: us(h.value_at_quantile(0.5)),
+            p99: us(h.value_at_quantile(0.99)),
+            max: us(h.max()),
+        }
     }
 }
 
