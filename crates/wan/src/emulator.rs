@@ -185,9 +185,9 @@ impl Emulator {
             if let Some(packet) = self.passthrough.pop_front() {
                 send(now, &packet);
             } else {
-                let earliest = self.pipes.iter_mut().filter(|slot| slot.pipe.next_release().is_some_and(|at| at <= now));
-                let Some(slot) = earliest.min_by_key(|slot| slot.pipe.next_release()) else { break };
-                let (at, packet) = slot.pipe.release(now).expect("a due packet");
+                // The pipe holding the earliest packet; Pipe::release says whether it is due.
+                let earliest = self.pipes.iter_mut().min_by_key(|slot| slot.pipe.next_release().unwrap_or(u64::MAX));
+                let Some((at, packet)) = earliest.and_then(|slot| slot.pipe.release(now)) else { break };
                 send(at, &packet);
             }
             sent += 1;
