@@ -705,6 +705,26 @@ def test_a_variant_of_ours_is_explained_by_putting_its_factors_back_one_at_a_tim
     assert _the_row(paper, tmp_path, "section5", bronze_claim).reason() == "unexplained"
 
 
+def test_a_guard_bound_a_spec_loosened_is_stated_in_the_doc_with_the_worst_value_seen(tmp_path):
+    """A table judged by a looser fidelity guard says so: the setting, its default and the
+    worst value the complete repetitions recorded; with the default setting no line."""
+    from sojourn.reproduce.doc import _guard_lines
+
+    paper = load_paper("002")
+    shutil.copytree(DOCS / "002" / "loss", tmp_path / "002" / "loss")
+    assert _guard_lines(paper, Context(paper, tmp_path)) == []
+    late = []
+    for path in (tmp_path / "002" / "loss").glob("sojourn-*/*/run.json"):
+        run = json.loads(path.read_text())
+        run["config"]["collect"]["fidelity"]["emulator_late_p99_ms"] = 10.0
+        path.write_text(json.dumps(run))
+        summary = json.loads((path.parent / "summary.json").read_text())
+        late.append(summary["fidelity"]["values"]["emulator_late_p99_s"])
+    (line,) = [line for line in _guard_lines(paper, Context(paper, tmp_path)) if line.startswith("- ")]
+    assert line.startswith("- `loss`: `collect.fidelity.emulator_late_p99_ms` = 10 (default 1; 0 = not judged)")
+    assert f"the worst of its {len(late)} repetitions: {max(late) * 1e3:.3g}" in line
+
+
 def test_apache_faster_on_short_responses_is_put_down_to_our_write_slots_while_they_were_full(tmp_path):
     """004 Fig. 2: Apache's short responses beat the size-independent server's at 1400 users
     because ours waited for one of its 8 write slots (all held by blocked responses most of
