@@ -469,6 +469,20 @@ def test_router_cpu_counts_the_emulators_time(tmp_path):
     assert rows["host_softirq"].max() > 0 and rows["host_softirq"].between(0, os.cpu_count() + 0.05).all()
 
 
+def test_emulator_rps_steers_what_the_emulator_writes_to_every_cpu():
+    """``emulator_rps``: the TUN device's receive queue hands the packets the emulator writes
+    to every CPU's backlog (its rps_cpus mask), and a stream still crosses the emulator whole;
+    without it the mask stays 0 (each packet received in the emulator's own write())."""
+    every_cpu = (1 << os.cpu_count()) - 1
+    for rps, mask in ((True, every_cpu), (False, 0)):
+        cfg = TestbedConfig(prefix="sjtbs", link_bps=100_000_000, groups=[WanGroup("g0", rtt_ms=2)], emulator_rps=rps)
+        with Testbed(cfg) as tb:
+            shown = tb.run(tb.emulator.ns, ["cat", tb.emulator.rps_path()], capture_output=True, text=True).stdout
+            received = stream_to_a_client(tb, 7044, seconds=1) if rps else None
+        assert int(shown.strip().replace(",", ""), 16) == mask, shown
+        assert received is None or received["bytes"] > 1_000_000, received
+
+
 def test_softirq_ticks_is_the_seventh_number_of_proc_stats_cpu_line():
     from sojourn.testbed.counters import softirq_ticks
 

@@ -52,7 +52,8 @@ def testbed_config(config: dict, prefix: str = CHECK_PREFIX) -> TestbedConfig:
                          bands=network["bands"] or None, groups=groups, tcp=knobs, seed=config["workload"]["seed"],
                          server_cpus=config["server"]["cpu_quota"] or None,
                          server_cpu_period_ms=config["server"]["cpu_period_ms"],
-                         emulator=True if network["emulator"] == "on" else None)
+                         emulator=True if network["emulator"] == "on" else None,
+                         emulator_rps=network["emulator_rps"])
 
 
 def admission_arg(server: dict, network: dict) -> str | None:

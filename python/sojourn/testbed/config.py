@@ -225,6 +225,8 @@ class TestbedConfig:
     when any group asks for WAN conditions, True always, False never.
     ``emulator_offload`` False makes the emulator read single packets even where
     a pipe only delays (``sojourn-engine wan --no-offload``; for comparisons).
+    ``emulator_rps`` steers what the emulator writes to every CPU (RPS on the TUN
+    device's receive queue), so the receiving hosts' stacks run beside its thread.
     """
 
     __test__ = False  # not a pytest test class despite the name
@@ -239,6 +241,7 @@ class TestbedConfig:
     client_tcp: TcpKnobs | None = None
     emulator: bool | None = None
     emulator_offload: bool = True
+    emulator_rps: bool = False
     seed: int = 1
     # CPUs' worth of time the server under test may use (sojourn.testbed.cpu); None = no quota.
     server_cpus: float | None = None
