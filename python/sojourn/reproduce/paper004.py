@@ -11,7 +11,7 @@ import pandas as pd
 
 from sojourn.reproduce import Context, Entry, Paper, per_rep_quotient, quotient, rows_of
 from sojourn.reproduce.beside import Panel, Printed, Series, draw
-from sojourn.reproduce.rows import Measure, Row, bound, direction, measured, missing, point
+from sojourn.reproduce.rows import Measure, Row, bound, direction, measured, missing, point, unexplained
 from sojourn.runner.spec import run_name
 
 VARIANTS = ("size-independent", "scf")
@@ -205,14 +205,35 @@ def _apache_small_why(ctx: Context, apache: str, fair: str, ours: Measure):
              f"connect_mean and ttfb_mean, all sizes); the size-independent server's {slots} write slots were all held "
              f"by blocked responses {full:.1%} of the run (server_slots_full_s)")
     if full >= SLOTS_BUSY and wait[fair] > wait[apache] and handshake[apache] >= handshake[fair]:
+        isolated = _more_slots(ctx, apache, fair)
+        if isolated and isolated[0] > isolated[1]:
+            return unexplained(f"{where}; but {isolated[2]}, so the slots are not the whole reason")
         return measured(f"{where}: a short response waited at our server for a write slot behind long ones, while "
                         "Apache's short requests waited instead to be accepted by one of its processes, which then all "
-                        "write at once")
+                        f"write at once{f'; {isolated[2]}' if isolated else ''}")
     alike = all(abs(part[apache] / part[fair] - 1) <= ALIKE for part in (handshake, wait))
     if full < SLOTS_IDLE and alike and ours.ci and min(ours.ci) <= 1 <= max(ours.ci):
         return measured(f"{where}: neither server queued short responses, and 1 is inside the 90% interval; the "
                         "mean's side of 1 is noise")
     return None
+
+
+def _more_slots(ctx: Context, apache: str, fair: str):
+    """The one factor isolated, where `write-concurrency` ran at the same users: the
+    size-independent server with its most write slots, its short responses' mean against
+    Apache's here: (ours, Apache's, the sentence), None without that run."""
+    e = "write-concurrency"
+    if not ctx.has(e):
+        return None
+    most = max(ctx.sweep_values(e))
+    run = _run_of(ctx, e, "size-independent", most)
+    if ctx.config(e, run, "workload.users") != ctx.config("apache", fair, "workload.users"):
+        return None
+    ours, theirs = ctx.mean(e, run, "response_mean_small"), ctx.mean("apache", apache, "response_mean_small")
+    if missing(ours) or missing(theirs):
+        return None
+    return ours, theirs, (f"with {most} write slots at the same users (`write-concurrency`) the size-independent "
+                          f"server's short responses averaged {ours:.3g} s, against Apache's {theirs:.3g} s")
 
 
 def _apache_rows(ctx: Context) -> list[Row]:
