@@ -69,6 +69,11 @@ def test_a_base_is_merged_and_the_merged_spec_is_what_is_stored(tmp_path):
     assert [r.name for r in grandchild.runs] == ["srpt"] and grandchild.repetitions == 2
     assert grandchild.runs[0].config["workload"] == child.runs[0].config["workload"]
     assert grandchild.text.startswith("# grandchild.toml over its base child.toml over base.toml, merged")
+    # A spec without a sweep of its own inherits none of the base's points, quick ones included.
+    (tmp_path / "swept.toml").write_text('name = "s"\n[workload]\nrho = 0.5\n[sweep]\nparameter = "workload.rho"\nvalues = [0.1]\n'
+                                         '[quick]\nrepetitions = 1\nsweep.values = [0.2]\n')
+    (tmp_path / "one-point.toml").write_text('base = "swept.toml"\nname = "o"\n')
+    assert [r.name for r in load_spec(tmp_path / "one-point.toml", quick=True).runs] == ["run"]
     (tmp_path / "loop.toml").write_text('base = "loop2.toml"\nname = "l"\n')
     (tmp_path / "loop2.toml").write_text('base = "loop.toml"\nname = "l2"\n')
     with pytest.raises(SpecError, match="leads back"):

@@ -808,6 +808,9 @@ def _merged_over_bases(path: Path, seen: tuple[Path, ...] = ()) -> tuple[dict, l
     # The base's sweep belongs to the base: a spec inherits its settings, not its points;
     # and a spec with variants of its own compares those, not the base's.
     base_raw.pop("sweep", None)
+    if "sweep" not in raw:
+        # Nor its quick points, which would name values of a sweep this spec does not have.
+        (base_raw.get("quick") or {}).pop("sweep", None)
     if "variants" in raw:
         base_raw.pop("variants", None)
     return _merge(base_raw, raw), [base, *chain]
