@@ -64,6 +64,10 @@ def table(reps: list) -> dict:
     return {row["run"]: row for row in stats.to_dict("records")}
 
 
+def interrupted(rep) -> bool:
+    return rep.status.get("state") == "partial" and str(rep.status.get("reason", "")).startswith("interrupted")
+
+
 def _spec_of(experiment: Path) -> str:
     """The spec the results came from, as the repository names it (its name line)."""
     import tomllib
@@ -82,8 +86,14 @@ def main() -> int:
     counts = sorted({int(path.name.split("-again")[0]) for path in roots})
     if 1 not in counts:
         raise SystemExit(f"{args.root}/1 (the solo runs) is missing")
-    reps = {count: [rep for root in sorted(roots) if int(root.name.split("-again")[0]) == count
-                    for rep in load_experiment(experiment_dir(root))] for count in counts}
+    everything = {count: [rep for root in sorted(roots) if int(root.name.split("-again")[0]) == count
+                          for rep in load_experiment(experiment_dir(root))] for count in counts}
+    # A repetition stopped by the operator (SIGINT) measured nothing either way; any other
+    # one not complete (failed, invalid) stays and makes its count unsafe.
+    reps = {count: [rep for rep in found if not interrupted(rep)] for count, found in everything.items()}
+    left_out = sum(len(everything[count]) - len(reps[count]) for count in counts)
+    if left_out:
+        print(f"left out {left_out} repetition(s) interrupted by a signal (status.json)")
     tables = {count: table(reps[count]) for count in counts}
     solo = tables[1]
     out, safe = {}, []

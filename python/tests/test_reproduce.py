@@ -12,6 +12,7 @@ import sys
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -273,6 +274,11 @@ def test_the_concurrency_comparison_gives_each_shift_with_its_welch_interval():
     same = compare.welch([1.00, 1.02, 0.98], solo)
     assert same["welch_lo"] < 0 < same["welch_hi"] and same["welch_p"] > 0.5
     assert compare.welch([1.1], solo)["welch_lo"] is None  # one repetition: no interval
+    # A repetition stopped by a signal is no evidence either way; one that failed is.
+    stopped = {"state": "partial", "reason": "interrupted (signal SIGINT)"}
+    assert compare.interrupted(SimpleNamespace(status=stopped))
+    assert not compare.interrupted(SimpleNamespace(status={"state": "partial", "reason": "load generator exited with status 1"}))
+    assert not compare.interrupted(SimpleNamespace(status={"state": "complete"}))
 
 
 def test_published_repetitions_of_the_same_spec_are_restored_as_complete_results(tmp_path):
