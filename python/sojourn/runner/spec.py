@@ -162,7 +162,8 @@ SCHEMA: dict[str, Any] = {
                        choices=("auto", "on")),
         "emulator_rps": _k(bool, False, "with the emulator: steer the receiving hosts' processing of the packets it "
                                         "writes to every CPU (RPS on its TUN device), so less of that runs in the "
-                                        "emulator's own thread and delays the packets behind (docs/testbed.md)"),
+                                        "emulator's own thread and delays the packets behind; a server under "
+                                        "cpu_quota then pays for receive work in its softirqs (docs/testbed.md)"),
         "tcp": {
             "congestion": _k(str, "reno", "congestion control (the host must allow it)", choices=CONGESTION),
             "sack": _k(bool, True, "TCP SACK (000 Table 2 (F) context, 002 §4.3)"),

@@ -118,7 +118,9 @@ class Emulator:
         the receiving host's TCP), not in the emulator's write(): at 400 ms RTT and 8192
         users that path was 64% of the emulator's time (perf, 002 delay). Packets hashed to
         the emulator's own CPU still run inline; the others wait for that CPU's softirq, as
-        a real host's receive path would run on its own CPU."""
+        a real host's receive path would run on its own CPU. A softirq is charged to the task
+        it interrupts, so a server under a CPU quota then pays for receive work (its capacity
+        fell 20% at 002 delay's 400 ms, docs/testbed.md)."""
         mask = format((1 << (os.cpu_count() or 1)) - 1, "x")
         sysnet.run(sysnet.in_ns(self.ns, ["sh", "-c", f"echo {mask} > {self.rps_path()}"]))
 
