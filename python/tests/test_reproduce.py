@@ -716,6 +716,30 @@ def test_a_variant_of_ours_is_explained_by_putting_its_factors_back_one_at_a_tim
     assert _the_row(paper, tmp_path, "section5", bronze_claim).reason() == "unexplained"
 
 
+def test_throughput_that_did_not_grow_with_write_slots_is_put_down_to_a_busy_link(tmp_path):
+    """004 Fig. 6: throughput grew with a 100-Mbit/s server's threads; over our 10-Mbit/s
+    uplink, a link already busy 97% of the run at one write slot is the measured reason more
+    slots added nothing, and no reason below that."""
+    paper = load_paper("004")
+    shutil.copytree(DOCS / "004" / "write-concurrency", tmp_path / "004" / "write-concurrency")
+    claim = "size-independent: byte throughput at write concurrency 128 / at 1"
+
+    def with_link_busy(share: float) -> Row:
+        for path in (tmp_path / "004" / "write-concurrency" / "size-independent-write_concurrency=1").glob(
+                "*/summary.json"):
+            path.write_text(json.dumps({**json.loads(path.read_text()), "link_utilization": share}))
+        for path in (tmp_path / "004" / "write-concurrency" / "size-independent-write_concurrency=128").glob(
+                "*/summary.json"):
+            summary = json.loads(path.read_text())
+            path.write_text(json.dumps({**summary, "throughput_bps": 0.95 * summary["throughput_bps"]}))
+        return _the_row(paper, tmp_path, "write-concurrency", claim)
+
+    row = with_link_busy(0.99)
+    assert row.verdict() == "missed" and row.reason() == "measured", row.why_text()
+    assert "busy 99.0% of the run already at write concurrency 1" in row.why_text()
+    assert with_link_busy(0.8).reason() == "unexplained"
+
+
 def test_a_guard_bound_a_spec_loosened_is_stated_in_the_doc_with_the_worst_value_seen(tmp_path):
     """A table judged by a looser fidelity guard says so: the setting, its default and the
     worst value the complete repetitions recorded; with the default setting no line."""

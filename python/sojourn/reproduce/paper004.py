@@ -130,12 +130,29 @@ def _write_concurrency_rows(ctx: Context) -> list[Row]:
         *(ctx.row(e, f"{variant}: byte throughput at write concurrency {most} / at {fewest} (Fig. 6)",
                   bound(">", 1, text="throughput increases roughly linearly with additional network threads"),
                   ctx.ratio((e, _run_of(ctx, e, variant, most), "throughput_bps"),
-                            (e, _run_of(ctx, e, variant, fewest), "throughput_bps"))) for variant in VARIANTS),
+                            (e, _run_of(ctx, e, variant, fewest), "throughput_bps")),
+                  _link_bound_why(ctx, _run_of(ctx, e, variant, fewest), fewest)) for variant in VARIANTS),
         ctx.row(e, f"SCF / size-independent byte throughput at write concurrency {fewest} (Fig. 6)",
                 bound(">", 1, text="shortest-connection-first has slightly higher throughput"),
                 ctx.ratio((e, _run_of(ctx, e, "scf", fewest), "throughput_bps"),
                           (e, _run_of(ctx, e, "size-independent", fewest), "throughput_bps"))),
     ]
+
+
+# A link busy this share of the run can carry at most 1/share more bytes.
+LINK_BUSY = 0.97
+
+
+def _link_bound_why(ctx: Context, run: str, slots: int):
+    """Fig. 6's throughput grew with the threads of a server at 100 Mbit/s; here the uplink
+    is 10 Mbit/s, and when it was already busy with the fewest write slots, more slots can
+    only add what it had left (summary.json's link_utilization)."""
+    busy = ctx.mean("write-concurrency", run, "link_utilization")
+    if missing(busy) or busy < LINK_BUSY:
+        return None
+    return measured(f"the uplink was busy {busy:.1%} of the run already at write concurrency {slots} "
+                    f"(link_utilization): more slots could add at most {1 / busy - 1:.1%}, so the link, not the "
+                    "server's writes, bounded the throughput")
 
 
 def _fig7_rows(ctx: Context) -> list[Row]:
