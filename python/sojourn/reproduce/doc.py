@@ -103,34 +103,25 @@ def _experiments_table(paper: Paper, ctx: Context) -> list[str]:
     return lines
 
 
-# A fidelity setting (collect.fidelity) -> the measure it bounds (fidelity.json), the unit
-# the setting counts in against the measure's, and which value of the measure is the worst.
-GUARD_MEASURES = {"lag_p99_ms": ("lag_p99_s", 1e-3, max), "emulator_late_p99_ms": ("emulator_late_p99_s", 1e-3, max),
-                  "cpu_idle_min": ("cpu_idle", 1.0, min), "cpu_steal_max": ("cpu_steal", 1.0, max),
-                  "io_stall_max_s": ("io_stall_s", 1.0, max), "stage_stretch_max": ("stage_stretch", 1.0, max),
-                  "uplink_rate_tolerance": ("uplink_rate", 1.0, lambda rates: max(rates, key=lambda r: abs(r - 1)))}
-
-
 def _guard_lines(paper: Paper, ctx: Context) -> list[str]:
     """The fidelity bounds a published experiment's spec set away from the defaults, each with
     the worst value its complete repetitions recorded (summary.json's fidelity), so a table
     judged by a looser guard says so."""
+    from sojourn.runner.fidelity import GUARDS, worst
     from sojourn.runner.spec import SCHEMA
     defaults = {key: rule.default for key, rule in SCHEMA["collect"]["fidelity"].items()}
     lines = []
     for entry in paper.experiments:
         reps = [rep for rep in ctx.reps(entry.name) if rep.complete] if entry.spec and ctx.has(entry.name) else []
-        for key, (measure, unit, worst_of) in GUARD_MEASURES.items():
+        for measure, (key, unit, _) in GUARDS.items():
             judged = [(rep, setting) for rep in reps
-                      if (setting := (rep.config.get("collect") or {}).get("fidelity", {}).get(key, defaults[key]))
-                      != defaults[key]]
+                      if (setting := rep.config["collect"].get("fidelity", {}).get(key, defaults[key])) != defaults[key]]
             if not judged:
                 continue
             changed = sorted({setting for _, setting in judged})
             values = [v for rep, _ in judged
                       if (v := ((rep.summary.get("fidelity") or {}).get("values") or {}).get(measure)) is not None]
-            worst = worst_of(values) / unit if values else None
-            seen = f"; the worst of its {len(values)} repetitions: {worst:.3g}" if worst is not None else ""
+            seen = f"; the worst of its {len(values)} repetitions: {worst(measure, values) / unit:.3g}" if values else ""
             lines.append(f"- `{entry.name}`: `collect.fidelity.{key}` = {', '.join(f'{v:g}' for v in changed)} "
                          f"(default {defaults[key]:g}; 0 = not judged){seen}. The spec says why.")
     if not lines:

@@ -45,7 +45,13 @@ from sojourn.testbed.uplink import FRAME_BYTES
 
 FILE = "fidelity.json"
 
-MEASURES = ("lag_p99_s", "emulator_late_p99_s", "uplink_rate", "cpu_idle", "cpu_steal", "io_stall_s", "stage_stretch")
+# measure -> the collect.fidelity setting that bounds it, the setting's unit in the measure's,
+# and the side it bounds: at "most" the setting, at "least", or "around" 1 by it.
+GUARDS = {"lag_p99_s": ("lag_p99_ms", 1e-3, "most"), "emulator_late_p99_s": ("emulator_late_p99_ms", 1e-3, "most"),
+          "uplink_rate": ("uplink_rate_tolerance", 1.0, "around"), "cpu_idle": ("cpu_idle_min", 1.0, "least"),
+          "cpu_steal": ("cpu_steal_max", 1.0, "most"), "io_stall_s": ("io_stall_max_s", 1.0, "most"),
+          "stage_stretch": ("stage_stretch_max", 1.0, "most")}
+MEASURES = tuple(GUARDS)
 Bounds = dict[str, tuple[float | None, float | None]]
 
 
@@ -75,19 +81,20 @@ def bounds_of(settings: dict, cpu_bound_run: bool = False) -> Bounds:
     queue empties between samples, so its busy stretches are not continuous)."""
     if cpu_bound_run:
         settings = {**settings, "lag_p99_ms": 0, "cpu_idle_min": 0, "uplink_rate_tolerance": 0}
-    def at_most(value: float, scale: float = 1.0) -> tuple[None, float | None]:
-        return None, value * scale if value else None
 
-    tolerance = settings["uplink_rate_tolerance"]
-    return {
-        "lag_p99_s": at_most(settings["lag_p99_ms"], 1e-3),
-        "emulator_late_p99_s": at_most(settings["emulator_late_p99_ms"], 1e-3),
-        "uplink_rate": (1 - tolerance, 1 + tolerance) if tolerance else (None, None),
-        "cpu_idle": (settings["cpu_idle_min"] or None, None),
-        "cpu_steal": at_most(settings["cpu_steal_max"]),
-        "io_stall_s": at_most(settings["io_stall_max_s"]),
-        "stage_stretch": at_most(settings["stage_stretch_max"]),
-    }
+    def bound(setting: str, unit: float, side: str) -> tuple[float | None, float | None]:
+        value = settings[setting] * unit
+        if not value:
+            return None, None
+        return {"most": (None, value), "least": (value, None), "around": (1 - value, 1 + value)}[side]
+
+    return {measure: bound(*guard) for measure, guard in GUARDS.items()}
+
+
+def worst(measure: str, values: list[float]) -> float:
+    """The value of ``measure`` furthest on the wrong side of its bound (GUARDS)."""
+    side = GUARDS[measure][2]
+    return {"most": max, "least": min, "around": lambda v: max(v, key=lambda rate: abs(rate - 1))}[side](values)
 
 
 @dataclass(frozen=True)
