@@ -223,11 +223,11 @@ def _apache_small_why(ctx: Context, apache: str, fair: str, ours: Measure):
              f"by blocked responses {full:.1%} of the run (server_slots_full_s)")
     if full >= SLOTS_BUSY and wait[fair] > wait[apache] and handshake[apache] >= handshake[fair]:
         isolated = _more_slots(ctx, apache, fair)
-        if isolated and isolated[0] > isolated[1]:
-            return unexplained(f"{where}; but {isolated[2]}, so the slots are not the whole reason")
+        if isolated and isolated[0]:
+            return unexplained(f"{where}; but {isolated[1]}, so the slots are not the whole reason")
         return measured(f"{where}: a short response waited at our server for a write slot behind long ones, while "
                         "Apache's short requests waited instead to be accepted by one of its processes, which then all "
-                        f"write at once{f'; {isolated[2]}' if isolated else ''}")
+                        f"write at once{f'; {isolated[1]}' if isolated else ''}")
     alike = all(abs(part[apache] / part[fair] - 1) <= ALIKE for part in (handshake, wait))
     if full < SLOTS_IDLE and alike and ours.ci and min(ours.ci) <= 1 <= max(ours.ci):
         return measured(f"{where}: neither server queued short responses, and 1 is inside the 90% interval; the "
@@ -238,7 +238,7 @@ def _apache_small_why(ctx: Context, apache: str, fair: str, ours: Measure):
 def _more_slots(ctx: Context, apache: str, fair: str):
     """The one factor isolated, where `write-concurrency` ran at the same users: the
     size-independent server with its most write slots, its short responses' mean against
-    Apache's here: (ours, Apache's, the sentence), None without that run."""
+    Apache's here: (whether ours were the slower, the sentence), None without that run."""
     e = "write-concurrency"
     if not ctx.has(e):
         return None
@@ -249,7 +249,7 @@ def _more_slots(ctx: Context, apache: str, fair: str):
     ours, theirs = ctx.mean(e, run, "response_mean_small"), ctx.mean("apache", apache, "response_mean_small")
     if missing(ours) or missing(theirs):
         return None
-    return ours, theirs, (f"with {most} write slots at the same users (`write-concurrency`) the size-independent "
+    return ours > theirs, (f"with {most} write slots at the same users (`write-concurrency`) the size-independent "
                           f"server's short responses averaged {ours:.3g} s, against Apache's {theirs:.3g} s")
 
 
