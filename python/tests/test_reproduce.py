@@ -432,8 +432,8 @@ def test_fresh_runs_the_named_experiments_anew_without_their_publication(tmp_pat
 def test_a_closed_loop_reason_is_given_only_when_littles_law_predicts_the_ratio(tmp_path):
     """003 with clients that do not think: DWFS bronze / FIFO response is FIFO's bronze request
     rate over DWFS's (Little's law), so the row carries that as its measured reason; with
-    DWFS's bronze rate made FIFO's the prediction (1) misses the measured 1.51 and no reason
-    is claimed."""
+    DWFS's bronze rate made FIFO's the prediction (1) misses the measured 1.51 and that reason
+    is not claimed."""
     paper = load_paper("003")
     experiment = "section5-demand20-nothink"
     shutil.copytree(DOCS / "003" / experiment, tmp_path / "003" / experiment)
@@ -449,7 +449,39 @@ def test_a_closed_loop_reason_is_given_only_when_littles_law_predicts_the_ratio(
         bronze["requests"] = next(c for c in theirs["sessions"]["classes"] if c["name"] == "bronze")["requests"]
         path.write_text(json.dumps(summary))
     row = _the_row(paper, tmp_path, experiment, claim)
-    assert row.verdict() == "opposite" and row.reason() != "measured"
+    assert row.verdict() == "opposite" and "Little's law" not in row.why_text()
+
+
+def test_a_class_split_reason_needs_the_papers_gain_and_a_wider_split(tmp_path):
+    """003 with think time, 40 clients: DWFS bronze is slower than FIFO where the paper's is
+    about the same. The measured reason: DWFS's gain over FIFO on all requests is the paper's,
+    split wider between gold and bronze. It is withdrawn when the gain is not the paper's
+    (FIFO made as fast as DWFS) and when the split is not wider (gold made as slow as bronze)."""
+    paper = load_paper("003")
+    experiment = "section5-demand"
+    shutil.copytree(DOCS / "003" / experiment, tmp_path / "003" / experiment)
+    claim = "DWFS bronze / FIFO mean response time, 40 clients"
+    row = _the_row(paper, tmp_path, experiment, claim)
+    assert row.verdict() == "opposite" and row.reason() == "measured" and "split the gain wider" in row.why_text()
+
+    def summaries(run: str) -> list[Path]:
+        return sorted((tmp_path / "003" / experiment).glob(f"{run}/*/summary.json"))
+
+    originals = {path: path.read_text() for path in summaries("*-users=40")}
+    for fifo, dwfs in zip(summaries("fifo-users=40"), summaries("dwfs-users=40")):
+        summary = json.loads(fifo.read_text())
+        summary["sessions"]["overall"]["response_mean_s"] = json.loads(dwfs.read_text())["response_mean"]
+        fifo.write_text(json.dumps(summary))
+    assert _the_row(paper, tmp_path, experiment, claim).reason() != "measured"
+
+    for path, text in originals.items():
+        path.write_text(text)
+    for dwfs in summaries("dwfs-users=40"):
+        summary = json.loads(dwfs.read_text())
+        classes = {c["name"]: c for c in summary["sessions"]["classes"]}
+        classes["gold"]["response_mean_s"] = classes["bronze"]["response_mean_s"]
+        dwfs.write_text(json.dumps(summary))
+    assert _the_row(paper, tmp_path, experiment, claim).reason() != "measured"
 
 
 def _in_summary(change: Callable[[dict], None]) -> Callable[[Path], None]:

@@ -212,6 +212,41 @@ def _closed_loop_why(ctx: Context, experiment: str, name: str, users: int, ratio
                     "to gold")
 
 
+# How near our DWFS / FIFO mean over all classes must be to the paper's (Tables 3-5 against
+# Table 6) for a class's miss to be put down to how the gain is split between the classes.
+SAME_GAIN = 0.1
+
+
+def _split_why(ctx: Context, experiment: str, name: str, users: int, ratio: Measure):
+    """A measured reason for a class / FIFO ratio on the wrong side of the paper's: DWFS cut
+    the mean over all requests by as much as the paper's did (within SAME_GAIN; the paper's
+    is the mean of its three classes), but spread it wider between the classes (this class /
+    gold beyond the paper's, its whole 90% interval). Favouring gold more leaves the last
+    class less of the same gain. Why the split is wider is not measured here."""
+    if not ratio.ok or name == "gold":
+        return None
+    dwfs, fifo = f"dwfs-users={users}", f"fifo-users={users}"
+    gain = ctx.ratio((experiment, dwfs, "sessions.overall.response_mean_s"),
+                     (experiment, fifo, "sessions.overall.response_mean_s"))
+    spread = ctx.ratio((experiment, dwfs, f"sessions.classes.{name}.response_mean_s"),
+                       (experiment, dwfs, "sessions.classes.gold.response_mean_s"))
+    classes = DWFS_RESPONSE.values()
+    paper_gain = sum(c[users] for c in classes) / len(DWFS_RESPONSE) / APACHE_RESPONSE[users]
+    paper_spread = DWFS_RESPONSE[name][users] / DWFS_RESPONSE["gold"][users]
+    if not (gain.ok and spread.ok) or abs(gain.value / paper_gain - 1) > SAME_GAIN:
+        return None
+    if min(spread.ci or (spread.value,)) <= paper_spread:
+        return None
+    return measured(f"DWFS's mean over all requests was {_stated(gain, '.3g')} of FIFO's, as the paper's "
+                    f"classes averaged {paper_gain:.3g} of Apache's (Tables 3-5 over Table 6); ours split the "
+                    f"gain wider: {name} / gold {_stated(spread, '.3g')} against the paper's {paper_spread:.3g}")
+
+
+def _class_why(ctx: Context, experiment: str, name: str, users: int, ratio: Measure):
+    return (_closed_loop_why(ctx, experiment, name, users, ratio)
+            or _split_why(ctx, experiment, name, users, ratio))
+
+
 def _drop_why(ctx: Context, experiment: str, name: str, users: int, rate: Measure):
     """A drop rate over the bound: measured when the same class at the same clients dropped
     less than half as much with the stage costs divided by a larger k, or with the factors of
@@ -271,7 +306,7 @@ def _section5_rows(ctx: Context, experiment: str = "section5",
                                   f"{DWFS_RESPONSE[name][users]} s / {APACHE_RESPONSE[users]} s",
                                   (f"dwfs-users={users}", f"sessions.classes.{name}.response_mean_s"),
                                   (f"fifo-users={users}", "sessions.overall.response_mean_s"),
-                                  partial(_closed_loop_why, ctx, experiment, name, users)))
+                                  partial(_class_why, ctx, experiment, name, users)))
     rows += _drop_rows(ctx, experiment)
     rows.append(ratio_row("DWFS bronze / gold mean response time, 60 clients (service differentiation)",
                           DWFS_RESPONSE["bronze"][60] / DWFS_RESPONSE["gold"][60], "10.584 s / 6.968 s",
