@@ -112,9 +112,10 @@ def test_row_verdicts():
 
 def test_a_run_without_a_syn_drop_counts_its_length_and_an_early_drop_misses_the_bound():
     from sojourn.reproduce.paper000 import _first_syn_drop_or_end
-    assert _first_syn_drop_or_end({"first_syn_drop_s": 43.2, "duration_s": 1800.4}) == 43.2
-    assert _first_syn_drop_or_end({"first_syn_drop_s": 0, "duration_s": 1800.4}) == 0  # a drop at once
-    assert _first_syn_drop_or_end({"first_syn_drop_s": None, "duration_s": 1800.4}) == 1800.4
+    assert _first_syn_drop_or_end({"first_syn_drop_s": 43.2, "duration_s": 1800.4}, lasted=1800) == 43.2
+    assert _first_syn_drop_or_end({"first_syn_drop_s": 0, "duration_s": 1800.4}, lasted=1800) == 0  # at once
+    # None came: the spec's length, not the measured duration a millisecond short of it
+    assert _first_syn_drop_or_end({"first_syn_drop_s": None, "duration_s": 1799.999}, lasted=1800) == 1800
     half_hour = bound(">=", 900, unit="s")
     assert Row("e", "c", half_hour, Measure(1800.4, None, 3), "p", "paper").verdict() == "met"
     assert Row("e", "c", half_hour, Measure(43.2, None, 1), "p", "paper").verdict() == "missed"

@@ -83,7 +83,7 @@ def test_the_vocabularies_are_closed(column):
 
 
 def test_a_bound_meets_at_the_digits_it_is_printed_with():
-    """Ours is rounded to the bound's printed digits: 1.62 meets "<= 1.6", and a "10%"
+    """Ours is rounded to the bound's printed decimals: 1.62 meets "<= 1.6", and a "10%"
     bound printed with two decimals is not met by 1.15 (which would round to 1.1)."""
     from sojourn.reproduce.rows import bound, bound_met
 
@@ -94,29 +94,41 @@ def test_a_bound_meets_at_the_digits_it_is_printed_with():
     assert bound_met(ten_percent, 1.104) and not bound_met(ten_percent, 1.15)
 
 
-def test_a_ratio_bound_at_a_bare_1_is_refused_as_one_that_cannot_fail():
-    """">= 1" with ours 0.937 rounds ours to 1 and meets; so would "<= 1" with 1.35 (004's
-    Fig. 2 rows did both): a ratio's bound at 1 carries two decimals."""
+@pytest.mark.parametrize("bound, ours, met", [
+    ("<= 0", 0.0, True), ("<= 0", 0.4, False),  # "no SYN drop": a third of a drop a repetition is one
+    (">= 1", 1.0, True), (">= 1", 0.937, False), ("<= 1", 1.35, False),  # 004 Fig. 2's ratios once
+    (">= 600", 600.0, True), (">= 600", 599.6, False),  # a drop in the run's last half second
+    ("<= 1e-05", 0.4, False), ("<= 1e-05", 1e-05, True),
+])
+def test_a_bound_without_decimals_is_exact(bound, ours, met):
+    """Rounding to units would give a count or a bare ratio a tolerance of half of one:
+    0.4 SYN drops a repetition would meet "no drop", 0.937 would meet ">= 1"."""
+    from sojourn.reproduce.rows import bound_met
+
+    assert bound_met(bound, ours) is met
+
+
+def test_a_met_verdict_on_a_bare_1_that_ours_misses_is_refused():
+    """check_row recomputes the verdict with the exact rule: a CSV that says ">= 1" was met
+    by 0.937 (the old rounding's verdict) is refused; the same ours printed as missed passes."""
     bare = BOUND | {"bound": ">= 1", "ours": "0.937", "verdict": "met", "reason": "—", "why": ""}
-    assert any("printed without decimals" in problem for problem in check_row(bare))
-    printed = bare | {"bound": ">= 1.00", "verdict": "missed", "reason": "unexplained"}
-    assert not any("printed without decimals" in problem for problem in check_row(printed))
-    count = BOUND | {"bound": ">= 1", "ours": "3", "verdict": "met", "reason": "—", "why": ""}
-    assert check_row(count) == [], "a count against 1 is whole: nothing rounds onto it"
+    assert any("does not follow" in problem for problem in check_row(bare))
+    missed = bare | {"verdict": "missed", "reason": "unexplained"}
+    assert not any("does not follow" in problem for problem in check_row(missed))
 
 
 def test_a_strict_bound_is_met_only_when_its_whole_interval_is_past_it():
     """000 footnote 7: 2000 packets / 1000 was 1.0016 [0.9968, 1.0064] against "> 1" (a
     longer queue hurts): a mean past the bound inside its repetitions' noise shows no
-    difference, so it is missed; a non-strict bound keeps the rounded mean (SRPT's first
-    SYN drop at 599.999 s of a 600-s run meets ">= 600"). The CSV check follows the same rule."""
+    difference, so it is missed; a non-strict bound keeps the mean, rounded to its printed
+    decimals (0.948 meets ">= 0.95" whatever its interval). The CSV check follows the same rule."""
     from sojourn.reproduce.rows import bound_verdict
 
     assert bound_verdict("> 1", 1.0016, (0.9968, 1.0064)) == "missed"
     assert bound_verdict("> 1", 1.0016) == "met"  # one repetition: no interval to hold it to
     assert bound_verdict("> 1", 1.05, (1.01, 1.09)) == "met"
     assert bound_verdict("< 1", 0.328, (0.316, 0.34)) == "met"
-    assert bound_verdict(">= 600", 599.999, (599.996, 600.002)) == "met"
+    assert bound_verdict(">= 0.95", 0.948, (0.9, 0.99)) == "met"
     strict = {**BOUND, "bound": "> 1", "ours": "1.0016", "ci_lo": "0.9968", "ci_hi": "1.0064", "verdict": "met",
               "reason": "—", "why": ""}
     assert any("does not follow" in p for p in check_row(strict))

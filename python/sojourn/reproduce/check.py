@@ -51,11 +51,6 @@ def check_row(row: dict, repo: Path = REPO) -> list[str]:
         if verdict not in ("met", "missed", "no result"):
             problems.append(f"a bound row with the verdict {verdict!r} (a bound is met or missed)")
         elif bound and ours is not None:
-            if bound in (">= 1", "<= 1") and ours != round(ours):
-                # bound_met rounds ours to the bound's printed digits: a ratio against a bare 1
-                # would meet ">= 1" and "<= 1" alike anywhere from 0.5 to 1.5.
-                problems.append(f"the ratio bound {bound!r} is printed without decimals, so any ours from 0.5 "
-                                f"to 1.5 meets it: print it with two (rows.bound(..., digits=2))")
             lo, hi = _float(row["ci_lo"]), _float(row["ci_hi"])
             if verdict != bound_verdict(bound, ours, (lo, hi) if lo is not None and hi is not None else None):
                 problems.append(f"verdict {verdict!r} does not follow from ours {row['ours']} (90% interval "

@@ -47,17 +47,20 @@ def bound_text(op: str, value: float, digits: int | None = None) -> str:
 
 
 def bound_met(bound: str, ours: float) -> bool:
-    """Whether ``ours`` meets ``bound`` (``">= 2.5"``). For >= and <= ours is first rounded
-    to the digits the paper printed (1.62 meets "<= 1.6"); > and < are strict (a direction
+    """Whether ``ours`` meets ``bound`` (``">= 2.5"``). For >= and <= with decimals ours is
+    first rounded to the decimals the paper printed (1.62 meets "<= 1.6"); a bound without
+    decimals (a count such as "<= 0" SYN drops, a ratio's bare "1", "1e-05") is exact, as
+    rounding to units would let 0.4 drops meet "no drop". > and < are strict (a direction
     with no number: ours exactly on the reference does not meet it)."""
     op, _, number = bound.partition(" ")
     if op not in BOUND_OPS:
         raise ValueError(f"bound {bound!r}: expected one of {', '.join(BOUND_OPS)} and a number")
     value = float(number)
     if op in (">=", "<="):
-        digits = len(number.split(".")[1]) if "." in number and "e" not in number else 0
-        rounded = round(ours, digits)
-        return rounded >= value if op == ">=" else rounded <= value
+        decimals = number.partition(".")[2]
+        if decimals.isdigit():
+            ours = round(ours, len(decimals))
+        return ours >= value if op == ">=" else ours <= value
     return ours > value if op == ">" else ours < value
 
 
