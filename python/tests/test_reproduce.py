@@ -473,7 +473,8 @@ def test_a_class_split_reason_needs_the_papers_gain_and_a_wider_split(tmp_path):
         summary = json.loads(fifo.read_text())
         summary["sessions"]["overall"]["response_mean_s"] = json.loads(dwfs.read_text())["response_mean"]
         fifo.write_text(json.dumps(summary))
-    assert _the_row(paper, tmp_path, experiment, claim).reason() != "measured"
+    row = _the_row(paper, tmp_path, experiment, claim)
+    assert row.verdict() == "opposite" and row.reason() == "unexplained"
 
     for path, text in originals.items():
         path.write_text(text)
@@ -482,7 +483,8 @@ def test_a_class_split_reason_needs_the_papers_gain_and_a_wider_split(tmp_path):
         classes = {c["name"]: c for c in summary["sessions"]["classes"]}
         classes["gold"]["response_mean_s"] = classes["bronze"]["response_mean_s"]
         dwfs.write_text(json.dumps(summary))
-    assert _the_row(paper, tmp_path, experiment, claim).reason() != "measured"
+    row = _the_row(paper, tmp_path, experiment, claim)
+    assert row.verdict() == "opposite" and row.reason() == "unexplained"
 
 
 def _in_summary(change: Callable[[dict], None]) -> Callable[[Path], None]:
