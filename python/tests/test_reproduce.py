@@ -75,6 +75,19 @@ def test_a_base_is_merged_and_the_merged_spec_is_what_is_stored(tmp_path):
                                          '[quick]\nrepetitions = 1\nsweep.values = [0.2]\n')
     (tmp_path / "one-point.toml").write_text('base = "swept.toml"\nname = "o"\n')
     assert [r.name for r in load_spec(tmp_path / "one-point.toml", quick=True).runs] == ["run"]
+    # A sweep of its own over the base's parameter keeps the base's quick points; over
+    # another parameter it does not (rho's 0.2 would become a client count).
+    (tmp_path / "same.toml").write_text('base = "swept.toml"\nname = "same"\n[sweep]\nparameter = "workload.rho"\n'
+                                        'values = [0.3, 0.4]\n')
+    assert [r.sweep_value for r in load_spec(tmp_path / "same.toml", quick=True).runs] == [0.2]
+    (tmp_path / "other.toml").write_text('base = "swept.toml"\nname = "other"\n[sweep]\nparameter = "workload.clients"\n'
+                                         'values = [5, 6]\n')
+    assert [r.sweep_value for r in load_spec(tmp_path / "other.toml", quick=True).runs] == [5, 6]
+    # The quick scale is checked with the full one, and its errors say which scale they are of.
+    (tmp_path / "bad-baseline.toml").write_text('base = "swept.toml"\nname = "bb"\nbaseline = "rho=0.3"\n'
+                                                '[sweep]\nparameter = "workload.rho"\nvalues = [0.3]\n')
+    with pytest.raises(SpecError, match=r"at its \[quick\] scale .*baseline = 'rho=0.3' is not a run"):
+        load_spec(tmp_path / "bad-baseline.toml")
     (tmp_path / "loop.toml").write_text('base = "loop2.toml"\nname = "l"\n')
     (tmp_path / "loop2.toml").write_text('base = "loop.toml"\nname = "l2"\n')
     with pytest.raises(SpecError, match="leads back"):
@@ -711,6 +724,39 @@ def test_a_cpu_bound_capacity_ratio_is_put_down_to_what_a_request_costs_the_serv
     assert capacity_row().reason() == "unexplained"
     set_runs({"sojourn-loss=0.09": 4400}, last_level=True)
     assert "a lower bound" in capacity_row().why_text()
+
+
+def test_a_dearer_request_is_put_down_to_the_users_when_the_base_cost_as_much_with_as_many(tmp_path):
+    """002 delay (29 Nov, 0.1 CPU): sojourn reached its capacity at 400 ms with 4096 users, at
+    0 ms with 256, and a request cost more at 400 ms; at 0 ms with 4096 users it cost about as
+    much. The reason then says the dearer requests came with the users, not the condition;
+    not when the base's cost with as many users differs by more than a tenth."""
+    from sojourn.reproduce.paper002 import _cost_why
+
+    paper = load_paper("002")
+    shutil.copytree(DOCS / "002" / "loss", tmp_path / "002" / "loss")
+    users, quota = 4096, 0.2
+
+    def set_cost(run: str, cost_s: float, capacity: bool) -> None:
+        for path in (tmp_path / "002" / "loss" / run).glob("*/summary.json"):
+            summary = json.loads(path.read_text())
+            level = next(level for level in summary["levels"] if level["users"] == users)
+            level["server_cpu"] = 0.97 * quota
+            level["throughput_rps"] = level["server_cpu"] / cost_s
+            if capacity:
+                summary["capacity_users"], summary["capacity_rps"] = users, level["throughput_rps"]
+                summary["capacity_at_last_level"] = False
+            path.write_text(json.dumps(summary))
+
+    def why() -> str:
+        return _cost_why(Context(paper, tmp_path), "loss", "sojourn-loss=0.09", "sojourn-loss=0").text
+
+    set_cost("sojourn-loss=0.09", 70e-6, capacity=True)
+    set_cost("sojourn-loss=0", 66e-6, capacity=False)
+    assert "made each request dearer" in why() and "came with the users it took to fill the server" in why()
+    assert "a request cost 66 µs" in why()
+    set_cost("sojourn-loss=0", 50e-6, capacity=False)
+    assert "made each request dearer" in why() and "came with the users" not in why()
 
 
 def test_a_variant_of_ours_is_explained_by_putting_its_factors_back_one_at_a_time(tmp_path):

@@ -690,7 +690,10 @@ def validate(raw: dict, quick: bool = False) -> Experiment:
     if raw.get("quick"):
         scaled = apply_quick(raw)
         if not quick:
-            validate(scaled)
+            try:
+                validate(scaled)
+            except SpecError as err:
+                raise SpecError(f"at its [quick] scale (--quick): {err}") from None
         else:
             validate({k: v for k, v in raw.items() if k != "quick"})
             raw = scaled
@@ -808,9 +811,10 @@ def _merged_over_bases(path: Path, seen: tuple[Path, ...] = ()) -> tuple[dict, l
     base_raw, chain = _merged_over_bases(base_path, seen + (path.resolve(),))
     # The base's sweep belongs to the base: a spec inherits its settings, not its points;
     # and a spec with variants of its own compares those, not the base's.
-    base_raw.pop("sweep", None)
-    if "sweep" not in raw:
-        # Nor its quick points, which would name values of a sweep this spec does not have.
+    base_sweep = base_raw.pop("sweep", None) or {}
+    if (raw.get("sweep") or {}).get("parameter") != base_sweep.get("parameter"):
+        # Nor its quick points, which would name values of a sweep this spec does not have
+        # (none, or one of another parameter: loss values as round-trip times).
         (base_raw.get("quick") or {}).pop("sweep", None)
     if "variants" in raw:
         base_raw.pop("variants", None)
