@@ -443,17 +443,22 @@ def test_fresh_runs_the_named_experiments_anew_without_their_publication(tmp_pat
     assert calls[-1] == ("overload", tmp_path / "docs" / "000" / "overload", False)
 
 
+def _published_003(tmp_path: Path, experiment: str) -> Callable[[], Row]:
+    """003's published ``experiment`` copied under ``tmp_path``, and a reader of its row
+    "DWFS bronze / FIFO mean response time, 40 clients" from the copy."""
+    paper = load_paper("003")
+    shutil.copytree(DOCS / "003" / experiment, tmp_path / "003" / experiment)
+    return lambda: _the_row(paper, tmp_path, experiment, "DWFS bronze / FIFO mean response time, 40 clients")
+
+
 def test_a_closed_loop_reason_is_given_only_when_littles_law_predicts_the_ratio(tmp_path):
     """003 with clients that do not think: DWFS bronze / FIFO response is FIFO's bronze request
     rate over DWFS's (Little's law), so the row carries that as its measured reason; with
     DWFS's bronze rate made FIFO's the prediction (1) misses the measured 1.51 and that reason
     is not claimed."""
-    paper = load_paper("003")
     experiment = "section5-demand20-nothink"
-    shutil.copytree(DOCS / "003" / experiment, tmp_path / "003" / experiment)
-    claim = "DWFS bronze / FIFO mean response time, 40 clients"
-
-    row = _the_row(paper, tmp_path, experiment, claim)
+    bronze_row = _published_003(tmp_path, experiment)
+    row = bronze_row()
     assert row.verdict() == "opposite" and row.reason() == "measured" and "Little's law" in row.why_text()
     fifo = [json.loads(path.read_text()) for path in sorted((tmp_path / "003" / experiment).glob(
         "fifo-users=40/*/summary.json"))]
@@ -462,7 +467,7 @@ def test_a_closed_loop_reason_is_given_only_when_littles_law_predicts_the_ratio(
         bronze = next(c for c in summary["sessions"]["classes"] if c["name"] == "bronze")
         bronze["requests"] = next(c for c in theirs["sessions"]["classes"] if c["name"] == "bronze")["requests"]
         path.write_text(json.dumps(summary))
-    row = _the_row(paper, tmp_path, experiment, claim)
+    row = bronze_row()
     assert row.verdict() == "opposite" and "Little's law" not in row.why_text()
 
 
@@ -471,11 +476,9 @@ def test_a_class_split_reason_needs_the_papers_gain_and_a_wider_split(tmp_path):
     about the same. The measured reason: DWFS's gain over FIFO on all requests is the paper's,
     split wider between gold and bronze. It is withdrawn when the gain is not the paper's
     (FIFO made as fast as DWFS) and when the split is not wider (gold made as slow as bronze)."""
-    paper = load_paper("003")
     experiment = "section5-demand"
-    shutil.copytree(DOCS / "003" / experiment, tmp_path / "003" / experiment)
-    claim = "DWFS bronze / FIFO mean response time, 40 clients"
-    row = _the_row(paper, tmp_path, experiment, claim)
+    bronze_row = _published_003(tmp_path, experiment)
+    row = bronze_row()
     assert row.verdict() == "opposite" and row.reason() == "measured" and "split the gain wider" in row.why_text()
 
     def summaries(run: str) -> list[Path]:
@@ -486,7 +489,7 @@ def test_a_class_split_reason_needs_the_papers_gain_and_a_wider_split(tmp_path):
         summary = json.loads(fifo.read_text())
         summary["sessions"]["overall"]["response_mean_s"] = json.loads(dwfs.read_text())["response_mean"]
         fifo.write_text(json.dumps(summary))
-    row = _the_row(paper, tmp_path, experiment, claim)
+    row = bronze_row()
     assert row.verdict() == "opposite" and row.reason() == "unexplained"
 
     for path, text in originals.items():
@@ -496,7 +499,7 @@ def test_a_class_split_reason_needs_the_papers_gain_and_a_wider_split(tmp_path):
         classes = {c["name"]: c for c in summary["sessions"]["classes"]}
         classes["gold"]["response_mean_s"] = classes["bronze"]["response_mean_s"]
         dwfs.write_text(json.dumps(summary))
-    row = _the_row(paper, tmp_path, experiment, claim)
+    row = bronze_row()
     assert row.verdict() == "opposite" and row.reason() == "unexplained"
 
 
