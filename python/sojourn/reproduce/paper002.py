@@ -449,9 +449,11 @@ def notes(ctx: Context) -> str:
             continue
         lines = [f"### Capacity per point (`{entry}`)", "", f"| run | capacity (req/s) | at users | last level? |",
                  "|---|---|---|---|"]
+        # Only complete repetitions: one the fidelity guard found invalid is kept for its record,
+        # not shown as a result.
         for rep in ctx.reps(entry):
             summary = rep.summary
-            if summary.get("capacity_rps") is not None:
+            if rep.complete and summary.get("capacity_rps") is not None:
                 lines.append(f"| {rep.run} (rep {rep.rep}) | {summary['capacity_rps']:.0f} | {summary.get('capacity_users')} | "
                              f"{'yes' if summary.get('capacity_at_last_level') else 'no'} |")
         parts.append("\n".join(lines))
