@@ -9,6 +9,8 @@ and without SACK at 6% loss (Figs. 15-16), and for s-client's 1-KB and 64-KB fil
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 from scipy import stats
 
@@ -75,13 +77,14 @@ def _cost_why(ctx: Context, entry: str, top: str, base: str) -> Why | None:
     if not all(m.ok for m in (*used.values(), *cost.values())) or min(m.value for m in used.values()) < SATURATED:
         return None
     change = cost[top].value / cost[base].value
-    same_users = _cost_at_same_users(ctx, entry, top, base) if change >= 1.1 else None
+    dearer = change >= DEARER
+    same_users = _cost_at_same_users(ctx, entry, top, base) if dearer else None
     return measured(f"both were CPU-bound at their capacity ({used[top].value:.0%} and {used[base].value:.0%} of "
                     f"the quota), so capacity is the CPU over what a request costs: {cost[top].value * 1e6:.0f} µs "
                     f"of server CPU a request in {top} against {cost[base].value * 1e6:.0f} µs in {base} "
                     f"({change:.2f}x; server_cpu, its cgroup's CPU, over requests/s at the capacity level). "
                     + ("On this stack the condition did not make a request dearer for the server's cgroup"
-                       if change < 1.1 else "The condition made each request dearer for the server's cgroup")
+                       if not dearer else "The condition made each request dearer for the server's cgroup")
                     + " (its own code and the kernel work done in its context; what the kernel does for its "
                       "sockets in softirq context, such as sends clocked by arriving ACKs, is charged elsewhere)"
                     + (f". In {base} at the users where {top} reached its capacity a request cost "
@@ -90,21 +93,23 @@ def _cost_why(ctx: Context, entry: str, top: str, base: str) -> Why | None:
                        if same_users and abs(same_users / cost[top].value - 1) <= SAME_COST else ""))
 
 
-# How near two CPU costs per request must be to be called the same (10%).
-SAME_COST = 0.1
+# A request this many times dearer than the base's is called dearer; two costs within
+# SAME_COST of each other are called the same.
+DEARER, SAME_COST = 1.1, 0.1
+
+
+def _cpu_per_request_at(users: int, summary: dict) -> float | None:
+    """CPU-seconds the server spent per request at the level of ``users`` users."""
+    used, rate = (_at_level(users, key)(summary) for key in ("server_cpu", "throughput_rps"))
+    return used / rate if used is not None and rate else None
 
 
 def _cost_at_same_users(ctx: Context, entry: str, top: str, base: str) -> float | None:
     """The server's CPU per request in ``base`` at the level of users where ``top`` reached
     its capacity, paired by repetition and averaged (None when ``base`` lacks that level)."""
     users = ctx.per_rep_of(entry, top, lambda summary: summary.get("capacity_users"))
-    def cost_at(level_users: float):
-        def reduce(summary: dict):
-            used, rate = (_at_level(int(level_users), key)(summary) for key in ("server_cpu", "throughput_rps"))
-            return used / rate if used is not None and rate else None
-        return reduce
-    costs = [ctx.per_rep_of(entry, base, cost_at(n)).get(rep) for rep, n in users.items()]
-    costs = [c for c in costs if c is not None]
+    costs = [cost for rep, n in users.items()
+             if (cost := ctx.per_rep_of(entry, base, partial(_cpu_per_request_at, int(n))).get(rep)) is not None]
     return sum(costs) / len(costs) if costs else None
 
 
