@@ -729,6 +729,29 @@ def test_a_cpu_bound_capacity_ratio_is_put_down_to_what_a_request_costs_the_serv
     assert "a lower bound" in capacity_row().why_text()
 
 
+def test_capacity_per_point_says_whether_a_maximum_came_from_a_saturated_server(tmp_path):
+    """002's capacity tables: beside each repetition's maximum, the server's CPU over its
+    quota at that level, the first level at which it used 90% of its quota, and how far the
+    saturated levels' requests per second spread (a maximum at the last level of a saturated
+    server is no lower bound); dashes where the server had no quota."""
+    from sojourn.reproduce.paper002 import notes
+
+    paper = load_paper("002")
+    shutil.copytree(DOCS / "002" / "delay", tmp_path / "002" / "delay")
+    path = tmp_path / "002" / "delay" / "sojourn-rtt_ms=100" / "0" / "summary.json"
+    summary = json.loads(path.read_text())
+    quota = summary["server_cpu"]["cpus"]
+    levels = [{"users": users, "server_cpu": share * quota, "throughput_rps": rps}
+              for users, share, rps in ((256, 0.5, 900), (512, 0.95, 2000), (1024, 0.99, 1600), (2048, 1.0, 2100))]
+    summary |= {"levels": levels, "capacity_rps": 2100, "capacity_users": 2048, "capacity_at_last_level": True}
+    path.write_text(json.dumps(summary))
+    table = notes(Context(paper, tmp_path))
+    assert "| sojourn-rtt_ms=100 (rep 0) | 2100 | 2048 | yes | 1.00 | 512 | 0.76 |" in table
+    summary["server_cpu"]["cpus"] = 0
+    path.write_text(json.dumps(summary))
+    assert "| sojourn-rtt_ms=100 (rep 0) | 2100 | 2048 | yes | — | — | — |" in notes(Context(paper, tmp_path))
+
+
 def test_a_dearer_request_is_put_down_to_the_users_when_the_base_cost_as_much_with_as_many(tmp_path):
     """002 delay (29 Nov, 0.1 CPU): sojourn reached its capacity at 400 ms with 4096 users, at
     0 ms with 256, and a request cost more at 400 ms; at 0 ms with 4096 users it cost about as

@@ -203,6 +203,11 @@ class Context:
             return []
         return load_experiment(self.directory(name))
 
+    def complete_reps(self, name: str, run: str | None = None) -> list:
+        """The repetitions of ``name`` (of its run ``run`` when given) that completed: one
+        the fidelity guard found invalid is published for its record, never used as a result."""
+        return [rep for rep in self.reps(name) if rep.complete and (run is None or rep.run == run)]
+
     def table(self, name: str):
         """One row per run: means over repetitions with 90% intervals (run_table)."""
         from sojourn.analysis.results import run_table
@@ -321,7 +326,7 @@ class Context:
         """``reduce`` (a function of one repetition's summary.json, returning a number or
         None) of each complete repetition of ``run``, for values a dotted key cannot name (a
         bin of a series)."""
-        values = {rep.rep: reduce(rep.summary) for rep in self.reps(name) if rep.run == run and rep.complete}
+        values = {rep.rep: reduce(rep.summary) for rep in self.complete_reps(name, run)}
         # A flag counts as 0 or 1; anything not a number (absent, a table) is no value.
         return {rep: float(value) for rep, value in values.items()
                 if isinstance(value, (int, float)) and not math.isnan(value)}
@@ -337,8 +342,8 @@ class Context:
         DataFrame, returning a number or None) over the run's complete repetitions; ``what``
         names the quantity when no repetition gives one."""
         values = []
-        for rep in self.reps(name):
-            table = rep.table("counters.csv") if rep.run == run and rep.complete else None
+        for rep in self.complete_reps(name, run):
+            table = rep.table("counters.csv")
             if table is not None:
                 value = reduce(table)
                 if value is not None:

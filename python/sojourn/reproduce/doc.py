@@ -112,7 +112,7 @@ def _guard_lines(paper: Paper, ctx: Context) -> list[str]:
     defaults = {key: rule.default for key, rule in SCHEMA["collect"]["fidelity"].items()}
     lines = []
     for entry in paper.experiments:
-        reps = [rep for rep in ctx.reps(entry.name) if rep.complete] if entry.spec and ctx.has(entry.name) else []
+        reps = ctx.complete_reps(entry.name)
         for measure, (key, unit, _) in GUARDS.items():
             judged = [(rep, setting) for rep in reps
                       if (setting := rep.config["collect"].get("fidelity", {}).get(key, defaults[key])) != defaults[key]]

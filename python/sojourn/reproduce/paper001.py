@@ -45,8 +45,8 @@ def _link_bound(ctx: Context, e: str) -> str:
     """Each server's capacity as a share of its uplink, when every one came within 10% of it:
     then the link, not the server, set the capacity (the paper's servers were CPU- and
     disk-bound behind gigabit Ethernet)."""
-    shares = {rep.run: rep.summary["capacity_bps"] / rep.link_bps for rep in ctx.reps(e)
-              if rep.complete and rep.summary.get("capacity_bps")}
+    shares = {rep.run: rep.summary["capacity_bps"] / rep.link_bps for rep in ctx.complete_reps(e)
+              if rep.summary.get("capacity_bps")}
     if not shares or min(shares.values()) < 0.9:
         return ""
     return (f"every server reached {min(shares.values()):.0%}-{max(shares.values()):.0%} of its uplink "

@@ -60,6 +60,25 @@ def _quota_used_at_capacity(summary: dict) -> float | None:
     return used / quota if quota and used is not None else None
 
 
+def _saturated_levels(summary: dict) -> list[dict]:
+    """The levels of users from the first at which the server used SATURATED of its CPU quota
+    on (none without a quota): from there the server's CPU, not the users, bounded the throughput."""
+    quota = (summary.get("server_cpu") or {}).get("cpus")
+    levels = summary.get("levels") or []
+    first = next((i for i, level in enumerate(levels) if quota and (level.get("server_cpu") or 0) >= SATURATED * quota), None)
+    return [] if first is None else levels[first:]
+
+
+CAPACITY_TABLE_NOTE = (
+    "Each complete repetition's most requests per second over its levels of users (summary.json "
+    "capacity_rps, capacity_users). A maximum at the last level would be a lower bound if the users "
+    f"had not yet saturated the server; the last two columns show whether they had: the server's CPU "
+    f"over its quota at that level, and the first level at which it reached {SATURATED:.0%} of it "
+    "(summary.json levels[].server_cpu). Past that level the throughput still moves, as the CPU a "
+    "request costs changes with the users (the last column: the saturated levels' lowest requests "
+    "per second over their highest), so the maximum can fall at any saturated level.")
+
+
 def _cpu_per_request(summary: dict) -> float | None:
     """CPU-seconds the server spent per request at its capacity level."""
     used, rate = _at_level(AT_CAPACITY, "server_cpu")(summary), summary.get("capacity_rps")
@@ -452,15 +471,23 @@ def notes(ctx: Context) -> str:
     for entry, parameter in (("loss", "loss"), ("loss-independent", "loss"), ("delay", "rtt_ms")):
         if not ctx.has(entry):
             continue
-        lines = [f"### Capacity per point (`{entry}`)", "", f"| run | capacity (req/s) | at users | last level? |",
-                 "|---|---|---|---|"]
-        # Only complete repetitions: one the fidelity guard found invalid is kept for its record,
-        # not shown as a result.
-        for rep in ctx.reps(entry):
+        # The columns are explained once, above the first table.
+        lines = [f"### Capacity per point (`{entry}`)", "",
+                 *([CAPACITY_TABLE_NOTE, ""] if len(parts) == 1 else []),
+                 "| run | capacity (req/s) | at users | last level? | server CPU / quota there | saturated from (users) "
+                 "| lowest / highest req/s of the saturated levels |",
+                 "|---|---|---|---|---|---|---|"]
+        for rep in ctx.complete_reps(entry):
             summary = rep.summary
-            if rep.complete and summary.get("capacity_rps") is not None:
-                lines.append(f"| {rep.run} (rep {rep.rep}) | {summary['capacity_rps']:.0f} | {summary.get('capacity_users')} | "
-                             f"{'yes' if summary.get('capacity_at_last_level') else 'no'} |")
+            if summary.get("capacity_rps") is not None:
+                used, saturated = _quota_used_at_capacity(summary), _saturated_levels(summary)
+                plateau = [level["throughput_rps"] for level in saturated if level.get("throughput_rps") is not None]
+                first = f"{saturated[0]['users']:.0f}" if saturated else "—"
+                lines.append(f"| {rep.run} (rep {rep.rep}) | {summary['capacity_rps']:.0f} | {summary.get('capacity_users'):.0f} | "
+                             f"{'yes' if summary.get('capacity_at_last_level') else 'no'} | "
+                             f"{'—' if used is None else f'{used:.2f}'} | "
+                             f"{first} | "
+                             f"{f'{min(plateau) / max(plateau):.2f}' if plateau else '—'} |")
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
 
