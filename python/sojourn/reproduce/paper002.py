@@ -72,7 +72,7 @@ def _saturated_levels(summary: dict) -> list[dict]:
 CAPACITY_TABLE_NOTE = (
     "Each complete repetition's most requests per second over its levels of users (summary.json "
     "capacity_rps, capacity_users). A maximum at the last level would be a lower bound if the users "
-    f"had not yet saturated the server; the last two columns show whether they had: the server's CPU "
+    "had not yet saturated the server; the next two columns show whether they had: the server's CPU "
     f"over its quota at that level, and the first level at which it reached {SATURATED:.0%} of it "
     "(summary.json levels[].server_cpu). Past that level the throughput still moves, as the CPU a "
     "request costs changes with the users (the last column: the saturated levels' lowest requests "
