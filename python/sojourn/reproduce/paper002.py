@@ -64,8 +64,10 @@ def _saturated_levels(summary: dict) -> list[dict]:
     """The levels of users from the first at which the server used SATURATED of its CPU quota
     on (none without a quota): from there the server's CPU, not the users, bounded the throughput."""
     quota = (summary.get("server_cpu") or {}).get("cpus")
+    if not quota:
+        return []
     levels = summary.get("levels") or []
-    first = next((i for i, level in enumerate(levels) if quota and (level.get("server_cpu") or 0) >= SATURATED * quota), None)
+    first = next((i for i, level in enumerate(levels) if (level.get("server_cpu") or 0) >= SATURATED * quota), None)
     return [] if first is None else levels[first:]
 
 
@@ -468,7 +470,7 @@ def differences(ctx: Context) -> str:
 
 def notes(ctx: Context) -> str:
     parts = [differences(ctx)]
-    for entry, parameter in (("loss", "loss"), ("loss-independent", "loss"), ("delay", "rtt_ms")):
+    for entry in ("loss", "loss-independent", "delay"):
         if not ctx.has(entry):
             continue
         # The columns are explained once, above the first table.
