@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from host_noise import HOST_NOISE_UNJUDGED
 from sojourn import analysis
 from sojourn.runner.experiment import run_experiment
 from sojourn.runner.spec import load_spec
@@ -36,10 +37,7 @@ duration_s = {duration}
 clients = 20
 seed = 3
 [collect]
-# The host's CPU steal and the generator's lag are not what these tests check
-# (test_runner_fidelity tests those bounds); on a noisy host they voided runs that were right.
-fidelity.cpu_steal_max = 0
-fidelity.lag_p99_ms = 0
+""" + HOST_NOISE_UNJUDGED + """\
 drain_s = 15
 interval_s = 0.5
 """

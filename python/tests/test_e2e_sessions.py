@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from host_noise import HOST_NOISE_UNJUDGED
 from sojourn.analysis import session_metrics as analysis_sessions
 from sojourn.engine import engine_path
 
@@ -42,8 +43,7 @@ duration_s = 3
 timeout_s = 5
 sessions = { rate = 4 }
 [collect]
-# The host's CPU steal is not what this test checks (test_runner_fidelity tests that bound).
-fidelity.cpu_steal_max = 0
+""" + HOST_NOISE_UNJUDGED + """\
 drain_s = 5
 interval_s = 0.5
 [variants.fifo]
@@ -148,8 +148,7 @@ timeout_s = 5
 # Every stage costs 5-20 ms of CPU: a 1 ms bound fails every request.
 sessions = { users = 3, exit = 0.2, delay_bound_s = 0.001 }
 [collect]
-# The host's CPU steal is not what this test checks (test_runner_fidelity tests that bound).
-fidelity.cpu_steal_max = 0
+""" + HOST_NOISE_UNJUDGED + """\
 drain_s = 3
 [variants.restart]
 workload.sessions.on_failure = "restart"
@@ -197,8 +196,7 @@ cycles = 2
 timeout_s = 5
 sessions = { rate = 20, exit = 0.5 }
 [collect]
-# The host's CPU steal is not what this test checks (test_runner_fidelity tests that bound).
-fidelity.cpu_steal_max = 0
+""" + HOST_NOISE_UNJUDGED + """\
 drain_s = 3
 """
 

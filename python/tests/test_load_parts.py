@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from host_noise import HOST_NOISE_UNJUDGED
 from sojourn import analysis
 from sojourn.engine import engine_path
 from sojourn.runner import load_parts
@@ -94,9 +95,7 @@ def test_two_processes_run_the_whole_trace_once(tmp_path):
                                         + "".join(f"{i * 0.05:.2f},{i % 5},/o{i % 3},{2000 + i % 3}\n" for i in range(80)))
     spec = tmp_path / "two.toml"
     spec.write_text('name = "two"\n[network]\nlink_mbps = 10\n[workload]\ntrace = "trace.csv"\nclients = 5\n'
-                    'load_processes = 2\n[collect]\ndrain_s = 3\n'
-                    # The host's CPU steal is not what this test checks (test_runner_fidelity tests it).
-                    'fidelity.cpu_steal_max = 0\n')
+                    'load_processes = 2\n[collect]\ndrain_s = 3\n' + HOST_NOISE_UNJUDGED)
     outcome = run_experiment(load_spec(spec), tmp_path / "results", prefix="sjlp")
     assert outcome.complete, outcome.reasons()
     rep = tmp_path / "results" / "two" / "run" / "0"

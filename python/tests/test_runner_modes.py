@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from host_noise import HOST_NOISE_UNJUDGED
 from sojourn import analysis
 from sojourn.analysis.results import server_metric_totals
 from sojourn.runner.experiment import run_experiment
@@ -32,9 +33,7 @@ def write_spec(tmp_path: Path, name: str, workload: str) -> Path:
                                         + "".join(f"{i},0,{'/b' if i % 4 == 3 else '/a'},{SIZE}\n" for i in range(40)))
     spec = tmp_path / f"{name}.toml"
     spec.write_text(f'name = "{name}"\n[network]\nlink_mbps = 10\n[workload]\ntrace = "trace.csv"\nclients = 8\n'
-                    f'{workload}\n[collect]\ndrain_s = 5\n'
-                    # The host's CPU steal is not what these tests check (test_runner_fidelity tests it).
-                    'fidelity.cpu_steal_max = 0\n')
+                    f'{workload}\n[collect]\ndrain_s = 5\n' + HOST_NOISE_UNJUDGED)
     return spec
 
 

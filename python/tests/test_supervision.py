@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from host_noise import HOST_NOISE_UNJUDGED
 from sojourn.testbed import sysnet
 
 pytestmark = [pytest.mark.netns, pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")]
@@ -28,8 +29,7 @@ duration_s = 8
 clients = 10
 seed = 1
 [collect]
-# The host's CPU steal is not what this test checks (test_runner_fidelity tests that bound).
-fidelity.cpu_steal_max = 0
+""" + HOST_NOISE_UNJUDGED + """\
 drain_s = 5
 """
 

@@ -9,6 +9,7 @@ import os
 
 import pytest
 
+from host_noise import HOST_NOISE_UNJUDGED
 from sojourn.runner.experiment import run_experiment
 from sojourn.runner.spec import load_spec
 from sojourn.testbed import cpu
@@ -28,8 +29,7 @@ duration_s = 4
 model = "specweb99"
 seed = 2
 [collect]
-# The host's CPU steal is not what this test checks (test_runner_fidelity tests that bound).
-fidelity.cpu_steal_max = 0
+""" + HOST_NOISE_UNJUDGED + """\
 drain_s = 5
 interval_s = 0.5
 [variants.free]
