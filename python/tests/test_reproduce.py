@@ -1187,3 +1187,70 @@ def test_a_key_the_schema_gained_since_a_run_keeps_its_results_only_at_its_defau
     assert changed_runs(results, load_spec(spec)) == [f"{run} rep 0"]
     assert not configured_alike(now, {**before, "lost": 2})
     assert not configured_alike(now, {**before, "workload": {**before["workload"], "rho": 0.6}})
+
+
+def _set_summaries(run: Path, **values) -> None:
+    """Sets summary.json keys in every repetition of a published run."""
+    for path in run.glob("*/summary.json"):
+        path.write_text(json.dumps({**json.loads(path.read_text()), **values}))
+
+
+def test_a_costlier_clamp_is_put_down_to_the_part_of_a_response_that_carries_its_rise(tmp_path):
+    """001 Fig. 18 for nonpersistent connections: when even the best clamp raises the mean, the
+    reason is the part of a response that carries at least half the rise: the handshake with
+    more SYNs dropped, or, for a clamp below Linux's initial window of 10 segments, the transfer
+    after the first byte; with neither, none is claimed."""
+    paper = load_paper("001")
+    shutil.copytree(DOCS / "001" / "cwnd", tmp_path / "001" / "cwnd")
+    runs = tmp_path / "001" / "cwnd"
+    for run in runs.glob("nonpersistent-cwnd_clamp=*"):
+        _set_summaries(run, response_mean=0.05, ttfb_mean=0.049, connect_mean=0.0003, syn_drops=100)
+    _set_summaries(runs / "nonpersistent-cwnd_clamp=0", response_mean=0.004, ttfb_mean=0.0039)
+    clamped = runs / "nonpersistent-cwnd_clamp=2"
+    claim = "nonpersistent: mean latency unclamped / with the best clamp (2 segments)"
+
+    _set_summaries(clamped, response_mean=0.006, ttfb_mean=0.0044)
+    row = _the_row(paper, tmp_path, "cwnd", claim)
+    assert row.verdict() == "missed" and row.reason() == "measured", row.why_text()
+    assert "Linux opens at 10 segments" in row.why_text() and "75% of the mean's rise" in row.why_text()
+
+    _set_summaries(clamped, ttfb_mean=0.0059, connect_mean=0.0015, syn_drops=900)
+    row = _the_row(paper, tmp_path, "cwnd", claim)
+    assert row.reason() == "measured" and "lost the time in their handshakes" in row.why_text(), row.why_text()
+    assert "900 SYNs dropped" in row.why_text()
+
+    _set_summaries(clamped, connect_mean=0.0004)
+    assert _the_row(paper, tmp_path, "cwnd", claim).reason() == "unexplained"
+
+
+def test_the_clamps_trade_and_the_empty_link_are_said_only_while_the_published_parts_show_them(tmp_path):
+    """001 §6.3: the paper's trade (small responses start sooner, the largest transfer longer)
+    is stated only while the summaries show both, and the link as no place of waiting only
+    while its sampled backlog stayed under a packet with no drop."""
+    from sojourn.reproduce import paper001
+
+    shutil.copytree(DOCS / "001" / "cwnd", tmp_path / "001" / "cwnd")
+    runs = tmp_path / "001" / "cwnd"
+    for run in runs.glob("persistent-cwnd_clamp=*"):
+        _set_summaries(run, response_mean=0.05, uplink_drops=0)
+    _set_summaries(runs / "persistent-cwnd_clamp=0", response_mean=0.007, ttfb_mean=0.0068,
+                   response_largest_1pct_mean=0.012, ttfb_largest_1pct_mean=0.007)
+    best = runs / "persistent-cwnd_clamp=2"
+    _set_summaries(best, response_mean=0.004, ttfb_mean=0.0034, response_largest_1pct_mean=0.018,
+                   ttfb_largest_1pct_mean=0.0035)
+    for counters in runs.glob("persistent-cwnd_clamp=[02]/*/counters.csv"):
+        table = pd.read_csv(counters)
+        table["q1_10_backlog_bytes"] = 100
+        table.to_csv(counters, index=False)
+
+    def persistent_item() -> str:
+        (item,) = [i for i in paper001._cwnd_differences(Context(load_paper("001"), tmp_path))
+                   if "persistent connections" in i and "nonpersistent" not in i]
+        return item
+
+    item = persistent_item()
+    assert "6.80 against 3.40 ms" in item and "That is the paper's trade" in item and "did not wait at the link" in item
+    _set_summaries(best, uplink_drops=3)
+    assert "did not wait at the link" not in persistent_item()
+    _set_summaries(best, ttfb_mean=0.0069)
+    assert "That is the paper's trade" not in persistent_item()
