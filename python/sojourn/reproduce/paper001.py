@@ -295,15 +295,12 @@ def _cwnd_differences(ctx: Context) -> list[str]:
             + "; the paper's: 33 ms unclamped, as little as 10 ms clamped). Unclamped against the best clamp "
             f"({best} segments), summary.json means over the repetitions: the time to the first byte "
             f"{first_byte[0]:.2f} against {first_byte[best]:.2f} ms")
-        if not all(map(math.isfinite, tail.values())):
-            text += "."
-        elif first_byte[best] < first_byte[0] and tail[best] > tail[0]:
-            text += (f", the largest 1% of responses' time after their first byte {tail[0]:.1f} against "
-                     f"{tail[best]:.1f} ms. That is the paper's trade: the clamp slowed the largest transfers and "
-                     "small responses started sooner.")
+        if all(map(math.isfinite, tail.values())):
+            text += f", the largest 1% of responses' time after their first byte {tail[0]:.1f} against {tail[best]:.1f} ms."
+            if first_byte[best] < first_byte[0] and tail[best] > tail[0]:
+                text += " That is the paper's trade: the clamp slowed the largest transfers and small responses started sooner."
         else:
-            text += (f", the largest 1% of responses' time after their first byte {tail[0]:.1f} against "
-                     f"{tail[best]:.1f} ms.")
+            text += "."
         backlog = {p: ctx.counters(e, run, lambda c: float(c["q1_10_backlog_bytes"].mean()), "q1_10_backlog_bytes")
                    for p, run in runs.items()}
         drops = {p: ctx.mean(e, run, "uplink_drops") for p, run in runs.items()}
