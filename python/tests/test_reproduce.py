@@ -6,7 +6,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -207,9 +206,10 @@ def test_quick_reproduction_of_one_factor_end_to_end(tmp_path):
                           capture_output=True, text=True, timeout=600)
     # The paper's spec keeps its host-noise bounds (steal, generator lag); a repetition the host
     # disturbed past them on every attempt is the guard working, so it skips naming them, never passes.
-    disturbed = re.findall(r"invalid in \d+ s \(fidelity: ([^)]*)\)", done.stdout)
-    if done.returncode and disturbed and all(re.fullmatch(r"(?:(?:lag_p99_s|cpu_steal) [\d.]+ > [\d.]+(?:; )?)+", d)
-                                             for d in disturbed):
+    disturbed = [violation for attempts in (tmp_path / "results").glob("**/attempts.json")
+                 if json.loads((attempts.parent / "status.json").read_text())["state"] == "invalid"
+                 for attempt in json.loads(attempts.read_text()) for violation in attempt["fidelity"]["violations"]]
+    if done.returncode and disturbed and all(v.split()[0] in ("lag_p99_s", "cpu_steal") for v in disturbed):
         pytest.skip(f"the host disturbed every attempt past the fidelity guard: {'; '.join(disturbed)}")
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     meta = json.loads((docs / "000" / "baseline" / "meta.json").read_text())
