@@ -71,7 +71,9 @@ def run_spec(results_root: Path, text: str, prefix: str, *options: str, timeout:
     engine_path()  # builds the engine if needed, before the run's clock starts
     done = subprocess.run([sys.executable, "-m", "sojourn.cli", "run", str(spec), "--results", str(results_root),
                            "--prefix", prefix, *options], capture_output=True, text=True, timeout=timeout)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    # The lines that name why a repetition was not complete come before the tables.
+    verdicts = [line for line in done.stdout.splitlines() if ": partial" in line or ": invalid" in line]
+    assert done.returncode == 0, "\n".join(verdicts) + "\n" + done.stdout[-2000:] + done.stderr[-2000:]
     return done.stdout
 
 

@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from host_noise import HOST_NOISE_FIDELITY_LINES
 from sojourn.reproduce import REPO, Context, load_paper
 from sojourn.reproduce.publish import publish
 
@@ -28,9 +29,7 @@ sessions = {{ users = 40, exit = 0.1, think_s = 1.0, delay_bound_s = 2.0 }}
 parameter = "workload.sessions.users"
 values = [40]
 [collect.fidelity]
-# The host's CPU steal is not what this test checks (test_runner_fidelity tests that bound).
-cpu_steal_max = 0
-"""
+""" + HOST_NOISE_FIDELITY_LINES  # the host's noise is not what this test checks
 
 
 def test_section5_runs_and_its_claims_are_computed(tmp_path):

@@ -451,6 +451,31 @@ def test_counters_record_uplink_traffic_accept_queue_and_listen_drops(tmp_path):
     assert "htb" in description["qdisc"]
 
 
+def test_foreign_cpu_counts_a_busy_loop_outside_the_testbed_and_not_one_inside(tmp_path):
+    """counters.csv's host_foreign_cpu: a busy loop in the server namespace is the testbed's
+    own (server_cpu), one in the host's namespace is foreign to it. Compared phase against
+    phase, so whatever else this machine runs meanwhile is in both."""
+    import pandas as pd
+
+    spin = [sys.executable, "-c", "import time\nend = time.time() + 2.5\nwhile time.time() < end: pass"]
+    with Testbed(TestbedConfig(prefix="sjtbf")) as tb:
+        path = tmp_path / "counters.csv"
+        started = time.monotonic()
+        tb.start_counters(path, interval_s=0.25)
+        phases = {}
+        for phase, start in (("inside", lambda: tb.popen(tb.server_ns, spin)), ("outside", lambda: subprocess.Popen(spin))):
+            begun = time.monotonic() - started
+            start().wait(timeout=30)
+            phases[phase] = (begun + 0.5, time.monotonic() - started - 0.25)  # whole samples of the loop
+        tb.stop_counters()
+    rows = pd.read_csv(path)
+    mean = {phase: rows[rows["t_s"].between(*span)][["host_foreign_cpu", "server_cpu"]].mean()
+            for phase, span in phases.items()}
+    assert mean["inside"]["server_cpu"] > 0.6, mean
+    assert mean["outside"]["host_foreign_cpu"] - mean["inside"]["host_foreign_cpu"] > 0.6, mean
+    assert rows["host_foreign_cpu"].between(0, os.cpu_count() + 0.05).all()
+
+
 def test_router_cpu_counts_the_emulators_time(tmp_path):
     """With the WAN emulator on, the router namespace's processes (the emulator) use CPU
     while traffic crosses it: counters.csv's router_cpu, beside server_cpu."""
@@ -483,13 +508,13 @@ def test_emulator_rps_steers_what_the_emulator_writes_to_every_cpu():
         assert received is None or received["bytes"] > 1_000_000, received
 
 
-def test_softirq_ticks_is_the_seventh_number_of_proc_stats_cpu_line():
-    from sojourn.testbed.counters import softirq_ticks
+def test_machine_ticks_are_proc_stats_task_time_and_its_seventh_number_softirq():
+    from sojourn.testbed.counters import machine_ticks
 
     stat = "cpu  1358293 37174 1380384 7965795 17296 0 895684 18952 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n"
-    assert softirq_ticks(stat) == 895684
+    assert machine_ticks(stat) == (1358293 + 37174 + 1380384, 895684)
     with pytest.raises(ValueError):
-        softirq_ticks("intr 1 2 3\n")
+        machine_ticks("intr 1 2 3\n")
 
 
 def test_the_emulators_counters_trace_its_lateness_and_release_bursts_per_interval():

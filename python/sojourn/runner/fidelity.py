@@ -14,6 +14,7 @@ kept their promises while it ran, so every repetition records its own fidelity i
 | ``cpu_steal``: the hypervisor's share (time taken by other guests) | ``/proc/stat`` | <= 0.05 (``cpu_steal_max``) |
 | ``io_stall_s``: the longest stretch in which the machine's I/O pressure (some task waiting for I/O, ``host_io_stall``) stayed at 0.5 or more | ``counters.csv`` | <= 1 s (``io_stall_max_s``) |
 | ``stage_stretch``: the most the stage pool's processing took over the thread CPU time it burned, in any 10-s window with at least 1 s of it (1 while its worker had a core to itself) | ``series.csv`` (CPU stages only) | <= 1.05 (``stage_stretch_max``) |
+| ``foreign_cpu``: the most CPU seconds per second the machine's tasks ran outside the testbed (its namespaces' processes and the runner) in any 10-s window: builds, tests, other testbeds | ``counters.csv`` (``host_foreign_cpu``; CPU-bound runs only) | <= 0.25 (``foreign_cpu_max``) |
 
 A measure that does not apply (no WAN emulator; a run whose uplink never stayed busy for a
 whole sampling interval) is recorded as ``null`` and not judged, nor is one whose bound a
@@ -29,7 +30,12 @@ backlog): these are recorded and not judged, and
 such runs refuse ``--concurrency`` above 1 (:func:`cpu_bound`). What such a run's stages
 measure is judged instead: a stage request burns its cost in *thread CPU time*, so a worker
 that lost its core to anything else (a build, another testbed) takes longer in wall time, and
-``stage_stretch`` shows it.
+``stage_stretch`` shows it. And whatever else ran on the machine is measured directly, as
+``foreign_cpu``: a CPU-bound run has no idle time to lose, so a test run beside it (29 Nov
+2026: 001's cwnd at load 0.9, the machine's CPU pressure 0.58-0.67 for 40 s, 40% of SYNs
+dropped and the mean response 0.85 s against 7-10 ms in its other repetitions) took the
+server's CPU unseen by every other measure. Concurrent testbeds are foreign to each other, so
+it is judged in CPU-bound runs only, which refuse ``--concurrency``.
 """
 
 from __future__ import annotations
@@ -50,7 +56,7 @@ FILE = "fidelity.json"
 GUARDS = {"lag_p99_s": ("lag_p99_ms", 1e-3, "most"), "emulator_late_p99_s": ("emulator_late_p99_ms", 1e-3, "most"),
           "uplink_rate": ("uplink_rate_tolerance", 1.0, "around"), "cpu_idle": ("cpu_idle_min", 1.0, "least"),
           "cpu_steal": ("cpu_steal_max", 1.0, "most"), "io_stall_s": ("io_stall_max_s", 1.0, "most"),
-          "stage_stretch": ("stage_stretch_max", 1.0, "most")}
+          "stage_stretch": ("stage_stretch_max", 1.0, "most"), "foreign_cpu": ("foreign_cpu_max", 1.0, "most")}
 MEASURES = tuple(GUARDS)
 Bounds = dict[str, tuple[float | None, float | None]]
 
@@ -78,9 +84,12 @@ def bounds_of(settings: dict, cpu_bound_run: bool = False) -> Bounds:
     """measure -> (lowest, highest) accepted (None: unbounded on that side), from a
     run's ``collect.fidelity`` table; a setting of 0 leaves its measure unjudged, and so
     does a CPU-bound run its generator lag, idle time and uplink rate (a closed loop's
-    queue empties between samples, so its busy stretches are not continuous)."""
+    queue empties between samples, so its busy stretches are not continuous), and any other
+    run the CPU foreign to it (another testbed may share the machine: its idle time is judged)."""
     if cpu_bound_run:
         settings = {**settings, "lag_p99_ms": 0, "cpu_idle_min": 0, "uplink_rate_tolerance": 0}
+    else:
+        settings = {**settings, "foreign_cpu_max": 0}
 
     def bound(setting: str, unit: float, side: str) -> tuple[float | None, float | None]:
         value = settings[setting] * unit
@@ -194,6 +203,22 @@ def stage_stretch(series: pd.DataFrame) -> float | None:
     return round(float((judged["processing_s"] / judged["cpu_s"]).max()), 4)
 
 
+FOREIGN_WINDOW_S = 10.0
+
+
+def foreign_cpu(counters: pd.DataFrame) -> float | None:
+    """The most CPU seconds per second outside the testbed (``host_foreign_cpu``, each
+    sample's rate over the interval before it) in any ``FOREIGN_WINDOW_S`` window of the
+    counters; None for counters from before the column."""
+    if "host_foreign_cpu" not in counters or len(counters) < 2:
+        return None
+    seconds = counters["t_s"].diff().iloc[1:]
+    used = counters["host_foreign_cpu"].iloc[1:] * seconds
+    window = (counters["t_s"].iloc[1:] // FOREIGN_WINDOW_S).astype(int)
+    per_window = used.groupby(window).sum() / seconds.groupby(window).sum()
+    return round(float(per_window.max()), 4)
+
+
 def measure(directory: Path, link_bps: float, cpu: dict[str, float | None]) -> dict[str, float | None]:
     """Every measure of the table above for the repetition in ``directory``."""
     directory = Path(directory)
@@ -213,6 +238,7 @@ def measure(directory: Path, link_bps: float, cpu: dict[str, float | None]) -> d
         table = pd.read_csv(counters)
         values["uplink_rate"] = uplink_rate(table, link_bps)
         values["io_stall_s"] = io_stall_seconds(table)
+        values["foreign_cpu"] = foreign_cpu(table)
     series = directory / "series.csv"
     if series.is_file() and series.stat().st_size > 0:
         values["stage_stretch"] = stage_stretch(pd.read_csv(series))

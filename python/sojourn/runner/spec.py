@@ -291,6 +291,10 @@ SCHEMA: dict[str, Any] = {
                                                   "times the CPU time it burned in a 10-s window (its worker lost the "
                                                   "CPU to something else; judged in CPU-bound runs too); 0 = not judged",
                                     minimum=0),
+            "foreign_cpu_max": _k(NUMBER, 0.25, "likewise when the machine's tasks outside the testbed ran more than "
+                                                "this many CPU seconds per second in a 10-s window (a build or a test "
+                                                "beside the run); judged in CPU-bound runs only; 0 = not judged",
+                                  minimum=0),
             "redo": _k(int, 2, "times an invalid repetition is run again at once before it is left invalid (a later "
                                "`sojourn run` redoes it)", minimum=0, maximum=10),
         },

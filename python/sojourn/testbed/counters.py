@@ -104,13 +104,15 @@ def _read(path: str) -> str:
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 
 
-def ns_processes(ns_inode: str, other_inode: str = "") -> tuple[dict[int, int], int, int, int, dict[int, int]]:
+def ns_processes(ns_inode: str, others: tuple[str, ...] = ()) -> tuple[dict[int, int], int, int, int,
+                                                                           dict[str, dict[int, int]]]:
     """utime + stime (clock ticks) of every process whose network namespace is
     ``ns_inode``, the sum of their resident set sizes in bytes, and how many of them are
     runnable (state R, proc(5) field 3), and how many of their threads are blocked (state D:
     a process's own state is its main thread's, and a worker thread may wait alone); last,
-    the ticks of every process in the namespace ``other_inode``, from the same pass."""
-    ticks, rss, runnable, blocked, other_ticks = {}, 0, 0, 0, {}
+    per namespace of ``others``, the ticks of every process in it, from the same pass."""
+    ticks, rss, runnable, blocked = {}, 0, 0, 0
+    other_ticks: dict[str, dict[int, int]] = {inode: {} for inode in others}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -118,11 +120,11 @@ def ns_processes(ns_inode: str, other_inode: str = "") -> tuple[dict[int, int], 
             namespace = os.readlink(f"/proc/{entry}/ns/net")
         except OSError:
             continue
-        if namespace not in (ns_inode, other_inode):
+        if namespace != ns_inode and namespace not in other_ticks:
             continue
         fields = _stat_fields(_read(f"/proc/{entry}/stat"))
-        if fields and namespace == other_inode:
-            other_ticks[int(entry)] = int(fields[11]) + int(fields[12])
+        if fields and namespace != ns_inode:
+            other_ticks[namespace][int(entry)] = int(fields[11]) + int(fields[12])
         elif fields:
             ticks[int(entry)] = int(fields[11]) + int(fields[12])
             rss += int(fields[21]) * PAGE_BYTES  # rss in pages (proc(5) field 24)
@@ -143,6 +145,12 @@ def cpu_rate(ticks: dict[int, int], previous: dict[int, int], elapsed_s: float) 
     return round(used / CLOCK_TICKS / max(elapsed_s, 1e-9), 4)
 
 
+def own_ticks() -> int:
+    """utime + stime (clock ticks) of the calling process, all its threads: the runner,
+    whose sampler and progress threads work for the testbed from outside its namespaces."""
+    return sum(int(value) for value in _stat_fields(_read("/proc/self/stat"))[11:13])
+
+
 def _stat_fields(stat: str) -> list[str]:
     """The fields of a ``/proc/<pid>/stat`` line after the command name (state first); the
     name is cut at its last ')' since it may hold spaces and parentheses. Empty for a process
@@ -155,13 +163,16 @@ def _stat_fields(stat: str) -> list[str]:
 PRESSURE_RESOURCES = ("cpu", "io", "memory")
 
 
-def softirq_ticks(text: str) -> int:
-    """The whole machine's softirq time in clock ticks, from ``/proc/stat``'s ``cpu`` line
-    (user nice system idle iowait irq softirq ...: the seventh number; proc(5))."""
+def machine_ticks(text: str) -> tuple[int, int]:
+    """The whole machine's task time (user + nice + system) and softirq time in clock
+    ticks, from ``/proc/stat``'s ``cpu`` line (user nice system idle iowait irq softirq
+    ...; proc(5)). With IRQ time accounting a task's own utime + stime leave out the
+    softirqs that interrupted it, as the first number does, so the two compare."""
     for line in text.splitlines():
         fields = line.split()
         if fields and fields[0] == "cpu":
-            return int(fields[7])
+            user, nice, system = (int(value) for value in fields[1:4])
+            return user + nice + system, int(fields[7])
     raise ValueError("/proc/stat has no cpu line")
 
 
@@ -179,7 +190,7 @@ class CounterSampler:
     """A background thread writing one CSV row per interval."""
 
     def __init__(self, path_csv, interval_s: float, anchor_pid: int, ns: str, uplink_dev: str, link_bps: int,
-                 router_ns: str, cutoffs: list[int] | None = None):
+                 router_ns: str, client_ns: str, cutoffs: list[int] | None = None):
         if interval_s <= 0:
             raise ValueError(f"interval_s={interval_s}: must be > 0")
         self.path = Path(path_csv)
@@ -192,6 +203,7 @@ class CounterSampler:
         self.router_ns = router_ns
         # As /proc/<pid>/ns/net names it: the inode of the namespace's bind mount (ip-netns(8)).
         self.router_inode = f"net:[{os.stat(f'/run/netns/{router_ns}').st_ino}]"
+        self.client_inode = f"net:[{os.stat(f'/run/netns/{client_ns}').st_ino}]"
         self.dev = uplink_dev
         self.link_bps = link_bps
         self.cutoffs = cutoffs
@@ -240,8 +252,9 @@ class CounterSampler:
         previous_bytes = None
         previous_ticks: dict[int, int] = {}
         previous_router_ticks: dict[int, int] = {}
+        previous_testbed: dict[int, int] = {}
         previous_stall, previous_stall_t = None, start
-        previous_softirq = None
+        previous_machine = None
         previous_t = start
         with open(self.path, "w", newline="") as out:
             writer = None
@@ -249,11 +262,15 @@ class CounterSampler:
             while True:
                 now = time.monotonic()
                 row = self.sample(sockets)
-                ticks, rss, runnable, blocked, router_ticks = ns_processes(self.ns_inode, self.router_inode)
+                ticks, rss, runnable, blocked, others = ns_processes(self.ns_inode, (self.router_inode,
+                                                                                     self.client_inode))
+                router_ticks = others[self.router_inode]
+                # The testbed's own ticks: its three namespaces' processes and the runner.
+                testbed = ticks | router_ticks | others[self.client_inode] | {os.getpid(): own_ticks()}
                 # Over their own span: reading the socket tables above can take a while under load.
                 stall_t = time.monotonic()
                 stall = {r: pressure_stall_us(_read(f"/proc/pressure/{r}")) for r in PRESSURE_RESOURCES}
-                softirq = softirq_ticks(_read("/proc/stat"))
+                machine = machine_ticks(_read("/proc/stat"))
                 elapsed = max(now - previous_t, 1e-9)
                 sent = row["uplink_tx_bytes"] - previous_bytes if previous_bytes is not None else 0
                 row["uplink_util"] = round(sent * 8 / elapsed / self.link_bps, 4)
@@ -265,11 +282,16 @@ class CounterSampler:
                 for resource in PRESSURE_RESOURCES:
                     waited_us = stall[resource] - previous_stall[resource] if previous_stall else 0
                     row[f"host_{resource}_stall"] = round(waited_us / 1e6 / host_span, 4)
-                in_softirq = softirq - previous_softirq if previous_softirq is not None else 0
+                in_tasks, in_softirq = ((m - p for m, p in zip(machine, previous_machine)) if previous_machine
+                                        else (0, 0))
                 row["host_softirq"] = round(in_softirq / CLOCK_TICKS / host_span, 4)
+                # What the machine's tasks ran that the testbed's did not: builds, tests, other
+                # testbeds (fidelity's foreign_cpu). Never below 0: the two are sampled by the tick.
+                ours = sum(t - previous_testbed[pid] for pid, t in testbed.items() if pid in previous_testbed)
+                row["host_foreign_cpu"] = round(max(0, in_tasks - ours) / CLOCK_TICKS / host_span, 4)
                 previous_bytes, previous_ticks, previous_t = row["uplink_tx_bytes"], ticks, now
-                previous_router_ticks = router_ticks
-                previous_stall, previous_stall_t, previous_softirq = stall, stall_t, softirq
+                previous_router_ticks, previous_testbed = router_ticks, testbed
+                previous_stall, previous_stall_t, previous_machine = stall, stall_t, machine
                 row = {"t_s": round(now - start, 6)} | row
                 if writer is None:
                     writer = csv.DictWriter(out, fieldnames=list(row), extrasaction="ignore", restval="")

@@ -279,7 +279,7 @@ class Testbed:
         self._counters = CounterSampler(
             path_csv, interval_s, anchor_pid=self._anchor.pid, ns=self.server_ns,
             uplink_dev=self.uplink_dev, link_bps=self.config.link_bps,
-            cutoffs=self.config.cutoffs, router_ns=self.router_ns)
+            cutoffs=self.config.cutoffs, router_ns=self.router_ns, client_ns=self.client_ns)
         self._counters.start()
 
     def stop_counters(self) -> None:
