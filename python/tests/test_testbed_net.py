@@ -451,6 +451,19 @@ def test_counters_record_uplink_traffic_accept_queue_and_listen_drops(tmp_path):
     assert "htb" in description["qdisc"]
 
 
+def test_a_testbed_process_that_exits_counts_through_the_parent_that_reaps_it():
+    from sojourn.testbed.counters import process_tree_ticks
+
+    previous = {10: (100, 1), 11: (50, 10), 12: (30, 10)}  # pid: (ticks with reaped children's, parent)
+    # 11 ran 5 more ticks and exited, and 10 reaped it (its children's time grew by 11's 55)
+    # and ran 2 itself; 12 ran 3; 13 started in between and ran 4.
+    current = {10: (100 + 2 + 55, 1), 12: (33, 10), 13: (4, 10)}
+    assert process_tree_ticks(previous, current) == 2 + 5 + 3 + 4
+    assert process_tree_ticks({}, current) == 0  # the first sample: nothing to count from
+    # Gone, and not reaped by a process of the set: its last interval is not counted.
+    assert process_tree_ticks({20: (40, 1), 10: (100, 1)}, {10: (101, 1)}) == 1
+
+
 def test_foreign_cpu_counts_a_busy_loop_outside_the_testbed_and_not_one_inside(tmp_path):
     """counters.csv's host_foreign_cpu: a busy loop in the server namespace is the testbed's
     own (server_cpu), one in the host's namespace is foreign to it. Compared phase against

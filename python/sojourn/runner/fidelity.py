@@ -31,7 +31,7 @@ such runs refuse ``--concurrency`` above 1 (:func:`cpu_bound`). What such a run'
 measure is judged instead: a stage request burns its cost in *thread CPU time*, so a worker
 that lost its core to anything else (a build, another testbed) takes longer in wall time, and
 ``stage_stretch`` shows it. And whatever else ran on the machine is measured directly, as
-``foreign_cpu``: a CPU-bound run has no idle time to lose, so a test run beside it (29 Nov
+``foreign_cpu``: a CPU-bound run has no idle time to lose, so a test run beside it (30 Nov
 2026: 001's cwnd at load 0.9, the machine's CPU pressure 0.58-0.67 for 40 s, 40% of SYNs
 dropped and the mean response 0.85 s against 7-10 ms in its other repetitions) took the
 server's CPU unseen by every other measure. Concurrent testbeds are foreign to each other, so

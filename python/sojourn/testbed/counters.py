@@ -38,6 +38,8 @@ import csv
 import os
 import threading
 import time
+from collections.abc import Collection
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import handshakes, uplink
@@ -104,37 +106,68 @@ def _read(path: str) -> str:
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 
 
-def ns_processes(ns_inode: str, others: tuple[str, ...] = ()) -> tuple[dict[int, int], int, int, int,
-                                                                           dict[str, dict[int, int]]]:
-    """utime + stime (clock ticks) of every process whose network namespace is
-    ``ns_inode``, the sum of their resident set sizes in bytes, and how many of them are
-    runnable (state R, proc(5) field 3), and how many of their threads are blocked (state D:
-    a process's own state is its main thread's, and a worker thread may wait alone); last,
-    per namespace of ``others``, the ticks of every process in it, from the same pass."""
-    ticks, rss, runnable, blocked = {}, 0, 0, 0
-    other_ticks: dict[str, dict[int, int]] = {inode: {} for inode in others}
+@dataclass
+class NsProcesses:
+    """One pass over /proc: the processes of the server's network namespace and of others."""
+
+    ticks: dict[int, int]  # utime + stime (clock ticks) per process in the server's namespace
+    rss: int  # the sum of their resident set sizes in bytes
+    runnable: int  # how many of them are runnable (state R, proc(5) field 3)
+    blocked: int  # how many of their threads are blocked (state D: a worker thread may wait alone)
+    others: dict[str, dict[int, int]]  # per other namespace, utime + stime per process in it
+    # Every process of all those namespaces: utime + stime with its reaped children's (cutime +
+    # cstime), and its parent's pid (process_tree_ticks).
+    lineage: dict[int, tuple[int, int]]
+
+
+def ns_processes(ns_inode: str, others: tuple[str, ...] = (), known: Collection[int] = ()) -> NsProcesses:
+    """The processes whose network namespace is ``ns_inode`` and, from the same pass, those
+    of the namespaces ``others``; in ``lineage`` also those of ``known`` (the previous
+    sample's) that have exited and wait to be reaped: a zombie has no namespace links, and
+    its time is not yet its parent's."""
+    sample = NsProcesses({}, 0, 0, 0, {inode: {} for inode in others}, {})
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             namespace = os.readlink(f"/proc/{entry}/ns/net")
         except OSError:
+            fields = _stat_fields(_read(f"/proc/{entry}/stat")) if int(entry) in known else []
+            if fields[:1] == ["Z"]:
+                sample.lineage[int(entry)] = (sum(int(value) for value in fields[11:15]), int(fields[1]))
             continue
-        if namespace != ns_inode and namespace not in other_ticks:
+        if namespace != ns_inode and namespace not in sample.others:
             continue
         fields = _stat_fields(_read(f"/proc/{entry}/stat"))
-        if fields and namespace != ns_inode:
-            other_ticks[namespace][int(entry)] = int(fields[11]) + int(fields[12])
-        elif fields:
-            ticks[int(entry)] = int(fields[11]) + int(fields[12])
-            rss += int(fields[21]) * PAGE_BYTES  # rss in pages (proc(5) field 24)
-            runnable += fields[0] == "R"
-            try:
-                threads = os.listdir(f"/proc/{entry}/task")
-            except OSError:
-                continue
-            blocked += sum(_stat_fields(_read(f"/proc/{entry}/task/{tid}/stat"))[:1] == ["D"] for tid in threads)
-    return ticks, rss, runnable, blocked, other_ticks
+        if not fields:
+            continue
+        pid, ticks = int(entry), int(fields[11]) + int(fields[12])
+        sample.lineage[pid] = (sum(int(value) for value in fields[11:15]), int(fields[1]))
+        if namespace != ns_inode:
+            sample.others[namespace][pid] = ticks
+            continue
+        sample.ticks[pid] = ticks
+        sample.rss += int(fields[21]) * PAGE_BYTES  # rss in pages (proc(5) field 24)
+        sample.runnable += fields[0] == "R"
+        try:
+            threads = os.listdir(f"/proc/{entry}/task")
+        except OSError:
+            continue
+        sample.blocked += sum(_stat_fields(_read(f"/proc/{entry}/task/{tid}/stat"))[:1] == ["D"] for tid in threads)
+    return sample
+
+
+def process_tree_ticks(previous: dict[int, tuple[int, int]], current: dict[int, tuple[int, int]]) -> int:
+    """Clock ticks a set of processes ran between two samples of their ``lineage``
+    (:class:`NsProcesses`). A process in both counts what its total grew by; one new in the
+    second counts its whole total (it started in between); one gone by the second counts
+    through its parent, if that is in both: reaping it added its final total to the parent's
+    children's time, of which the first sample had already counted what it held then."""
+    if not previous:
+        return 0
+    ran = sum(total - previous[pid][0] if pid in previous else total for pid, (total, _) in current.items())
+    return ran - sum(total for pid, (total, parent) in previous.items()
+                     if pid not in current and parent in current and parent in previous)
 
 
 def cpu_rate(ticks: dict[int, int], previous: dict[int, int], elapsed_s: float) -> float:
@@ -145,10 +178,12 @@ def cpu_rate(ticks: dict[int, int], previous: dict[int, int], elapsed_s: float) 
     return round(used / CLOCK_TICKS / max(elapsed_s, 1e-9), 4)
 
 
-def own_ticks() -> int:
-    """utime + stime (clock ticks) of the calling process, all its threads: the runner,
-    whose sampler and progress threads work for the testbed from outside its namespaces."""
-    return sum(int(value) for value in _stat_fields(_read("/proc/self/stat"))[11:13])
+def own_lineage() -> tuple[int, int]:
+    """The calling process's entry for :class:`NsProcesses`'s ``lineage``: the runner,
+    whose threads (this sampler among them) and whose commands (``tc``, ``ip``) work for the
+    testbed from outside its namespaces, and which reaps the testbed's processes."""
+    fields = _stat_fields(_read("/proc/self/stat"))
+    return sum(int(value) for value in fields[11:15]), int(fields[1])
 
 
 def _stat_fields(stat: str) -> list[str]:
@@ -252,7 +287,7 @@ class CounterSampler:
         previous_bytes = None
         previous_ticks: dict[int, int] = {}
         previous_router_ticks: dict[int, int] = {}
-        previous_testbed: dict[int, int] = {}
+        previous_testbed: dict[int, tuple[int, int]] = {}
         previous_stall, previous_stall_t = None, start
         previous_machine = None
         previous_t = start
@@ -262,11 +297,10 @@ class CounterSampler:
             while True:
                 now = time.monotonic()
                 row = self.sample(sockets)
-                ticks, rss, runnable, blocked, others = ns_processes(self.ns_inode, (self.router_inode,
-                                                                                     self.client_inode))
-                router_ticks = others[self.router_inode]
-                # The testbed's own ticks: its three namespaces' processes and the runner.
-                testbed = ticks | router_ticks | others[self.client_inode] | {os.getpid(): own_ticks()}
+                processes = ns_processes(self.ns_inode, (self.router_inode, self.client_inode), previous_testbed)
+                ticks, router_ticks = processes.ticks, processes.others[self.router_inode]
+                # The testbed: its three namespaces' processes and the runner.
+                testbed = processes.lineage | {os.getpid(): own_lineage()}
                 # Over their own span: reading the socket tables above can take a while under load.
                 stall_t = time.monotonic()
                 stall = {r: pressure_stall_us(_read(f"/proc/pressure/{r}")) for r in PRESSURE_RESOURCES}
@@ -275,8 +309,9 @@ class CounterSampler:
                 sent = row["uplink_tx_bytes"] - previous_bytes if previous_bytes is not None else 0
                 row["uplink_util"] = round(sent * 8 / elapsed / self.link_bps, 4)
                 row["server_cpu"] = cpu_rate(ticks, previous_ticks, elapsed)
-                row["server_rss_bytes"] = rss
-                row["server_processes"], row["server_runnable"], row["server_blocked"] = len(ticks), runnable, blocked
+                row["server_rss_bytes"] = processes.rss
+                row["server_processes"], row["server_runnable"] = len(ticks), processes.runnable
+                row["server_blocked"] = processes.blocked
                 row["router_cpu"] = cpu_rate(router_ticks, previous_router_ticks, elapsed)
                 host_span = max(stall_t - previous_stall_t, 1e-9)
                 for resource in PRESSURE_RESOURCES:
@@ -287,7 +322,7 @@ class CounterSampler:
                 row["host_softirq"] = round(in_softirq / CLOCK_TICKS / host_span, 4)
                 # What the machine's tasks ran that the testbed's did not: builds, tests, other
                 # testbeds (fidelity's foreign_cpu). Never below 0: the two are sampled by the tick.
-                ours = sum(t - previous_testbed[pid] for pid, t in testbed.items() if pid in previous_testbed)
+                ours = process_tree_ticks(previous_testbed, testbed)
                 row["host_foreign_cpu"] = round(max(0, in_tasks - ours) / CLOCK_TICKS / host_span, 4)
                 previous_bytes, previous_ticks, previous_t = row["uplink_tx_bytes"], ticks, now
                 previous_router_ticks, previous_testbed = router_ticks, testbed

@@ -292,7 +292,7 @@ class Testbed:
         two readings give the server's CPU over the span between them (002 Figs. 10 and 12:
         utilization per load level)."""
         assert self._anchor is not None, "server_cpu_seconds() needs a testbed that is up"
-        ticks = ns_processes(os.readlink(f"/proc/{self._anchor.pid}/ns/net"))[0]
+        ticks = ns_processes(os.readlink(f"/proc/{self._anchor.pid}/ns/net")).ticks
         return {pid: t / CLOCK_TICKS for pid, t in ticks.items()}
 
     @property
