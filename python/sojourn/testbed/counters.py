@@ -27,7 +27,10 @@ task of the whole machine waited for a CPU, for I/O or for memory (pressure stal
 information, PSI), disturbances no namespace counter sees; ``host_softirq`` (CPU seconds per
 second the whole machine spent in softirqs, /proc/stat: the network stack's receive and
 ACK-clocked send work, charged to whichever task it interrupted, the server's, the emulator's,
-or to ksoftirqd, which neither server_cpu nor router_cpu counts); per queue of the
+or to ksoftirqd, which neither server_cpu nor router_cpu counts); ``host_foreign_cpu`` (CPU
+seconds per second the machine's tasks ran outside the testbed: /proc/stat's task time less
+that of the processes in its three namespaces and of the runner, :func:`process_tree_ticks`;
+the fidelity guard's ``foreign_cpu``); per queue of the
 uplink (each band, or the FIFO) ``q<class>_sent_bytes``, ``q<class>_dropped``,
 ``q<class>_backlog_bytes`` with ``<class>`` the HTB class, e.g. ``q1_10``.
 """
@@ -134,7 +137,7 @@ def ns_processes(ns_inode: str, others: tuple[str, ...] = (), known: Collection[
         except OSError:
             fields = _stat_fields(_read(f"/proc/{entry}/stat")) if int(entry) in known else []
             if fields[:1] == ["Z"]:
-                sample.lineage[int(entry)] = (sum(int(value) for value in fields[11:15]), int(fields[1]))
+                sample.lineage[int(entry)] = _lineage_entry(fields)
             continue
         if namespace != ns_inode and namespace not in sample.others:
             continue
@@ -142,7 +145,7 @@ def ns_processes(ns_inode: str, others: tuple[str, ...] = (), known: Collection[
         if not fields:
             continue
         pid, ticks = int(entry), int(fields[11]) + int(fields[12])
-        sample.lineage[pid] = (sum(int(value) for value in fields[11:15]), int(fields[1]))
+        sample.lineage[pid] = _lineage_entry(fields)
         if namespace != ns_inode:
             sample.others[namespace][pid] = ticks
             continue
@@ -182,7 +185,12 @@ def own_lineage() -> tuple[int, int]:
     """The calling process's entry for :class:`NsProcesses`'s ``lineage``: the runner,
     whose threads (this sampler among them) and whose commands (``tc``, ``ip``) work for the
     testbed from outside its namespaces, and which reaps the testbed's processes."""
-    fields = _stat_fields(_read("/proc/self/stat"))
+    return _lineage_entry(_stat_fields(_read("/proc/self/stat")))
+
+
+def _lineage_entry(fields: list[str]) -> tuple[int, int]:
+    """utime + stime + cutime + cstime and the parent's pid, from :func:`_stat_fields`
+    (proc(5) fields 14-17 and 4)."""
     return sum(int(value) for value in fields[11:15]), int(fields[1])
 
 
