@@ -61,9 +61,7 @@ def test_points_spread_over_both_nodes_and_land_as_a_local_run(cluster, tmp_path
 
     experiment = validate(SPEC)
     outcome = run_experiment(experiment, tmp_path / "ray", prefix="sjray", ray_address=cluster.address)
-    reasons = {str(p.parent.relative_to(tmp_path)): json.loads(p.read_text()).get("reason")
-               for p in (tmp_path / "ray" / "ray-tiny").glob("*/*/status.json")}
-    assert outcome.complete and len(outcome.states) == 4, (outcome.states, reasons)
+    assert outcome.complete and len(outcome.states) == 4, (outcome.states, outcome.reasons())
     nodes = {json.loads(p.read_text())["node_id"] for p in (tmp_path / "ray" / "ray-tiny").glob("*/*/ray.json")}
     assert nodes == {n["NodeID"] for n in ray.nodes() if n["Alive"]} and len(nodes) == 2
     # A local run of the same spec writes the same files (ray.json aside), paths pointing here.
