@@ -11,7 +11,13 @@ the guard leave them unjudged with these settings.
 
 HOST_NOISE_BOUNDS = {"cpu_steal_max": 0, "lag_p99_ms": 0, "stage_stretch_max": 0, "foreign_cpu_max": 0}
 
-# The same settings as lines of a spec's [collect] table ...
-HOST_NOISE_UNJUDGED = "".join(f"fidelity.{key} = {value}\n" for key, value in HOST_NOISE_BOUNDS.items())
-# ... and of its [collect.fidelity] table.
-HOST_NOISE_FIDELITY_LINES = "".join(f"{key} = {value}\n" for key, value in HOST_NOISE_BOUNDS.items())
+
+
+def fidelity_lines(bounds: dict, table: str = "") -> str:
+    """``bounds`` as lines of a spec's [collect.fidelity] table, or with ``table =
+    "fidelity."`` of its [collect] table."""
+    return "".join(f"{table}{key} = {value}\n" for key, value in bounds.items())
+
+
+HOST_NOISE_UNJUDGED = fidelity_lines(HOST_NOISE_BOUNDS, "fidelity.")
+HOST_NOISE_FIDELITY_LINES = fidelity_lines(HOST_NOISE_BOUNDS)

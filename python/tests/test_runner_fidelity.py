@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from host_noise import HOST_NOISE_BOUNDS, HOST_NOISE_FIDELITY_LINES
+from host_noise import HOST_NOISE_BOUNDS, HOST_NOISE_FIDELITY_LINES, fidelity_lines
 from sojourn.runner import fidelity
 from sojourn.runner.experiment import run_experiment
 from sojourn.runner.spec import load_spec, validate
@@ -292,7 +292,7 @@ drain_s = 5
 interval_s = 0.5
 [collect.fidelity]
 redo = 1
-""" + "".join(f"{key} = {value}\n" for key, value in HOST_NOISE_BOUNDS.items() if key != "foreign_cpu_max")
+""" + fidelity_lines({key: value for key, value in HOST_NOISE_BOUNDS.items() if key != "foreign_cpu_max"})
 
 
 @root_only
