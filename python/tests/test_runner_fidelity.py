@@ -129,6 +129,56 @@ def test_foreign_cpu_is_the_worst_window_of_cpu_outside_the_testbed():
     assert fidelity.foreign_cpu(counters.drop(columns="host_foreign_cpu")) is None  # counters from before it
 
 
+def cpu_times(idle: int, steal: int, total: int) -> fidelity.CpuTimes:
+    return fidelity.CpuTimes(idle=idle, steal=steal, total=total)
+
+
+def test_a_running_repetition_is_found_invalid_only_when_nothing_left_can_save_it():
+    bounds = fidelity.bounds_of({**DEFAULTS, "cpu_idle_min": 0.2}, cpu_bound_run=False)
+    start = cpu_times(idle=0, steal=0, total=0)
+    # 100 of 1000 ticks stolen so far: with 1000 ticks still to come, all unstolen, the share
+    # could fall to 0.05, the bound itself: not yet certain.
+    assert fidelity.certain_violations(bounds, start, cpu_times(500, 100, 1000), 1000, None) == []
+    # With 900 to come it ends above 0.0526 whatever they bring: certain.
+    assert fidelity.certain_violations(bounds, start, cpu_times(500, 100, 1000), 900, None) == [
+        "cpu_steal 0.05263 > 0.05"]
+    # Idle time is certain only when even an idle rest of the run cannot lift it to its bound.
+    assert fidelity.certain_violations(bounds, start, cpu_times(0, 0, 1000), 300, None) == []
+    assert fidelity.certain_violations(bounds, start, cpu_times(0, 0, 1000), 200, None) == ["cpu_idle 0.1667 < 0.2"]
+    # Those 900 ticks spent as hoped (idle, none stolen): the guard's verdict at the end.
+    at_end = fidelity.CpuTimes(idle=1400, steal=100, total=1900).shares_since(start)
+    assert fidelity.violations(at_end, bounds) == ["cpu_steal 0.05263 > 0.05"]
+
+
+def test_foreign_cpu_is_certain_once_a_closed_window_exceeds_its_bound():
+    bounds = fidelity.bounds_of(DEFAULTS, cpu_bound_run=True)
+    idle = cpu_times(0, 0, 0)
+    seconds = np.arange(26.0)
+    # A busy loop in seconds 12-15; the window of seconds 20-30 is still open, and its
+    # one busy second so far would read 1.0 on its own: only closed windows count.
+    rates = [1.0 if 13 <= t <= 15 or t == 21 else 0.02 for t in seconds]
+    table = pd.DataFrame({"t_s": seconds, "host_foreign_cpu": rates, "host_io_stall": 0.0})
+    assert fidelity.certain_violations(bounds, idle, idle, 0, table) == ["foreign_cpu 0.314 > 0.25"]
+    quiet_then_open = table.assign(host_foreign_cpu=[1.0 if t == 21 else 0.02 for t in seconds])
+    assert fidelity.certain_violations(bounds, idle, idle, 0, quiet_then_open) == []
+    # An I/O stall longer than its bound stays the longest so far.
+    stalled = quiet_then_open.assign(host_io_stall=[0.9 if 3 <= t <= 5 else 0.0 for t in seconds])
+    assert fidelity.certain_violations(bounds, idle, idle, 0, stalled) == ["io_stall_s 3 > 1"]
+
+
+def test_the_watch_reads_the_counters_written_so_far_and_leaves_the_time_to_come_in_the_runs_favour(tmp_path):
+    config = validate({"name": "t", "workload": {"mode": "closed", "clients": 4}}).runs[0].config
+    path = tmp_path / "counters.csv"
+    now = [0.0]
+    watch = fidelity.Watch(config, path, cpu_times(0, 0, 0), longest_s=10.0, clock=lambda: now[0], ticks_per_s=100)
+    assert watch.violations(cpu_times(0, 0, 1000)) == []  # no counters yet, 1250 ticks to come
+    lines = ["t_s,host_foreign_cpu,host_io_stall"] + [f"{t},{1.0 if 13 <= t <= 15 else 0.0},0" for t in range(22)]
+    path.write_text("\n".join(lines) + "\n21.5,0.0,0.9")  # a last line half written: left out
+    assert watch.violations(cpu_times(500, 0, 1000)) == ["foreign_cpu 0.3 > 0.25"]
+    now[0] = 10.0  # at its deadline: only the ticks so far count
+    assert watch.violations(cpu_times(500, 60, 1000)) == ["cpu_steal 0.06 > 0.05", "foreign_cpu 0.3 > 0.25"]
+
+
 @pytest.mark.parametrize("workload, server, bound", [
     ({"rho": 0.5}, {}, False), ({"mode": "closed"}, {}, True),
     # 004's user equivalents think between requests: their demand is paced, as a trace's is.
@@ -284,7 +334,7 @@ kind = "sojourn"
 link_mbps = 100
 [workload]
 mode = "closed"
-duration_s = 6
+duration_s = 40
 clients = 8
 seed = 3
 [collect]
@@ -300,7 +350,8 @@ redo = 1
 def test_a_cpu_bound_repetition_beside_foreign_work_is_marked_invalid_and_redone(tmp_path):
     """A closed loop without think time saturates the server by design, so its idle time is
     not judged; busy loops outside the testbed beside its first attempt are foreign CPU, and
-    that attempt is invalid; run again without them, it is valid."""
+    that attempt is invalid, stopped as soon as one 10-s window of it had closed rather than
+    after its 40 s; run again without them, it is valid."""
     path = tmp_path / "foreign-guard.toml"
     path.write_text(FOREIGN_SPEC)
     outcome = run_beside_busy_loops(path, tmp_path / "results", "sjff", os.cpu_count() or 2, [])
@@ -308,6 +359,9 @@ def test_a_cpu_bound_repetition_beside_foreign_work_is_marked_invalid_and_redone
     assert outcome.states == {("run", 0): "complete"}
     attempts = json.loads((directory / "attempts.json").read_text())
     assert len(attempts) == 1 and [line.split()[0] for line in attempts[0]["fidelity"]["violations"]] == ["foreign_cpu"]
+    stopped = re.search(r"^fidelity: foreign_cpu [\d.]+ > 0.25 \(certain (\d+) s into the load, which was stopped\)$",
+                        attempts[0]["reason"])
+    assert stopped and int(stopped[1]) < 40, attempts[0]["reason"]
     record = json.loads((directory / "fidelity.json").read_text())
     assert record["valid"] and record["values"]["foreign_cpu"] <= 0.25, record
 

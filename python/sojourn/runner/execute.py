@@ -96,7 +96,11 @@ def _interval_progress(paths: list[Path], progress: Progress) -> None:
     progress.errors, progress.completed = int(errors), int(completed)
 
 
-def _interrupt(load_proc: subprocess.Popen, grace_s: float = 15.0) -> None:
+# How long a load generator sent SIGINT has to write its files before it is killed.
+INTERRUPT_GRACE_S = 15.0
+
+
+def _interrupt(load_proc: subprocess.Popen, grace_s: float = INTERRUPT_GRACE_S) -> None:
     if load_proc.poll() is None:
         load_proc.send_signal(signal.SIGINT)
         try:
@@ -106,18 +110,33 @@ def _interrupt(load_proc: subprocess.Popen, grace_s: float = 15.0) -> None:
             load_proc.wait()
 
 
+# How often a running repetition is judged (fidelity.Watch): often enough to stop one whose
+# verdict is certain within seconds, rarely enough that reading counters.csv costs nothing.
+WATCH_EVERY_S = 5.0
+
+
 def _follow_load(procs: list[subprocess.Popen], directories: list[Path], progress: Progress,
-                 on_progress: Callable[[Progress], None], limit_s: float) -> tuple[str, str]:
+                 on_progress: Callable[[Progress], None], limit_s: float,
+                 watch: fidelity.Watch | None = None) -> tuple[str, str]:
     """Waits for the load generators, updating ``progress`` (summed over their
-    intervals.csv); stops them (SIGINT) after ``limit_s``. Returns the repetition's (state,
-    reason)."""
+    intervals.csv); stops them (SIGINT) after ``limit_s``, or as soon as ``watch`` finds the
+    repetition invalid whatever comes next. Returns the repetition's (state, reason)."""
     started = time.monotonic()
+    judged = started
     progress.phase = "load"
     while any(proc.poll() is None for proc in procs):
         time.sleep(0.5)
         progress.elapsed_s = time.monotonic() - started
         _interval_progress([directory / "intervals.csv" for directory in directories], progress)
         on_progress(progress)
+        if watch is not None and time.monotonic() - judged >= WATCH_EVERY_S:
+            judged = time.monotonic()
+            certain = watch.violations()
+            if certain:
+                for proc in procs:
+                    _interrupt(proc)
+                return "invalid", (f"fidelity: {'; '.join(certain)} (certain {progress.elapsed_s:.0f} s into "
+                                   "the load, which was stopped)")
         if progress.elapsed_s > limit_s:
             for proc in procs:
                 _interrupt(proc)
@@ -145,6 +164,21 @@ def _died_during_load(peer, tb) -> str:
     if tb.emulator and tb.emulator.proc and tb.emulator.proc.poll() is not None:
         dead.append(f"the WAN emulator ended during the run ({_exit_words(tb.emulator.proc.returncode)})")
     return "; ".join(dead)
+
+
+# The most the end of a repetition may take, from its load's end to the guard's verdict: the
+# server's counters fetched (5 s at most), the uplink read, server and namespaces stopped.
+TEARDOWN_S = 60.0
+
+
+def _longest_load_s(workload: dict, limit_s: float) -> float:
+    """A bound on how long a repetition's load may last: its capacity levels' limits, and the
+    load's own (``limit_s``) after them unless the run is the capacity probe alone, each with
+    the grace a generator stopped at its limit has to end (at a load fraction ``limit_s``
+    counts the levels' length too: counted twice, in the run's favour)."""
+    levels = len(workload["levels"]) if workload["mode"] == "capacity" or workload["load_fraction"] else 0
+    last = 0.0 if workload["mode"] == "capacity" else limit_s + INTERRUPT_GRACE_S
+    return levels * (_level_limit_s(workload) + INTERRUPT_GRACE_S) + last
 
 
 def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: str,
@@ -203,23 +237,25 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                 target = f"{tb.server_addr}:{server_cfg['port']}"
                 # The last request may take its whole timeout; drain_s may allow longer.
                 limit_s = duration_s + max(collect["drain_s"], workload["timeout_s"]) + 10
+                watch = fidelity.Watch(run.config, directory / "counters.csv", cpu_start,
+                                       _longest_load_s(workload, limit_s) + TEARDOWN_S)
                 if workload["mode"] == "capacity":
                     state, reason = _capacity_levels(tb, engine, run.plan.probe, inputs, target, directory, workload,
-                                                     addrs, progress, on_progress, run.plan.load_processes)
+                                                     addrs, progress, on_progress, run.plan.load_processes, watch)
                 elif workload["mode"] == "sessions":
                     model = Path(workload["sessions"]["model_file"]) if workload["sessions"]["model_file"] else \
                         session_workload.session_model(server_cfg["stages"] or {}, workload["sessions"],
                                                        directory / "model.toml", class_map,
                                                        session_workload.arrival_profile(workload))
                     run_file = run.plan.load.placed(target, directory, addrs, inputs.trace, model=model)
-                    state, reason = _run_load(tb, engine, run_file, progress, on_progress, limit_s)
+                    state, reason = _run_load(tb, engine, run_file, progress, on_progress, limit_s, watch=watch)
                 elif workload["load_fraction"]:
                     state, reason = _at_load_fraction(tb, peer, engine, run.plan, inputs, target, directory, workload,
-                                                      addrs, progress, on_progress, limit_s)
+                                                      addrs, progress, on_progress, limit_s, watch)
                 else:
                     run_file = run.plan.load.placed(target, directory, addrs, inputs.trace)
                     state, reason = _run_load(tb, engine, run_file, progress, on_progress, limit_s,
-                                              run.plan.load_processes)
+                                              run.plan.load_processes, watch)
                 tb.stop_counters()
                 died = _died_during_load(peer, tb)
                 if died and state == "complete":
@@ -263,7 +299,7 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
 
 
 def _run_load(tb, engine: Path, run_file: LoadFile, progress: Progress, on_progress, limit_s: float,
-              processes: int = 1) -> tuple[str, str]:
+              processes: int = 1, watch: fidelity.Watch | None = None) -> tuple[str, str]:
     """Runs the load generator in the client namespace into ``run_file.out`` (its options
     kept there as load.toml) and follows it; with ``processes`` > 1, that many, each with
     its share of the clients in a directory of its own, merged when all have ended
@@ -281,7 +317,7 @@ def _run_load(tb, engine: Path, run_file: LoadFile, progress: Progress, on_progr
             argv = [str(engine), "load", "--config", str(part.write(part.out / "load.toml"))]
             with open(part.out / "load.log", "wb") as log:
                 procs.append(tb.popen(tb.client_ns, argv, stdout=log, stderr=subprocess.STDOUT))
-        return _follow_load(procs, [part.out for part in files], progress, on_progress, limit_s)
+        return _follow_load(procs, [part.out for part in files], progress, on_progress, limit_s, watch)
     except KeyboardInterrupt:
         # Before teardown: the generator records what is outstanding as
         # 'interrupted' and writes its files on SIGINT (docs/load.md).
@@ -295,8 +331,14 @@ def _run_load(tb, engine: Path, run_file: LoadFile, progress: Progress, on_progr
             load_parts.merge(engine, [part.out for part in files], out)
 
 
+def _level_limit_s(workload: dict) -> float:
+    """The longest one capacity level may run: its length, a last request's timeout, 10 s."""
+    return workload["level_s"] + workload["timeout_s"] + 10
+
+
 def _capacity_levels(tb, engine: Path, probe: LoadFile, inputs: Inputs, target: str, directory: Path, workload: dict,
-                     addrs: list[str], progress: Progress, on_progress, processes: int = 1) -> tuple[str, str]:
+                     addrs: list[str], progress: Progress, on_progress, processes: int = 1,
+                     watch: fidelity.Watch | None = None) -> tuple[str, str]:
     """002 §4.4: the server loaded by ``workload.levels`` users in turn (same server, one
     level after the other, each in level-<users>/ with its own records); capacity.json
     holds each level's throughput after its warm-up and the capacity, the most sustained."""
@@ -306,8 +348,8 @@ def _capacity_levels(tb, engine: Path, probe: LoadFile, inputs: Inputs, target: 
         out.mkdir(exist_ok=True)
         run_file = probe.placed(target, out, addrs, inputs.trace, users=users)
         cpu_before, started = tb.server_cpu_seconds(), time.monotonic()
-        state, reason = _run_load(tb, engine, run_file, progress, on_progress, workload["level_s"] + workload["timeout_s"] + 10,
-                                  processes)
+        state, reason = _run_load(tb, engine, run_file, progress, on_progress, _level_limit_s(workload), processes,
+                                  watch)
         cpu_after, took = tb.server_cpu_seconds(), time.monotonic() - started
         _adopt_load_summary(out)
         if state != "complete":
@@ -324,7 +366,7 @@ def _capacity_levels(tb, engine: Path, probe: LoadFile, inputs: Inputs, target: 
 
 def _at_load_fraction(tb, peer: servers.Server, engine: Path, plan: RunPlan, inputs: Inputs, target: str,
                       directory: Path, workload: dict, addrs: list[str], progress: Progress, on_progress,
-                      limit_s: float) -> tuple[str, str]:
+                      limit_s: float, watch: fidelity.Watch | None = None) -> tuple[str, str]:
     """001 §3.1: measure the server's capacity first (infinite demand at workload.levels,
     capacity.json), then replay Poisson arrivals at load_fraction x capacity drawn from the
     catalogue (trace.csv in the repetition) on the same server. The server's counters at the
@@ -332,7 +374,7 @@ def _at_load_fraction(tb, peer: servers.Server, engine: Path, plan: RunPlan, inp
     from sojourn.workloads import io as trace_io
 
     state, reason = _capacity_levels(tb, engine, plan.probe, inputs, target, directory, workload, addrs, progress,
-                                     on_progress, plan.load_processes)
+                                     on_progress, plan.load_processes, watch)
     if state != "complete":
         return state, f"capacity probe: {reason}"
     capacity = json.loads((directory / "capacity.json").read_text())["capacity_rps"]
@@ -346,7 +388,7 @@ def _at_load_fraction(tb, peer: servers.Server, engine: Path, plan: RunPlan, inp
     layout.write_json(directory / "offered.json", {"capacity_rps": capacity, "load_fraction": workload["load_fraction"],
                                                    "rate_rps": rate, "requests": len(trace)})
     run_file = plan.load.placed(target, directory, addrs, directory / "trace.csv")
-    return _run_load(tb, engine, run_file, progress, on_progress, limit_s, plan.load_processes)
+    return _run_load(tb, engine, run_file, progress, on_progress, limit_s, plan.load_processes, watch)
 
 
 def _save_bands(tb, path: Path) -> None:

@@ -16,6 +16,10 @@ kept their promises while it ran, so every repetition records its own fidelity i
 | ``stage_stretch``: the most the stage pool's processing took over the thread CPU time it burned, in any 10-s window with at least 1 s of it (1 while its worker had a core to itself) | ``series.csv`` (CPU stages only) | <= 1.05 (``stage_stretch_max``) |
 | ``foreign_cpu``: the most CPU seconds per second the machine's tasks ran outside the testbed (its namespaces' processes and the runner) in any 10-s window: builds, tests, other testbeds | ``counters.csv`` (``host_foreign_cpu``; CPU-bound runs only) | <= 0.25 (``foreign_cpu_max``) |
 
+While a repetition runs, :class:`Watch` stops it as soon as a verdict is certain whatever
+the rest of the run brings (a stolen share no later tick can dilute below its bound, a
+closed window of foreign CPU above its own), so a disturbed attempt is redone at once.
+
 A measure that does not apply (no WAN emulator; a run whose uplink never stayed busy for a
 whole sampling interval) is recorded as ``null`` and not judged, nor is one whose bound a
 spec sets to 0. The defaults suit link-bound experiments, open-loop trace replays: the
@@ -41,6 +45,8 @@ it is judged in CPU-bound runs only, which refuse ``--concurrency``.
 from __future__ import annotations
 
 import json
+import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -243,6 +249,62 @@ def measure(directory: Path, link_bps: float, cpu: dict[str, float | None]) -> d
     if series.is_file() and series.stat().st_size > 0:
         values["stage_stretch"] = stage_stretch(pd.read_csv(series))
     return values
+
+
+# How much longer than the nominal ticks a stretch of wall time may count: this guest's
+# /proc/stat gave 1890-2130 ticks to 10-s intervals of 2000 nominal (30 Nov 2026, host steal
+# 0-31%), so a stretch still to come is counted at 1.25 times its nominal ticks, in the
+# repetition's favour.
+TICKS_MARGIN = 1.25
+
+
+def certain_violations(bounds: Bounds, start: CpuTimes, now: CpuTimes, ticks_left: float,
+                       counters: pd.DataFrame | None) -> list[str]:
+    """The violations a running repetition has already earned whatever happens in the
+    ``ticks_left`` machine ticks it may still run: the idle and steal shares at their best
+    (every tick left idle, none stolen), the worst 10-s window of foreign CPU among the
+    windows already closed (a later sample lies past them), the longest I/O stall so far.
+    One line per violation, as :func:`violations` writes them; empty when none is certain."""
+    elapsed = now.total - start.total + ticks_left
+    best: dict[str, float | None] = dict.fromkeys(MEASURES)
+    if elapsed > 0:
+        best["cpu_idle"] = (now.idle - start.idle + ticks_left) / elapsed
+        best["cpu_steal"] = (now.steal - start.steal) / elapsed
+    if counters is not None and len(counters) > 1:
+        closed = counters[counters["t_s"] // FOREIGN_WINDOW_S < counters["t_s"].iloc[-1] // FOREIGN_WINDOW_S]
+        best["foreign_cpu"] = foreign_cpu(closed)
+        best["io_stall_s"] = io_stall_seconds(counters)
+    return violations(best, bounds)
+
+
+class Watch:
+    """Judges a repetition while it runs, so one the guard will find invalid whatever comes
+    next is stopped at once and redone, not run to its end: under host steal of 8-35% (30 Nov
+    2026) 001's latency repetitions were each judged invalid only after their 150 s, and 004's
+    after their 600 s. ``longest_s`` bounds the wall time from now to the verdict (the load's
+    limits and the teardown)."""
+
+    def __init__(self, config: dict, counters: Path, start: CpuTimes, longest_s: float,
+                 clock=time.monotonic, ticks_per_s: float | None = None):
+        self.bounds = bounds_of(config["collect"]["fidelity"], cpu_bound(config))
+        self.counters, self.start, self.clock = Path(counters), start, clock
+        self.deadline = clock() + longest_s
+        self.ticks_per_s = ticks_per_s or os.sysconf("SC_CLK_TCK") * (os.cpu_count() or 1)
+
+    def violations(self, now: CpuTimes | None = None) -> list[str]:
+        """The violations already certain (:func:`certain_violations`)."""
+        now = now or CpuTimes.now()
+        ticks_left = max(self.deadline - self.clock(), 0.0) * self.ticks_per_s * TICKS_MARGIN
+        return certain_violations(self.bounds, self.start, now, ticks_left, self._counters())
+
+    def _counters(self) -> pd.DataFrame | None:
+        if not any(self.bounds[name] != (None, None) for name in ("foreign_cpu", "io_stall_s")):
+            return None
+        try:  # the sampler appends a line each interval: the last may be half written
+            table = pd.read_csv(self.counters)
+        except (FileNotFoundError, pd.errors.EmptyDataError, pd.errors.ParserError):
+            return None
+        return table.iloc[:-1]
 
 
 def violations(values: dict[str, float | None], bounds: Bounds) -> list[str]:
