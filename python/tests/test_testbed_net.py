@@ -452,16 +452,39 @@ def test_counters_record_uplink_traffic_accept_queue_and_listen_drops(tmp_path):
 
 
 def test_a_testbed_process_that_exits_counts_through_the_parent_that_reaps_it():
-    from sojourn.testbed.counters import process_tree_ticks
+    from sojourn.testbed.counters import Lineage, process_tree_ticks
 
-    previous = {10: (100, 1), 11: (50, 10), 12: (30, 10)}  # pid: (ticks with reaped children's, parent)
-    # 11 ran 5 more ticks and exited, and 10 reaped it (its children's time grew by 11's 55)
-    # and ran 2 itself; 12 ran 3; 13 started in between and ran 4.
-    current = {10: (100 + 2 + 55, 1), 12: (33, 10), 13: (4, 10)}
-    assert process_tree_ticks(previous, current) == 2 + 5 + 3 + 4
-    assert process_tree_ticks({}, current) == 0  # the first sample: nothing to count from
+    previous = {10: Lineage(100, 0, 1), 11: Lineage(50, 0, 10), 12: Lineage(30, 0, 10)}
+    # 11 ran 5 more ticks and exited, and 10 reaped it (its reaped time grew by 11's 55) and
+    # ran 2 itself; 12 ran 3; 13 started in between and ran 4.
+    current = {10: Lineage(102, 55, 1), 12: Lineage(33, 0, 10), 13: Lineage(4, 0, 10)}
+    assert process_tree_ticks(previous, current, {}) == (2 + 5 + 3 + 4, {})
+    assert process_tree_ticks({}, current, {}) == (0, {})  # the first sample: nothing to count from
     # Gone, and not reaped by a process of the set: its last interval is not counted.
-    assert process_tree_ticks({20: (40, 1), 10: (100, 1)}, {10: (101, 1)}) == 1
+    assert process_tree_ticks({20: Lineage(40, 0, 1), 10: Lineage(100, 0, 1)}, {10: Lineage(101, 0, 1)}, {}) == (1, {})
+    # A command the parent ran and reaped between two samples, never seen itself: counted whole.
+    assert process_tree_ticks({10: Lineage(100, 0, 1)}, {10: Lineage(100, 7, 1)}, {}) == (7, {})
+
+
+def test_a_child_gone_before_its_parent_reaps_it_is_owed_until_it_does():
+    """apache2's prefork master ends many idle children at once: a sample can find them gone
+    (exiting, or reaped after the master's line was read) with the master's reaped time not
+    yet grown. What they had been counted is owed, not taken off the master's own work."""
+    from sojourn.testbed.counters import Lineage, process_tree_ticks
+
+    first = {10: Lineage(100, 0, 1), 11: Lineage(50, 0, 10), 12: Lineage(60, 0, 10)}
+    second = {10: Lineage(101, 0, 1)}  # both children gone, neither reaped yet
+    third = {10: Lineage(102, 50 + 2, 1)}  # 11 reaped: it ran 2 more before it exited
+    fourth = {10: Lineage(102, 52 + 61, 1)}  # 12 reaped: 1 more
+    counted, owed = [], {}
+    for before, after in ((first, second), (second, third), (third, fourth)):
+        ran, owed = process_tree_ticks(before, after, owed)
+        counted.append(ran)
+    # Which child a reaping was is not known, so the owed ticks are repaid first and the
+    # children's last ones counted after; over the three intervals, the master's 2 and the
+    # children's 3, and nothing left owed.
+    assert counted == [1, 1, 3] and owed == {}
+    # Taken off at once instead, the first interval would have read 1 - 110 ticks.
 
 
 def test_foreign_cpu_counts_a_busy_loop_outside_the_testbed_and_not_one_inside(tmp_path):
@@ -487,6 +510,28 @@ def test_foreign_cpu_counts_a_busy_loop_outside_the_testbed_and_not_one_inside(t
     assert mean["inside"]["server_cpu"] > 0.6, mean
     assert mean["outside"]["host_foreign_cpu"] - mean["inside"]["host_foreign_cpu"] > 0.6, mean
     assert rows["host_foreign_cpu"].between(0, os.cpu_count() + 0.05).all()
+
+
+def test_foreign_cpu_stays_low_while_a_testbed_process_reaps_busy_children_late(tmp_path):
+    """A process in the server namespace forks busy children and reaps them only after they
+    have all exited (prefork servers end idle children in bursts): the children vanish from
+    the namespace before their time reaches the parent, and none of it is foreign."""
+    import pandas as pd
+
+    script = ("import os, time\nkids = []\nfor _ in range(6):\n    pid = os.fork()\n    if pid == 0:\n"
+              "        end = time.time() + 1.5\n        while time.time() < end: pass\n        os._exit(0)\n"
+              "    kids.append(pid)\ntime.sleep(3)\nfor pid in kids: os.waitpid(pid, 0)\ntime.sleep(1.5)\n")
+    with Testbed(TestbedConfig(prefix="sjtbz")) as tb:
+        path = tmp_path / "counters.csv"
+        tb.start_counters(path, interval_s=0.25)
+        tb.popen(tb.server_ns, [sys.executable, "-c", script]).wait(timeout=30)
+        tb.stop_counters()
+    rows = pd.read_csv(path)
+    assert rows["server_cpu"].max() > 1.0, rows["server_cpu"].max()  # the children ran on both cores
+    # The whole run's foreign CPU against what the children burned (about 3 CPU seconds):
+    # counted twice or taken off the parent, it would be about that much.
+    seconds = rows["t_s"].diff().iloc[1:]
+    assert (rows["host_foreign_cpu"].iloc[1:] * seconds).sum() < 1.0, rows["host_foreign_cpu"].tolist()
 
 
 def test_router_cpu_counts_the_emulators_time(tmp_path):

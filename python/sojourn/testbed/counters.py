@@ -41,9 +41,9 @@ import csv
 import os
 import threading
 import time
-from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from . import handshakes, uplink
 from .sockdiag import SocketDiag
@@ -109,6 +109,14 @@ def _read(path: str) -> str:
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
 
 
+class Lineage(NamedTuple):
+    """What a process ran, in clock ticks, and who reaps it (proc(5) fields 14-17 and 4)."""
+
+    own: int  # utime + stime
+    reaped: int  # cutime + cstime: its children's, each added whole when it reaps one
+    parent: int
+
+
 @dataclass
 class NsProcesses:
     """One pass over /proc: the processes of the server's network namespace and of others."""
@@ -118,16 +126,14 @@ class NsProcesses:
     runnable: int  # how many of them are runnable (state R, proc(5) field 3)
     blocked: int  # how many of their threads are blocked (state D: a worker thread may wait alone)
     others: dict[str, dict[int, int]]  # per other namespace, utime + stime per process in it
-    # Every process of all those namespaces: utime + stime with its reaped children's (cutime +
-    # cstime), and its parent's pid (process_tree_ticks).
-    lineage: dict[int, tuple[int, int]]
+    # Every process of all those namespaces (process_tree_ticks).
+    lineage: dict[int, Lineage]
 
 
-def ns_processes(ns_inode: str, others: tuple[str, ...] = (), known: Collection[int] = ()) -> NsProcesses:
+def ns_processes(ns_inode: str, others: tuple[str, ...] = ()) -> NsProcesses:
     """The processes whose network namespace is ``ns_inode`` and, from the same pass, those
-    of the namespaces ``others``; in ``lineage`` also those of ``known`` (the previous
-    sample's) that have exited and wait to be reaped: a zombie has no namespace links, and
-    its time is not yet its parent's."""
+    of the namespaces ``others`` (an exiting process has no namespace links any more: it
+    counts through its parent, :func:`process_tree_ticks`)."""
     sample = NsProcesses({}, 0, 0, 0, {inode: {} for inode in others}, {})
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -135,9 +141,6 @@ def ns_processes(ns_inode: str, others: tuple[str, ...] = (), known: Collection[
         try:
             namespace = os.readlink(f"/proc/{entry}/ns/net")
         except OSError:
-            fields = _stat_fields(_read(f"/proc/{entry}/stat")) if int(entry) in known else []
-            if fields[:1] == ["Z"]:
-                sample.lineage[int(entry)] = _lineage_entry(fields)
             continue
         if namespace != ns_inode and namespace not in sample.others:
             continue
@@ -160,17 +163,36 @@ def ns_processes(ns_inode: str, others: tuple[str, ...] = (), known: Collection[
     return sample
 
 
-def process_tree_ticks(previous: dict[int, tuple[int, int]], current: dict[int, tuple[int, int]]) -> int:
+def process_tree_ticks(previous: dict[int, Lineage], current: dict[int, Lineage],
+                       owed: dict[int, int]) -> tuple[int, dict[int, int]]:
     """Clock ticks a set of processes ran between two samples of their ``lineage``
-    (:class:`NsProcesses`). A process in both counts what its total grew by; one new in the
-    second counts its whole total (it started in between); one gone by the second counts
-    through its parent, if that is in both: reaping it added its final total to the parent's
-    children's time, of which the first sample had already counted what it held then."""
+    (:class:`NsProcesses`), and what is still ``owed`` after them (pass it to the next call).
+
+    A process in both counts what its own time and its reaped children's grew by; one new in
+    the second counts both whole (it started in between). One gone by the second had been
+    counted up to the first; its parent's reaped time takes in its whole total when it reaps
+    it, so that much is owed by the parent and taken off its reaped time's growth, now or at
+    a later sample: the parent may be read before it reaps (apache2's prefork master ending
+    its idle children at once, 30 Nov 2026: taken off at once, one sample read 11-14 CPU
+    s/s foreign). A child reaped unseen (a command run between samples) is counted whole."""
     if not previous:
-        return 0
-    ran = sum(total - previous[pid][0] if pid in previous else total for pid, (total, _) in current.items())
-    return ran - sum(total for pid, (total, parent) in previous.items()
-                     if pid not in current and parent in current and parent in previous)
+        return 0, {}
+    gone: dict[int, int] = {}
+    for pid, (own, reaped, parent) in previous.items():
+        if pid not in current:
+            gone[parent] = gone.get(parent, 0) + own + reaped
+    ran, owing = 0, {}
+    for pid, (own, reaped, _) in current.items():
+        if pid not in previous:
+            ran += own + reaped
+            continue
+        absorbed = reaped - previous[pid].reaped
+        owes = owed.get(pid, 0) + gone.get(pid, 0)
+        repaid = min(owes, absorbed)
+        ran += own - previous[pid].own + absorbed - repaid
+        if owes > repaid:
+            owing[pid] = owes - repaid
+    return ran, owing
 
 
 def cpu_rate(ticks: dict[int, int], previous: dict[int, int], elapsed_s: float) -> float:
@@ -181,17 +203,17 @@ def cpu_rate(ticks: dict[int, int], previous: dict[int, int], elapsed_s: float) 
     return round(used / CLOCK_TICKS / max(elapsed_s, 1e-9), 4)
 
 
-def own_lineage() -> tuple[int, int]:
+def own_lineage() -> Lineage:
     """The calling process's entry for :class:`NsProcesses`'s ``lineage``: the runner,
     whose threads (this sampler among them) and whose commands (``tc``, ``ip``) work for the
     testbed from outside its namespaces, and which reaps the testbed's processes."""
     return _lineage_entry(_stat_fields(_read("/proc/self/stat")))
 
 
-def _lineage_entry(fields: list[str]) -> tuple[int, int]:
-    """utime + stime + cutime + cstime and the parent's pid, from :func:`_stat_fields`
-    (proc(5) fields 14-17 and 4)."""
-    return sum(int(value) for value in fields[11:15]), int(fields[1])
+def _lineage_entry(fields: list[str]) -> Lineage:
+    """A process's :class:`Lineage` from its :func:`_stat_fields`."""
+    return Lineage(own=int(fields[11]) + int(fields[12]), reaped=int(fields[13]) + int(fields[14]),
+                   parent=int(fields[1]))
 
 
 def _stat_fields(stat: str) -> list[str]:
@@ -295,7 +317,8 @@ class CounterSampler:
         previous_bytes = None
         previous_ticks: dict[int, int] = {}
         previous_router_ticks: dict[int, int] = {}
-        previous_testbed: dict[int, tuple[int, int]] = {}
+        previous_testbed: dict[int, Lineage] = {}
+        owed: dict[int, int] = {}
         previous_stall, previous_stall_t = None, start
         previous_machine = None
         previous_t = start
@@ -305,7 +328,7 @@ class CounterSampler:
             while True:
                 now = time.monotonic()
                 row = self.sample(sockets)
-                processes = ns_processes(self.ns_inode, (self.router_inode, self.client_inode), previous_testbed)
+                processes = ns_processes(self.ns_inode, (self.router_inode, self.client_inode))
                 ticks, router_ticks = processes.ticks, processes.others[self.router_inode]
                 # The testbed: its three namespaces' processes and the runner.
                 testbed = processes.lineage | {os.getpid(): own_lineage()}
@@ -330,7 +353,7 @@ class CounterSampler:
                 row["host_softirq"] = round(in_softirq / CLOCK_TICKS / host_span, 4)
                 # What the machine's tasks ran that the testbed's did not: builds, tests, other
                 # testbeds (fidelity's foreign_cpu). Never below 0: the two are sampled by the tick.
-                ours = process_tree_ticks(previous_testbed, testbed)
+                ours, owed = process_tree_ticks(previous_testbed, testbed, owed)
                 row["host_foreign_cpu"] = round(max(0, in_tasks - ours) / CLOCK_TICKS / host_span, 4)
                 previous_bytes, previous_ticks, previous_t = row["uplink_tx_bytes"], ticks, now
                 previous_router_ticks, previous_testbed = router_ticks, testbed
