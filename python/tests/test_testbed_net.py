@@ -239,22 +239,32 @@ def test_strict_priority_between_two_bands():
     assert received["low"] < 0.1 * received["high"], received
 
 
+# Big responses in flight while the small ones are fetched. Beside one, FAIR's small responses
+# took 17-20 ms and SRPT's 3-4 ms in four runs, but SRPT's 11 ms in a fifth, on a noisy host
+# (30 Nov 2026: ratio 1.9, the test failed). Beside four, FAIR's took 26-27 ms and SRPT's 3-4
+# (ratio 7.4-8.4 in three runs): SRPT at 11 ms would still pass.
+BIG_TRANSFERS = 4
+
+
 def small_response_mean(tb: Testbed, root, policy: list[str]) -> float:
     """Mean completion time (s) of 50 small responses fetched one after another on a
-    persistent connection while a 5 MB response is in flight from the same server."""
+    persistent connection while BIG_TRANSFERS 5 MB responses are in flight from the same
+    server."""
     base = f"http://{tb.server_addr}:8080"
     server = tb.popen(tb.server_ns, [str(engine_path()), "serve", "--root", str(root), "--threads", "1",
                                      "--listen", f"{tb.server_addr}:8080", *policy], stderr=subprocess.DEVNULL)
     try:
         wait_listening(tb, tb.server_ns, 8080)
-        big = tb.popen(tb.client_ns, ["curl", "-s", "-o", "/dev/null", f"{base}/big.bin"])
-        time.sleep(1.5)  # the bottleneck queue is full by now
+        bigs = [tb.popen(tb.client_ns, ["curl", "-s", "-o", "/dev/null", f"{base}/big.bin"])
+                for _ in range(BIG_TRANSFERS)]
+        time.sleep(1.5)  # their windows have opened by now
         curl = ["curl", "-s", "-w", "%{http_code} %{time_total}\\n"]
         for i in range(50):
             curl += ["-o", "/dev/null", f"{base}/s{i}.bin"]
         out = tb.run(tb.client_ns, curl, capture_output=True, text=True, timeout=60).stdout
-        big.kill()
-        big.wait()
+        for big in bigs:
+            big.kill()
+            big.wait()
     finally:
         server.terminate()
         server.wait(timeout=15)
@@ -266,9 +276,9 @@ def small_response_mean(tb: Testbed, root, policy: list[str]) -> float:
 def test_srpt_kernel_bands_finish_small_responses_sooner_than_fair(tmp_path):
     """Kernel-level SRPT end to end (000 §3): the testbed's banded uplink and the
     server's SO_PRIORITY agree on the classes (testbed/uplink.py, crates/server/src/qdisc.rs).
-    While a 5 MB response crosses the 10 Mbit/s uplink, 50 small (3 KB) ones finish
+    While 5 MB responses cross the 10 Mbit/s uplink, 50 small (3 KB) ones finish
     clearly sooner under `srpt --kernel-bands` than under `fair`, and the per-band
-    counters show where they went: the small ones in band 2, the big one in band 4."""
+    counters show where they went: the small ones in band 2, the big ones in band 4."""
     root = tmp_path / "root"
     root.mkdir()
     (root / "big.bin").write_bytes(os.urandom(5_000_000))
@@ -282,8 +292,8 @@ def test_srpt_kernel_bands_finish_small_responses_sooner_than_fair(tmp_path):
     sent = {row["band"]: row["sent_bytes"] - before.get(row["band"], 0) for row in rows}
     assert [row["class"] for row in rows] == ["1:10", "1:11", "1:12", "1:13", "1:14", "1:20"], rows
     assert sent[2] >= 50 * 3_000, f"band 2 carried the small responses: {rows}"
-    assert sent[4] > 1_000_000, f"band 4 carried most of the big response: {rows}"
-    print(f"mean of 50 small responses beside a 5 MB one at 10 Mbit/s: fair {fair:.3f} s, "
+    assert sent[4] > 1_000_000, f"band 4 carried the big responses: {rows}"
+    print(f"mean of 50 small responses beside {BIG_TRANSFERS} 5 MB ones at 10 Mbit/s: fair {fair:.3f} s, "
           f"srpt --kernel-bands {srpt:.3f} s, ratio {fair / srpt:.1f}")
     assert srpt * 2 < fair, f"srpt {srpt:.3f} s is not clearly below fair {fair:.3f} s"
 
