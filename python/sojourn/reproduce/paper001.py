@@ -358,7 +358,7 @@ def notes(ctx: Context) -> str:
     lines = [differences(ctx), "", "### Latency profile per point (`latency`)", "",
              "| run | capacity (req/s) | offered (req/s) | mean (s) | median (s) | p5 (s) | p95 (s) | inversion |",
              "|---|---|---|---|---|---|---|---|"]
-    for rep in ctx.reps("latency"):
+    for rep in ctx.complete_reps("latency"):  # an invalid or partial one is published for its record only
         s = rep.summary
         offered = s.get("offered") or {}
         cells = [f"{s.get(k):.3g}" if isinstance(s.get(k), (int, float)) else "—"
