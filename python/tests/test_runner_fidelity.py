@@ -129,22 +129,18 @@ def test_foreign_cpu_is_the_worst_window_of_cpu_outside_the_testbed():
     assert fidelity.foreign_cpu(counters.drop(columns="host_foreign_cpu")) is None  # counters from before it
 
 
-def cpu_times(idle: int, steal: int, total: int) -> fidelity.CpuTimes:
-    return fidelity.CpuTimes(idle=idle, steal=steal, total=total)
-
-
 def test_a_running_repetition_is_found_invalid_only_when_nothing_left_can_save_it():
     bounds = fidelity.bounds_of({**DEFAULTS, "cpu_idle_min": 0.2}, cpu_bound_run=False)
-    start = cpu_times(idle=0, steal=0, total=0)
+    start = fidelity.CpuTimes(idle=0, steal=0, total=0)
     # 100 of 1000 ticks stolen so far: with 1000 ticks still to come, all unstolen, the share
     # could fall to 0.05, the bound itself: not yet certain.
-    assert fidelity.certain_violations(bounds, start, cpu_times(500, 100, 1000), 1000, None) == []
+    assert fidelity.certain_violations(bounds, start, fidelity.CpuTimes(500, 100, 1000), 1000, None) == []
     # With 900 to come it ends above 0.0526 whatever they bring: certain.
-    assert fidelity.certain_violations(bounds, start, cpu_times(500, 100, 1000), 900, None) == [
+    assert fidelity.certain_violations(bounds, start, fidelity.CpuTimes(500, 100, 1000), 900, None) == [
         "cpu_steal 0.05263 > 0.05"]
     # Idle time is certain only when even an idle rest of the run cannot lift it to its bound.
-    assert fidelity.certain_violations(bounds, start, cpu_times(0, 0, 1000), 300, None) == []
-    assert fidelity.certain_violations(bounds, start, cpu_times(0, 0, 1000), 200, None) == ["cpu_idle 0.1667 < 0.2"]
+    assert fidelity.certain_violations(bounds, start, fidelity.CpuTimes(0, 0, 1000), 300, None) == []
+    assert fidelity.certain_violations(bounds, start, fidelity.CpuTimes(0, 0, 1000), 200, None) == ["cpu_idle 0.1667 < 0.2"]
     # Those 900 ticks spent as hoped (idle, none stolen): the guard's verdict at the end.
     at_end = fidelity.CpuTimes(idle=1400, steal=100, total=1900).shares_since(start)
     assert fidelity.violations(at_end, bounds) == ["cpu_steal 0.05263 > 0.05"]
@@ -152,7 +148,7 @@ def test_a_running_repetition_is_found_invalid_only_when_nothing_left_can_save_i
 
 def test_foreign_cpu_is_certain_once_a_closed_window_exceeds_its_bound():
     bounds = fidelity.bounds_of(DEFAULTS, cpu_bound_run=True)
-    idle = cpu_times(0, 0, 0)
+    idle = fidelity.CpuTimes(0, 0, 0)
     seconds = np.arange(26.0)
     # A busy loop in seconds 12-15; the window of seconds 20-30 is still open, and its
     # one busy second so far would read 1.0 on its own: only closed windows count.
@@ -170,13 +166,13 @@ def test_the_watch_reads_the_counters_written_so_far_and_leaves_the_time_to_come
     config = validate({"name": "t", "workload": {"mode": "closed", "clients": 4}}).runs[0].config
     path = tmp_path / "counters.csv"
     now = [0.0]
-    watch = fidelity.Watch(config, path, cpu_times(0, 0, 0), longest_s=10.0, clock=lambda: now[0], ticks_per_s=100)
-    assert watch.violations(cpu_times(0, 0, 1000)) == []  # no counters yet, 1250 ticks to come
+    watch = fidelity.Watch(config, path, fidelity.CpuTimes(0, 0, 0), longest_s=10.0, clock=lambda: now[0], ticks_per_s=100)
+    assert watch.violations(fidelity.CpuTimes(0, 0, 1000)) == []  # no counters yet, 1250 ticks to come
     lines = ["t_s,host_foreign_cpu,host_io_stall"] + [f"{t},{1.0 if 13 <= t <= 15 else 0.0},0" for t in range(22)]
     path.write_text("\n".join(lines) + "\n21.5,0.0,0.9")  # a last line half written: left out
-    assert watch.violations(cpu_times(500, 0, 1000)) == ["foreign_cpu 0.3 > 0.25"]
+    assert watch.violations(fidelity.CpuTimes(500, 0, 1000)) == ["foreign_cpu 0.3 > 0.25"]
     now[0] = 10.0  # at its deadline: only the ticks so far count
-    assert watch.violations(cpu_times(500, 60, 1000)) == ["cpu_steal 0.06 > 0.05", "foreign_cpu 0.3 > 0.25"]
+    assert watch.violations(fidelity.CpuTimes(500, 60, 1000)) == ["cpu_steal 0.06 > 0.05", "foreign_cpu 0.3 > 0.25"]
 
 
 @pytest.mark.parametrize("workload, server, bound", [

@@ -106,6 +106,11 @@ def bounds_of(settings: dict, cpu_bound_run: bool = False) -> Bounds:
     return {measure: bound(*guard) for measure, guard in GUARDS.items()}
 
 
+def run_bounds(config: dict) -> Bounds:
+    """The bounds a run's resolved ``config`` is judged by (:func:`bounds_of`)."""
+    return bounds_of(config["collect"]["fidelity"], cpu_bound(config))
+
+
 def worst(measure: str, values: list[float]) -> float:
     """The value of ``measure`` furthest on the wrong side of its bound (GUARDS)."""
     side = GUARDS[measure][2]
@@ -286,7 +291,7 @@ class Watch:
 
     def __init__(self, config: dict, counters: Path, start: CpuTimes, longest_s: float,
                  clock=time.monotonic, ticks_per_s: float | None = None):
-        self.bounds = bounds_of(config["collect"]["fidelity"], cpu_bound(config))
+        self.bounds = run_bounds(config)
         self.counters, self.start, self.clock = Path(counters), start, clock
         self.deadline = clock() + longest_s
         self.ticks_per_s = ticks_per_s or os.sysconf("SC_CLK_TCK") * (os.cpu_count() or 1)
@@ -326,7 +331,7 @@ def assess(directory: Path, config: dict, cpu: dict[str, float | None]) -> dict:
     (``collect.fidelity``), writes ``fidelity.json`` and returns its content: ``values``,
     ``bounds``, ``valid`` and the ``violations`` (empty when valid)."""
     link_bps = config["network"]["link_mbps"] * 1e6
-    bounds = bounds_of(config["collect"]["fidelity"], cpu_bound(config))
+    bounds = run_bounds(config)
     values = measure(directory, link_bps, cpu)
     broken = violations(values, bounds)
     record = {"values": values, "bounds": {k: list(v) for k, v in bounds.items()}, "valid": not broken,
