@@ -540,6 +540,10 @@ def _halve_uplink_use(counters: pd.DataFrame) -> None:
     counters["uplink_util"] /= 2
 
 
+def _establish_only_100_connections(counters: pd.DataFrame) -> None:
+    counters["established"] = 100
+
+
 def _give_the_server_its_quota(counters: pd.DataFrame) -> None:
     counters["server_cpu"] = 0.5
 
@@ -567,6 +571,16 @@ def _give_the_server_its_quota(counters: pd.DataFrame) -> None:
     # its rate carried); no longer so when the uplink carried half its rate.
     ("001", "apache-burst", "1024 processes: median load level", "missed", "paced by the link", "prefork-1024",
      _in_counters(_halve_uplink_use)),
+    # 001 Figs. 1-2: apache2-prefork completed a quarter of what it was offered at every load
+    # because its 256 processes were held by 1020 client connections idling between requests;
+    # no longer so once fewer connections than processes were established.
+    ("001", "latency", "apache2-prefork: least share of offered requests completed", "missed",
+     "256 processes for the generator's 1020 client connections", "apache2-prefork-load_fraction=*",
+     _in_counters(_establish_only_100_connections)),
+    # 001 Figs. 1-2: its mean fell with load because the completed requests waited for a
+    # process before their first byte; no longer so once they spent most of it after.
+    ("001", "latency", "apache2-prefork: mean latency at load 0.95 / at 0.2", "missed", "waiting for a process",
+     "apache2-prefork-load_fraction=*", _in_summary(lambda summary: summary.update(ttfb_mean=summary["response_mean"] / 4))),
     # 002 §4.3: SACK shortened 1 KB responses (NewReno 1.16x, paper no gain) by the tail loss
     # probes Linux sends only on SACK connections; no longer so once NewReno's sent some too.
     ("002", "sack-sizes", "1 KB files: NewReno / SACK", "missed", "tail loss probe", "newreno-1k",
