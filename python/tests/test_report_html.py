@@ -116,8 +116,9 @@ def test_sweep_report_has_range_and_profile_plots(sweep_results):
     text = report.read_text()
     assert "Sweep of workload.rho" in text
     assert "Latency profile vs load" in text and "Service inversion vs load" in text
-    # 4 runs: over time + CCDF + size + counters + 4 deciles + range + profile + inversion.
-    assert len(images(report)) == 11
+    # 4 runs: over time + CCDF + size + counters + 4 deciles + range + profile + CDFs by load + inversion.
+    assert "CDF of response times of the completed requests at each load" in text
+    assert len(images(report)) == 12
 
 
 def test_missing_results_are_reported(tmp_path):

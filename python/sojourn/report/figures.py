@@ -68,7 +68,46 @@ def ccdf_figure(responses: dict[str, np.ndarray]):
     axis.set_xlabel("response time x (s)")
     axis.set_ylabel("P(response time > x)")
     axis.grid(alpha=0.3, which="both")
-    axis.legend()
+    _legend_beside(axis, len(responses))
+    return figure
+
+
+def _legend_beside(axis, entries: int) -> None:
+    """A legend inside the axes while it is short, to their right once it would cover the lines."""
+    if entries <= 6:
+        axis.legend(fontsize=8)
+    else:
+        axis.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+
+
+def cdf_by_load_figure(responses: dict[str, dict[float, np.ndarray]], completed: dict[str, dict[float, float]],
+                       parameter: str):
+    """001 Figs. 3-4: each server's latency CDF at each load level, one panel per variant
+    (response time on a log axis, one line per sweep value). A line whose run completed less
+    than 99% of its requests says what share it is of."""
+    variants = list(responses)
+    columns = min(2, len(variants))
+    rows = -(-len(variants) // columns)
+    figure, axes = plt.subplots(rows, columns, figsize=(5.5 * columns, 3.6 * rows), squeeze=False, sharex=True,
+                                sharey=True)
+    for axis, variant in zip(axes.flat, variants):
+        for value in sorted(responses[variant]):
+            values = np.sort(responses[variant][value])
+            if not len(values):
+                continue
+            share = completed[variant][value]
+            label = f"{value:g}" + (f" ({share:.0%} completed)" if share < 0.99 else "")
+            axis.semilogx(values, np.arange(1, len(values) + 1) / len(values), label=label)
+        axis.set_title(variant or "run", fontsize=10, loc="left")
+        axis.grid(alpha=0.3, which="both")
+        axis.legend(fontsize=7, title=parameter.rsplit(".", 1)[-1], title_fontsize=7)
+    for axis in axes.flat[len(variants):]:
+        axis.set_visible(False)
+    for axis in axes[-1]:
+        axis.set_xlabel("response time x (s)")
+    for axis in axes[:, 0]:
+        axis.set_ylabel("P(response time <= x)")
+    figure.tight_layout()
     return figure
 
 

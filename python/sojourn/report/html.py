@@ -219,6 +219,10 @@ def build_report(directory: str | Path, baseline: str | None = None, export_dir:
                      + groups.to_html(index=False, float_format=lambda v: f"{v:.4g}", border=0))
 
     per_second, responses, by_size, counters, deciles = {}, {}, {}, {}, {}
+    # Completed responses and the share completed, by variant and sweep value (001 Figs. 3-4).
+    by_load: dict[str, dict] = {}
+    completed_by_load: dict[str, dict] = {}
+    sweep_of = dict(zip(table["run"], zip(table["variant"].fillna(""), table["sweep_value"])))
     ideal_lines, ideal_note, ideal_rows, ideal_failed = None, "", [], False
     periods: list[dict] = []
     for run in runs:
@@ -230,6 +234,10 @@ def build_report(directory: str | Path, baseline: str | None = None, export_dir:
         per_second[label] = analysis.per_second(reqs)
         done = reqs[reqs["completed"]]
         responses[label] = done["response_s"].to_numpy()
+        variant, value = sweep_of.get(run, ("", None))
+        if isinstance(value, (int, float)) and value == value and len(reqs):
+            by_load.setdefault(variant, {})[float(value)] = responses[label]
+            completed_by_load.setdefault(variant, {})[float(value)] = len(done) / len(reqs)
         by_size[label] = analysis.by_size(reqs)
         # Stage responses of session runs are all alike in size: no size series to compose.
         if len(done) >= 10 and not rep.has("classes.json"):
@@ -284,6 +292,10 @@ def build_report(directory: str | Path, baseline: str | None = None, export_dir:
             full = full.merge(table[["run", "variant", "sweep_value"]], on="run")
             parts.append(_figure(figures.png_data_uri(figures.latency_profile_figure(full, parameter)),
                                  "Latency profile vs load: mean, median, p5, p95 (001 Figs. 1-2)"))
+            if by_load:
+                parts.append(_figure(figures.png_data_uri(figures.cdf_by_load_figure(by_load, completed_by_load, parameter)),
+                                     "CDF of response times of the completed requests at each load, one panel per "
+                                     "variant, from one repetition of each point (001 Figs. 3-4)"))
             parts.append(_figure(figures.png_data_uri(figures.range_figure(table, parameter, "service_inversion", "service inversion")),
                                  "Service inversion vs load (001 Fig. 7)"))
 
