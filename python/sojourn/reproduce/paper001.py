@@ -101,9 +101,9 @@ def _processes_why(ctx: Context, e: str, server: str, load: float, share: Measur
     are served at once and the rest wait in the accept queue. Measured when the share is within
     20% of processes / clients and the connections established outnumbered the processes."""
     from sojourn.servers import PREFORK_PROCESSES
-    run = run_name(server, "load_fraction", load)
     if not server.startswith("apache2-prefork"):
         return None
+    run = run_name(server, "load_fraction", load)
     processes = ctx.config(e, run, "server.max_connections") or PREFORK_PROCESSES
     clients = ctx.config(e, run, "workload.clients")
     per_conn = ctx.config(e, run, "workload.persistent")
@@ -114,13 +114,14 @@ def _processes_why(ctx: Context, e: str, server: str, load: float, share: Measur
     if not (share.value <= served * 1.2 and established.value > processes):
         return None
     rate = ctx.mean(e, run, "offered.rate_rps")
+    timeout = ctx.config(e, run, "workload.timeout_s")
     lifetime = f", {per_conn * clients / rate:.2f} s at load {load:g}" if rate == rate and rate else ""
     return measured(f"apache2-prefork had {processes} processes for the generator's {clients} client connections "
                     f"({established.value:.0f} established in the median sample after the probe, counters.csv): a "
                     f"connection holds its process while it idles between its client's requests (KeepAlive, "
                     f"{per_conn} requests a connection at the client's pace{lifetime}), so at most {served:.3f} of "
-                    "the connections are served at a time and the others wait in the accept queue, until their "
-                    "30-s timeout or the generator's file descriptors run out")
+                    f"the connections are served at a time and the others wait in the accept queue, until their "
+                    f"{timeout:g}-s timeout or the generator's file descriptors run out")
 
 
 def _latency_rows(ctx: Context) -> list[Row]:
