@@ -108,8 +108,10 @@ def _processes_why(ctx: Context, e: str, server: str, load: float, share: Measur
     clients = ctx.config(e, run, "workload.clients")
     per_conn = ctx.config(e, run, "workload.persistent")
     established = ctx.counters(e, run, lambda c: float(c.loc[c["t_s"] > 30, "established"].median()), "established")
-    if not (clients and per_conn and established.ok) or processes >= clients:
+    if not (clients and per_conn and established.ok):
         return None
+    if processes >= clients:
+        return _more_connections_than_processes_why(ctx, e, run, processes, clients, established)
     served = processes / clients
     if not (share.value <= served * 1.2 and established.value > processes):
         return None
@@ -122,6 +124,23 @@ def _processes_why(ctx: Context, e: str, server: str, load: float, share: Measur
                     f"{per_conn} requests a connection at the client's pace{lifetime}), so at most {served:.3f} of "
                     f"the connections are served at a time and the others wait in the accept queue, until their "
                     f"{timeout:g}-s timeout or the generator's file descriptors run out")
+
+
+def _more_connections_than_processes_why(ctx: Context, e: str, run: str, processes: int, clients: int,
+                                         established: Measure) -> Why | None:
+    """Why a process per client connection still left requests unserved: a client whose
+    connection is busy opens another, so the connections can outgrow the processes; held
+    by idle connections, the processes then accept no more and the accept queue fills.
+    Measured when the median sample had more connections established than processes."""
+    if not established.value > processes:
+        return None
+    queued = ctx.counters(e, run, lambda c: float(c.loc[c["t_s"] > 30, "accept_queue"].median()), "accept_queue")
+    queue = f", the accept queue holding {queued.value:.0f} in the median sample" if queued.ok else ""
+    return measured(f"apache2-prefork had {processes} processes for the generator's {clients} clients, but the clients "
+                    f"held {established.value:.0f} connections in the median sample after the probe (counters.csv"
+                    f"{queue}): a client whose connection is busy opens another, every process was held by a "
+                    "connection idling between its client's requests (KeepAlive), and the connections beyond them "
+                    "waited, as with 256 processes")
 
 
 def _latency_rows(ctx: Context) -> list[Row]:
