@@ -72,6 +72,13 @@ LATENCY_SERVERS = ("sojourn", "nginx", "apache2-prefork", "apache2-prefork-1024"
 # Below its capacity a server completes what it is offered: 001 reports the latency of served
 # requests at 20-95% of each server's capacity, with nothing said to be refused or lost.
 COMPLETED_SHARE = 0.99
+# The latency runs' capacity probe and its warm-up end by then (level_s 20 + warmup_s 5).
+AFTER_PROBE_S = 30
+
+
+def _median_after_probe(ctx: Context, e: str, run: str, column: str) -> Measure:
+    """The median of a counters.csv column over the samples after the capacity probe."""
+    return ctx.counters(e, run, lambda c: float(c.loc[c["t_s"] > AFTER_PROBE_S, column].median()), column)
 
 
 def _completed_share(summary: dict) -> float | None:
@@ -107,7 +114,7 @@ def _processes_why(ctx: Context, e: str, server: str, load: float, share: Measur
     processes = ctx.config(e, run, "server.max_connections") or PREFORK_PROCESSES
     clients = ctx.config(e, run, "workload.clients")
     per_conn = ctx.config(e, run, "workload.persistent")
-    established = ctx.counters(e, run, lambda c: float(c.loc[c["t_s"] > 30, "established"].median()), "established")
+    established = _median_after_probe(ctx, e, run, "established")
     if not (clients and per_conn and established.ok):
         return None
     if processes >= clients:
@@ -134,7 +141,7 @@ def _more_connections_than_processes_why(ctx: Context, e: str, run: str, process
     Measured when the median sample had more connections established than processes."""
     if not established.value > processes:
         return None
-    queued = ctx.counters(e, run, lambda c: float(c.loc[c["t_s"] > 30, "accept_queue"].median()), "accept_queue")
+    queued = _median_after_probe(ctx, e, run, "accept_queue")
     queue = f", the accept queue holding {queued.value:.0f} in the median sample" if queued.ok else ""
     return measured(f"apache2-prefork had {processes} processes for the generator's {clients} clients, but the clients "
                     f"held {established.value:.0f} connections in the median sample after the probe (counters.csv"
@@ -146,16 +153,18 @@ def _more_connections_than_processes_why(ctx: Context, e: str, run: str, process
 def _latency_rows(ctx: Context) -> list[Row]:
     e = "latency"
     rows = []
+    unserved: dict[str, Why | None] = {}  # why each server left requests unserved, for two rows
     for server in LATENCY_SERVERS:
         if not _points(ctx, e, server):
             continue
         load, share = _least_completed(ctx, e, server)
+        unserved[server] = _processes_why(ctx, e, server, load, share)
         claim = f"{server}: least share of offered requests completed, over the loads" + (
             f" (at {load:g})" if load == load else "")
         rows.append(ctx.row(e, claim, bound(">=", COMPLETED_SHARE, text="below capacity a server completes what it "
                                                                         "is offered (001 measures served requests "
                                                                         "at 20-95% of capacity)"),
-                            share, _processes_why(ctx, e, server, load, share)))
+                            share, unserved[server]))
     # Figs. 3-4 at load 0.90: "Flash returns very few responses in less than 10ms when the load
     # exceeds 90%, whereas Apache still delivers over 60% of its responses within that time".
     apache = bound(">=", 0.6, text="Apache: over 60% within 10 ms")
@@ -177,12 +186,11 @@ def _latency_rows(ctx: Context) -> list[Row]:
                             bound(">", 0.5, text="exceeds half the worst case at high load (Fig. 7: Apache and Flash)"),
                             ctx.measure(e, run_name(server, "load_fraction", top), "service_inversion"),
                             note=_completed_note(ctx, e, run_name(server, "load_fraction", top))))
-        least_load, least = _least_completed(ctx, e, server)
         runs = (run_name(server, "load_fraction", top), run_name(server, "load_fraction", low))
         rows.append(ctx.row(e, f"{server}: mean latency at load {top:g} / at {low:g}",
                             bound(">", 1, text="latency grows with load (Figs. 1-2)"),
                             ctx.ratio((e, runs[0], "response_mean"), (e, runs[1], "response_mean")),
-                            _unserved_mean_why(ctx, e, server, (low, top), _processes_why(ctx, e, server, least_load, least))
+                            _unserved_mean_why(ctx, e, server, (low, top), unserved[server])
                             or _every_repetition_grew_why(ctx, e, runs)))
     points = _points(ctx, e, "sojourn")
     if points:
