@@ -284,13 +284,17 @@ class Server:
         # `user root` because the docroot may sit in a private directory; nginx allows it.
         user = "user root;" if os.geteuid() == 0 else ""
         log = f"access_log {c.access_log};" if c.access_log else "access_log off;"
+        connections = _per_worker(c.max_connections, c.workers) + 1 if c.max_connections else 16384
+        # A connection's socket and the file it sends: two descriptors each, beyond the
+        # inherited open-file limit when that is lower (nginx's own worker_rlimit_nofile).
         (work / "nginx.conf").write_text(textwrap.dedent(f"""\
             {user}
             worker_processes {c.workers};
+            worker_rlimit_nofile {2 * connections + 64};
             daemon off;
             pid {work}/nginx.pid;
             error_log {work}/error.log warn;
-            events {{ worker_connections {_per_worker(c.max_connections, c.workers) + 1 if c.max_connections else 16384}; }}
+            events {{ worker_connections {connections}; }}
             http {{
                 include /etc/nginx/mime.types;
                 default_type application/octet-stream;

@@ -353,3 +353,37 @@ def test_capacity_levels_in_requests_and_bits_per_second():
     best = capacity_of_levels(levels)
     assert (best["capacity_rps"], best["capacity_bps"], best["capacity_users"]) == (30.0, 3e6, 64)
     assert not best["capacity_at_last_level"]
+
+
+def test_the_capacity_probe_doubles_its_users_until_the_throughput_falls():
+    """002 §4.4 takes the maximum over a curve: after the listed levels the probe goes on,
+    doubling the users, only while the newest level sustained the most, and at most
+    ``until_fall`` levels more."""
+    from sojourn.analysis.sweeps import next_level
+
+    def probe(throughput_at: dict[int, float], listed: list[int], until_fall: int) -> list[int]:
+        levels = []
+        while (users := next_level(levels, listed, until_fall)) is not None:
+            levels.append({"users": users, "throughput_rps": throughput_at[users]})
+        return [level["users"] for level in levels]
+
+    rising = {n: float(n) for n in (8, 16, 32, 64, 128)}
+    assert probe(rising, [8, 16], 0) == [8, 16]
+    assert probe(rising, [8, 16], 2) == [8, 16, 32, 64], "still rising: stops at its limit"
+    peaked = {8: 5.0, 16: 9.0, 32: 8.0, 64: 20.0}
+    assert probe(peaked, [8, 16], 3) == [8, 16, 32], "fell past 16: no more levels"
+    assert probe(peaked, [16, 32], 3) == [16, 32], "a last listed level below the best ends it too"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(0, 1e4), min_size=1, max_size=6), st.integers(0, 4))
+def test_a_probe_that_stopped_before_its_limit_has_its_maximum_below_its_last_level(throughput, until_fall):
+    """Whatever the curve, the probe ends with its most requests/s at a level before its
+    last one, or else having run every level it may."""
+    from sojourn.analysis.sweeps import capacity_of_levels, next_level
+
+    listed = [8 * 2 ** i for i in range(len(throughput) // 2 + 1)]
+    levels = []
+    while (users := next_level(levels, listed, until_fall)) is not None:
+        levels.append({"users": users, "throughput_rps": throughput[len(levels) % len(throughput)]})
+    assert len(levels) == len(listed) + until_fall or not capacity_of_levels(levels)["capacity_at_last_level"]

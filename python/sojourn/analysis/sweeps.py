@@ -52,6 +52,18 @@ def capacity(sweep: pd.DataFrame, load: str, throughput: str = "throughput_rps")
             "at_sweep_end": bool(best[load] == valid[load].max())}
 
 
+def next_level(levels: list[dict], listed: list[int], until_fall: int) -> int | None:
+    """The users of the capacity probe's next level, or None when it is done: ``listed``
+    in turn, then, while the most requests/s came at the newest level (the curve has not yet
+    fallen past its maximum, 002 §4.4), up to ``until_fall`` more, each doubling the users."""
+    if len(levels) < len(listed):
+        return listed[len(levels)]
+    if len(levels) >= len(listed) + until_fall or not levels:
+        return None
+    best = capacity(pd.DataFrame(levels), "users")
+    return 2 * levels[-1]["users"] if best["at_sweep_end"] else None
+
+
 def window_throughput(requests: pd.DataFrame, start_s: float, end_s: float) -> dict:
     """Completed requests per second whose last byte arrived in [start, end) seconds after
     the first request was scheduled (a capacity level after its warm-up), their body bits

@@ -230,6 +230,10 @@ SCHEMA: dict[str, Any] = {
                                    "(002 §3.3)", minimum=0),
         "levels": _k(list, [], "capacity mode, and the capacity probe of load_fraction: user counts to load the "
                                "server with, one level after the other"),
+        "levels_until_fall": _k(int, 0, "capacity mode: after workload.levels, while the most requests/s came at "
+                                        "the newest level, up to this many more levels, each doubling the users "
+                                        "(002 §4.4 takes the maximum over a curve that falls past it)",
+                                minimum=0, maximum=8),
         "load_fraction": _k(NUMBER, 0.0, "open mode: Poisson requests at this fraction of the server's capacity, "
                                          "measured first in the same run with workload.levels (001 §3.1: load "
                                          "relative to the infinite-demand capacity); 0 = off", minimum=0, maximum=10),
