@@ -594,6 +594,11 @@ def _give_the_server_its_quota(counters: pd.DataFrame) -> None:
     # interval of three ratios this spread reaching below 1; no longer so once one fell.
     ("001", "latency", "nginx: mean latency at load 0.95 / at 0.2", "missed", "grew in every repetition",
      "nginx-load_fraction=0.95", _in_summary(lambda summary: summary.update(response_mean=0.0005))),
+    # 001 Fig. 18: nonpersistent connections' means followed the generator's lateness (r 0.90
+    # over 18 repetitions), 1 inside the interval; no longer so once the lag fell as they rose.
+    ("001", "cwnd", "nonpersistent: mean latency unclamped / with the best clamp", "missed",
+     "the mean rose with how late the generator sent", "nonpersistent-cwnd_clamp=*",
+     _in_summary(lambda summary: summary.update(lag_p99=1e-5 / summary["response_mean"]))),
     # 002 §4.3: SACK shortened 1 KB responses (NewReno 1.16x, paper no gain) by the tail loss
     # probes Linux sends only on SACK connections; no longer so once NewReno's sent some too.
     ("002", "sack-sizes", "1 KB files: NewReno / SACK", "missed", "tail loss probe", "newreno-1k",
