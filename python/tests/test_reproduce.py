@@ -888,6 +888,30 @@ def test_throughput_that_did_not_grow_with_write_slots_is_put_down_to_a_busy_lin
     assert with_link_busy(0.8).reason() == "unexplained"
 
 
+def test_scfs_throughput_no_higher_than_size_independents_is_put_down_to_a_busy_link(tmp_path):
+    """004 Fig. 6: SCF "slightly higher throughput" at one write slot; a link busy 97% of
+    the run under both policies is the measured reason SCF's was no higher, and not once
+    one policy left the link idle a fifth of the time."""
+    paper = load_paper("004")
+    root = tmp_path / "004" / "write-concurrency"
+    shutil.copytree(DOCS / "004" / "write-concurrency", root)
+    claim = "SCF / size-independent byte throughput at write concurrency 1"
+
+    def with_link_busy(shares: dict[str, float]) -> Row:
+        for policy, share in shares.items():
+            for path in (root / f"{policy}-write_concurrency=1").glob("*/summary.json"):
+                summary = json.loads(path.read_text())
+                bps = json.loads((root / "size-independent-write_concurrency=1" / path.parent.name /
+                                  "summary.json").read_text())["throughput_bps"]
+                path.write_text(json.dumps({**summary, "link_utilization": share, "throughput_bps": bps}))
+        return _the_row(paper, tmp_path, "write-concurrency", claim)
+
+    row = with_link_busy({"size-independent": 0.98, "scf": 0.99})
+    assert row.verdict() == "missed" and row.reason() == "measured", row.why_text()
+    assert "busy 98.0% (size-independent) and 99.0% (scf) of the run already at write concurrency 1" in row.why_text()
+    assert with_link_busy({"scf": 0.8}).reason() == "unexplained"
+
+
 def test_scfs_gain_at_1400_users_is_put_down_to_write_slots_only_while_fewer_slots_reach_the_papers(tmp_path):
     """004 §5.3: a factor of 4 to 5 at 1400 UEs; ours is about 2 with the `scf` runs' 8 write
     slots. `write-concurrency` (same users) isolates the slots: the measured reason while some

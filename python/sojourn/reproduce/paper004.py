@@ -139,11 +139,14 @@ def _write_concurrency_rows(ctx: Context) -> list[Row]:
                   bound(">", 1, text="throughput increases roughly linearly with additional network threads"),
                   ctx.ratio((e, _run_of(ctx, e, variant, most), "throughput_bps"),
                             (e, _run_of(ctx, e, variant, fewest), "throughput_bps")),
-                  _link_bound_why(ctx, _run_of(ctx, e, variant, fewest), fewest)) for variant in VARIANTS),
+                  _link_bound_why(ctx, {variant: _run_of(ctx, e, variant, fewest)}, fewest, "more slots could add"))
+          for variant in VARIANTS),
         ctx.row(e, f"SCF / size-independent byte throughput at write concurrency {fewest} (Fig. 6)",
                 bound(">", 1, text="shortest-connection-first has slightly higher throughput"),
                 ctx.ratio((e, _run_of(ctx, e, "scf", fewest), "throughput_bps"),
-                          (e, _run_of(ctx, e, "size-independent", fewest), "throughput_bps"))),
+                          (e, _run_of(ctx, e, "size-independent", fewest), "throughput_bps")),
+                _link_bound_why(ctx, {v: _run_of(ctx, e, v, fewest) for v in VARIANTS}, fewest,
+                                "either order could add")),
     ]
 
 
@@ -151,15 +154,17 @@ def _write_concurrency_rows(ctx: Context) -> list[Row]:
 LINK_BUSY = 0.97
 
 
-def _link_bound_why(ctx: Context, run: str, slots: int):
+def _link_bound_why(ctx: Context, runs: dict[str, str], slots: int, could: str):
     """Fig. 6's throughput grew with the threads of a server at 100 Mbit/s; here the uplink
-    is 10 Mbit/s, and when it was already busy with the fewest write slots, more slots can
-    only add what it had left (summary.json's link_utilization)."""
-    busy = ctx.mean("write-concurrency", run, "link_utilization")
-    if missing(busy) or busy < LINK_BUSY:
+    is 10 Mbit/s, and when it was already busy with the fewest write slots (each of ``runs``,
+    policy -> run), more slots or another order can only add what it had left
+    (summary.json's link_utilization)."""
+    busy = {policy: ctx.mean("write-concurrency", run, "link_utilization") for policy, run in runs.items()}
+    if any(missing(share) or share < LINK_BUSY for share in busy.values()):
         return None
-    return measured(f"the uplink was busy {busy:.1%} of the run already at write concurrency {slots} "
-                    f"(link_utilization): more slots could add at most {1 / busy - 1:.1%}, so the link, not the "
+    shares = " and ".join(f"{share:.1%}" + (f" ({policy})" if len(busy) > 1 else "") for policy, share in busy.items())
+    return measured(f"the uplink was busy {shares} of the run already at write concurrency {slots} "
+                    f"(link_utilization): {could} at most {1 / min(busy.values()) - 1:.1%}, so the link, not the "
                     "server's writes, bounded the throughput")
 
 
