@@ -62,10 +62,38 @@ def _link_bound(ctx: Context, e: str) -> str:
 def _capacity_rows(ctx: Context) -> list[Row]:
     e = "capacity"
     link = _link_bound(ctx, e)
-    return [ctx.row(e, f"{server} / apache2 infinite-demand capacity (bits/s)",
+    rows = [ctx.row(e, f"{server} / apache2 infinite-demand capacity (bits/s)",
                     direction(FLASH_MBPS / APACHE_MBPS, f"the event-driven Flash / Apache: {FLASH_MBPS} / {APACHE_MBPS} Mb/s"),
                     ctx.ratio((e, server, "capacity_bps"), (e, "apache2", "capacity_bps")), measured(link) if link else None)
             for server in ("sojourn", "nginx")]
+    # §6.1, Figs. 13-14: "all of the clients issuing requests in an infinite demand model".
+    events = ctx.measure(e, "sojourn", "events_per_wait_mean")
+    rows.append(ctx.row(e, "sojourn: mean ready events per epoll_wait at infinite demand (Figs. 13-14)",
+                        point(EVENTS_FIXED, f"the fixed Flash; the original: {EVENTS_ORIGINAL}"), events,
+                        _saturated_loop_why(ctx, e, events),
+                        note="from sojourn's sojourn_epoll_ready_events histogram over the run; nginx exposes no "
+                             "such count"))
+    return rows
+
+
+# A server's event loop counted as saturated from this share of its workers' CPU on.
+LOOP_SATURATED = 0.95
+
+
+def _saturated_loop_why(ctx: Context, e: str, events: Measure) -> Why | None:
+    """Why sojourn's waits returned far more than the fixed Flash's 1.6 events at infinite
+    demand: its one worker was CPU-bound (the median of counters.csv's server_cpu at least
+    LOOP_SATURATED of its workers), so every connection whose request came during a pass over
+    the ready ones was ready at the next wait: a saturated loop's batch is its backlog."""
+    workers = ctx.config(e, "sojourn", "server.workers")
+    cpu = ctx.counters(e, "sojourn", lambda c: float(c["server_cpu"].iloc[1:].median()), "server_cpu")
+    established = ctx.counters(e, "sojourn", lambda c: float(c["established"].iloc[1:].median()), "established")
+    if not (events.ok and cpu.ok and established.ok and workers and cpu.value >= LOOP_SATURATED * workers):
+        return None
+    return measured(f"sojourn's {workers} worker used {cpu.value:.2f} CPU s/s (median of counters.csv's server_cpu) "
+                    f"with {established.value:.0f} connections established: saturated, it found ready at each wait "
+                    "every connection whose request came during its last pass over the ready ones, so its batch was "
+                    f"its backlog, {events.value:.0f} events")
 
 
 # The latency runs' servers: apache2-prefork with Apache 1.3's 256 processes and with 1024,
