@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from sojourn.reproduce import Context, Entry, Paper, rows_of
-from sojourn.reproduce.rows import Measure, Row, Why, bound, direction, measured, point, unexplained
+from sojourn.reproduce.rows import Measure, Row, Why, bound, direction, measured, point
 from sojourn.runner.spec import run_name
 
 EXPERIMENTS = [
@@ -223,9 +223,6 @@ def _latency_rows(ctx: Context) -> list[Row]:
                             ctx.ratio((e, runs[0], "response_mean"), (e, runs[1], "response_mean")),
                             _unserved_mean_why(ctx, e, server, (low, top), unserved[server])
                             or _every_repetition_grew_why(ctx, e, runs)))
-    points = _points(ctx, e, "sojourn")
-    if points:
-        rows.append(_events_row(ctx, e, run_name("sojourn", "load_fraction", max(points))))
     return rows
 
 
@@ -286,24 +283,6 @@ def _unserved_mean_why(ctx: Context, e: str, server: str, loads: tuple[float, fl
                     f"before the first byte, waiting for a process ({means[0]:.3g} s at {loads[0]:g}, {means[1]:.3g} s at "
                     f"{loads[1]:g}): a process is freed when its connection's last request is served, and a "
                     "connection's life at its client's pace is shorter the higher the rate. " + processes.text)
-
-
-def _events_row(ctx: Context, e: str, run: str) -> Row:
-    """001 §6.1: ready events per epoll_wait at the load level; a run that kept the server's
-    counters at the end of its capacity probe counts the level alone (after_probe in
-    summary.json), an older one its whole run, probe included."""
-    claim, paper = ("sojourn: mean ready events per epoll_wait at the highest load",
-                    point(EVENTS_FIXED, f"the fixed Flash; the original: {EVENTS_ORIGINAL}"))
-    apart = ctx.measure(e, run, "after_probe.events_per_wait_mean")
-    if apart.ok:
-        return ctx.row(e, claim, paper, apart, note="from sojourn's sojourn_epoll_ready_events histogram over the "
-                                                    "load level alone (less its counts at the end of the capacity "
-                                                    "probe); nginx exposes no such count")
-    return ctx.row(e, claim, paper, ctx.measure(e, run, "events_per_wait_mean"),
-                   unexplained("not measured apart: each run's count includes its capacity probe at 1020 users, and "
-                               "the server's one worker shares the machine's two cores with the clients"),
-                   note="from sojourn's sojourn_epoll_ready_events histogram over the whole run; nginx exposes no "
-                        "such count")
 
 
 def _cwnd_means(ctx: Context, variant: str) -> tuple[dict, int | None]:
