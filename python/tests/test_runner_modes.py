@@ -51,7 +51,9 @@ def test_modes_are_validated():
                               ({"mode": "closed", "duration_s": 5.0, "start_spread_s": 5.0},
                                r"start_spread_s = 5\.0 must be below workload\.duration_s"),
                               ({"rho": 0.5, "start_spread_s": 1.0}, r"start_spread_s staggers closed users"),
-                              ({"rho": 0.5, "levels": [2]}, r"workload\.levels is for workload\.mode = 'capacity'")):
+                              ({"rho": 0.5, "levels": [2]}, r"workload\.levels is for workload\.mode = 'capacity'"),
+                              ({"load_fraction": 0.5, "levels": [2], "levels_until_fall": 1},
+                               r"workload\.levels_until_fall is for workload\.mode = 'capacity'")):
         with pytest.raises(SpecError, match=message):
             validate({"name": "m", "workload": workload})
 

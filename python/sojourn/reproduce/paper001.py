@@ -327,9 +327,11 @@ def _generator_lag_why(ctx: Context, variant: str, best: int, ratio: Measure) ->
     two is at least LAG_FOLLOWED, 1 is inside the ratio's 90% interval and the two clamps' means
     differ by less than one of them spread over its repetitions."""
     e = "cwnd"
-    pairs = [(lag[rep], mean[rep]) for run in (run_name(variant, "cwnd_clamp", p) for p in _points(ctx, e, variant))
-             for lag, mean in [(ctx.per_rep(e, run, "lag_p99"), ctx.per_rep(e, run, "response_mean"))]
-             for rep in lag if rep in mean and lag[rep] == lag[rep] and mean[rep] == mean[rep]]
+    pairs = []  # (lag p99, mean) of every repetition of every clamp
+    for clamp in _points(ctx, e, variant):
+        run = run_name(variant, "cwnd_clamp", clamp)
+        lag, mean = ctx.per_rep(e, run, "lag_p99"), ctx.per_rep(e, run, "response_mean")
+        pairs += [(lag[rep], mean[rep]) for rep in lag if rep in mean and not math.isnan(lag[rep] + mean[rep])]
     if len(pairs) < 3 or not ratio.ci or not ratio.ci[0] <= 1 <= ratio.ci[1]:
         return None
     lags, means = zip(*pairs)

@@ -177,7 +177,7 @@ def _longest_load_s(workload: dict, limit_s: float) -> float:
     the grace a generator stopped at its limit has to end (at a load fraction ``limit_s``
     counts the levels' length too: counted twice, in the run's favour)."""
     levels = len(workload["levels"]) if workload["mode"] == "capacity" or workload["load_fraction"] else 0
-    levels += workload["levels_until_fall"] if workload["mode"] == "capacity" else 0
+    levels += workload["levels_until_fall"]
     last = 0.0 if workload["mode"] == "capacity" else limit_s + INTERRUPT_GRACE_S
     return levels * (_level_limit_s(workload) + INTERRUPT_GRACE_S) + last
 
@@ -341,13 +341,12 @@ def _capacity_levels(tb, engine: Path, probe: LoadFile, inputs: Inputs, target: 
                      addrs: list[str], progress: Progress, on_progress, processes: int = 1,
                      watch: fidelity.Watch | None = None) -> tuple[str, str]:
     """002 §4.4: the server loaded by ``workload.levels`` users in turn (same server, one
-    level after the other, each in level-<users>/ with its own records), and in capacity mode
-    by up to ``workload.levels_until_fall`` doublings while the newest level sustained the
+    level after the other, each in level-<users>/ with its own records), and by up to
+    ``workload.levels_until_fall`` doublings (capacity mode) while the newest level sustained the
     most (analysis.next_level); capacity.json holds each level's throughput after its
     warm-up and the capacity, the most sustained."""
     levels = []
-    until_fall = workload["levels_until_fall"] if workload["mode"] == "capacity" else 0
-    while (users := analysis.next_level(levels, workload["levels"], until_fall)) is not None:
+    while (users := analysis.next_level(levels, workload["levels"], workload["levels_until_fall"])) is not None:
         out = directory / f"level-{users}"
         out.mkdir(exist_ok=True)
         run_file = probe.placed(target, out, addrs, inputs.trace, users=users)

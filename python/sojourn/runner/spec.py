@@ -452,6 +452,9 @@ def _check_combinations(config: dict, where: str) -> None:
         server["stages"] = check_stages(server["stages"], f"{where}server.stages")
         check_class_networks(server["stages"], network["groups"], where)
     _check_start_spread(workload, where)
+    if workload["levels_until_fall"] and workload["mode"] != "capacity":
+        raise SpecError(f"{where}workload.levels_until_fall is for workload.mode = 'capacity' (a load_fraction "
+                        "run's probe keeps to its workload.levels)")
     if workload["mode"] in ("closed", "capacity"):
         if workload["profile"]:
             raise SpecError(f"{where}workload.profile shapes open-loop arrivals; in {workload['mode']!r} mode the "
