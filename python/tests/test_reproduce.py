@@ -303,6 +303,21 @@ def test_the_concurrency_comparison_gives_each_shift_with_its_welch_interval():
     assert not compare.interrupted(SimpleNamespace(status={"state": "complete"}))
 
 
+def test_the_estimated_wall_time_counts_whole_waves_of_testbeds(tmp_path):
+    """--list's hours: repetitions start on the first testbed free, in the runner's order,
+    so three runs of two repetitions five at once take two repetitions' time, not 6/5 of one."""
+    from sojourn.reproduce.publish import estimated_seconds
+
+    spec = tmp_path / "e.toml"
+    spec.write_text('name = "e"\nrepetitions = 2\n[workload]\nrho = 0.5\n[sweep]\nparameter = "workload.seed"\n'
+                    'values = [1, 2, 3]\n')
+    experiment = load_spec(spec)
+    one = estimated_seconds(experiment, 1) / 6
+    assert estimated_seconds(experiment, 5) == pytest.approx(2 * one)
+    assert estimated_seconds(experiment, 6) == pytest.approx(one)
+    assert estimated_seconds(experiment, 4, done=frozenset({("seed=1", "0"), ("seed=2", "0")})) == pytest.approx(one)
+
+
 def test_published_repetitions_of_the_same_spec_are_restored_as_complete_results(tmp_path):
     """results/ does not outlive a checkout, docs/reproduction/ does: a campaign goes on from
     the repetitions published with the same spec at the same scale, and only from those."""
