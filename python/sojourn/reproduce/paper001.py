@@ -591,17 +591,23 @@ def notes(ctx: Context) -> str:
     if not ctx.has("latency"):
         return differences(ctx)
     lines = [differences(ctx), "", "### Latency profile per point (`latency`)", "",
-             "| run | capacity (req/s) | offered (req/s) | completed % | mean (s) | median (s) | p5 (s) | p95 (s) | inversion |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "Generator lag p99 is how late the load generator sent its requests (summary.json lag_p99), "
+             "which the latencies include: the generator shares the machine's two cores with the server, and 001's "
+             "runs do not judge it.", "",
+             "| run | capacity (req/s) | offered (req/s) | completed % | mean (s) | median (s) | p5 (s) | p95 (s) | "
+             "inversion | generator lag p99 (ms) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for rep in ctx.complete_reps("latency"):  # an invalid or partial one is published for its record only
         s = rep.summary
         offered = s.get("offered") or {}
         cells = [f"{s.get(k):.3g}" if isinstance(s.get(k), (int, float)) else "—"
                  for k in ("response_mean", "response_median", "response_p5", "response_p95", "service_inversion")]
         share = _completed_share(s)
+        lag = s.get("lag_p99")
         lines.append(f"| {rep.run} (rep {rep.rep}) | {offered.get('capacity_rps', float('nan')):.0f} | "
                      f"{offered.get('rate_rps', float('nan')):.0f} | "
-                     f"{'—' if share is None else f'{share:.1%}'} | " + " | ".join(cells) + " |")
+                     f"{'—' if share is None else f'{share:.1%}'} | " + " | ".join(cells) +
+                     f" | {'—' if not isinstance(lag, (int, float)) else f'{lag * 1e3:.3g}'} |")
     return "\n".join(lines)
 
 
