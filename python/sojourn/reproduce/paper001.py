@@ -328,24 +328,27 @@ def _generator_lag_why(ctx: Context, variant: str, best: int, ratio: Measure) ->
     differ by less than one of them spread over its repetitions."""
     e = "cwnd"
     pairs = []  # (lag p99, mean) of every repetition of every clamp
+    means_of = {}  # clamp -> repetition -> mean
     for clamp in _points(ctx, e, variant):
         run = run_name(variant, "cwnd_clamp", clamp)
-        lag, mean = ctx.per_rep(e, run, "lag_p99"), ctx.per_rep(e, run, "response_mean")
-        pairs += [(lag[rep], mean[rep]) for rep in lag if rep in mean and not math.isnan(lag[rep] + mean[rep])]
+        lag, means_of[clamp] = ctx.per_rep(e, run, "lag_p99"), ctx.per_rep(e, run, "response_mean")
+        pairs += [(lag[rep], means_of[clamp][rep]) for rep in lag
+                  if rep in means_of[clamp] and not math.isnan(lag[rep] + means_of[clamp][rep])]
     if len(pairs) < 3 or not ratio.ci or not ratio.ci[0] <= 1 <= ratio.ci[1]:
         return None
     lags, means = zip(*pairs)
     r = float(np.corrcoef(lags, means)[0, 1])
     if not r >= LAG_FOLLOWED:
         return None
-    spread = {p: ctx.per_rep(e, run_name(variant, "cwnd_clamp", p), "response_mean") for p in (0, best)}
-    within = max((max(v.values()) - min(v.values()) for v in spread.values() if v), default=0.0)
-    between = abs(ctx.mean(e, run_name(variant, "cwnd_clamp", best), "response_mean")
-                  - ctx.mean(e, run_name(variant, "cwnd_clamp", 0), "response_mean"))
+    spread = {p: means_of[p] for p in (0, best) if means_of.get(p)}
+    if len(spread) < 2:
+        return None
+    within = max(max(v.values()) - min(v.values()) for v in spread.values())
+    between = abs(np.mean(list(spread[best].values())) - np.mean(list(spread[0].values())))
     if not within > between:
         return None
     ranges = "; ".join(f"{'unclamped' if p == 0 else f'{p} segments'} {min(v.values()) * 1e3:.1f}-"
-                       f"{max(v.values()) * 1e3:.1f} ms" for p, v in spread.items() if v)
+                       f"{max(v.values()) * 1e3:.1f} ms" for p, v in spread.items())
     return measured(f"over the {len(pairs)} repetitions of {variant} the mean rose with how late the generator sent "
                     f"(lag p99 {min(lags) * 1e3:.1f}-{max(lags) * 1e3:.1f} ms, Pearson r {r:.2f}; server and clients "
                     f"share two cores at load 0.9), more between repetitions of one clamp ({ranges}) than between "

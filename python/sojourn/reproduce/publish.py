@@ -11,7 +11,6 @@ the doc uses only for commands.
 from __future__ import annotations
 
 import heapq
-
 import json
 import os
 import shutil
