@@ -355,6 +355,30 @@ def test_published_repetitions_of_the_same_spec_are_restored_as_complete_results
     assert restore_published(load_spec(spec), published, tmp_path / "other", quick=False) == 0  # another spec
 
 
+def test_a_restored_run_keeps_its_own_figures_and_no_figure_of_several_runs(tmp_path):
+    """A run every repetition of which was restored has no per-request records to draw: its
+    own figures ("RUN: ...") come from the earlier publication, drawn from those repetitions;
+    a figure of several runs is the new one, drawn without it, never the earlier one."""
+    from sojourn.reproduce.publish import _carry_run_figures
+
+    published, staging = tmp_path / "published", tmp_path / "staging"
+    published.mkdir()
+    staging.mkdir()
+    earlier = [("CDF of every run", b"old cdf"), ("a: deciles", b"a's"), ("b: deciles", b"old b's")]
+    for n, (caption, png) in enumerate(earlier, 1):
+        (published / f"figure-{n:02d}.png").write_bytes(png)
+    (published / "figures.json").write_text(json.dumps(
+        [{"file": f"figure-{n:02d}.png", "caption": caption} for n, (caption, _) in enumerate(earlier, 1)]))
+    (staging / "figure-01.png").write_bytes(b"new cdf")
+    (staging / "figure-02.png").write_bytes(b"new b's")
+    (staging / "figures.json").write_text(json.dumps([{"file": "figure-01.png", "caption": "CDF of every run"},
+                                                      {"file": "figure-02.png", "caption": "b: deciles"}]))
+    _carry_run_figures(published, staging, {"a"})
+    figures = json.loads((staging / "figures.json").read_text())
+    assert [f["caption"] for f in figures] == ["CDF of every run", "b: deciles", "a: deciles"]
+    assert [(staging / f["file"]).read_bytes() for f in figures] == [b"new cdf", b"new b's", b"a's"]
+
+
 def test_repetitions_that_failed_are_a_failure_not_nothing_new(tmp_path, monkeypatch):
     """A campaign whose repetitions all failed (a stale engine, a server that did not start)
     must not end as "nothing ran that is not published already" with exit 0: run_entry
@@ -597,6 +621,11 @@ def _give_the_server_its_quota(counters: pd.DataFrame) -> None:
     # because the clients held 1534 connections; no longer so once only 100 were established.
     ("001", "latency", "apache2-prefork-1024: least share of offered requests completed", "missed",
      "a client whose connection is busy opens another", "apache2-prefork-1024-load_fraction=*", _in_counters(_establish_only_100_connections)),
+    # ...and because held to one connection a client, the same 1024 processes completed all they
+    # were offered (the isolating variant); no longer so once that variant left half unserved.
+    ("001", "latency", "apache2-prefork-1024: least share of offered requests completed", "missed",
+     "with each client held to one connection", "apache2-prefork-1024-one-conn-load_fraction=*",
+     _in_summary(lambda summary: summary.update(incomplete=summary["completed"]))),
     # 001 Figs. 1-2: its mean fell with load because the completed requests waited for a
     # process before their first byte; no longer so once they spent most of it after.
     ("001", "latency", "apache2-prefork: mean latency at load 0.95 / at 0.2", "missed", "waiting for a process",

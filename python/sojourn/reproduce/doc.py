@@ -171,6 +171,14 @@ def markdown(paper: Paper, ctx: Context, rows: list[Row], beside: list[tuple[str
         if figures:
             lines.append("")
             lines += [f"- [{caption}]({file})" for file, caption in figures]
+            undrawn = ctx.meta(entry.name).get("not_in_figures", []) if ctx.has(entry.name) else []
+            if undrawn:
+                # publish.py: runs restored from an earlier publication have no per-request records.
+                kept = {caption.split(":", 1)[0] for _, caption in figures} & set(undrawn)
+                lines.append(f"- Figures of several runs draw only those repeated on the publishing machine: "
+                             f"{len(undrawn)} runs, restored without per-request records, are not in them "
+                             f"({', '.join(undrawn)}); {len(kept)} of these keep their own figures from the earlier "
+                             "publication.")
         lines.append("")
     extra = paper.notes(ctx)
     if extra:

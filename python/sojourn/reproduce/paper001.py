@@ -99,7 +99,8 @@ def _saturated_loop_why(ctx: Context, e: str, events: Measure) -> Why | None:
 # The latency runs' servers: apache2-prefork with Apache 1.3's 256 processes and with 1024,
 # one for each of the generator's 1020 clients (001 §6.2 ran both), and with 1024 where each
 # client holds one connection at most.
-LATENCY_SERVERS = ("sojourn", "nginx", "apache2-prefork", "apache2-prefork-1024", "apache2-prefork-1024-one-conn")
+ONE_CONNECTION_SERVER = "apache2-prefork-1024-one-conn"
+LATENCY_SERVERS = ("sojourn", "nginx", "apache2-prefork", "apache2-prefork-1024", ONE_CONNECTION_SERVER)
 # Below its capacity a server completes what it is offered: 001 reports the latency of served
 # requests at 20-95% of each server's capacity, with nothing said to be refused or lost.
 COMPLETED_SHARE = 0.99
@@ -149,7 +150,7 @@ def _processes_why(ctx: Context, e: str, server: str, load: float, share: Measur
     if not (clients and per_conn and established.ok):
         return None
     if processes >= clients:
-        return _more_connections_than_processes_why(ctx, e, run, processes, clients, established)
+        return _more_connections_than_processes_why(ctx, e, run, load, processes, clients, established)
     served = processes / clients
     if not (share.value <= served * 1.2 and established.value > processes):
         return None
@@ -164,21 +165,31 @@ def _processes_why(ctx: Context, e: str, server: str, load: float, share: Measur
                     f"{timeout:g}-s timeout or the generator's file descriptors run out")
 
 
-def _more_connections_than_processes_why(ctx: Context, e: str, run: str, processes: int, clients: int,
-                                         established: Measure) -> Why | None:
+def _more_connections_than_processes_why(ctx: Context, e: str, run: str, load: float, processes: int,
+                                         clients: int, established: Measure) -> Why | None:
     """Why a process per client connection still left requests unserved: a client whose
     connection is busy opens another, so the connections can outgrow the processes; held
     by idle connections, the processes then accept no more and the accept queue fills.
-    Measured when the median sample had more connections established than processes."""
+    Measured when the median sample had more connections established than processes and,
+    where it ran, the same processes with each client held to one connection (the isolating
+    variant) completed what they were offered at that load."""
     if not established.value > processes:
         return None
     queued = _median_after_probe(ctx, e, run, "accept_queue")
     queue = f", the accept queue holding {queued.value:.0f} in the median sample" if queued.ok else ""
+    one_connection = ctx.from_summary(e, run_name(ONE_CONNECTION_SERVER, "load_fraction", load), _completed_share,
+                                      "completed share")
+    isolated = ""
+    if one_connection.ok:
+        if one_connection.value < COMPLETED_SHARE:
+            return None
+        isolated = (f"; with each client held to one connection ({ONE_CONNECTION_SERVER}) the same processes "
+                    f"completed {one_connection.value:.3f} of what they were offered at load {load:g}")
     return measured(f"apache2-prefork had {processes} processes for the generator's {clients} clients, but the clients "
                     f"held {established.value:.0f} connections in the median sample after the probe (counters.csv"
                     f"{queue}): a client whose connection is busy opens another, every process was held by a "
                     "connection idling between its client's requests (KeepAlive), and the connections beyond them "
-                    "waited, as with 256 processes")
+                    f"waited, as with 256 processes{isolated}")
 
 
 def _latency_rows(ctx: Context) -> list[Row]:
@@ -199,7 +210,7 @@ def _latency_rows(ctx: Context) -> list[Row]:
     # Figs. 3-4 at load 0.90: "Flash returns very few responses in less than 10ms when the load
     # exceeds 90%, whereas Apache still delivers over 60% of its responses within that time".
     apache = bound(">=", 0.6, text="Apache: over 60% within 10 ms")
-    for server, claim in (("apache2-prefork", apache), ("apache2-prefork-1024", apache),
+    for server, claim in (("apache2-prefork", apache), ("apache2-prefork-1024", apache), (ONE_CONNECTION_SERVER, apache),
                           ("sojourn", bound("<=", 0.1, text="Flash (select() batching): very few within 10 ms"))):
         if 0.9 in _points(ctx, e, server):
             run = run_name(server, "load_fraction", 0.9)

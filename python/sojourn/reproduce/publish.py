@@ -250,6 +250,7 @@ def publish(paper: Paper, entry: Entry, source: Path, destination: Path, quick: 
     drawn = {path.parent.parent.name for path in Path(source).glob("*/*/records.csv")}
     if entry.spec and runs - drawn:
         meta["not_in_figures"] = sorted(runs - drawn)
+        _carry_run_figures(destination, staging, runs - drawn)
     (staging / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     old = destination.with_name(f".{destination.name}.old")
     shutil.rmtree(old, ignore_errors=True)
@@ -257,6 +258,22 @@ def publish(paper: Paper, entry: Entry, source: Path, destination: Path, quick: 
         os.replace(destination, old)
     os.replace(staging, destination)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def _carry_run_figures(published: Path, staging: Path, undrawn: set[str]) -> None:
+    """Keeps the earlier publication's figures of one run each (captions "RUN: ...") for the
+    runs restored without per-request records: their repetitions are the ones published, so
+    the figure still shows them. Figures of several runs are drawn anew from those at hand."""
+    index = published / "figures.json"
+    if not index.is_file():
+        return
+    figures = json.loads((staging / "figures.json").read_text()) if (staging / "figures.json").is_file() else []
+    for figure in json.loads(index.read_text()):
+        if figure["caption"].split(":", 1)[0] in undrawn and (published / figure["file"]).is_file():
+            name = f"figure-{len(figures) + 1:02d}.png"
+            shutil.copy2(published / figure["file"], staging / name)
+            figures.append({"file": name, "caption": figure["caption"]})
+    (staging / "figures.json").write_text(json.dumps(figures, indent=2) + "\n")
 
 
 def _stage(entry: Entry, source: Path, staging: Path) -> None:
