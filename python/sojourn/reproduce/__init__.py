@@ -268,9 +268,12 @@ class Context:
         return total
 
     def ran_on(self, name: str) -> str:
-        """The day the first repetition started (the publishing day for a command)."""
-        starts = sorted(r.status["started"] for r in self.reps(name) if r.status.get("started"))
-        return (starts[0] if starts else self.meta(name).get("published", ""))[:10]
+        """The days the first and the last repetition started, one day when they are the same
+        (the publishing day for a command)."""
+        days = sorted(r.status["started"][:10] for r in self.reps(name) if r.status.get("started"))
+        if not days:
+            return self.meta(name).get("published", "")[:10]
+        return days[0] if days[0] == days[-1] else f"{days[0]} to {days[-1]}"
 
     def points(self, name: str) -> str:
         """What ran, from the published run.json: variants and sweep values."""
