@@ -21,7 +21,7 @@ from pathlib import Path
 
 from sojourn.reproduce import REPO, Entry, Paper
 from sojourn.reproduce.concurrency import measured_concurrency
-from sojourn.reproduce.doc import relative_paths
+from sojourn.reproduce.doc import figure_run, relative_paths
 from sojourn.runner import layout
 from sojourn.runner.spec import changed_runs
 from sojourn.runner.experiment import NOT_STARTED
@@ -248,9 +248,10 @@ def publish(paper: Paper, entry: Entry, source: Path, destination: Path, quick: 
     # per-request records: the tables hold them, the figures cannot draw them.
     runs = {path.parent.parent.name for path in Path(source).glob("*/*/run.json")}
     drawn = {path.parent.parent.name for path in Path(source).glob("*/*/records.csv")}
-    if entry.spec and runs - drawn:
-        meta["not_in_figures"] = sorted(runs - drawn)
-        _carry_run_figures(destination, staging, runs - drawn)
+    undrawn = runs - drawn
+    if entry.spec and undrawn:
+        meta["not_in_figures"] = sorted(undrawn)
+        _carry_run_figures(destination, staging, undrawn)
     (staging / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     old = destination.with_name(f".{destination.name}.old")
     shutil.rmtree(old, ignore_errors=True)
@@ -269,7 +270,7 @@ def _carry_run_figures(published: Path, staging: Path, undrawn: set[str]) -> Non
         return
     figures = json.loads((staging / "figures.json").read_text()) if (staging / "figures.json").is_file() else []
     for figure in json.loads(index.read_text()):
-        if figure["caption"].split(":", 1)[0] in undrawn and (published / figure["file"]).is_file():
+        if figure_run(figure["caption"]) in undrawn and (published / figure["file"]).is_file():
             name = f"figure-{len(figures) + 1:02d}.png"
             shutil.copy2(published / figure["file"], staging / name)
             figures.append({"file": name, "caption": figure["caption"]})
