@@ -382,12 +382,14 @@ def test_a_restored_run_keeps_its_own_figures_and_no_figure_of_several_runs(tmp_
 def test_repetitions_that_failed_are_a_failure_not_nothing_new(tmp_path, monkeypatch):
     """A campaign whose repetitions all failed (a stale engine, a server that did not start)
     must not end as "nothing ran that is not published already" with exit 0: run_entry
-    names the failed repetitions and returns 1; stopped ones (--stop-after) are not failures."""
+    names the failed repetitions and returns 1; stopped ones (--stop-after) are not failures,
+    and what ran before the deadline is published with the status that says rerun later."""
     from rich.console import Console
 
     from sojourn.reproduce import publish
     from sojourn.runner import cli as runner_cli
-    from sojourn.runner.experiment import NOT_STARTED, Outcome
+    from sojourn.runner import layout
+    from sojourn.runner.experiment import NOT_STARTED, STOPPED_AT_DEADLINE, Outcome
 
     paper = load_paper("000")
     entry = paper.entry("baseline")
@@ -400,6 +402,12 @@ def test_repetitions_that_failed_are_a_failure_not_nothing_new(tmp_path, monkeyp
     assert "1 repetition(s) did not complete (fair rep 0" in console.export_text()
     states.update({("fair", 0): NOT_STARTED})
     assert publish.run_entry(console, paper, entry, tmp_path / "results", False, "sjx")[1] == publish.NOTHING_NEW
+    ran = tmp_path / "e" / "srpt" / "0"  # one new repetition, the other left by --stop-after
+    ran.mkdir(parents=True)
+    layout.mark(ran, "complete")
+    states.update({("srpt", 0): "complete"})
+    assert publish.run_entry(console, paper, entry, tmp_path / "results", False, "sjx") == (tmp_path / "e",
+                                                                                            STOPPED_AT_DEADLINE)
 
 
 def test_results_of_a_changed_spec_are_set_aside_and_the_new_version_runs(tmp_path, monkeypatch):

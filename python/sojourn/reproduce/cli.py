@@ -12,6 +12,7 @@ from rich.console import Console
 
 from sojourn.reproduce import DOCS, PAPERS, REPO, Context, load_paper
 from sojourn.runner.cli import add_stop_after
+from sojourn.runner.experiment import STOPPED_AT_DEADLINE, combined_status
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -112,18 +113,20 @@ def main(args: argparse.Namespace) -> int:
                 console.print(f"[yellow]{paper.tag}: interrupted at {entry.name}; rerun to resume[/]")
                 return 130
             if directory is None:
-                status = status or code
+                status = combined_status(status, code)
                 continue
             try:
                 publish(paper, entry, directory, ctx.directory(entry.name), args.quick, time.monotonic() - began)
             except Exception as err:  # noqa: BLE001 - one entry's report must not stop the others
                 console.print(f"[red]{entry.name}: publishing failed ({type(err).__name__}: {err}); its results stay "
                               f"in {directory}[/]")
-                status = status or 1
+                status = combined_status(status, 1)
                 continue
-            if code:
+            if code == STOPPED_AT_DEADLINE:
+                console.print(f"[yellow]{entry.name}: published what finished; the repetitions --stop-after left are not started; rerun to resume[/]")
+            elif code:
                 console.print(f"[yellow]{entry.name}: some repetitions are partial; published as they are[/]")
-                status = status or code
+            status = combined_status(status, code)
             # The doc follows each publication, so a campaign stopped later leaves it whole. A
             # fresh context: the old one cached every experiment's published repetitions as they
             # were when the previous doc was written (a campaign's doc kept an experiment's
@@ -140,5 +143,5 @@ def main(args: argparse.Namespace) -> int:
         for name, problems in check_docs(DOCS).items():
             for problem in problems:
                 console.print(f"[red]{name}: {problem}[/]", highlight=False)
-            status = status or 1
+            status = combined_status(status, 1)
     return status

@@ -196,9 +196,10 @@ def run_entry(console, paper: Paper, entry: Entry, results: Path, quick: bool, p
               concurrency: int | None = None, published: Path | None = None,
               stop_at: float | None = None, fresh: bool = False) -> tuple[Path | None, int]:
     """Runs what is missing of ``entry`` (:func:`run_resuming`, after restoring what
-    ``published`` holds of it); returns (its result directory, 0) or (None, status): 1 when
-    some repetitions are missing (and when none is new because they failed), NOTHING_NEW
-    when every complete one was restored (the publication already says it all)."""
+    ``published`` holds of it); returns (its result directory, the outcome's status: 0, 1 when
+    some repetitions failed, STOPPED_AT_DEADLINE when only --stop-after left some) or (None,
+    status): 1 when none is new because they failed, NOTHING_NEW when every complete one was
+    restored (the publication already says it all)."""
     root = results_root(results, paper, quick)
     if entry.spec:
         from sojourn.runner.spec import load_spec
@@ -217,7 +218,7 @@ def run_entry(console, paper: Paper, entry: Entry, results: Path, quick: bool, p
                               "each one's status.json says why)[/]")
                 return None, 1
             return outcome.directory, NOTHING_NEW
-        return outcome.directory, (0 if outcome.complete else 1)
+        return outcome.directory, outcome.status
     out = root / entry.name
     out.mkdir(parents=True, exist_ok=True)
     argv = [part.replace("{out}", str(out)).replace("{python}", sys.executable) for part in entry.command]
