@@ -1408,3 +1408,39 @@ def test_the_clamps_trade_and_the_empty_link_are_said_only_while_the_published_p
     assert "did not wait at the link" not in persistent_item()
     _set_summaries(best, ttfb_mean=0.0069)
     assert "That is the paper's trade" not in persistent_item()
+
+
+def test_a_redraw_draws_a_capacity_experiment_from_its_publication_alone(tmp_path):
+    """002 Figs. 9-14 and 17-20: a capacity probe's figures come from the levels in the
+    summaries a publication keeps, so `--redraw` (nothing run, no per-request records here)
+    draws every run, where the report drew an empty response-time-vs-loss figure and the doc
+    said all runs were missing from it; the tables stay as they were. An experiment whose
+    figures need records that are not here is refused, its publication untouched."""
+    docs = tmp_path / "docs"
+    shutil.copytree(DOCS / "002", docs / "002")
+    before = (DOCS / "002.md").read_text()
+
+    def redraw(name: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "sojourn.cli", "reproduce", "002", "--only", name, "--redraw",
+                               "--docs", str(docs), "--results", str(tmp_path / "results")],
+                              capture_output=True, text=True, cwd=REPO)
+
+    done = redraw("loss")
+    assert done.returncode == 0, done.stdout + done.stderr
+    figures = json.loads((docs / "002" / "loss" / "figures.json").read_text())
+    assert [f["caption"].split(",")[0] for f in figures] == [
+        "Requests/s", "Capacity vs network.groups.0.loss"]
+    assert "not_in_figures" not in json.loads((docs / "002" / "loss" / "meta.json").read_text())
+    section = lambda text: text.split("(`loss`)")[1].split("###")[0]  # noqa: E731
+    rows = lambda text: [line for line in section(text).splitlines() if line.startswith("|")]  # noqa: E731
+    after = (docs / "002.md").read_text()
+    assert rows(after) == rows(before) and "restored without per-request records" not in section(after)
+    sack = sorted(path.read_bytes() for path in (docs / "002" / "sack").rglob("*") if path.is_file())
+    refused = redraw("sack")
+    assert refused.returncode == 2 and "sack: cannot redraw: 2 run(s) have no per-request records here" in \
+        " ".join(refused.stdout.split())
+    assert sorted(path.read_bytes() for path in (docs / "002" / "sack").rglob("*") if path.is_file()) == sack
+    from sojourn.analysis import swept_users
+
+    one_level = json.loads(next((DOCS / "001" / "latency").glob("*/0/summary.json")).read_text())
+    assert not swept_users(one_level), "a load level after a probe draws no probe figures"

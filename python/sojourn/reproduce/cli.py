@@ -46,6 +46,11 @@ def register(parser: argparse.ArgumentParser) -> None:
                              "restoring their publication, which the new runs replace when they publish (for results "
                              "the code has since changed under; give it once: the next invocation without it resumes "
                              "from what this one published)")
+    parser.add_argument("--redraw", action="store_true",
+                        help="run nothing: publish the chosen experiments again from their publication and the "
+                             "results here, so their figures and summaries are the current code's (after a change to "
+                             "the report); refused for an experiment whose figures need per-request records that are "
+                             "not here. Example: sojourn reproduce 002 --only loss --redraw")
     add_stop_after(parser)
     parser.set_defaults(func=main)
 
@@ -84,6 +89,10 @@ def main(args: argparse.Namespace) -> int:
     except KeyError as err:
         console.print(f"sojourn reproduce: {err.args[0]}", style="red", markup=False)
         return 2
+    if args.redraw and (args.fresh or args.doc_only):
+        console.print("sojourn reproduce: --redraw runs nothing; it goes with neither --fresh nor --doc-only",
+                      style="red", markup=False)
+        return 2
     if args.fresh and not args.only:
         console.print("sojourn reproduce: --fresh needs --only NAME (which experiments to run anew)", style="red",
                       markup=False)
@@ -91,21 +100,25 @@ def main(args: argparse.Namespace) -> int:
     ctx = Context(paper, args.docs)
     status, written = 0, False
     if not args.doc_only:
-        from sojourn.reproduce.publish import NOTHING_NEW, publish, run_entry
+        from sojourn.reproduce.publish import NOTHING_NEW, publish, redraw_entry, run_entry
         from sojourn.runner.cli import stop_time
 
         stop_at = stop_time(args.stop_after)
 
-        if any(e.spec for e in chosen) and os.geteuid() != 0:
+        if any(e.spec for e in chosen) and os.geteuid() != 0 and not args.redraw:
             console.print("[red]sojourn reproduce needs root (network namespaces) for testbed experiments[/]")
             return 1
         started = time.monotonic()
         for number, entry in enumerate(chosen, 1):
             console.rule(f"{paper.tag} [{number}/{len(chosen)}] {entry.name}: {entry.title}")
             began = time.monotonic()
-            directory, code = run_entry(console, paper, entry, args.results, args.quick, args.prefix,
-                                        args.concurrency, None if args.fresh else ctx.directory(entry.name), stop_at,
-                                        fresh=args.fresh)
+            if args.redraw:
+                directory, code = redraw_entry(console, paper, entry, args.results, args.quick,
+                                               ctx.directory(entry.name))
+            else:
+                directory, code = run_entry(console, paper, entry, args.results, args.quick, args.prefix,
+                                            args.concurrency, None if args.fresh else ctx.directory(entry.name),
+                                            stop_at, fresh=args.fresh)
             if code == NOTHING_NEW:
                 console.print(f"{entry.name}: nothing ran that is not published already")
                 continue
@@ -116,7 +129,9 @@ def main(args: argparse.Namespace) -> int:
                 status = combined_status(status, code)
                 continue
             try:
-                publish(paper, entry, directory, ctx.directory(entry.name), args.quick, time.monotonic() - began)
+                # A redraw keeps the time the runs took to publish, not its own.
+                wall_s = ctx.meta(entry.name).get("wall_s", 0.0) if args.redraw else time.monotonic() - began
+                publish(paper, entry, directory, ctx.directory(entry.name), args.quick, wall_s)
             except Exception as err:  # noqa: BLE001 - one entry's report must not stop the others
                 console.print(f"[red]{entry.name}: publishing failed ({type(err).__name__}: {err}); its results stay "
                               f"in {directory}[/]")
