@@ -1418,7 +1418,8 @@ def test_a_redraw_draws_a_capacity_experiment_from_its_publication_alone(tmp_pat
     figures need records that are not here is refused, its publication untouched."""
     docs = tmp_path / "docs"
     shutil.copytree(DOCS / "002", docs / "002")
-    before = (DOCS / "002.md").read_text()
+    paper = load_paper("002")
+    before = write_docs(paper, Context(paper, docs))[0].read_text()
 
     def redraw(name: str) -> subprocess.CompletedProcess:
         return subprocess.run([sys.executable, "-m", "sojourn.cli", "reproduce", "002", "--only", name, "--redraw",
@@ -1444,3 +1445,38 @@ def test_a_redraw_draws_a_capacity_experiment_from_its_publication_alone(tmp_pat
 
     one_level = json.loads(next((DOCS / "001" / "latency").glob("*/0/summary.json")).read_text())
     assert not swept_users(one_level), "a load level after a probe draws no probe figures"
+
+
+def test_a_capacity_ratio_with_one_repetition_short_of_its_quota_is_read_in_the_others(tmp_path):
+    """002 loss at the paper's scale: sojourn at 9% loss used 65% of its quota at its capacity in
+    one repetition of three, so the mean (0.88) said "not CPU-bound" and the ratio had no
+    reason. The reason now reads the ratio and a request's cost in the repetitions in which
+    both servers were CPU-bound, and names the short one with its counters: measured when they
+    show the emulator at a whole core, unexplained when they show no limit. The premise's bound
+    is ours (0.90), so 0.88 no longer rounds up to meet it."""
+    paper = load_paper("002")
+    shutil.copytree(DOCS / "002" / "loss", tmp_path / "002" / "loss")
+    loss = tmp_path / "002" / "loss"
+
+    def set_reps(run: str, shares: list[float], emulator_cpu: list[float]) -> None:
+        for rep, (share, cpu) in enumerate(zip(shares, emulator_cpu)):
+            summary = json.loads((loss / run / str(rep) / "summary.json").read_text())
+            at_capacity = next(level for level in summary["levels"] if level["users"] == summary["capacity_users"])
+            at_capacity["server_cpu"] = share * summary["server_cpu"]["cpus"]
+            (loss / run / str(rep) / "summary.json").write_text(json.dumps(summary))
+            counters = pd.read_csv(loss / run / str(rep) / "counters.csv")
+            counters["router_cpu"], counters["listen_drops"] = cpu, 0
+            counters.to_csv(loss / run / str(rep) / "counters.csv", index=False)
+
+    set_reps("sojourn-loss=0", [0.97] * 3, [0.3] * 3)
+    set_reps("sojourn-loss=0.09", [0.97, 0.65, 0.97], [0.3] * 3)
+    ratio = _the_row(paper, tmp_path, "loss", "sojourn: capacity at 9% / at 0% loss")
+    premise = _the_row(paper, tmp_path, "loss", "sojourn: server CPU at its capacity / its CPU quota, 9% loss")
+    assert premise.ours.value == pytest.approx(0.863, abs=1e-3) and premise.verdict() == "missed"
+    for row in (ratio, premise):
+        assert "in repetition 1 sojourn-loss=0.09 used 65% of its CPU quota" in row.why.text
+        assert "what held it is unexplained" in row.why.text and not row.why.measured
+    assert ratio.why.text.startswith("in repetition(s) 0, 2 both were CPU-bound at their capacity")
+    set_reps("sojourn-loss=0.09", [0.97, 0.65, 0.97], [0.3, 1.0, 0.3])
+    ratio = _the_row(paper, tmp_path, "loss", "sojourn: capacity at 9% / at 0% loss")
+    assert ratio.why.measured and "while the emulator ran at 1.00 CPU" in ratio.why.text
