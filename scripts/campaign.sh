@@ -9,7 +9,7 @@
 #       "python -m sojourn.overload run overload-control-dwfs-transient"
 #
 # A command that fails is reported and the next one starts; the exit status is the first
-# failure's.
+# failure's. A command stopped by its deadline (exit 75, EX_TEMPFAIL) is no failure.
 set -uo pipefail
 
 if [ $# -lt 2 ] || ! [[ $1 =~ ^[0-9]+$ ]]; then
@@ -31,7 +31,11 @@ for command in "$@"; do
   # shellcheck disable=SC2086
   $command --stop-after "$left"
   code=$?
-  if [ "$code" -ne 0 ]; then
+  if [ "$code" -eq 75 ]; then
+    # EX_TEMPFAIL: the deadline left repetitions not started, nothing failed; the next
+    # campaign resumes them.
+    echo "campaign: out of time in: $command"
+  elif [ "$code" -ne 0 ]; then
     echo "campaign: exit $code from: $command"
     [ "$status" -eq 0 ] && status=$code
   fi

@@ -382,12 +382,14 @@ def test_a_restored_run_keeps_its_own_figures_and_no_figure_of_several_runs(tmp_
 def test_repetitions_that_failed_are_a_failure_not_nothing_new(tmp_path, monkeypatch):
     """A campaign whose repetitions all failed (a stale engine, a server that did not start)
     must not end as "nothing ran that is not published already" with exit 0: run_entry
-    names the failed repetitions and returns 1; stopped ones (--stop-after) are not failures."""
+    names the failed repetitions and returns 1; stopped ones (--stop-after) are not failures,
+    and what ran before the deadline is published with the status that says rerun later."""
     from rich.console import Console
 
     from sojourn.reproduce import publish
     from sojourn.runner import cli as runner_cli
-    from sojourn.runner.experiment import NOT_STARTED, Outcome
+    from sojourn.runner import layout
+    from sojourn.runner.experiment import NOT_STARTED, STOPPED_AT_DEADLINE, Outcome
 
     paper = load_paper("000")
     entry = paper.entry("baseline")
@@ -400,6 +402,12 @@ def test_repetitions_that_failed_are_a_failure_not_nothing_new(tmp_path, monkeyp
     assert "1 repetition(s) did not complete (fair rep 0" in console.export_text()
     states.update({("fair", 0): NOT_STARTED})
     assert publish.run_entry(console, paper, entry, tmp_path / "results", False, "sjx")[1] == publish.NOTHING_NEW
+    ran = tmp_path / "e" / "srpt" / "0"  # one new repetition, the other left by --stop-after
+    ran.mkdir(parents=True)
+    layout.mark(ran, "complete")
+    states.update({("srpt", 0): "complete"})
+    assert publish.run_entry(console, paper, entry, tmp_path / "results", False, "sjx") == (tmp_path / "e",
+                                                                                            STOPPED_AT_DEADLINE)
 
 
 def test_results_of_a_changed_spec_are_set_aside_and_the_new_version_runs(tmp_path, monkeypatch):
@@ -1400,3 +1408,75 @@ def test_the_clamps_trade_and_the_empty_link_are_said_only_while_the_published_p
     assert "did not wait at the link" not in persistent_item()
     _set_summaries(best, ttfb_mean=0.0069)
     assert "That is the paper's trade" not in persistent_item()
+
+
+def test_a_redraw_draws_a_capacity_experiment_from_its_publication_alone(tmp_path):
+    """002 Figs. 9-14 and 17-20: a capacity probe's figures come from the levels in the
+    summaries a publication keeps, so `--redraw` (nothing run, no per-request records here)
+    draws every run, where the report drew an empty response-time-vs-loss figure and the doc
+    said all runs were missing from it; the tables stay as they were. An experiment whose
+    figures need records that are not here is refused, its publication untouched."""
+    docs = tmp_path / "docs"
+    shutil.copytree(DOCS / "002", docs / "002")
+    paper = load_paper("002")
+    before = write_docs(paper, Context(paper, docs))[0].read_text()
+
+    def redraw(name: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "sojourn.cli", "reproduce", "002", "--only", name, "--redraw",
+                               "--docs", str(docs), "--results", str(tmp_path / "results")],
+                              capture_output=True, text=True, cwd=REPO)
+
+    done = redraw("loss")
+    assert done.returncode == 0, done.stdout + done.stderr
+    figures = json.loads((docs / "002" / "loss" / "figures.json").read_text())
+    assert [f["caption"].split(",")[0] for f in figures] == [
+        "Requests/s", "Capacity vs network.groups.0.loss"]
+    assert "not_in_figures" not in json.loads((docs / "002" / "loss" / "meta.json").read_text())
+    section = lambda text: text.split("(`loss`)")[1].split("###")[0]  # noqa: E731
+    rows = lambda text: [line for line in section(text).splitlines() if line.startswith("|")]  # noqa: E731
+    after = (docs / "002.md").read_text()
+    assert rows(after) == rows(before) and "restored without per-request records" not in section(after)
+    sack = sorted(path.read_bytes() for path in (docs / "002" / "sack").rglob("*") if path.is_file())
+    refused = redraw("sack")
+    assert refused.returncode == 2 and "sack: cannot redraw: 2 run(s) have no per-request records here" in \
+        " ".join(refused.stdout.split())
+    assert sorted(path.read_bytes() for path in (docs / "002" / "sack").rglob("*") if path.is_file()) == sack
+    from sojourn.analysis import swept_users
+
+    one_level = json.loads(next((DOCS / "001" / "latency").glob("*/0/summary.json")).read_text())
+    assert not swept_users(one_level), "a load level after a probe draws no probe figures"
+
+
+def test_a_capacity_ratio_with_one_repetition_short_of_its_quota_is_read_in_the_others(tmp_path):
+    """002 loss at the paper's scale: sojourn at 9% loss used 65% of its quota at its capacity in
+    one repetition of three, so the mean (0.88) said "not CPU-bound" and the ratio had no
+    reason. The reason now reads the ratio and a request's cost in the repetitions in which
+    both servers were CPU-bound, and names the short one with its counters: measured when they
+    show the emulator at a whole core, unexplained when they show no limit. The premise's bound
+    is ours (0.90), so 0.88 no longer rounds up to meet it."""
+    paper = load_paper("002")
+    shutil.copytree(DOCS / "002" / "loss", tmp_path / "002" / "loss")
+    loss = tmp_path / "002" / "loss"
+
+    def set_reps(run: str, shares: list[float], emulator_cpu: list[float]) -> None:
+        for rep, (share, cpu) in enumerate(zip(shares, emulator_cpu)):
+            summary = json.loads((loss / run / str(rep) / "summary.json").read_text())
+            at_capacity = next(level for level in summary["levels"] if level["users"] == summary["capacity_users"])
+            at_capacity["server_cpu"] = share * summary["server_cpu"]["cpus"]
+            (loss / run / str(rep) / "summary.json").write_text(json.dumps(summary))
+            counters = pd.read_csv(loss / run / str(rep) / "counters.csv")
+            counters["router_cpu"], counters["listen_drops"] = cpu, 0
+            counters.to_csv(loss / run / str(rep) / "counters.csv", index=False)
+
+    set_reps("sojourn-loss=0", [0.97] * 3, [0.3] * 3)
+    set_reps("sojourn-loss=0.09", [0.97, 0.65, 0.97], [0.3] * 3)
+    ratio = _the_row(paper, tmp_path, "loss", "sojourn: capacity at 9% / at 0% loss")
+    premise = _the_row(paper, tmp_path, "loss", "sojourn: server CPU at its capacity / its CPU quota, 9% loss")
+    assert premise.ours.value == pytest.approx(0.863, abs=1e-3) and premise.verdict() == "missed"
+    for row in (ratio, premise):
+        assert "in repetition 1 sojourn-loss=0.09 used 65% of its CPU quota" in row.why.text
+        assert "what held it is unexplained" in row.why.text and not row.why.measured
+    assert ratio.why.text.startswith("in repetition(s) 0, 2 both were CPU-bound at their capacity")
+    set_reps("sojourn-loss=0.09", [0.97, 0.65, 0.97], [0.3, 1.0, 0.3])
+    ratio = _the_row(paper, tmp_path, "loss", "sojourn: capacity at 9% / at 0% loss")
+    assert ratio.why.measured and "while the emulator ran at 1.00 CPU" in ratio.why.text

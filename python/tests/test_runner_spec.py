@@ -4,6 +4,7 @@ spec is rejected with the offending key named."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from sojourn.runner.spec import SpecError, load_spec, validate
+
+REPO = Path(__file__).resolve().parents[2]
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 
@@ -198,7 +201,7 @@ def test_no_repetition_starts_after_stop_at(tmp_path):
     half-run), told as such, and the outcome is not complete, so the next run does it."""
     import time
 
-    from sojourn.runner.experiment import NOT_STARTED, run_experiment
+    from sojourn.runner.experiment import NOT_STARTED, STOPPED_AT_DEADLINE, run_experiment
 
     experiment = validate({"name": "late", "repetitions": 2, "workload": {"rho": 0.5}})
     told = []
@@ -207,6 +210,48 @@ def test_no_repetition_starts_after_stop_at(tmp_path):
     assert outcome.states == {("run", 0): NOT_STARTED, ("run", 1): NOT_STARTED} and not outcome.complete
     assert told == [("done", NOT_STARTED)] * 2
     assert not (tmp_path / "late" / "run").exists()
+    assert outcome.status == STOPPED_AT_DEADLINE
+
+
+@pytest.mark.parametrize("states, status", [
+    (["complete", "complete"], 0),
+    (["complete", "not started"], 75),
+    (["partial", "not started"], 1),
+    (["complete", "invalid"], 1),
+])
+def test_a_stop_at_the_deadline_is_its_own_exit_status_and_a_failure_outweighs_it(states, status):
+    """A campaign must tell "the time was up" (rerun later: EX_TEMPFAIL, 75) from "something
+    failed" (1): a stopped command used to exit 1 like a broken one."""
+    from sojourn.runner.experiment import Outcome, combined_status
+
+    outcome = Outcome(Path("."), {("run", rep): state for rep, state in enumerate(states)})
+    assert outcome.status == status
+    assert combined_status(0, outcome.status) == combined_status(outcome.status, 0) == status
+    assert combined_status(75, 1) == combined_status(1, 75) == 1 and combined_status(2, 1) == 2
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="sojourn run needs root")
+def test_sojourn_run_stopped_before_any_repetition_says_so_and_exits_75(tmp_path):
+    """`sojourn run --stop-after 0` ran nothing: no summary of no results (it raised
+    FileNotFoundError), the count of what is left and the status that says rerun later."""
+    path = tmp_path / "late.toml"
+    path.write_text('name = "late"\nrepetitions = 2\n[workload]\nrho = 0.5\n')
+    done = subprocess.run([sys.executable, "-m", "sojourn.cli", "run", str(path), "--results", str(tmp_path / "r"),
+                           "--stop-after", "0", "--no-report"], capture_output=True, text=True)
+    assert done.returncode == 75, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    assert "2 repetition(s) not started before --stop-after's deadline" in " ".join(done.stdout.split())
+
+
+def test_a_campaign_goes_on_past_a_command_stopped_by_its_deadline(tmp_path):
+    """scripts/campaign.sh: exit 75 (out of time) is reported and is no failure; exit 1 is."""
+    script = str(REPO / "scripts" / "campaign.sh")
+    stopped = subprocess.run([script, "5", f"{sys.executable} -c exit(75)", f"{sys.executable} -c exit(0)"],
+                             capture_output=True, text=True, cwd=tmp_path)
+    assert stopped.returncode == 0 and "campaign: out of time in:" in stopped.stdout
+    failed = subprocess.run([script, "5", f"{sys.executable} -c exit(1)", f"{sys.executable} -c exit(75)"],
+                            capture_output=True, text=True, cwd=tmp_path)
+    assert failed.returncode == 1 and "campaign: exit 1 from:" in failed.stdout
 
 
 def test_a_spec_given_a_new_variant_keeps_what_the_others_ran(tmp_path):

@@ -19,10 +19,10 @@ from sojourn.analysis.metrics import (by_group, by_size, ccdf, client_group, con
                                       summarize, utilization_series)
 from sojourn.analysis.records import RecordsError, normalize, read_records, requests
 from sojourn.analysis.sweeps import (capacity, capacity_of_levels, confidence_interval, next_level, over_repetitions,
-                                     window_throughput)
+                                     swept_users, window_throughput)
 
 __all__ = [
-    "capacity_of_levels", "next_level", "window_throughput",
+    "capacity_of_levels", "next_level", "swept_users", "window_throughput",
     "by_group", "client_group", "connect_metrics", "dropped_syn_share", "first_syn_drop_s", "by_size", "capacity", "ccdf", "confidence_interval", "counter_metrics", "decile_composition",
     "largest_share_mean", "normalize", "over_repetitions", "per_second", "read_records", "RecordsError",
     "requests", "service_inversion_index", "size_series", "slowdown", "slowdown_by_size_percentile",

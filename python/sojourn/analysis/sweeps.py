@@ -81,6 +81,13 @@ def window_throughput(requests: pd.DataFrame, start_s: float, end_s: float) -> d
             "errors": int(len(window) - len(done))}
 
 
+def swept_users(summary: dict) -> bool:
+    """Whether a repetition's summary is a capacity probe over several load levels (002
+    §4.4), whose levels draw its figures; a load level that followed a probe, or an
+    infinite-demand capacity (001 §3.1), has one."""
+    return len(summary.get("levels") or []) > 1
+
+
 def capacity_of_levels(levels: list[dict]) -> dict:
     """002 §4.4 over one sweep of load levels (each with ``users`` and ``throughput_rps``):
     the capacity (requests/s, and the body bits/s at that level), the level that reached

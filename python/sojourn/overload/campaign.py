@@ -21,9 +21,9 @@ def run_and_publish(console: Console, name: str, results: Path, quick: bool = Fa
                     stop_at: float | None = None, prefix: str = "sjovl", published: Path = PUBLISHED,
                     doc_path: Path = DOC) -> int:
     """Runs what is missing of the overload-control experiment ``name``, then publishes it
-    and rebuilds the doc when a repetition ran; returns 0 when every repetition is complete,
-    1 when some are still to run (or failed: each one's status.json says why), 2 when the
-    runner refused."""
+    and rebuilds the doc when a repetition ran; returns the outcome's status (0 when every
+    repetition is complete, STOPPED_AT_DEADLINE when --stop-after left some, 1 when some failed:
+    each one's status.json says why), 2 when the runner refused."""
     experiment = load_spec(REPO / experiment_named(name).spec, quick=quick)
     destination = published / experiment.name
     if _without_runner_files(destination):
@@ -40,7 +40,7 @@ def run_and_publish(console: Console, name: str, results: Path, quick: bool = Fa
         console.print(f"published {publish(outcome.directory, published)}", markup=False, highlight=False)
         doc.build(published, doc_path)
         console.print(f"wrote {doc_path}", markup=False, highlight=False)
-    return 0 if outcome.complete else 1
+    return outcome.status
 
 
 def plan(quick: bool = False, published: Path = PUBLISHED) -> list[str]:

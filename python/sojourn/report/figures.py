@@ -166,6 +166,29 @@ def deciles_figure(table: pd.DataFrame, run: str):
     return figure
 
 
+def capacity_levels_figure(levels: pd.DataFrame):
+    """002 Figs. 9-14: requests/s, server CPU and mean response time vs the users of each
+    load level of a capacity probe, one line per run, 90% confidence intervals over the
+    repetitions that reached the level (``levels``: over_repetitions by run and users)."""
+    panels = (("throughput_rps", "requests/s"), ("server_cpu", "server CPU (cores)"),
+              ("response_mean", "mean response (s)"))
+    figure, axes = plt.subplots(len(panels), 1, figsize=(9, 7.5), sharex=True)
+    for run, rows in levels.groupby("run", sort=False):
+        rows = rows.sort_values("users")
+        for axis, (metric, _) in zip(axes, panels):
+            axis.errorbar(rows["users"], rows[metric],
+                          yerr=[rows[metric] - rows[f"{metric}_lo"], rows[f"{metric}_hi"] - rows[metric]],
+                          marker="o", ms=3, capsize=2, lw=1, label=run)
+    for axis, (_, label) in zip(axes, panels):
+        axis.set_ylabel(label)
+        axis.set_xscale("log", base=2)
+        axis.grid(alpha=0.3, which="both")
+    axes[2].set_yscale("log")
+    axes[-1].set_xlabel("users (load level of the capacity probe)")
+    _legend_beside(axes[0], levels["run"].nunique())
+    return figure
+
+
 def range_figure(table: pd.DataFrame, parameter: str, metric: str, label: str):
     """000 Figs. 9-10 (right column): a metric vs the swept parameter, one line per
     variant, with 90% confidence intervals over repetitions."""

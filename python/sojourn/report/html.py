@@ -147,6 +147,21 @@ def _bands_table(reps: list[Repetition], runs: list[str]) -> pd.DataFrame | None
     return pd.DataFrame(rows) if rows else None
 
 
+def _capacity_frames(reps: list[Repetition], runs: list[str]) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
+    """The capacity probes' levels over repetitions (by run and users) and their capacities
+    (by run), from each repetition's summary (kept by a publication, so restored repetitions
+    count); (None, None) without probes over several levels."""
+    probes = [rep for rep in reps if rep.run in runs and analysis.swept_users(rep.summary)]
+    if not probes:
+        return None, None
+    metrics = ["throughput_rps", "server_cpu", "response_mean"]
+    levels = pd.DataFrame([{"run": rep.run, **{key: level.get(key, np.nan) for key in ["users", *metrics]}}
+                           for rep in probes for level in rep.summary["levels"]])
+    capacities = pd.DataFrame([{"run": rep.run, "capacity_rps": rep.summary["capacity_rps"]} for rep in probes])
+    return (analysis.over_repetitions(levels, ["run", "users"], metrics),
+            analysis.over_repetitions(capacities, ["run"], ["capacity_rps"]))
+
+
 def _capacity_table(reps: list[Repetition], runs: list[str]) -> pd.DataFrame | None:
     """Run x repetition: the capacity and each level's throughput; None without capacity runs."""
     rows = []
@@ -212,6 +227,11 @@ def build_report(directory: str | Path, baseline: str | None = None, export_dir:
                      "warm-up; the capacity is the most sustained (marked with * when it is the last level: the "
                      "server may not have been saturated).</p>"
                      + capacity.to_html(index=False, float_format=lambda v: f"{v:.4g}", border=0))
+    levels, capacities = _capacity_frames(reps, runs)
+    if levels is not None:
+        parts.append(_figure(figures.png_data_uri(figures.capacity_levels_figure(levels)),
+                             "Requests/s, server CPU and mean response time vs users at each level of the capacity "
+                             "probe, 90% confidence intervals over the repetitions that reached it (002 Figs. 8-14)"))
     groups = _group_table(reps, runs)
     if groups is not None:
         parts.append("<h2>By client group</h2><p>Each client group's requests (its own WAN conditions), means over "
@@ -284,8 +304,17 @@ def build_report(directory: str | Path, baseline: str | None = None, export_dir:
     parameter = spec.get("sweep", {}).get("parameter", "")
     if parameter and table["sweep_value"].notna().any():
         parts.append(f"<h2>Sweep of {html.escape(parameter)}</h2>")
-        parts.append(_figure(figures.png_data_uri(figures.range_figure(table, parameter, "response_mean", "mean response time (s)")),
-                             f"Mean response time vs {parameter}, 90% confidence intervals (000 Figs. 9-10, right column)"))
+        if capacities is not None:
+            capacities = capacities.merge(table[["run", "variant", "sweep_value"]], on="run")
+            parts.append(_figure(figures.png_data_uri(figures.range_figure(capacities, parameter, "capacity_rps",
+                                                                           "capacity (requests/s)")),
+                                 f"Capacity vs {parameter}, 90% confidence intervals (002 Figs. 17-20)"))
+        # A capacity probe's repetition has no requests of its own (they are its levels').
+        if table["response_mean"].notna().any():
+            parts.append(_figure(figures.png_data_uri(figures.range_figure(table, parameter, "response_mean",
+                                                                           "mean response time (s)")),
+                                 f"Mean response time vs {parameter}, 90% confidence intervals (000 Figs. 9-10, right "
+                                 "column)"))
         if parameter.endswith("rho") or parameter.endswith("load_fraction"):
             full = analysis.over_repetitions(
                 analysis_results_frame(reps), ["run"], ["response_mean", "response_median", "response_p5", "response_p95"])

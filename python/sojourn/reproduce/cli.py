@@ -12,6 +12,7 @@ from rich.console import Console
 
 from sojourn.reproduce import DOCS, PAPERS, REPO, Context, load_paper
 from sojourn.runner.cli import add_stop_after
+from sojourn.runner.experiment import STOPPED_AT_DEADLINE, combined_status
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -45,6 +46,11 @@ def register(parser: argparse.ArgumentParser) -> None:
                              "restoring their publication, which the new runs replace when they publish (for results "
                              "the code has since changed under; give it once: the next invocation without it resumes "
                              "from what this one published)")
+    parser.add_argument("--redraw", action="store_true",
+                        help="run nothing: publish the chosen experiments again from their publication and the "
+                             "results here, so their figures and summaries are the current code's (after a change to "
+                             "the report); refused for an experiment whose figures need per-request records that are "
+                             "not here. Example: sojourn reproduce 002 --only loss --redraw")
     add_stop_after(parser)
     parser.set_defaults(func=main)
 
@@ -83,6 +89,10 @@ def main(args: argparse.Namespace) -> int:
     except KeyError as err:
         console.print(f"sojourn reproduce: {err.args[0]}", style="red", markup=False)
         return 2
+    if args.redraw and (args.fresh or args.doc_only):
+        console.print("sojourn reproduce: --redraw runs nothing; it goes with neither --fresh nor --doc-only",
+                      style="red", markup=False)
+        return 2
     if args.fresh and not args.only:
         console.print("sojourn reproduce: --fresh needs --only NAME (which experiments to run anew)", style="red",
                       markup=False)
@@ -90,21 +100,25 @@ def main(args: argparse.Namespace) -> int:
     ctx = Context(paper, args.docs)
     status, written = 0, False
     if not args.doc_only:
-        from sojourn.reproduce.publish import NOTHING_NEW, publish, run_entry
+        from sojourn.reproduce.publish import NOTHING_NEW, publish, redraw_entry, run_entry
         from sojourn.runner.cli import stop_time
 
         stop_at = stop_time(args.stop_after)
 
-        if any(e.spec for e in chosen) and os.geteuid() != 0:
+        if any(e.spec for e in chosen) and os.geteuid() != 0 and not args.redraw:
             console.print("[red]sojourn reproduce needs root (network namespaces) for testbed experiments[/]")
             return 1
         started = time.monotonic()
         for number, entry in enumerate(chosen, 1):
             console.rule(f"{paper.tag} [{number}/{len(chosen)}] {entry.name}: {entry.title}")
             began = time.monotonic()
-            directory, code = run_entry(console, paper, entry, args.results, args.quick, args.prefix,
-                                        args.concurrency, None if args.fresh else ctx.directory(entry.name), stop_at,
-                                        fresh=args.fresh)
+            if args.redraw:
+                directory, code = redraw_entry(console, paper, entry, args.results, args.quick,
+                                               ctx.directory(entry.name))
+            else:
+                directory, code = run_entry(console, paper, entry, args.results, args.quick, args.prefix,
+                                            args.concurrency, None if args.fresh else ctx.directory(entry.name),
+                                            stop_at, fresh=args.fresh)
             if code == NOTHING_NEW:
                 console.print(f"{entry.name}: nothing ran that is not published already")
                 continue
@@ -112,18 +126,22 @@ def main(args: argparse.Namespace) -> int:
                 console.print(f"[yellow]{paper.tag}: interrupted at {entry.name}; rerun to resume[/]")
                 return 130
             if directory is None:
-                status = status or code
+                status = combined_status(status, code)
                 continue
             try:
-                publish(paper, entry, directory, ctx.directory(entry.name), args.quick, time.monotonic() - began)
+                # A redraw keeps the time the runs took to publish, not its own.
+                wall_s = ctx.meta(entry.name).get("wall_s", 0.0) if args.redraw else time.monotonic() - began
+                publish(paper, entry, directory, ctx.directory(entry.name), args.quick, wall_s)
             except Exception as err:  # noqa: BLE001 - one entry's report must not stop the others
                 console.print(f"[red]{entry.name}: publishing failed ({type(err).__name__}: {err}); its results stay "
                               f"in {directory}[/]")
-                status = status or 1
+                status = combined_status(status, 1)
                 continue
-            if code:
+            if code == STOPPED_AT_DEADLINE:
+                console.print(f"[yellow]{entry.name}: published what finished; the repetitions --stop-after left are not started; rerun to resume[/]")
+            elif code:
                 console.print(f"[yellow]{entry.name}: some repetitions are partial; published as they are[/]")
-                status = status or code
+            status = combined_status(status, code)
             # The doc follows each publication, so a campaign stopped later leaves it whole. A
             # fresh context: the old one cached every experiment's published repetitions as they
             # were when the previous doc was written (a campaign's doc kept an experiment's
@@ -140,5 +158,5 @@ def main(args: argparse.Namespace) -> int:
         for name, problems in check_docs(DOCS).items():
             for problem in problems:
                 console.print(f"[red]{name}: {problem}[/]", highlight=False)
-            status = status or 1
+            status = combined_status(status, 1)
     return status

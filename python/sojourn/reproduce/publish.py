@@ -22,8 +22,9 @@ from pathlib import Path
 from sojourn.reproduce import REPO, Entry, Paper
 from sojourn.reproduce.concurrency import measured_concurrency
 from sojourn.reproduce.doc import figure_run, relative_paths
+from sojourn.analysis.sweeps import swept_users
 from sojourn.runner import layout
-from sojourn.runner.spec import changed_runs
+from sojourn.runner.spec import changed_runs, load_spec
 from sojourn.runner.experiment import NOT_STARTED
 
 # Per repetition: the files summary numbers come from (no per-request records; the kernel
@@ -196,13 +197,12 @@ def run_entry(console, paper: Paper, entry: Entry, results: Path, quick: bool, p
               concurrency: int | None = None, published: Path | None = None,
               stop_at: float | None = None, fresh: bool = False) -> tuple[Path | None, int]:
     """Runs what is missing of ``entry`` (:func:`run_resuming`, after restoring what
-    ``published`` holds of it); returns (its result directory, 0) or (None, status): 1 when
-    some repetitions are missing (and when none is new because they failed), NOTHING_NEW
-    when every complete one was restored (the publication already says it all)."""
+    ``published`` holds of it); returns (its result directory, the outcome's status: 0, 1 when
+    some repetitions failed, STOPPED_AT_DEADLINE when only --stop-after left some) or (None,
+    status): 1 when none is new because they failed, NOTHING_NEW when every complete one was
+    restored (the publication already says it all)."""
     root = results_root(results, paper, quick)
     if entry.spec:
-        from sojourn.runner.spec import load_spec
-
         experiment = load_spec(REPO / entry.spec, quick=quick)
         outcome, status = run_resuming(console, entry.name, experiment, root, published, quick, prefix, concurrency,
                                        stop_at, fresh, entry.most_testbeds)
@@ -217,7 +217,7 @@ def run_entry(console, paper: Paper, entry: Entry, results: Path, quick: bool, p
                               "each one's status.json says why)[/]")
                 return None, 1
             return outcome.directory, NOTHING_NEW
-        return outcome.directory, (0 if outcome.complete else 1)
+        return outcome.directory, outcome.status
     out = root / entry.name
     out.mkdir(parents=True, exist_ok=True)
     argv = [part.replace("{out}", str(out)).replace("{python}", sys.executable) for part in entry.command]
@@ -244,11 +244,7 @@ def publish(paper: Paper, entry: Entry, source: Path, destination: Path, quick: 
     meta = {"paper": paper.tag, "experiment": entry.name, "title": entry.title, "scale": "quick" if quick else "full",
             "spec": entry.spec, "command": list(entry.command), "source": relative_paths(str(Path(source).resolve())),
             "published": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "wall_s": round(wall_s, 1)}
-    # Runs every repetition of which was restored from an earlier publication have no
-    # per-request records: the tables hold them, the figures cannot draw them.
-    runs = {path.parent.parent.name for path in Path(source).glob("*/*/run.json")}
-    drawn = {path.parent.parent.name for path in Path(source).glob("*/*/records.csv")}
-    undrawn = runs - drawn
+    undrawn = undrawn_runs(source)
     if entry.spec and undrawn:
         meta["not_in_figures"] = sorted(undrawn)
         _carry_run_figures(destination, staging, undrawn)
@@ -259,6 +255,46 @@ def publish(paper: Paper, entry: Entry, source: Path, destination: Path, quick: 
         os.replace(destination, old)
     os.replace(staging, destination)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def undrawn_runs(source: Path) -> set[str]:
+    """The runs of a result directory its figures cannot draw: every repetition restored from
+    an earlier publication, without per-request records (the tables hold them). A capacity
+    probe's figures come from its levels in summary.json, which the publication keeps."""
+    runs = {path.parent.parent.name for path in Path(source).glob("*/*/run.json")}
+    drawn = {path.parent.parent.name for path in Path(source).glob("*/*/records.csv")}
+    drawn |= {path.parent.parent.name for path in Path(source).glob("*/*/summary.json")
+              if swept_users(json.loads(path.read_text()))}
+    return runs - drawn
+
+
+def redraw_entry(console, paper: Paper, entry: Entry, results: Path, quick: bool,
+                 published: Path) -> tuple[Path | None, int]:
+    """``--redraw``: puts back under ``results`` what ``published`` holds of ``entry`` and
+    returns the directory to publish again, nothing run, so its figures and summaries are those
+    of the current code; or (None, 2) after saying why it cannot: the entry runs a command,
+    nothing of the current spec is published, or some runs have no per-request records here,
+    and redrawing would drop them from the figures of several runs."""
+    def refuse(why: str) -> tuple[None, int]:
+        console.print(f"{entry.name}: cannot redraw: {why}", style="red", markup=False, highlight=False)
+        return None, 2
+
+    if not entry.spec:
+        return refuse("it runs a command, whose figures are the command's own; run it again")
+    experiment = load_spec(REPO / entry.spec, quick=quick)
+    if not published_reps(experiment, published, quick):
+        return refuse(f"nothing published under {relative_paths(str(published))} ran with the spec as it is now")
+    directory = layout.experiment_dir(results_root(results, paper, quick), experiment.name)
+    aside = set_aside_other_version(directory, experiment)
+    if aside:
+        console.print(f"{entry.name}: results of another version of its spec moved to {aside.name}", markup=False,
+                      highlight=False)
+    restore_published(experiment, published, directory.parent, quick)
+    lost = undrawn_runs(directory)
+    if lost:
+        return refuse(f"{len(lost)} run(s) have no per-request records here ({', '.join(sorted(lost))}); their "
+                      "figures would be lost: redraw where they ran, or run them again")
+    return directory, 0
 
 
 def _carry_run_figures(published: Path, staging: Path, undrawn: set[str]) -> None:

@@ -17,6 +17,7 @@ from rich.text import Text
 
 from sojourn.runner import layout
 from sojourn.runner.execute import Progress
+from sojourn.runner.experiment import NOT_STARTED, STOPPED_AT_DEADLINE
 from sojourn.runner.spec import SpecError, load_spec
 
 REPO = Path(__file__).resolve().parents[3]
@@ -66,12 +67,20 @@ def _minutes(text: str) -> float:
 def add_stop_after(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stop-after", type=_minutes, metavar="MINUTES",
                         help="start no repetition later than MINUTES from now; those left are not started (the next "
-                             "invocation runs them), so a campaign that must end by a given time ends whole")
+                             "invocation runs them), so a campaign that must end by a given time ends whole; exit "
+                             f"status {STOPPED_AT_DEADLINE} (sysexits' EX_TEMPFAIL) when it left some and none failed")
 
 
 def stop_time(minutes: float | None) -> float | None:
     """The time.time() instant ``--stop-after MINUTES`` names, None without it."""
     return None if minutes is None else time.time() + minutes * 60
+
+
+def stopped_line(outcome) -> str:
+    """What a command stopped by --stop-after tells: how many repetitions it left."""
+    left = sum(state == NOT_STARTED for state in outcome.states.values())
+    return (f"{left} repetition(s) not started before --stop-after's deadline; run the command again to resume "
+            f"(exit status {STOPPED_AT_DEADLINE})")
 
 
 def _progress_line(header: str, progress: Progress, started: float) -> Text:
@@ -208,13 +217,15 @@ def main(args: argparse.Namespace) -> int:
     if outcome is None:
         return status
     directory = outcome.directory
-    print_summary(console, directory, experiment.baseline, [run.name for run in experiment.runs])
-    print_sessions(console, directory, [run.name for run in experiment.runs])
-    if not args.no_report:
-        from sojourn.report.html import build_report
-        path = build_report(directory, baseline=experiment.baseline)
-        console.print(f"report: {path}")
-    if not outcome.complete:
+    if "complete" in outcome.states.values():  # after --stop-after 0 (or only failures) nothing to sum up
+        print_summary(console, directory, experiment.baseline, [run.name for run in experiment.runs])
+        print_sessions(console, directory, [run.name for run in experiment.runs])
+        if not args.no_report:
+            from sojourn.report.html import build_report
+            path = build_report(directory, baseline=experiment.baseline)
+            console.print(f"report: {path}")
+    if outcome.status == STOPPED_AT_DEADLINE:
+        console.print(f"[yellow]{stopped_line(outcome)}[/]")
+    elif outcome.status:
         console.print("[yellow]some repetitions are partial, invalid or not started (see status.json in each)[/]")
-        return 1
-    return 0
+    return outcome.status

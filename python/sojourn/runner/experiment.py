@@ -38,6 +38,17 @@ class Outcome:
     def complete(self) -> bool:
         return all(state == "complete" for state in self.states.values())
 
+    @property
+    def status(self) -> int:
+        """The exit status this outcome gives a command: 0 when every repetition is complete,
+        STOPPED_AT_DEADLINE when the only ones missing were not started (--stop-after), 1 when
+        any is partial or invalid (a failure outweighs a stop)."""
+        if self.complete:
+            return 0
+        if all(state in ("complete", NOT_STARTED) for state in self.states.values()):
+            return STOPPED_AT_DEADLINE
+        return 1
+
     def reasons(self) -> dict[tuple[str, int], str]:
         """Why each repetition that is not complete is not (its status's reason)."""
         return {(run, rep): layout.read_status(self.directory / run / str(rep)).get("reason", state)
@@ -120,6 +131,17 @@ def _too_late(stop_at: float | None) -> bool:
 
 # The state of a point left undone by stop_at; not a directory's state: it has none.
 NOT_STARTED = "not started"
+# The exit status of a command whose --stop-after left repetitions not started and nothing
+# failed: sysexits.h's EX_TEMPFAIL ("the user is invited to retry the operation later"), so a
+# campaign tells a deadline that came from a failure (scripts/campaign.sh does).
+STOPPED_AT_DEADLINE = 75
+
+
+def combined_status(first: int, second: int) -> int:
+    """Two exit statuses as one command's: a failure outweighs a stop at the deadline, which
+    outweighs success."""
+    failures = [code for code in (first, second) if code not in (0, STOPPED_AT_DEADLINE)]
+    return failures[0] if failures else max(first, second)
 
 
 def _not_started(point: Point, outcome: Outcome, on_event: Callable[[str, dict], None]) -> None:
