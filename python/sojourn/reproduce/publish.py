@@ -19,10 +19,10 @@ import sys
 import time
 from pathlib import Path
 
+from sojourn.analysis.sweeps import swept_users
 from sojourn.reproduce import REPO, Entry, Paper
 from sojourn.reproduce.concurrency import measured_concurrency
 from sojourn.reproduce.doc import figure_run, relative_paths
-from sojourn.analysis.sweeps import swept_users
 from sojourn.runner import layout
 from sojourn.runner.spec import changed_runs, load_spec
 from sojourn.runner.experiment import NOT_STARTED

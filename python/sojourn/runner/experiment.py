@@ -9,6 +9,7 @@ directory is removed and run again; ``fresh`` removes all previous results first
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import math
 import multiprocessing
 import os
@@ -43,11 +44,9 @@ class Outcome:
         """The exit status this outcome gives a command: 0 when every repetition is complete,
         STOPPED_AT_DEADLINE when the only ones missing were not started (--stop-after), 1 when
         any is partial or invalid (a failure outweighs a stop)."""
-        if self.complete:
-            return 0
-        if all(state in ("complete", NOT_STARTED) for state in self.states.values()):
-            return STOPPED_AT_DEADLINE
-        return 1
+        codes = (0 if state == "complete" else STOPPED_AT_DEADLINE if state == NOT_STARTED else 1
+                 for state in self.states.values())
+        return functools.reduce(combined_status, codes, 0)
 
     def reasons(self) -> dict[tuple[str, int], str]:
         """Why each repetition that is not complete is not (its status's reason)."""
