@@ -498,6 +498,31 @@ def test_fresh_runs_the_named_experiments_anew_without_their_publication(tmp_pat
     assert calls[-1] == ("overload", tmp_path / "docs" / "000" / "overload", False)
 
 
+def test_quick_refuses_to_replace_a_paper_scale_publication(tmp_path, monkeypatch, capsys):
+    """`--quick` publishes where the paper-scale results are: it would have replaced 002's
+    delay (three repetitions of 60-s levels) by one compressed repetition. It is refused
+    before anything runs, naming the experiment; elsewhere (--docs) it runs."""
+    import argparse
+
+    from sojourn.reproduce import cli, publish
+
+    shutil.copytree(DOCS / "002" / "delay", tmp_path / "docs" / "002" / "delay")
+    calls = []
+    monkeypatch.setattr(publish, "run_entry", lambda console, paper, entry, *rest, **options:
+                        calls.append(entry.name) or (None, 1))
+    parser = argparse.ArgumentParser()
+    cli.register(parser)
+
+    def main(docs: Path) -> int:
+        return cli.main(parser.parse_args(["002", "--quick", "--only", "delay", "--docs", str(docs),
+                                           "--results", str(tmp_path / "results")]))
+    assert main(tmp_path / "docs") == 2 and calls == []
+    assert "delay of 002 is published at the paper's scale" in " ".join(capsys.readouterr().out.split())
+    if os.geteuid() == 0:  # a testbed experiment needs root to be started at all
+        main(tmp_path / "elsewhere")
+        assert calls == ["delay"]
+
+
 def _published_003(tmp_path: Path, experiment: str) -> Callable[[], Row]:
     """003's published ``experiment`` copied under ``tmp_path``, and a reader of its row
     "DWFS bronze / FIFO mean response time, 40 clients" from the copy."""
@@ -1480,3 +1505,6 @@ def test_a_capacity_ratio_with_one_repetition_short_of_its_quota_is_read_in_the_
     set_reps("sojourn-loss=0.09", [0.97, 0.65, 0.97], [0.3, 1.0, 0.3])
     ratio = _the_row(paper, tmp_path, "loss", "sojourn: capacity at 9% / at 0% loss")
     assert ratio.why.measured and "while the emulator ran at 1.00 CPU" in ratio.why.text
+    # The premise's reason is the same repetition's, measured too (it was forced unexplained).
+    premise = _the_row(paper, tmp_path, "loss", "sojourn: server CPU at its capacity / its CPU quota, 9% loss")
+    assert premise.why.measured and "while the emulator ran at 1.00 CPU" in premise.why.text

@@ -385,6 +385,26 @@ def test_a_repetition_that_stays_disturbed_is_left_invalid_and_redone_by_the_nex
 
 @root_only
 @pytest.mark.netns
+def test_no_redo_starts_after_the_deadline(tmp_path):
+    """A deadline that passes during the first attempt leaves the invalid repetition for the
+    next run, its redos unspent, rather than running past the deadline by a repetition."""
+    from sojourn.runner.experiment import NOT_STARTED
+
+    path = tmp_path / "late.toml"
+    path.write_text(SPEC.format(name="late", redo=3).replace("cpu_idle_min = 0.3", NEVER_IDLE_ENOUGH))
+    seen: list[tuple[str, dict]] = []
+    outcome = run_experiment(load_spec(path), tmp_path / "results", prefix="sjfl", stop_at=time.time() + 1,
+                             on_event=lambda kind, data: seen.append((kind, data)))
+    assert outcome.states == {("run", 0): NOT_STARTED}
+    told = [data for kind, data in seen if kind == "invalid"]
+    assert len(told) == 1 and not told[0]["again"], told
+    directory = tmp_path / "results" / "late" / "run" / "0"
+    assert json.loads((directory / "status.json").read_text())["state"] == "invalid"
+    assert len(json.loads((directory / "attempts.json").read_text())) == 1
+
+
+@root_only
+@pytest.mark.netns
 def test_sojourn_run_says_why_a_repetition_was_left_invalid(tmp_path):
     path = tmp_path / "never.toml"
     path.write_text(SPEC.format(name="never", redo=0).replace("cpu_idle_min = 0.3", NEVER_IDLE_ENOUGH))

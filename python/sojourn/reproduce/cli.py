@@ -98,6 +98,15 @@ def main(args: argparse.Namespace) -> int:
                       markup=False)
         return 2
     ctx = Context(paper, args.docs)
+    if args.quick and not args.doc_only:
+        # A quick result published in place of a paper-scale one would lose the latter's
+        # repetitions (their per-request records are not kept anywhere else).
+        at_full = [entry.name for entry in chosen if ctx.has(entry.name) and ctx.meta(entry.name).get("scale") == "full"]
+        if at_full:
+            console.print(f"sojourn reproduce: {', '.join(at_full)} of {paper.tag} is published at the paper's scale in "
+                          f"{ctx.directory(at_full[0]).parent}; --quick would replace it. Publish quick results "
+                          "elsewhere (--docs DIR) or leave those out (--only)", style="red", markup=False, soft_wrap=True)
+            return 2
     status, written = 0, False
     if not args.doc_only:
         from sojourn.reproduce.publish import NOTHING_NEW, publish, redraw_entry, run_entry

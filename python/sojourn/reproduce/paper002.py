@@ -193,8 +193,7 @@ def _other_limit_why(ctx: Context, entry: str, run: str) -> Why | None:
                     " a repetition")
     if found:
         return measured(f"in {run} " + " and ".join(found) + ", so the capacity is not the server's alone")
-    short = _short_of_quota(ctx, entry, (run,))
-    return unexplained(short.text) if short else None
+    return _short_of_quota(ctx, entry, (run,))
 
 
 def _short_of_quota(ctx: Context, entry: str, runs: tuple[str, ...]) -> Why | None:

@@ -156,7 +156,8 @@ def run_with_progress(console: Console, experiment, results: Path, prefix: str, 
                 live.console.print(f"{data['run']} rep {data['rep']}: left 'running' by a run that died (pid "
                                    f"{data['pid']}, started {data['started']}); running it again", markup=False)
             elif kind == "invalid":
-                live.console.print(f"{data['run']} rep {data['rep']}: invalid ({data['reason']}); running it again",
+                then = "running it again" if data["again"] else "not run again here (out of redos or time)"
+                live.console.print(f"{data['run']} rep {data['rep']}: invalid ({data['reason']}); {then}",
                                    markup=False)
             elif kind == "done":
                 # The header names the last point announced; a point that finishes out of turn (Ray,

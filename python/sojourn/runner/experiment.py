@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Callable
 
 from sojourn.runner import fidelity, layout, ray_sweep
-from sojourn.runner.points import Point, point_inputs, run_point, task_prefix
+from sojourn.runner.points import NOT_STARTED, Point, point_inputs, run_point, task_prefix, too_late
 from sojourn.runner.spec import Experiment, changed_runs
 
 
@@ -66,8 +66,9 @@ def run_experiment(experiment: Experiment, results: Path, prefix: str = "sjrun",
     ``concurrency`` N > 1, N testbeds run at once on this machine, each in namespaces of its
     own prefix; the fidelity guard (sojourn.runner.fidelity) marks any repetition they
     disturbed invalid, and it is redone. With ``stop_at`` (a time.time() instant) no
-    repetition starts after it: those left are told as ``not started`` and stay missing
-    (a later run does them), so a campaign longer than a session ends on time, whole."""
+    repetition starts after it, nor a fidelity redo: those left are told as ``not started``
+    and stay missing or invalid (a later run does them), so a campaign longer than a session
+    ends on time, whole."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be at least 1, got {concurrency}")
     directory = layout.experiment_dir(results, experiment.name)
@@ -108,14 +109,14 @@ def run_experiment(experiment: Experiment, results: Path, prefix: str = "sjrun",
         _run_concurrently(todo, directory, spec_text, prefix, concurrency, total, outcome, on_event, stop_at)
         return outcome
     for point in todo:
-        if _too_late(stop_at):
+        if too_late(stop_at):
             _not_started(point, outcome, on_event)
             continue
         on_event("repetition", {"run": point.run.name, "rep": point.rep, "index": point.index, "total": total,
                                 "skipped": False})
         started = time.monotonic()
         try:
-            state = run_point(point, directory, spec_text, prefix, on_event)
+            state = run_point(point, directory, spec_text, prefix, on_event, stop_at)
         except KeyboardInterrupt:
             outcome.states[(point.run.name, point.rep)] = "partial"
             raise
@@ -124,12 +125,6 @@ def run_experiment(experiment: Experiment, results: Path, prefix: str = "sjrun",
     return outcome
 
 
-def _too_late(stop_at: float | None) -> bool:
-    return stop_at is not None and time.time() >= stop_at
-
-
-# The state of a point left undone by stop_at; not a directory's state: it has none.
-NOT_STARTED = "not started"
 # The exit status of a command whose --stop-after left repetitions not started and nothing
 # failed: sysexits.h's EX_TEMPFAIL ("the user is invited to retry the operation later"), so a
 # campaign tells a deadline that came from a failure (scripts/campaign.sh does).
@@ -162,11 +157,12 @@ def _pool_point(point: Point, directory: Path, spec_text: str, prefix: str,
     KeyboardInterrupt and removes what it made."""
     global _worker_stopping
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if _worker_stopping or _too_late(stop_at):
+    if _worker_stopping or too_late(stop_at):
         return NOT_STARTED, math.nan  # no time to tell
     started = time.monotonic()
     try:
-        return run_point(point, directory, spec_text, task_prefix(prefix, point.index)), time.monotonic() - started
+        return (run_point(point, directory, spec_text, task_prefix(prefix, point.index), stop_at=stop_at),
+                time.monotonic() - started)
     except KeyboardInterrupt:
         _worker_stopping = True
         return "partial", time.monotonic() - started

@@ -5,13 +5,16 @@ or as a Ray task on another node).
 Guarantees: :func:`run_point` clears what an earlier attempt left of the point's
 directory, makes the run's inputs, runs the repetition, and while the fidelity guard finds
 it ``invalid`` runs it again at once (up to ``collect.fidelity.redo`` times), keeping each
-invalid attempt's fidelity record in ``attempts.json``; it returns the final state.
+invalid attempt's fidelity record in ``attempts.json``; it returns the final state. No
+redo starts after the deadline a campaign gave (``stop_at``): the invalid repetition is left
+for the next run, which does it whole.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -23,6 +26,14 @@ from sojourn.runner.spec import Run
 
 # A repetition's invalid attempts (fidelity records), kept beside the attempt that counts.
 ATTEMPTS = "attempts.json"
+# The state of a point left undone by a deadline (stop_at); not a directory's state: it has
+# none, or an invalid attempt's.
+NOT_STARTED = "not started"
+
+
+def too_late(stop_at: float | None) -> bool:
+    """Whether the deadline ``stop_at`` (a time.time() instant, None: none) has passed."""
+    return stop_at is not None and time.time() >= stop_at
 
 
 @dataclass(frozen=True)
@@ -68,14 +79,18 @@ def start_point(point: Point, spec_text: str, on_event: Callable[[str, dict], No
 
 
 def run_point(point: Point, directory: Path, spec_text: str, prefix: str,
-              on_event: Callable[[str, dict], None] = lambda kind, data: None) -> str:
+              on_event: Callable[[str, dict], None] = lambda kind, data: None,
+              stop_at: float | None = None) -> str:
     """One repetition into ``point.directory`` (inputs under ``directory``), run again at
-    once while the fidelity guard finds it ``invalid``; returns the final state."""
+    once while the fidelity guard finds it ``invalid`` and ``stop_at`` has not passed; returns
+    the final state, :data:`NOT_STARTED` for an invalid one the deadline left undone (its
+    directory stays invalid, so the next run of the experiment does it)."""
     attempts: list[dict] = []
     # Each invalid attempt's kernel and machine counters, kept beside the attempt that counts
     # (attempt-N-counters.csv), so whether the guard's verdict was deserved can be read later.
     counters: list[str] = []
-    for _attempt in range(point.run.config["collect"]["fidelity"]["redo"] + 1):
+    redo = point.run.config["collect"]["fidelity"]["redo"]
+    for attempt in range(redo + 1):
         start_point(point, spec_text, on_event)
         _keep_attempts(point.directory, attempts, counters)
         on_event("progress", Progress(phase="inputs"))
@@ -94,10 +109,14 @@ def run_point(point: Point, directory: Path, spec_text: str, prefix: str,
                          "fidelity": json.loads((point.directory / fidelity.FILE).read_text())})
         sampled = point.directory / "counters.csv"
         counters.append(sampled.read_text() if sampled.is_file() else "")
+        # A redo after the deadline would run past it by a whole repetition.
+        again = attempt < redo and not too_late(stop_at)
         on_event("invalid", {"run": point.run.name, "rep": point.rep, "reason": status.get("reason"),
-                             "attempt": len(attempts)})
+                             "attempt": len(attempts), "again": again})
+        if not again:
+            break
     _keep_attempts(point.directory, attempts, counters)
-    return "invalid"
+    return NOT_STARTED if attempt < redo else "invalid"
 
 
 def _keep_attempts(directory: Path, attempts: list[dict], counters: list[str]) -> None:
