@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tomllib
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -19,7 +20,7 @@ import pandas as pd
 import pytest
 
 from sojourn.reproduce import CSV_COLUMNS, DOCS, PAPERS, Context, load_paper
-from sojourn.reproduce.doc import BESIDE, write_docs
+from sojourn.reproduce.doc import BESIDE, markdown, write_docs
 from sojourn.reproduce.rows import Measure, Row, bound, direction, measured, point
 from sojourn.runner.spec import SpecError, load_spec
 
@@ -1312,6 +1313,27 @@ def _the_row(paper, docs, experiment: str, claim: str) -> Row:
     return row
 
 
+def test_points_shorter_than_the_papers_are_compressed_and_say_so(tmp_path):
+    """002's capacity levels ran 20 s (5 s warm-up) and were called the paper's scale for their
+    three repetitions; Waspclient's points ran 10 minutes after a 30-s warm-up (002 §3.5). A
+    run shorter than its entry's TimeScale is `compressed`, in its rows and in the doc, which
+    names the keys; one that ran the paper's timing is at the paper's scale."""
+    paper = load_paper("002")
+    shutil.copytree(DOCS / "002" / "loss", tmp_path / "002" / "loss")
+    row = partial(_the_row, paper, tmp_path, "loss", "sojourn: capacity at 9% / at 0% loss")
+    assert row().scale == "compressed"
+    ctx = Context(paper, tmp_path)
+    assert ctx.shorter_than_paper("loss") == [("level_s", 20.0, 630.0), ("warmup_s", 5.0, 30.0)]
+    assert "- `loss`: workload.level_s 20 s against 630, workload.warmup_s 5 s against 30; the paper: Waspclient" \
+        in markdown(paper, ctx, paper.claims(ctx))
+    for run_json in (tmp_path / "002" / "loss").glob("*/*/run.json"):
+        run = json.loads(run_json.read_text())
+        run["config"]["workload"].update(level_s=630.0, warmup_s=30.0)
+        run_json.write_text(json.dumps(run))
+    assert row().scale == "paper" and Context(paper, tmp_path).shorter_than_paper("loss") == []
+    assert Context(paper, tmp_path).run_length("loss") == "levels of 630 s (30 s warm-up)"
+
+
 def test_a_publication_is_restored_for_a_spec_given_a_new_variant(tmp_path):
     """A campaign whose spec gained a variant goes on from its publication: the published
     repetitions of the unchanged runs are restored (and --list counts them); a run whose
@@ -1435,6 +1457,18 @@ def test_the_clamps_trade_and_the_empty_link_are_said_only_while_the_published_p
     assert "That is the paper's trade" not in persistent_item()
 
 
+def _as_if_run_with_the_spec_now(published: Path, spec: Path) -> None:
+    """Rewrites a copied publication's spec.toml and each repetition's run.json config as the
+    spec at ``spec`` resolves them now (its summaries and records untouched)."""
+    experiment = load_spec(spec)
+    (published / "spec.toml").write_text(experiment.text)
+    configs = {run.name: run.config for run in experiment.runs}
+    for run_json in published.glob("*/*/run.json"):
+        run = json.loads(run_json.read_text())
+        run["config"] = json.loads(json.dumps(configs[run_json.parent.parent.name], default=str))
+        run_json.write_text(json.dumps(run))
+
+
 def test_a_redraw_draws_a_capacity_experiment_from_its_publication_alone(tmp_path):
     """002 Figs. 9-14 and 17-20: a capacity probe's figures come from the levels in the
     summaries a publication keeps, so `--redraw` (nothing run, no per-request records here)
@@ -1444,6 +1478,10 @@ def test_a_redraw_draws_a_capacity_experiment_from_its_publication_alone(tmp_pat
     docs = tmp_path / "docs"
     shutil.copytree(DOCS / "002", docs / "002")
     paper = load_paper("002")
+    # The publications ran an older text of their specs (20-s levels): redraw refuses those, so
+    # each copy is made a publication of the spec as it is now, its summaries as they were.
+    for name in ("loss", "sack"):
+        _as_if_run_with_the_spec_now(docs / "002" / name, REPO / paper.entry(name).spec)
     before = write_docs(paper, Context(paper, docs))[0].read_text()
 
     def redraw(name: str) -> subprocess.CompletedProcess:

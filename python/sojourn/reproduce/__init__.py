@@ -56,6 +56,21 @@ PAPER_REPETITIONS = 3
 
 
 @dataclass(frozen=True)
+class TimeScale:
+    """The paper's time scale for an experiment's points: the least value of each workload key
+    (seconds) a run must have had to be at it, and where the paper gives it."""
+
+    least: tuple[tuple[str, float], ...]  # (workload key, seconds), e.g. (("level_s", 630.0),)
+    source: str  # the paper's timing in words, with its section
+
+    def short_of(self, workload: dict) -> list[tuple[str, float, float]]:
+        """The keys ``workload`` (a run's resolved workload) ran below the paper's: (key, ran,
+        the paper's)."""
+        return [(key, float(workload.get(key) or 0), least) for key, least in self.least
+                if float(workload.get(key) or 0) < least]
+
+
+@dataclass(frozen=True)
 class Entry:
     """One experiment of a paper: a spec run by the runner, or a command."""
 
@@ -74,6 +89,9 @@ class Entry:
     # The most testbeds at once its runs were seen to hold, where fewer than the count measured
     # for their kind of testbed (bench/concurrency); None: that count.
     most_testbeds: int | None = None
+    # The paper's time scale for its points, where its runs must be checked against one besides
+    # workload.time_compression (a capacity probe's levels, a fixed-length point); None: none.
+    time_scale: TimeScale | None = None
 
     def __post_init__(self) -> None:
         if bool(self.spec) == bool(self.command):
@@ -240,9 +258,10 @@ class Context:
 
     def scale(self, name: str, run: str = "") -> str:
         """``compressed`` when the run (any run of the experiment without one) ran with
-        workload.time_compression > 1; ``paper`` when it ran at the spec's full scale (not
-        --quick) with at least PAPER_REPETITIONS repetitions, or is an exact computation;
-        else ``quick``. Read from the published run.json and meta.json."""
+        workload.time_compression > 1 or shorter than the entry's TimeScale; ``paper`` when it
+        ran at the spec's full scale (not --quick) with at least PAPER_REPETITIONS repetitions,
+        or is an exact computation; else ``quick``. Read from the published run.json and
+        meta.json."""
         entry = self.paper.entry(name)
         if not self.has(name):
             return "not run"
@@ -251,8 +270,24 @@ class Context:
         reps = [r for r in self.reps(name) if not run or r.run == run]
         if any(float((r.config.get("workload") or {}).get("time_compression") or 1) > 1 for r in reps):
             return "compressed"
+        if self.shorter_than_paper(name, run):
+            return "compressed"
         full = self.meta(name).get("scale") == "full"
         return "paper" if full and self.repetitions(name, run) >= PAPER_REPETITIONS else "quick"
+
+    def shorter_than_paper(self, name: str, run: str = "") -> list[tuple[str, float, float]]:
+        """The workload keys the run (any run without one) ran below the entry's TimeScale,
+        each once: (key, the least it ran at, the paper's)."""
+        time_scale = self.paper.entry(name).time_scale
+        if time_scale is None:
+            return []
+        short: dict[str, tuple[float, float]] = {}
+        for rep in self.reps(name):
+            if run and rep.run != run:
+                continue
+            for key, ran, least in time_scale.short_of(rep.config.get("workload") or {}):
+                short[key] = (min(ran, short.get(key, (ran,))[0]), least)
+        return [(key, ran, least) for key, (ran, least) in short.items()]
 
     def wall_s(self, name: str) -> float:
         """The time the runs took: the sum over repetitions of finished - started
@@ -289,9 +324,10 @@ class Context:
         return text
 
     def run_length(self, name: str) -> str:
-        """workload.duration_s of the runs (the load's length, before any drain)."""
-        lengths = sorted({float((r.config.get("workload") or {}).get("duration_s") or 0) for r in self.reps(name)})
-        return ", ".join(f"{v:g} s" for v in lengths if v) or "—"
+        """workload.duration_s of the runs (the load's length, before any drain); for a
+        capacity probe, the length of each of its levels of users (workload.level_s)."""
+        lengths = sorted({_length(r.config.get("workload") or {}) for r in self.reps(name)})
+        return ", ".join(text for seconds, text in lengths if seconds) or "—"
 
     # --- ours ----------------------------------------------------------------------------------
 
@@ -423,6 +459,16 @@ class Context:
             # Whatever a builder says of a missing value, the reason is that nothing ran.
             ours, why = replace(ours, absent=self.not_run(unrun[0])), None
         return Row(name, claim, paper, ours, self.result_path(name), scale, why, note)
+
+
+def _length(workload: dict) -> tuple[float, str]:
+    """A run's length in seconds and as the run-length column says it: a capacity probe's
+    levels, each of workload.level_s with its warm-up, or workload.duration_s."""
+    if workload.get("mode") == "capacity":
+        level, warmup = float(workload.get("level_s") or 0), float(workload.get("warmup_s") or 0)
+        return level, f"levels of {level:g} s ({warmup:g} s warm-up)"
+    duration = float(workload.get("duration_s") or 0)
+    return duration, f"{duration:g} s"
 
 
 def _instant(text: str) -> datetime:

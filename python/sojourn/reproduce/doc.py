@@ -103,6 +103,21 @@ def _experiments_table(paper: Paper, ctx: Context) -> list[str]:
     return lines
 
 
+def _time_scale_lines(paper: Paper, ctx: Context) -> list[str]:
+    """The published experiments that ran shorter than the paper's time scale (their rows are
+    ``compressed``), each with what it ran against the paper's timing."""
+    lines = []
+    for entry in paper.experiments:
+        if not ctx.has(entry.name) or not (short := ctx.shorter_than_paper(entry.name)):
+            continue
+        ran = ", ".join(f"workload.{key} {value:g} s against {least:g}" for key, value, least in short)
+        lines.append(f"- `{entry.name}`: {ran}; the paper: {entry.time_scale.source}.")
+    if not lines:
+        return []
+    return ["", "Shorter than the paper's time scale (their rows are `compressed`: a figure from shorter points "
+            "is not the paper's, whatever it shows):", ""] + lines
+
+
 def _guard_lines(paper: Paper, ctx: Context) -> list[str]:
     """The fidelity bounds a published experiment's spec set away from the defaults, each with
     the worst value its complete repetitions recorded (summary.json's fidelity), so a table
@@ -148,6 +163,7 @@ def markdown(paper: Paper, ctx: Context, rows: list[Row], beside: list[tuple[str
               "Scale, repetitions, run length and wall time (the sum of the repetitions' run times) are read "
               "from each experiment's published run.json, status.json and meta.json.", ""]
     lines += _experiments_table(paper, ctx)
+    lines += _time_scale_lines(paper, ctx)
     lines += _guard_lines(paper, ctx)
     if beside:
         lines += ["", "## The paper's printed values beside ours", ""]
