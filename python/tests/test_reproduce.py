@@ -1457,6 +1457,18 @@ def test_the_clamps_trade_and_the_empty_link_are_said_only_while_the_published_p
     assert "That is the paper's trade" not in persistent_item()
 
 
+def test_a_row_with_a_timing_of_its_own_is_compressed_alone(tmp_path):
+    """001's capacity run measures a capacity (no timing in the paper) and the ready events per
+    epoll_wait, which 001 §6.1 counted over half an hour: one 60-s level makes that row alone
+    compressed, its note saying against what; the capacity rows stay at the paper's scale."""
+    paper = load_paper("001")
+    shutil.copytree(DOCS / "001" / "capacity", tmp_path / "001" / "capacity")
+    events = _the_row(paper, tmp_path, "capacity", "sojourn: mean ready events per epoll_wait")
+    assert events.scale == "compressed"
+    assert "compressed: workload.level_s 60 s against 1800; the paper: Figs. 13-14's events" in events.note
+    assert _the_row(paper, tmp_path, "capacity", "sojourn / apache2 infinite-demand capacity").scale == "paper"
+
+
 def _as_if_run_with_the_spec_now(published: Path, spec: Path) -> None:
     """Rewrites a copied publication's spec.toml and each repetition's run.json config as the
     spec at ``spec`` resolves them now (its summaries and records untouched)."""

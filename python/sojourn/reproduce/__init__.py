@@ -275,10 +275,11 @@ class Context:
         full = self.meta(name).get("scale") == "full"
         return "paper" if full and self.repetitions(name, run) >= PAPER_REPETITIONS else "quick"
 
-    def shorter_than_paper(self, name: str, run: str = "") -> list[tuple[str, float, float]]:
-        """The workload keys the run (any run without one) ran below the entry's TimeScale,
-        each once: (key, the least it ran at, the paper's)."""
-        time_scale = self.paper.entry(name).time_scale
+    def shorter_than_paper(self, name: str, run: str = "", time_scale: TimeScale | None = None
+                           ) -> list[tuple[str, float, float]]:
+        """The workload keys the run (any run without one) ran below ``time_scale`` (default:
+        the entry's), each once: (key, the least it ran at, the paper's)."""
+        time_scale = time_scale or self.paper.entry(name).time_scale
         if time_scale is None:
             return []
         short: dict[str, tuple[float, float]] = {}
@@ -448,11 +449,19 @@ class Context:
     # --- rows ------------------------------------------------------------------------------
 
     def row(self, name: str, claim: str, paper: Claim, ours: Measure, why: Why | None = None,
-            note: str = "") -> Row:
+            note: str = "", time_scale: TimeScale | None = None) -> Row:
         """A row of experiment ``name``; its scale is the least of the runs ``ours`` read
-        (not run, then compressed, then quick, then paper)."""
+        (not run, then compressed, then quick, then paper). ``time_scale``: the paper's timing
+        for this row alone, where it differs from its experiment's; a run shorter than it makes
+        the row ``compressed``, its note saying by how much."""
         runs = ours.runs or ((name, ""),)
         scales = {self.scale(experiment, run) for experiment, run in runs}
+        short = {item for experiment, run in runs if time_scale and self.has(experiment)
+                 for item in self.shorter_than_paper(experiment, run, time_scale)}
+        if short:
+            scales.add("compressed")
+            ran = ", ".join(f"workload.{key} {value:g} s against {least:g}" for key, value, least in sorted(short))
+            note = "; ".join(filter(None, (note, f"compressed: {ran}; the paper: {time_scale.source}")))
         scale = next(s for s in ("not run", "compressed", "quick", "paper") if s in scales)
         unrun = [experiment for experiment, _ in runs if not self.has(experiment)]
         if unrun and not ours.ok:

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from sojourn.reproduce import Context, Entry, Paper, rows_of
+from sojourn.reproduce import Context, Entry, Paper, TimeScale, rows_of
 from sojourn.reproduce.rows import Measure, Row, Why, bound, direction, measured, point
 from sojourn.runner.spec import run_name
 
@@ -59,6 +59,11 @@ def _link_bound(ctx: Context, e: str) -> str:
             "(capacity_bps / link rate): the link, not the server, set the capacity here")
 
 
+# 001 §6.1: Fig. 13's ready events were "measured in half an hour"; the capacity the same run
+# measures has no timing in the paper.
+EVENTS_TIME = TimeScale((("level_s", 1800.0),), "Figs. 13-14's events were counted over half an hour (001 §6.1)")
+
+
 def _capacity_rows(ctx: Context) -> list[Row]:
     e = "capacity"
     link = _link_bound(ctx, e)
@@ -72,7 +77,7 @@ def _capacity_rows(ctx: Context) -> list[Row]:
                         point(EVENTS_FIXED, f"the fixed Flash; the original: {EVENTS_ORIGINAL}"), events,
                         _saturated_loop_why(ctx, e, events),
                         note="from sojourn's sojourn_epoll_ready_events histogram over the run; nginx exposes no "
-                             "such count"))
+                             "such count", time_scale=EVENTS_TIME))
     return rows
 
 
