@@ -81,6 +81,11 @@ def test_summary(reqs):
     # Var = (0.7² + 1.2² + 0.5²)/3 = 0.726667; C² = Var / 0.8² = 1.135417.
     assert s["response_c2"] == pytest.approx(0.7266667 / 0.64, rel=1e-6)
     assert s["response_largest_1pct_mean"] == pytest.approx(0.3)  # one request: the 10000-byte one
+    assert (s["size_largest_1pct_mean"], s["retried_largest_1pct_share"]) == (10000, 0.0)
+    # Made the largest, request 1 (aborted once, done on its retry) is the one counted: retried.
+    retried = analysis.summarize(reqs.assign(size=reqs["size"].replace(1000, 50000)), link_bps=8000, duration_s=3.0)
+    assert (retried["size_largest_1pct_mean"], retried["retried_largest_1pct_share"]) == (50000, 1.0)
+    assert retried["response_largest_1pct_mean"] == pytest.approx(2.0)
     # 004 Fig. 2's split at 10 KiB: all three completed responses are below it.
     assert s["response_mean_small"] == pytest.approx(0.8) and math.isnan(s["response_mean_large"])
     assert s["response_share_within_10ms"] == 0.0  # 0.1, 2.0 and 0.3 s

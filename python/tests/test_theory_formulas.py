@@ -10,7 +10,8 @@ from scipy import integrate
 
 from sojourn import cli
 from sojourn.theory import figures
-from sojourn.theory.formulas import BoundedPareto, Exponential, Srpt, Surge, fcfs_response, ps_response
+from sojourn.theory.formulas import (BoundedPareto, Exponential, Srpt, Surge, fcfs_response, ps_response,
+                                      tcp_loss_throughput)
 
 DISTS = [Exponential(3000.0), BoundedPareto(332.0, 1e10, 1.1), BoundedPareto(1000.0, 1e5, 1.5), Surge()]
 
@@ -140,3 +141,15 @@ def test_work_share_of_the_largest_jobs_004_section_6_2():
     heavy = BoundedPareto.with_mean(3000.0, 1.1, 1e10)
     assert 0.5 < work_share_above(heavy, 0.99) < work_share_above(heavy, 0.95) < 1.0
     assert work_share_above(heavy, 0.0) == pytest.approx(1.0)
+
+
+def test_tcp_loss_throughput_is_mathis_and_names_bad_input():
+    # 000 (J): 100 ms RTT, 5% loss: 1448 B / 0.1 s * sqrt(30) = 79.3 KB/s; a quarter of the
+    # loss doubles it (throughput ~ 1/sqrt(p)), double the RTT halves it.
+    rate = tcp_loss_throughput(0.1, 0.05)
+    assert rate == pytest.approx(79310, rel=1e-4)
+    assert tcp_loss_throughput(0.1, 0.0125) == pytest.approx(2 * rate)
+    assert tcp_loss_throughput(0.2, 0.05) == pytest.approx(rate / 2)
+    for bad in ((0, 0.05), (0.1, 0), (0.1, 1.0)):
+        with pytest.raises(ValueError, match="rtt_s"):
+            tcp_loss_throughput(*bad)

@@ -106,6 +106,11 @@ def summarize(requests: pd.DataFrame, link_bps: float | None = None, duration_s:
         "response_largest_1pct_mean": largest_share_mean(requests, 0.01),
         # The same requests' wait for their first byte: the rest of their time is transfer.
         "ttfb_largest_1pct_mean": largest_share_mean(requests, 0.01, "ttfb_s"),
+        # Their mean size, and the share of them that completed only on a retry (a response
+        # time counts from the first try, so each aborted try adds its abort time: 000 (H)).
+        "size_largest_1pct_mean": largest_share_mean(requests, 0.01, "size"),
+        "retried_largest_1pct_share": largest_share_mean(requests.assign(retried=requests["attempts"] > 1),
+                                                         0.01, "retried"),
         "response_biggest_mean": biggest_request_mean(requests),
         **mean_by_size(done),
         # 001 §3.1 (Figs. 3-4): "Apache still delivers over 60% of its responses within" 10 ms.

@@ -8,7 +8,9 @@ the server (divide bytes by the link's bytes per second to get seconds). Load
 * FCFS (Pollaczek-Khinchine): ``E[T(x)] = x + lam E[S^2] / (2 (1 - rho))``;
 * SRPT (004 §6.1, Schrage and Miller):
   ``E[T(x)] = lam (m2(x) + x^2 (1 - F(x))) / (2 (1 - lam m1(x))^2) + int_0^x dt / (1 - lam m1(t))``
-  with ``m_j(x) = int_0^x t^j dF(t)``.
+  with ``m_j(x) = int_0^x t^j dF(t)``;
+* one TCP transfer under loss (:func:`tcp_loss_throughput`, Mathis et al. 1997), which
+  bounds a large response's transfer under 000 (C)-(J)'s losses whatever the scheduling.
 
 Every distribution gives ``F``, the partial moments ``m1``, ``m2`` and the quantile
 function in closed form, so the SRPT integral is the only numerical step (Simpson's rule
@@ -178,6 +180,17 @@ class Surge(Distribution):
         body = np.exp(self.mu + self.sigma * stats.norm.ppf(body_q))
         tail = self._tail().ppf(np.clip((q - (1 - w)) / w, 0, 1))
         return np.where(q < 1 - w, body, tail)
+
+
+def tcp_loss_throughput(rtt_s: float, loss: float, segment_bytes: float = 1448) -> float:
+    """Bytes per second one long TCP transfer carries at round-trip time ``rtt_s`` and
+    independent segment loss ``loss``: ``MSS / RTT * sqrt(3 / (2 p))`` (Mathis, Semke,
+    Mahdavi and Ott 1997, eq. 3, periodic loss, no timeouts), an upper estimate where
+    retransmission timeouts are frequent. 1448 bytes: a 1500-byte MTU less IP, TCP and the
+    timestamp option."""
+    if rtt_s <= 0 or not 0 < loss < 1 or segment_bytes <= 0:
+        raise ValueError(f"rtt_s {rtt_s!r} must be > 0, loss {loss!r} in (0, 1), segment_bytes {segment_bytes!r} > 0")
+    return segment_bytes / rtt_s * math.sqrt(1.5 / loss)
 
 
 def _check_rho(rho: float):
