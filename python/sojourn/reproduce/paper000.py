@@ -640,18 +640,33 @@ def _realistic_rows(ctx: Context) -> list[Row]:
                      ctx.ratio((e, v, "incomplete"), (e, v, "requests"))) for v in ("fair", "srpt")]
     rows += [ctx.row(e, f"{VARIANT_NAMES[v]} SYN drops under W1, realistic set-up",
                      bound("<=", 0, text="none under W1, neither for the baseline nor the realistic set-up (§5.1 (J))"),
-                     ctx.measure(e, v, "syn_drops"), _per_rep_why(ctx, e, v, "syn_drops"))
+                     ctx.measure(e, v, "syn_drops"), _accept_queue_why(ctx, e, v))
              for v in ("fair", "srpt")]
     return rows
 
 
-def _per_rep_why(ctx: Context, e: str, variant: str, metric: str):
-    """A count that no run isolates, repetition by repetition: unexplained."""
-    values = ctx.per_rep(e, variant, metric)
-    if not values:
+def _accept_queue_why(ctx: Context, e: str, variant: str):
+    """Where the SYNs were dropped, repetition by repetition (counters.csv): measured when every
+    drop is an accept-queue overflow (listen_overflows: the handshake completed, the queue of
+    connections waiting for one of the server's slots was full), as the kernel counts it."""
+    reps = ctx.complete_reps(e, variant)
+    tables = [(rep, rep.table("counters.csv")) for rep in reps]
+    if not any(float(rep.summary.get("syn_drops") or 0) for rep in reps) or any(t is None for _, t in tables):
         return None
-    return unexplained(f"{metric} by repetition: " + ", ".join(f"{value:,.0f}" for value in values.values())
-                       + "; no run isolates it")
+    backlog, slots = ctx.config(e, variant, "network.tcp.somaxconn"), ctx.config(e, variant, "server.max_connections")
+    parts, all_at_accept = [], True
+    for rep, table in tables:
+        drops = float(rep.summary.get("syn_drops") or 0)
+        overflows = float(table["listen_overflows"].iloc[-1] - table["listen_overflows"].iloc[0])
+        all_at_accept &= overflows == drops
+        parts.append(f"repetition {rep.rep}: {drops:,.0f} dropped, {overflows:,.0f} of them accept-queue overflows, "
+                     f"the accept queue's peak {table['accept_queue'].max():.0f} and SYN_RECV's "
+                     f"{table['syn_recv'].max():.0f}")
+    text = (f"{'; '.join(parts)} (counters.csv; the accept queue holds {backlog}, the server serves {slots} "
+            "connections at once)")
+    if not all_at_accept:
+        return unexplained(text)
+    return measured(f"at the full accept queue, not the SYN queue: {text}")
 
 
 def _realistic_largest_why(ctx: Context, variant: str):
