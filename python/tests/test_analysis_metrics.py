@@ -163,6 +163,12 @@ def test_counter_metrics():
                                                    "q1_10_dropped": [0, 7], "q1_11_dropped": [2, 3]}))
     assert (lossy["retransmitted_segments"], lossy["syn_retransmits"], lossy["uplink_drops"]) == (4, 2, 8)
     assert (lossy["rto_timeouts"], lossy["dsack_received"]) == (1, 1) and math.isnan(lossy["loss_probes"])
+    # The clients' counters are blank until the load generator runs: counted from its start.
+    clients = analysis.counter_metrics(pd.DataFrame({"t_s": [0, 1, 2, 3], "client_active_opens": ["", 10, 25, ""],
+                                                     "client_syn_retrans": ["", 0, 3, ""],
+                                                     "client_attempt_fails": ["", 0, 1, ""]}))
+    assert (clients["client_connects"], clients["client_syn_retransmits"], clients["client_connect_fails"]) == (15, 3, 1)
+    assert math.isnan(lossy["client_connects"])
     # Two bands holding 1,000 and 250 bytes, then 0 and 1,250: 1,250 queued on average, 1 s at 10 kbit/s.
     queued = pd.DataFrame({"t_s": [0, 1], "q1_10_backlog_bytes": [1000, 0], "q1_11_backlog_bytes": [250, 1250]})
     assert analysis.counter_metrics(queued, link_bps=10_000)["uplink_queue_delay_mean"] == pytest.approx(1.0)

@@ -438,6 +438,10 @@ def test_counters_record_uplink_traffic_accept_queue_and_listen_drops(tmp_path):
     # The eight SYNs to the listener that never accepts were counted on the way in, and the
     # SYN-ACKs of the handshakes it began on the way out; some SYNs found its queues full.
     assert rows["syns_received"].iloc[-1] >= 8 and rows["synacks_sent"].iloc[-1] >= 1
+    # The clients' side, counted in their namespace while a process ran there: the eight
+    # connections they opened (blank in samples with no process there to read through).
+    opened = pd.to_numeric(rows["client_active_opens"], errors="coerce")
+    assert opened.max() >= 8 and opened.dropna().is_monotonic_increasing
     shares = analysis.counter_metrics(rows)
     assert 0 <= shares["syn_drop_share_min"] <= shares["syn_drop_share_max"] <= 1 and shares["syn_drop_share_max"] > 0
     assert rows["accept_queue"].max() >= 1
@@ -459,6 +463,16 @@ def test_counters_record_uplink_traffic_accept_queue_and_listen_drops(tmp_path):
     assert description["sysctls"][tb.server_ns]["net.ipv4.tcp_orphan_retries"] == "40"
     assert description["sysctls"][tb.server_ns]["net.ipv4.tcp_rto_max_ms"] == "2000"
     assert "htb" in description["qdisc"]
+
+
+def test_client_counters_are_read_through_a_live_process_and_blank_without_one():
+    from sojourn.testbed.counters import CLIENT_COUNTERS, client_counts
+
+    blank = dict.fromkeys(CLIENT_COUNTERS, "")
+    gone = 1 << 23  # above the kernel's largest pid_max (2^22): no such process
+    assert client_counts([]) == blank and client_counts([gone]) == blank
+    live = client_counts([gone, os.getpid()])
+    assert set(live) == set(CLIENT_COUNTERS) and all(isinstance(v, int) and v >= 0 for v in live.values())
 
 
 def test_a_testbed_process_that_exits_counts_through_the_parent_that_reaps_it():

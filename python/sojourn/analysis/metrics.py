@@ -248,6 +248,11 @@ def counter_metrics(counters: pd.DataFrame, link_bps: float | None = None) -> di
     # these columns).
     for name in ("rto_timeouts", "loss_probes", "fast_retrans", "dsack_received", "host_queue_skips", "reordering_seen"):
         out[name] = delta(name)
+    # The clients' side of the handshakes, over the span their counters were read (NaN in
+    # results from before these columns).
+    out["client_connects"] = delta("client_active_opens")
+    out["client_syn_retransmits"] = delta("client_syn_retrans")
+    out["client_connect_fails"] = delta("client_attempt_fails")
     dropped = [c for c in counters.columns if c.endswith("_dropped")]
     out["uplink_drops"] = float(sum(delta(c) for c in dropped)) if dropped else math.nan
     out["uplink_queue_delay_mean"] = uplink_queue_delay_s(counters, link_bps)

@@ -12,7 +12,9 @@ counts; ``accept_queue`` connections waiting in listen queues; ``sockets_unacked
 of the sockets holding unacknowledged bytes (``sockdiag.census``); cumulative
 ``listen_overflows``, ``listen_drops`` (SYNs and handshake ACKs dropped at a full queue), ``retrans_segs``,
 ``syn_retrans``, ``rto_timeouts``, ``loss_probes``, ``fast_retrans``, ``dsack_received``,
-``host_queue_skips``, ``reordering_seen``, ``aborts_on_timeout``; cumulative ``syns_received``,
+``host_queue_skips``, ``reordering_seen``, ``aborts_on_timeout``; the clients' cumulative
+``client_active_opens``, ``client_syn_retrans``, ``client_attempt_fails`` (their own namespace's,
+blank while no process runs there); cumulative ``syns_received``,
 ``synacks_sent`` and ``synacks_delivered`` on the uplink (:mod:`sojourn.testbed.handshakes`); ``uplink_tx_bytes`` and ``uplink_util`` (fraction of the link
 rate over the last interval); ``server_cpu`` (CPU seconds per second of every
 process in the server namespace over the last interval), ``server_rss_bytes`` (their
@@ -76,6 +78,17 @@ KERNEL_COUNTERS: dict[str, tuple[str, ...]] = {
 }
 
 
+# The clients' side of the handshakes, counted in their own namespace (cumulative): the
+# connections they opened (SYNs sent), SYNs they sent again when the SYN-SENT timer fired,
+# and attempts that failed (timed out in SYN-SENT, or reset). A SYN or SYN-ACK the path lost
+# shows here as a retransmitted SYN, whichever direction lost it.
+CLIENT_COUNTERS: dict[str, tuple[str, ...]] = {
+    "client_active_opens": ("Tcp.ActiveOpens",),
+    "client_syn_retrans": ("TcpExt.TCPSynRetrans",),
+    "client_attempt_fails": ("Tcp.AttemptFails",),
+}
+
+
 def parse_proc_net_stats(text: str) -> dict[str, int]:
     """``/proc/net/netstat`` or ``/proc/net/snmp`` (header line, value line per
     protocol) as ``{"TcpExt.ListenDrops": n, ...}``."""
@@ -96,6 +109,18 @@ def tx_bytes(net_dev: str, dev: str) -> int:
         if name.strip() == dev:
             return int(data.split()[8])
     raise KeyError(f"no interface {dev} in /proc/net/dev")
+
+
+def client_counts(pids) -> dict[str, int | str]:
+    """:data:`CLIENT_COUNTERS`, read through the first of ``pids`` (processes in the clients'
+    namespace) whose /proc still answers; blank when none does (before the load generator
+    starts, or after it exits: no process to read the namespace's counters through)."""
+    for pid in pids:
+        stats = parse_proc_net_stats(_read(f"/proc/{pid}/net/netstat")) | parse_proc_net_stats(
+            _read(f"/proc/{pid}/net/snmp"))
+        if stats:
+            return {column: sum(stats.get(name, 0) for name in names) for column, names in CLIENT_COUNTERS.items()}
+    return dict.fromkeys(CLIENT_COUNTERS, "")
 
 
 def _read(path: str) -> str:
@@ -330,6 +355,7 @@ class CounterSampler:
                 row = self.sample(sockets)
                 processes = ns_processes(self.ns_inode, (self.router_inode, self.client_inode))
                 ticks, router_ticks = processes.ticks, processes.others[self.router_inode]
+                row |= client_counts(processes.others[self.client_inode])
                 # The testbed: its three namespaces' processes and the runner.
                 testbed = processes.lineage | {os.getpid(): own_lineage()}
                 # Over their own span: reading the socket tables above can take a while under load.
