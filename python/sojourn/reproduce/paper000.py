@@ -98,7 +98,6 @@ C2 = {"fair": 6.39, "srpt": 1.08}  # squared coefficient of variation
 REALISTIC = {"fair": 1.48, "srpt": 0.764}  # (J)
 REALISTIC_LARGEST_1PCT = {"fair": 2.23, "srpt": 2.28}
 REALISTIC_INCOMPLETE = 0.002  # "about 0.2%" under both
-REALISTIC_RTT_S, REALISTIC_LOSS, REALISTIC_ABORT_S = 0.1, 0.05, 7.0  # (J)'s network and users (Table 2)
 RTT_LOSS = {"fair": 2.5, "srpt": 1.2}  # (D)
 
 # The Table 2 sweeps (Figs. 9-10): experiment -> sweep key, the baseline's value of it, and
@@ -656,14 +655,13 @@ def _accept_queue_why(ctx: Context, e: str, variant: str):
     """Where the SYNs were dropped, repetition by repetition (counters.csv): measured when every
     drop is an accept-queue overflow (listen_overflows: the handshake completed, the queue of
     connections waiting for one of the server's slots was full), as the kernel counts it."""
-    reps = ctx.complete_reps(e, variant)
-    tables = [(rep, rep.table("counters.csv")) for rep in reps]
-    if not any(float(rep.summary.get("syn_drops") or 0) for rep in reps) or any(t is None for _, t in tables):
+    reps = [(rep, float(rep.summary.get("syn_drops") or 0), rep.table("counters.csv"))
+            for rep in ctx.complete_reps(e, variant)]
+    if not any(drops for _, drops, _ in reps) or any(table is None for _, _, table in reps):
         return None
     backlog, slots = ctx.config(e, variant, "network.tcp.somaxconn"), ctx.config(e, variant, "server.max_connections")
     parts, all_at_accept = [], True
-    for rep, table in tables:
-        drops = float(rep.summary.get("syn_drops") or 0)
+    for rep, drops, table in reps:
         overflows = float(table["listen_overflows"].iloc[-1] - table["listen_overflows"].iloc[0])
         all_at_accept &= overflows == drops
         parts.append(f"repetition {rep.rep}: {drops:,.0f} dropped, {overflows:,.0f} of them accept-queue overflows, "
@@ -689,17 +687,19 @@ def _realistic_largest_why(ctx: Context, variant: str):
     first_byte, transfer = split
     text = (f"{VARIANT_NAMES[variant]}'s largest 1% waited {first_byte:.2f} s for the first byte of the try that "
             f"completed and took {transfer:.2f} s after it (ttfb_largest_1pct_mean)")
+    # (J)'s network and users as the run had them (Table 2: 100 ms, 5%, abort after 7 s).
+    rtt_ms, loss = (ctx.config(e, variant, f"network.groups.wan.{key}") for key in ("rtt_ms", "loss"))
     size = ctx.mean(e, variant, "size_largest_1pct_mean")
     if not math.isnan(size):
-        alone = size / tcp_loss_throughput(REALISTIC_RTT_S, REALISTIC_LOSS)
-        text += (f"; at {REALISTIC_RTT_S * 1000:g} ms RTT and {REALISTIC_LOSS:.0%} loss one TCP connection carries "
+        alone = size / tcp_loss_throughput(rtt_ms / 1000, loss)
+        text += (f"; at {rtt_ms:g} ms RTT and {loss:.0%} loss one TCP connection carries "
                  f"their {size / 1000:.0f} KB in {alone:.2f} s (Mathis et al. 1997)")
     retried = ctx.mean(e, variant, "retried_largest_1pct_share")
     if not math.isnan(retried):
         text += (f"; {retried:.0%} of them completed only on a retry, each aborted try adding "
-                 f"{REALISTIC_ABORT_S:g} s (retried_largest_1pct_share)")
-    patient = (ctx.mean("realistic-why", f"{variant}-patient", "response_largest_1pct_mean")
-               if ctx.has("realistic-why") else math.nan)
+                 f"{ctx.config(e, variant, 'workload.abort_after_s'):g} s (retried_largest_1pct_share)")
+    # NaN until `realistic-why` is published.
+    patient = ctx.mean("realistic-why", f"{variant}-patient", "response_largest_1pct_mean")
     if math.isnan(patient):
         return unexplained(f"{text}; no run isolates the retries yet (`realistic-why`)")
     text += f"; with patient users (no abort, `realistic-why`) they took {patient:.2f} s"
@@ -717,8 +717,7 @@ def _realistic_largest_ratio_why(ctx: Context):
     text = (f"FAIR's uplink FIFO dropped {counts['fair'][0]:,.0f} packets a run against {counts['srpt'][0]:,.0f} in "
             f"SRPT's bands (uplink_drops), with {counts['fair'][1]:,.0f} retransmission timeouts against "
             f"{counts['srpt'][1]:,.0f} (rto_timeouts)")
-    longer = (ctx.mean("realistic-why", "fair-queue1000", "response_largest_1pct_mean")
-              if ctx.has("realistic-why") else math.nan)
+    longer = ctx.mean("realistic-why", "fair-queue1000", "response_largest_1pct_mean")
     if math.isnan(longer):
         return unexplained(f"{text}; no run isolates the FIFO yet (`realistic-why`)")
     ratio = ctx.mean(e, "srpt", "response_largest_1pct_mean") / longer

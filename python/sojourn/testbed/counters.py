@@ -111,6 +111,12 @@ def tx_bytes(net_dev: str, dev: str) -> int:
     raise KeyError(f"no interface {dev} in /proc/net/dev")
 
 
+def counter_columns(stats: dict[str, int], columns: dict[str, tuple[str, ...]]) -> dict[str, int]:
+    """Each column of ``columns`` (KERNEL_COUNTERS, CLIENT_COUNTERS): the sum of its named
+    counters in ``stats`` (:func:`parse_proc_net_stats`), 0 for a counter the kernel lacks."""
+    return {column: sum(stats.get(name, 0) for name in names) for column, names in columns.items()}
+
+
 def client_counts(pids) -> dict[str, int | str]:
     """:data:`CLIENT_COUNTERS`, read through the first of ``pids`` (processes in the clients'
     namespace) whose /proc still answers; blank when none does (before the load generator
@@ -119,7 +125,7 @@ def client_counts(pids) -> dict[str, int | str]:
         stats = parse_proc_net_stats(_read(f"/proc/{pid}/net/netstat")) | parse_proc_net_stats(
             _read(f"/proc/{pid}/net/snmp"))
         if stats:
-            return {column: sum(stats.get(name, 0) for name in names) for column, names in CLIENT_COUNTERS.items()}
+            return counter_columns(stats, CLIENT_COUNTERS)
     return dict.fromkeys(CLIENT_COUNTERS, "")
 
 
@@ -326,7 +332,7 @@ class CounterSampler:
         net = self.proc_net
         stats = parse_proc_net_stats(_read(f"{net}/netstat")) | parse_proc_net_stats(_read(f"{net}/snmp"))
         row: dict[str, float] = sockets.census()
-        row |= {column: sum(stats.get(name, 0) for name in names) for column, names in KERNEL_COUNTERS.items()}
+        row |= counter_columns(stats, KERNEL_COUNTERS)
         # The router's count first: a SYN-ACK delivered by then was sent before the server's
         # count is read, so a sample never has more delivered than sent.
         row |= handshakes.handshake_counts(self.router_ns, self.ns)
