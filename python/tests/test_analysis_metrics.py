@@ -86,6 +86,13 @@ def test_summary(reqs):
     retried = analysis.summarize(reqs.assign(size=reqs["size"].replace(1000, 50000)), link_bps=8000, duration_s=3.0)
     assert (retried["size_largest_1pct_mean"], retried["retried_largest_1pct_share"]) == (50000, 1.0)
     assert retried["response_largest_1pct_mean"] == pytest.approx(2.0)
+    # Requests 3 (100 B) and 4 (500 B) never completed; neither reaches the 99th percentile of
+    # the sizes asked (9640 B, between 1000 and 10000). Made as large as request 2, 4 does.
+    assert (s["incomplete_largest_1pct_share"], s["incomplete_size_median"]) == (0.0, 300)
+    large = analysis.summarize(reqs.assign(size=reqs["size"].replace(500, 10000)), link_bps=8000, duration_s=3.0)
+    assert (large["incomplete_largest_1pct_share"], large["incomplete_size_median"]) == (0.5, 5050)
+    everything = analysis.summarize(reqs.assign(outcome="ok", completed=True), link_bps=8000, duration_s=3.0)
+    assert math.isnan(everything["incomplete_largest_1pct_share"])
     # 004 Fig. 2's split at 10 KiB: all three completed responses are below it.
     assert s["response_mean_small"] == pytest.approx(0.8) and math.isnan(s["response_mean_large"])
     assert s["response_share_within_10ms"] == 0.0  # 0.1, 2.0 and 0.3 s

@@ -110,6 +110,10 @@ def test_addresses_names_and_knobs():
     # The RTO's backoff cap only when asked for: the sysctl is missing before Linux 6.15.
     assert "net.ipv4.tcp_rto_max_ms" not in knobs.sysctls()
     assert TcpKnobs(rto_max_ms=1000).sysctls()["net.ipv4.tcp_rto_max_ms"] == "1000"
+    # RACK-TLP is Linux's own unless turned off, when both of its sysctls go to 0.
+    assert "net.ipv4.tcp_recovery" not in knobs.sysctls()
+    assert {k: v for k, v in TcpKnobs(rack_tlp=False).sysctls().items() if k.endswith(("recovery", "early_retrans"))} \
+        == {"net.ipv4.tcp_recovery": "0", "net.ipv4.tcp_early_retrans": "0"}
 
 
 def test_emulator_document_and_the_engine_agree_on_keys(tmp_path):

@@ -409,7 +409,7 @@ def stream_to_a_client(tb: Testbed, port: int, seconds: int) -> dict:
 
 def test_counters_record_uplink_traffic_accept_queue_and_listen_drops(tmp_path):
     with Testbed(TestbedConfig(prefix="sjtbh", tcp=TcpKnobs(somaxconn=4, syn_backlog=4, orphan_retries=40,
-                                                                rto_max_ms=2000))) as tb:
+                                                                rto_max_ms=2000, rack_tlp=False))) as tb:
         path = tmp_path / "counters.csv"
         tb.start_counters(path, interval_s=0.2)
         # A process spinning in the server namespace: runnable in the samples it spans.
@@ -462,6 +462,8 @@ def test_counters_record_uplink_traffic_accept_queue_and_listen_drops(tmp_path):
     assert description["sysctls"][tb.server_ns]["net.core.somaxconn"] == "4"
     assert description["sysctls"][tb.server_ns]["net.ipv4.tcp_orphan_retries"] == "40"
     assert description["sysctls"][tb.server_ns]["net.ipv4.tcp_rto_max_ms"] == "2000"
+    assert description["sysctls"][tb.client_ns]["net.ipv4.tcp_recovery"] == "0"
+    assert description["sysctls"][tb.server_ns]["net.ipv4.tcp_early_retrans"] == "0"
     assert "htb" in description["qdisc"]
 
 

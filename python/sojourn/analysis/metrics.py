@@ -42,6 +42,19 @@ def largest_share_mean(requests: pd.DataFrame, share: float = 0.01, column: str 
     return float(done[column].to_numpy()[order].mean())
 
 
+def incomplete_by_size(requests: pd.DataFrame) -> dict:
+    """Which requests never completed, by size: the share of them at least as large as the
+    99th percentile of all requested sizes, and their median size (000 §5.1 (J): about 0.2%
+    never complete "under both" FAIR and SRPT; whether SRPT's are the largest, starved past
+    every abort, or FAIR's spread over all sizes, as lost handshakes are, these tell)."""
+    missing = requests.loc[~requests["completed"], "size"]
+    if missing.empty:
+        return {"incomplete_largest_1pct_share": math.nan, "incomplete_size_median": math.nan}
+    cutoff = requests["size"].quantile(0.99)
+    return {"incomplete_largest_1pct_share": float((missing >= cutoff).mean()),
+            "incomplete_size_median": float(missing.median())}
+
+
 def fd_exhausted(requests: pd.DataFrame) -> dict:
     """Requests whose last attempt could not open a connection for want of a file
     descriptor (EMFILE, os error 24): the load generator's limit, not the server's doing
@@ -98,6 +111,7 @@ def summarize(requests: pd.DataFrame, link_bps: float | None = None, duration_s:
         "gave_up": outcomes["gave_up"],
         "refused": outcomes["refused"],
         "retried_requests": int((requests["attempts"] > 1).sum()),
+        **incomplete_by_size(requests),
         **fd_exhausted(requests),
         "outcomes": outcomes,
         **_percentiles(response, "response"),

@@ -43,7 +43,7 @@ def testbed_config(config: dict, prefix: str = CHECK_PREFIX) -> TestbedConfig:
                      initcwnd=tcp["initcwnd"] or None, cwnd_clamp=tcp["cwnd_clamp"] or None,
                      rto_min_ms=tcp["rto_min_ms"] or None, rto_max_ms=tcp["rto_max_ms"] or None,
                      initial_rto_ms=tcp["initial_rto_ms"] or None,
-                     orphan_retries=tcp["orphan_retries"] or None)
+                     orphan_retries=tcp["orphan_retries"] or None, rack_tlp=tcp["rack_tlp"])
     groups = [WanGroup(name=g["name"], clients=g["addresses"], rtt_ms=g["rtt_ms"], jitter_ms=g["jitter_ms"],
                        loss=g["loss"], loss_model=g["loss_model"], mtu=g["mtu"])
               for g in network["groups"]] or [WanGroup(name="lan", clients=1)]

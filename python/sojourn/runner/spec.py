@@ -181,6 +181,10 @@ SCHEMA: dict[str, Any] = {
             "initial_rto_ms": _k(int, 0, "initial RTO in ms of the server's and clients' sockets (0 = Linux's 1 s; "
                                          "000 Table 2 (F): 3000 in the baseline), by cgroup BPF (docs/testbed.md)",
                                  minimum=0, maximum=120_000),
+            "rack_tlp": _k(bool, True, "today's loss recovery beyond NewReno: RACK's time-based loss detection and "
+                                       "its tail loss probe (RFC 8985); false: neither (net.ipv4.tcp_recovery and "
+                                       "tcp_early_retrans 0), as in the papers' kernels, so a short response's lost "
+                                       "segment waits out a retransmission timeout"),
             "orphan_retries": _k(int, 0, "probes a socket its process closed with bytes unsent may send unanswered "
                                          "before the kernel drops it (net.ipv4.tcp_orphan_retries; 0 = Linux's 8)",
                                  minimum=0, maximum=255),

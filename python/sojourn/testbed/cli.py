@@ -90,6 +90,8 @@ def register(parser: argparse.ArgumentParser) -> None:
     up.add_argument("--rto-min-ms", type=int, help="minimum RTO in ms (route metric)")
     up.add_argument("--rto-max-ms", type=int,
                     help="the most backoff may take the RTO to, in ms (net.ipv4.tcp_rto_max_ms, 1000..120000)")
+    up.add_argument("--no-rack-tlp", action="store_true",
+                    help="no RACK loss detection or tail loss probe (RFC 8985), as in the papers' kernels")
     up.add_argument("--emulator", choices=("auto", "on", "off"), default="auto",
                     help="run the WAN emulator: auto = when a group has WAN conditions")
     up.add_argument("--seed", type=int, default=1, help="emulator random seed")
@@ -108,7 +110,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         tcp = TcpKnobs(congestion=args.congestion, sack=not args.no_sack, timestamps=not args.no_timestamps, syncookies=args.syncookies,
                        syn_backlog=args.syn_backlog, somaxconn=args.somaxconn, initcwnd=args.initcwnd,
                        cwnd_clamp=args.cwnd_clamp, rto_min_ms=args.rto_min_ms,
-                       rto_max_ms=args.rto_max_ms)
+                       rto_max_ms=args.rto_max_ms, rack_tlp=not args.no_rack_tlp)
         cfg = TestbedConfig(prefix=args.prefix, link_bps=args.link, queue_bytes=args.queue_bytes,
                             queue_packets=args.queue_packets, bands=args.bands,
                             groups=tuple(args.group or [WanGroup(name="g0")]), tcp=tcp,

@@ -151,6 +151,12 @@ class TcpKnobs:
     # 0, which means 8). A probe that a full local queue refuses counts, and the next one
     # follows 0.5 s later (TCP_RESOURCE_PROBE_INTERVAL), so 8 last about 4 s.
     orphan_retries: int | None = None
+    # Today's loss recovery beyond NewReno: RACK (RFC 8985's time-based loss detection, which
+    # lets a response too short for three duplicate ACKs retransmit without a timeout) and
+    # its tail loss probe. False sets net.ipv4.tcp_recovery and tcp_early_retrans to 0, as
+    # the papers' kernels had neither (000 §2: Linux 2.2.16): a lost segment that no three
+    # duplicate ACKs follow waits out a retransmission timeout.
+    rack_tlp: bool = True
 
     def __post_init__(self) -> None:
         _check(self.congestion in CONGESTION_CONTROLS,
@@ -181,7 +187,8 @@ class TcpKnobs:
             "net.ipv4.tcp_max_syn_backlog": str(self.syn_backlog),
             "net.core.somaxconn": str(self.somaxconn),
         } | ({"net.ipv4.tcp_orphan_retries": str(self.orphan_retries)} if self.orphan_retries is not None else {}) \
-          | ({"net.ipv4.tcp_rto_max_ms": str(self.rto_max_ms)} if self.rto_max_ms is not None else {})
+          | ({"net.ipv4.tcp_rto_max_ms": str(self.rto_max_ms)} if self.rto_max_ms is not None else {}) \
+          | ({} if self.rack_tlp else {"net.ipv4.tcp_recovery": "0", "net.ipv4.tcp_early_retrans": "0"})
 
     def route_metrics(self) -> list[str]:
         """`ip route` arguments for the per-route knobs."""

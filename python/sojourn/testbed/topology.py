@@ -306,7 +306,7 @@ class Testbed:
         # 6.15 on), and the kernel's own values that shape a run.
         keys = list(dict.fromkeys([*self.config.tcp.sysctls(), *(self.config.client_tcp or self.config.tcp).sysctls(),
                                    "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem", "net.ipv4.tcp_orphan_retries",
-                                   "net.ipv4.tcp_retries2"]))
+                                   "net.ipv4.tcp_retries2", "net.ipv4.tcp_recovery", "net.ipv4.tcp_early_retrans"]))
         return {
             "config": asdict(self.config),
             "namespaces": {"server": self.server_ns, "client": self.client_ns, "router": self.router_ns},
