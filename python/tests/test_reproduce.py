@@ -1611,3 +1611,13 @@ def test_realistic_misses_are_put_down_to_a_factor_only_once_a_run_isolates_it(t
     mean = _the_row(paper, tmp_path, "realistic", "SRPT mean response time")
     assert mean.reason() == "measured" and "how load is counted in (J)" in mean.why_text()
     assert "the paper's 0.764 lies between the two" in mean.why_text()
+    # On bodies 0.411 s closes a quarter of the gap: no reason, until the papers' TCP (no
+    # RACK-TLP, an initial window of 2) brings it within 2x, closing most of it.
+    shutil.rmtree(why / "srpt-body")
+    _publish_as(srpt_rep, why, "srpt-body", response_mean=0.411)
+    mean = _the_row(paper, tmp_path, "realistic", "SRPT mean response time")
+    assert mean.reason() == "unexplained" and "(`srpt-body`) 0.411, 25% of the gap closed" in mean.why_text()
+    _publish_as(srpt_rep, why, "srpt-no-rack-tlp", response_mean=0.45)
+    _publish_as(srpt_rep, why, "srpt-2000-tcp", response_mean=0.7)
+    mean = _the_row(paper, tmp_path, "realistic", "SRPT mean response time")
+    assert mean.reason() == "measured" and "`srpt-2000-tcp`: the second is 0.92x the paper's" in mean.why_text()
