@@ -1338,6 +1338,22 @@ def test_points_shorter_than_the_papers_are_compressed_and_say_so(tmp_path):
     assert Context(paper, tmp_path).run_length("loss") == "levels of 630 s (30 s warm-up)"
 
 
+def test_the_doc_counts_the_attempts_the_guard_ran_again(tmp_path):
+    """000 (J): FAIR's repetition 0 took three recorded attempts the emulator made late before
+    a valid one; the doc says how many attempts of how many repetitions, and which bounds they
+    broke, and says nothing of an experiment none of whose repetitions were run again."""
+    paper = load_paper("000")
+    shutil.copytree(DOCS / "000" / "realistic", tmp_path / "000" / "realistic")
+    text = markdown(paper, Context(paper, tmp_path), [])
+    (line,) = [line for line in text.splitlines() if line.startswith("- `realistic`: ")]
+    records = sorted((tmp_path / "000" / "realistic").glob("*/*/attempts.json"))
+    attempts = sum(len(json.loads(path.read_text())) for path in records)
+    assert f"{attempts} attempt(s) of {len(records)} of its 6 repetitions" in line and "emulator_late_p99_s" in line
+    for path in records:
+        path.unlink()
+    assert "Attempts the fidelity guard" not in markdown(paper, Context(paper, tmp_path), [])
+
+
 def test_a_publication_is_restored_for_a_spec_given_a_new_variant(tmp_path):
     """A campaign whose spec gained a variant goes on from its publication: the published
     repetitions of the unchanged runs are restored (and --list counts them); a run whose

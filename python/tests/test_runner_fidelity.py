@@ -381,6 +381,10 @@ def test_a_repetition_that_stays_disturbed_is_left_invalid_and_redone_by_the_nex
     seen = []
     run_experiment(load_spec(path), tmp_path / "results", prefix="sjfh", on_event=lambda kind, data: seen.append(data))
     assert {"run": "run", "rep": 0, "index": 1, "total": 1, "skipped": False} in seen
+    # Its record holds both invocations' attempts, the earlier first.
+    attempts = json.loads((directory / "attempts.json").read_text())
+    assert len(attempts) == 2 and attempts[0]["started"] < attempts[1]["started"]
+    assert (directory / "attempt-1-counters.csv").is_file()
 
 
 @root_only

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import re
+from collections import Counter
 from pathlib import Path
 
 from sojourn.reproduce import CSV_COLUMNS, REPO, Context, Paper
@@ -145,6 +147,29 @@ def _guard_lines(paper: Paper, ctx: Context) -> list[str]:
             "against its own):", ""] + lines
 
 
+def _redo_lines(paper: Paper, ctx: Context) -> list[str]:
+    """The attempts the fidelity guard found invalid and had run again, per experiment: how
+    many, of how many published repetitions, and the bound each broke (attempts.json), so a
+    table that took many tries says so."""
+    from sojourn.runner.points import ATTEMPTS
+    lines = []
+    for entry in paper.experiments:
+        voided = [attempt for rep in ctx.reps(entry.name) if rep.has(ATTEMPTS)
+                  for attempt in json.loads(rep.text(ATTEMPTS))]
+        if not voided:
+            continue
+        broke = Counter(violation.split()[0] for attempt in voided
+                        for violation in (attempt.get("fidelity") or {}).get("violations") or ["unrecorded"])
+        tried = sum(1 for rep in ctx.reps(entry.name) if rep.has(ATTEMPTS))
+        lines.append(f"- `{entry.name}`: {len(voided)} attempt(s) of {tried} of its {len(ctx.reps(entry.name))} "
+                     f"repetitions; the bounds they broke: "
+                     + ", ".join(f"{measure} {count}" for measure, count in broke.most_common()))
+    if not lines:
+        return []
+    return ["", "Attempts the fidelity guard found disturbed and ran again (each repetition's attempts.json keeps "
+            "their records; only a valid attempt counts in the rows):", ""] + lines
+
+
 def figure_run(caption: str) -> str:
     """The run a figure of one run draws: the report captions those "RUN: ..."."""
     return caption.split(":", 1)[0]
@@ -165,6 +190,7 @@ def markdown(paper: Paper, ctx: Context, rows: list[Row], beside: list[tuple[str
     lines += _experiments_table(paper, ctx)
     lines += _time_scale_lines(paper, ctx)
     lines += _guard_lines(paper, ctx)
+    lines += _redo_lines(paper, ctx)
     if beside:
         lines += ["", "## The paper's printed values beside ours", ""]
         for file, caption in beside:

@@ -5,7 +5,8 @@ or as a Ray task on another node).
 Guarantees: :func:`run_point` clears what an earlier attempt left of the point's
 directory, makes the run's inputs, runs the repetition, and while the fidelity guard finds
 it ``invalid`` runs it again at once (up to ``collect.fidelity.redo`` times), keeping each
-invalid attempt's fidelity record in ``attempts.json``; it returns the final state. No
+invalid attempt's fidelity record in ``attempts.json`` (an earlier invocation's too, so a
+repetition redone over several sittings keeps every try); it returns the final state. No
 redo starts after the deadline a campaign gave (``stop_at``): the invalid repetition is left
 for the next run, which does it whole.
 """
@@ -85,10 +86,11 @@ def run_point(point: Point, directory: Path, spec_text: str, prefix: str,
     once while the fidelity guard finds it ``invalid`` and ``stop_at`` has not passed; returns
     the final state, :data:`NOT_STARTED` for an invalid one the deadline left undone (its
     directory stays invalid, so the next run of the experiment does it)."""
-    attempts: list[dict] = []
     # Each invalid attempt's kernel and machine counters, kept beside the attempt that counts
-    # (attempt-N-counters.csv), so whether the guard's verdict was deserved can be read later.
-    counters: list[str] = []
+    # (attempt-N-counters.csv), so whether the guard's verdict was deserved can be read later;
+    # those an earlier invocation left (a deadline stopped it, or its publication was
+    # restored) come first, so a repetition's record holds every try it took.
+    attempts, counters = earlier_attempts(point.directory)
     redo = point.run.config["collect"]["fidelity"]["redo"]
     for attempt in range(redo + 1):
         start_point(point, spec_text, on_event)
@@ -117,6 +119,19 @@ def run_point(point: Point, directory: Path, spec_text: str, prefix: str,
             break
     _keep_attempts(point.directory, attempts, counters)
     return NOT_STARTED if attempt < redo else "invalid"
+
+
+def earlier_attempts(directory: Path) -> tuple[list[dict], list[str]]:
+    """The invalid attempts (and their counters, "" where none were sampled) an earlier
+    invocation recorded in ``directory``'s attempts.json, the one it left there last among
+    them; none for a directory that holds none."""
+    path = directory / ATTEMPTS
+    if not path.is_file():
+        return [], []
+    attempts = json.loads(path.read_text())
+    counters = [(directory / f"attempt-{number}-counters.csv").read_text()
+                if (directory / f"attempt-{number}-counters.csv").is_file() else "" for number in range(len(attempts))]
+    return attempts, counters
 
 
 def _keep_attempts(directory: Path, attempts: list[dict], counters: list[str]) -> None:
