@@ -154,14 +154,14 @@ def _redo_lines(paper: Paper, ctx: Context) -> list[str]:
     from sojourn.runner.points import ATTEMPTS
     lines = []
     for entry in paper.experiments:
-        voided = [attempt for rep in ctx.reps(entry.name) if rep.has(ATTEMPTS)
-                  for attempt in json.loads(rep.text(ATTEMPTS))]
+        reps = ctx.reps(entry.name)
+        records = [json.loads(rep.text(ATTEMPTS)) for rep in reps if rep.has(ATTEMPTS)]
+        voided = [attempt for record in records for attempt in record]
         if not voided:
             continue
         broke = Counter(violation.split()[0] for attempt in voided
                         for violation in (attempt.get("fidelity") or {}).get("violations") or ["unrecorded"])
-        tried = sum(1 for rep in ctx.reps(entry.name) if rep.has(ATTEMPTS))
-        lines.append(f"- `{entry.name}`: {len(voided)} attempt(s) of {tried} of its {len(ctx.reps(entry.name))} "
+        lines.append(f"- `{entry.name}`: {len(voided)} attempt(s) of {len(records)} of its {len(reps)} "
                      f"repetitions; the bounds they broke: "
                      + ", ".join(f"{measure} {count}" for measure, count in broke.most_common()))
     if not lines:

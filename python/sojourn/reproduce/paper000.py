@@ -653,12 +653,12 @@ def _factors_why(ctx: Context, e: str, variant: str, key: str, paper_value: floa
     ran = [(run, words, value) for run, words, value in ran if not math.isnan(value)]
     if math.isnan(ours) or not ran:
         return None
-    moved = "; ".join(f"with {words} (`{run}`) {value:.3g}, {gap_closed(paper_value, ours, value):.0%} of the gap "
-                      f"closed" for run, words, value in ran)
+    closed = {run: gap_closed(paper_value, ours, value) for run, _, value in ran}
+    moved = "; ".join(f"with {words} (`{run}`) {value:.3g}, {closed[run]:.0%} of the gap closed"
+                      for run, words, value in ran)
     text = (f"{VARIANT_NAMES[variant]}'s {ours:.3g} against the paper's {paper_value:.3g}, one factor at a time in "
             f"`{study}` ({ctx.run_length(study)}, one repetition each, log scale): {moved}")
-    placed = [(gap_closed(paper_value, ours, value), run, _factor_placement(paper_value, ours, value))
-              for run, _, value in ran]
+    placed = [(closed[run], run, _factor_placement(paper_value, ours, value)) for run, _, value in ran]
     placed = [p for p in placed if p[2]]
     if not placed:
         return unexplained(f"{text}; none accounts for the miss")
@@ -794,7 +794,8 @@ def _realistic_largest_ratio_why(ctx: Context):
                / ctx.mean("realistic-why", "fair-patient", "response_largest_1pct_mean"))
     if not math.isnan(patient):
         text += f"; with patient users (no abort) SRPT / FAIR was {patient:.2f}"
-    return measured(text) if max(ratio, 0 if math.isnan(patient) else patient) >= 1 else unexplained(text)
+    # NaN (no patient runs) compares false.
+    return measured(text) if ratio >= 1 or patient >= 1 else unexplained(text)
 
 
 def _range_rows(ctx: Context, e: str, factor: tuple[float, float], words: str,
