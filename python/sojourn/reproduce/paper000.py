@@ -68,8 +68,8 @@ EXPERIMENTS = [
           spec=_spec("mtu-body"), of_paper=False, most_testbeds=3),
     Entry("realistic", "(J) realistic set-up (Fig. 11)", spec=_spec("realistic")),
     Entry("realistic-why", "why (J)'s means and largest 1% differ from the paper's: load counted on bodies, patient "
-          "users (no abort), FAIR with a 1000-packet FIFO, and SRPT with the papers' TCP (no RACK-TLP, an initial "
-          "window of 2)", spec=_spec("realistic-why"), of_paper=False),
+          "users (no abort), FAIR with a 1000-packet FIFO, SRPT with the papers' TCP (no RACK-TLP, an initial "
+          "window of 2), and both with 5% loss at both hosts (9.75% a direction)", spec=_spec("realistic-why"), of_paper=False),
     Entry("workloads", "W1-W10, baseline set-up (Fig. 12)", spec=_spec("workloads")),
     Entry("workloads-body", "why SRPT's means over W1-W10 fall below the paper's: load counted on bodies",
           spec=_spec("workloads-body"), of_paper=False),
@@ -638,7 +638,9 @@ REALISTIC_FACTORS = {
     "srpt": (("srpt-body", "load counted on bodies"),
              ("srpt-no-rack-tlp", "no RACK loss detection or tail loss probe (RFC 8985), as the papers' kernels"),
              ("srpt-iw2", "an initial window of 2 segments (RFC 2581), not 10"),
-             ("srpt-2000-tcp", "both, the papers' TCP")),
+             ("srpt-2000-tcp", "both, the papers' TCP"),
+             ("srpt-loss-both-hosts", "5% loss at both hosts, 9.75% a direction (000 §5.1's loss module in the "
+                                      "clients' and the server's stacks)")),
 }
 
 
