@@ -684,10 +684,6 @@ def _give_the_server_its_quota(counters: pd.DataFrame) -> None:
      "the paper's own 0.44% is inside our 90% interval", "dwfs-users=60",
      _in_summary(lambda summary: [c.update(drop_rate=0.02)
                                   for c in summary["sessions"]["classes"] if c["name"] == "gold"])),
-    # 001 §6.1: at infinite demand sojourn's waits returned about 200 events (the fixed Flash
-    # 1.6), its one worker CPU-bound; no longer so once it had half a CPU to spare.
-    ("001", "capacity", "sojourn: mean ready events per epoll_wait at infinite demand", "same direction beyond 2x",
-     "saturated, it found ready at each wait", "sojourn", _in_counters(lambda c: c.__setitem__("server_cpu", 0.5))),
     # 001 Fig. 18: persistent connections' transfer after the first byte was 3% of the
     # unclamped mean, leaving a clamp little to act on; no longer so once it is half.
     ("001", "cwnd", "persistent: mean latency unclamped / with the best clamp", "same direction beyond 2x",
@@ -1477,16 +1473,41 @@ def test_the_clamps_trade_and_the_empty_link_are_said_only_while_the_published_p
     assert "That is the paper's trade" not in persistent_item()
 
 
-def test_a_row_with_a_timing_of_its_own_is_compressed_alone(tmp_path):
-    """001's capacity run measures a capacity (no timing in the paper) and the ready events per
-    epoll_wait, which 001 §6.1 counted over half an hour: one 60-s level makes that row alone
-    compressed, its note saying against what; the capacity rows stay at the paper's scale."""
+def _capacity_published_as_events(tmp_path: Path) -> Path:
+    """001's capacity publication (60-s levels, before `events` held them for 30 minutes)
+    copied as the `events` experiment: a run of the same load at a shorter level."""
+    events = tmp_path / "001" / "events"
+    shutil.copytree(DOCS / "001" / "capacity", events)
+    return events
+
+
+def test_a_row_with_a_timing_of_its_own_is_compressed_at_a_shorter_level(tmp_path):
+    """001 §6.1 counted the ready events per epoll_wait over half an hour, so a 60-s level makes
+    that row compressed, its note saying against what; the capacity rows, which have no timing
+    in the paper, are at the paper's scale with 60-s levels."""
     paper = load_paper("001")
     shutil.copytree(DOCS / "001" / "capacity", tmp_path / "001" / "capacity")
-    events = _the_row(paper, tmp_path, "capacity", "sojourn: mean ready events per epoll_wait")
+    _capacity_published_as_events(tmp_path)
+    events = _the_row(paper, tmp_path, "events", "sojourn: mean ready events per epoll_wait")
     assert events.scale == "compressed"
     assert "compressed: workload.level_s 60 s against 1800; the paper: Figs. 13-14's events" in events.note
     assert _the_row(paper, tmp_path, "capacity", "sojourn / apache2 infinite-demand capacity").scale == "paper"
+
+
+def test_a_saturated_event_loop_explains_its_batches_only_while_its_worker_is_saturated(tmp_path):
+    """001 §6.1: at infinite demand sojourn's waits returned about 200 events (the fixed Flash
+    1.6), its one worker CPU-bound: the measured reason; no longer so once it had half a CPU
+    to spare."""
+    paper = load_paper("001")
+    events = _capacity_published_as_events(tmp_path)
+    claim = "sojourn: mean ready events per epoll_wait at infinite demand"
+    row = _the_row(paper, tmp_path, "events", claim)
+    assert row.verdict() == "same direction beyond 2x" and row.reason() == "measured"
+    assert "saturated, it found ready at each wait" in row.why_text()
+    for rep in events.glob("sojourn/*/"):
+        _in_counters(lambda c: c.__setitem__("server_cpu", 0.5))(rep)
+    row = _the_row(paper, tmp_path, "events", claim)
+    assert row.verdict() == "same direction beyond 2x" and row.reason() == "unexplained"
 
 
 def _as_if_run_with_the_spec_now(published: Path, spec: Path) -> None:
