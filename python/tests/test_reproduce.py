@@ -1612,6 +1612,14 @@ def _publish_as(source: Path, experiment_dir: Path, run: str, **summary_values):
         (rep / name).write_text(json.dumps(data))
 
 
+def _meta_as(source: Path, experiment_dir: Path) -> None:
+    """``experiment_dir``'s meta.json made from the published experiment ``source``'s: a
+    publication of 000's experiment of that directory's name, not made yet."""
+    meta = json.loads((source / "meta.json").read_text())
+    (experiment_dir / "meta.json").write_text(json.dumps({**meta, "experiment": experiment_dir.name,
+                                                          "spec": f"experiments/000/{experiment_dir.name}.toml"}))
+
+
 def test_loss_misses_are_put_down_to_loss_met_at_both_hosts_only_once_a_run_moves_them_to_the_papers(tmp_path):
     """000 (C): SRPT's mean at 5% loss was 0.411 s against the paper's 0.93 s and at 15% 1.46 s
     against its "more than 4 s" (time-compressed `loss`). The loss met at both hosts (9.75% and
@@ -1626,9 +1634,7 @@ def test_loss_misses_are_put_down_to_loss_met_at_both_hosts_only_once_a_run_move
     srpt_rep = DOCS / "000" / "loss" / "srpt-loss=0.05" / "0"
     _publish_as(srpt_rep, why, "srpt-loss5-both-hosts", response_mean=1.05)
     _publish_as(srpt_rep, why, "srpt-loss15-both-hosts", response_mean=1.6)
-    meta = json.loads((DOCS / "000" / "loss" / "meta.json").read_text())
-    (why / "meta.json").write_text(json.dumps({**meta, "experiment": "loss-both-hosts",
-                                               "spec": "experiments/000/loss-both-hosts.toml"}))
+    _meta_as(DOCS / "000" / "loss", why)
     row = _the_row(paper, tmp_path, "loss", at5)
     assert row.reason() == "measured" and "with the 5% loss met at both hosts, 9.75% a direction" in row.why_text()
     assert "`srpt-loss5-both-hosts`: " in row.why_text()
@@ -1650,9 +1656,7 @@ def test_srpts_fewer_incompletes_in_j_are_put_down_to_the_loss_only_where_its_ru
     assert "no run isolates why their share differs" in row.why_text()
     why = tmp_path / "000" / "realistic-why"
     _publish_as(DOCS / "000" / "realistic" / "srpt" / "1", why, "srpt-loss-both-hosts", incomplete=330, requests=133005)
-    meta = json.loads((DOCS / "000" / "realistic" / "meta.json").read_text())
-    (why / "meta.json").write_text(json.dumps({**meta, "experiment": "realistic-why",
-                                               "spec": "experiments/000/realistic-why.toml"}))
+    _meta_as(DOCS / "000" / "realistic", why)
     row = _the_row(paper, tmp_path, "realistic", claim)
     assert row.reason() == "measured" and "(`realistic-why`, `srpt-loss-both-hosts`) 0.248% never completed" in row.why_text()
     assert "the paper's 0.002 lies between the two" in row.why_text()
@@ -1687,9 +1691,7 @@ def test_realistic_misses_are_put_down_to_a_factor_only_once_a_run_isolates_it(t
     _publish_as(fair_rep, why, "fair-queue1000", response_largest_1pct_mean=6.0)
     _publish_as(fair_rep, why, "fair-body", response_mean=2.0)
     _publish_as(srpt_rep, why, "srpt-body", response_mean=0.9)
-    meta = json.loads((DOCS / "000" / "realistic" / "meta.json").read_text())
-    (why / "meta.json").write_text(json.dumps({**meta, "experiment": "realistic-why",
-                                               "spec": "experiments/000/realistic-why.toml"}))
+    _meta_as(DOCS / "000" / "realistic", why)
     fair, srpt, ratio = rows()
     assert fair.reason() == "measured" and "with patient users (no abort, `realistic-why`) they took 3.10 s" in fair.why_text()
     assert srpt.reason() == "unexplained"  # 5.0 s is beyond 2x the paper's 2.28 s
