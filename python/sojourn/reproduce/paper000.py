@@ -61,6 +61,8 @@ EXPERIMENTS = [
     Entry("abort", "(H) user abort and retry (Fig. 10 H)", spec=_spec("abort")),
     Entry("abort-retries", "(H) abort after 15 s with 2, 3 and 6 retries", spec=_spec("abort-retries")),
     Entry("abort-impatient", "(H) impatient users: abort after 3 s with 2 retries", spec=_spec("abort-impatient")),
+    Entry("abort-impatient-why", "why fewer of FAIR's requests never completed with impatient users than the "
+          "paper's 5%: 2 tries in all, as (J) counts its tries", spec=_spec("abort-impatient-why"), of_paper=False),
     # Five at once (the count measured for testbeds without the emulator) made every generator
     # late: lag p99 8.7-10.8 ms in all five first repetitions (28 Nov 2026), where `baseline`'s
     # five at 1500 bytes and one client address held 1.0-3.8 ms; three held 1.5-1.7 ms. Which of
