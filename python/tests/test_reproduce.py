@@ -1715,3 +1715,27 @@ def test_realistic_misses_are_put_down_to_a_factor_only_once_a_run_isolates_it(t
     _publish_as(srpt_rep, why, "srpt-2000-tcp", response_mean=0.7)
     mean = _the_row(paper, tmp_path, "realistic", "SRPT mean response time")
     assert mean.reason() == "measured" and "`srpt-2000-tcp`: the second is 0.92x the paper's" in mean.why_text()
+
+
+def test_fairs_few_impatient_incompletes_are_put_down_to_the_count_of_tries_only_where_two_tries_reach_5_percent(tmp_path):
+    """000 (H): 3.04% of FAIR's requests never completed with abort after 3 s and 2 retries,
+    against the paper's "more than 5 percent". With 2 tries in all (`abort-impatient-why`,
+    the way (J) counts "retries up to 3 times" as "aborted the full three times") a share
+    above 5% is the measured reason; one at or below it leaves the row unexplained, saying so."""
+    paper = load_paper("000")
+    for experiment in ("abort-impatient", "baseline"):
+        shutil.copytree(DOCS / "000" / experiment, tmp_path / "000" / experiment)
+    claim = "FAIR share of requests never completed, abort after 3 s and 2 retries"
+    row = _the_row(paper, tmp_path, "abort-impatient", claim)
+    assert row.verdict() == "missed" and row.reason() == "unexplained"
+    assert "no run isolates why fewer than 5% failed thrice" in row.why_text()
+    why = tmp_path / "000" / "abort-impatient-why"
+    _publish_as(DOCS / "000" / "abort-impatient" / "fair" / "0", why, "fair-two-tries", incomplete=9000, requests=130000)
+    _meta_as(DOCS / "000" / "abort-impatient", why)
+    row = _the_row(paper, tmp_path, "abort-impatient", claim)
+    assert row.reason() == "measured" and "(`abort-impatient-why`, `fair-two-tries`" in row.why_text()
+    assert "6.92% never completed: more than 5%" in row.why_text()
+    summary = why / "fair-two-tries" / "0" / "summary.json"
+    summary.write_text(json.dumps({**json.loads(summary.read_text()), "incomplete": 5200}))  # 4.0%
+    row = _the_row(paper, tmp_path, "abort-impatient", claim)
+    assert row.reason() == "unexplained" and "4.00% never completed, still 5% or fewer" in row.why_text()
