@@ -136,6 +136,17 @@ def per_rep_quotient(top: dict[int, float], bottom: dict[int, float]) -> dict[in
     return {rep: top[rep] / bottom[rep] for rep in sorted(set(top) & set(bottom)) if bottom[rep]}
 
 
+def past_one_in_every_repetition(ratios: dict[int, float]) -> str | None:
+    """Why a ratio above 1 in every repetition still misses a strict bound "> 1", in words to
+    follow what grew: the 90% t-interval of a few ratios this spread reaches below 1 (a strict
+    bound is met only by a whole interval, :func:`sojourn.reproduce.rows.bound_verdict`).
+    None unless there are two or more and every one exceeds 1."""
+    if len(ratios) < 2 or not all(r > 1 for r in ratios.values()):
+        return None
+    return (f"in every repetition ({', '.join(f'{r:.3g}' for r in ratios.values())} times); the 90% t-interval of "
+            f"{len(ratios)} ratios this spread reaches below 1")
+
+
 def quotient(top: dict[int, float], bottom: dict[int, float], runs: tuple = (), absent: str = "") -> Measure:
     """The mean and 90% interval of :func:`per_rep_quotient`."""
     return summarize(list(per_rep_quotient(top, bottom).values()), runs, absent)

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from sojourn.reproduce import Context, Entry, Paper, TimeScale, rows_of
+from sojourn.reproduce import Context, Entry, Paper, TimeScale, past_one_in_every_repetition, per_rep_quotient, rows_of
 from sojourn.reproduce.rows import Measure, Row, Why, bound, direction, measured, point
 from sojourn.runner.spec import run_name
 
@@ -252,14 +252,12 @@ def _every_repetition_grew_why(ctx: Context, e: str, runs: tuple[str, str]) -> W
     """Why a mean that grew with load in every repetition misses the strict bound: the 90%
     t-interval of a few ratios this spread reaches below 1. Measured when every repetition's
     ratio exceeds 1; the spread is the low load's mean, which varied between repetitions."""
-    from sojourn.reproduce import per_rep_quotient
     top, low = (ctx.per_rep(e, run, "response_mean") for run in runs)
-    ratios = per_rep_quotient(top, low)
-    if len(ratios) < 2 or not all(r > 1 for r in ratios.values()):
+    every = past_one_in_every_repetition(per_rep_quotient(top, low))
+    if every is None:
         return None
-    return measured(f"the mean grew in every repetition ({', '.join(f'{r:.3g}' for r in ratios.values())} times); the "
-                    f"90% t-interval of {len(ratios)} ratios this spread reaches below 1, their spread being the low "
-                    f"load's mean, {min(low.values()) * 1000:.2f}-{max(low.values()) * 1000:.2f} ms between "
+    return measured(f"the mean grew {every}, their spread being the low load's mean, "
+                    f"{min(low.values()) * 1000:.2f}-{max(low.values()) * 1000:.2f} ms between "
                     f"repetitions against {min(top.values()) * 1000:.1f}-{max(top.values()) * 1000:.1f} ms at the top")
 
 

@@ -14,7 +14,7 @@ from functools import partial
 import numpy as np
 from scipy import stats
 
-from sojourn.reproduce import Context, Entry, Paper, TimeScale, quotient, rows_of
+from sojourn.reproduce import Context, Entry, Paper, TimeScale, past_one_in_every_repetition, per_rep_quotient, quotient, rows_of
 from sojourn.reproduce.rows import Claim, Measure, Row, Why, bound, direction, measured, unexplained
 from sojourn.runner.spec import run_name
 
@@ -305,6 +305,19 @@ def _level_ratio(ctx: Context, entry: str, top: tuple[str, int | None], bottom: 
                     absent)
 
 
+def _cpu_grew_why(ctx: Context, entry: str, run: str) -> Why | None:
+    """Why the server's CPU, higher at the last level of users than at AT_USERS in every
+    repetition, misses the strict bound "> 1": measured, with the two levels' spread between
+    repetitions (server_cpu of summary.json's levels)."""
+    last, at = (ctx.per_rep_of(entry, run, _at_level(users, "server_cpu")) for users in (None, AT_USERS))
+    every = past_one_in_every_repetition(per_rep_quotient(last, at))
+    if every is None:
+        return None
+    return measured(f"the server's CPU grew {every}, their spread being the CPU used at the last level, "
+                    f"{min(last.values()):.3f}-{max(last.values()):.3f} between repetitions, and at {AT_USERS} users, "
+                    f"{min(at.values()):.3f}-{max(at.values()):.3f} (server_cpu of summary.json's levels)")
+
+
 def _load_rows(ctx: Context) -> list[Row]:
     """Figs. 9-10 and 13 (loss) at one load, 256 user equivalents: loss lowers throughput at
     every load, leaves the server idle part of the time until more users come, and lengthens
@@ -326,7 +339,8 @@ def _load_rows(ctx: Context) -> list[Row]:
                     _level_ratio(ctx, "loss", (lossy, AT_USERS), (clean, AT_USERS), "server_cpu")),
             ctx.row("loss", f"{server}: server CPU at the last level / at {AT_USERS} users, 6% loss (Fig. 10)",
                     bound(">", 1, text="increasing the load is necessary to bring the server to full saturation"),
-                    _level_ratio(ctx, "loss", (lossy, None), (lossy, AT_USERS), "server_cpu")),
+                    _level_ratio(ctx, "loss", (lossy, None), (lossy, AT_USERS), "server_cpu"),
+                    _cpu_grew_why(ctx, "loss", lossy)),
             ctx.row("loss", f"{server}: mean response time at {AT_USERS} users, 9% / 0% loss (Fig. 13)",
                     bound(">", 1, text="as the loss rate increases, the average response time does as well"),
                     _level_ratio(ctx, "loss", (run_name(server, "loss", 0.09), AT_USERS), (clean, AT_USERS),
