@@ -356,6 +356,56 @@ def test_published_repetitions_of_the_same_spec_are_restored_as_complete_results
     assert restore_published(load_spec(spec), published, tmp_path / "other", quick=False) == 0  # another spec
 
 
+def test_a_run_configured_as_another_experiments_is_measured_once_and_published_in_both(tmp_path):
+    """000's RTT x loss grid holds rtt's and rtt-loss's points: a repetition another experiment
+    of the paper published at the same scale from a run configured alike (the run.json it ran
+    with) is put back, marked shared.json with where it ran, not marked restored (it is new to
+    this publication, so it publishes), counted as done by --list, and only one hop: what that
+    experiment itself took from a third is not taken again."""
+    from sojourn.reproduce.publish import (RESTORED, SHARED, estimated_seconds, has_unpublished, progress,
+                                           remaining_seconds, restore_published, shared_reps)
+    from sojourn.runner import layout
+    from sojourn.runner.spec import _as_json
+
+    def publish_rep(experiment_dir: Path, run, rep: str, config: dict, scale="full", state="complete"):
+        directory = experiment_dir / run / rep
+        directory.mkdir(parents=True)
+        layout.mark(directory, state)
+        (directory / "run.json").write_text(json.dumps({"config": config}))
+        (directory / "summary.json").write_text('{"response_mean": 2.0}\n')
+        (experiment_dir / "meta.json").write_text(json.dumps({"scale": scale}))
+        return directory
+
+    grid = tmp_path / "grid.toml"
+    grid.write_text('name = "grid"\nrepetitions = 2\n[workload]\nrho = 0.5\n'
+                    '[sweep]\nparameter = "workload.rho"\nvalues = [0.5, 0.7]\n')
+    experiment = load_spec(grid)
+    at = {run.sweep_value: _as_json(run.config) for run in experiment.runs}
+    paper = tmp_path / "docs" / "000"
+    publish_rep(paper / "rtt", "rho=0.5", "0", at[0.5])
+    publish_rep(paper / "rtt", "rho=0.5", "1", at[0.5], state="partial")  # not complete: run here
+    publish_rep(paper / "rtt", "rho=0.5", "2", at[0.5])  # beyond the grid's 2 repetitions
+    publish_rep(paper / "mtu", "mtu=1500", "1", at[0.7], scale="quick")  # another scale
+    other = dict(at[0.7], workload=dict(at[0.7]["workload"], seed=at[0.7]["workload"]["seed"] + 1))
+    publish_rep(paper / "loss", "loss=0", "0", other)  # another seed: another trace
+    taken = publish_rep(paper / "loss", "loss=0", "1", at[0.7])
+    (taken / SHARED).write_text("{}")  # loss took it from a third experiment: not taken again
+    published = paper / "grid"
+
+    assert set(shared_reps(experiment, published, quick=False)) == {("rho=0.5", "0")}
+    assert remaining_seconds(experiment, published, False, 1) == pytest.approx(estimated_seconds(experiment, 1))
+    assert remaining_seconds(experiment, published, False, 1, share=True) == \
+        pytest.approx(estimated_seconds(experiment, 1) * 3 / 4)
+    assert "published 0 of 4 (and 1 shared with other experiments)" in progress(experiment, published, False, 1, True)
+    results = tmp_path / "results"
+    assert restore_published(experiment, published, results, quick=False) == 0  # sharing is asked for
+    assert restore_published(experiment, published, results, quick=False, share=True) == 1
+    put_back = results / "grid" / "rho=0.5" / "0"
+    assert layout.is_complete(put_back) and not (put_back / RESTORED).is_file()
+    assert json.loads((put_back / SHARED).read_text())["experiment"] == "rtt"
+    assert has_unpublished(results / "grid")
+
+
 def test_a_restored_run_keeps_its_own_figures_and_no_figure_of_several_runs(tmp_path):
     """A run every repetition of which was restored has no per-request records to draw: its
     own figures ("RUN: ...") come from the earlier publication, drawn from those repetitions;
@@ -1354,6 +1404,21 @@ def test_the_doc_counts_the_attempts_the_guard_ran_again(tmp_path):
     for path in records:
         path.unlink()
     assert "Attempts the fidelity guard" not in markdown(paper, Context(paper, tmp_path), [])
+
+
+def test_the_doc_names_the_repetitions_an_experiment_shares_with_another(tmp_path):
+    """A repetition measured once and published in two experiments is named in the doc with
+    the experiment and run it ran as, so it is not read as independent evidence twice."""
+    from sojourn.reproduce.publish import SHARED
+
+    paper = load_paper("000")
+    shutil.copytree(DOCS / "000" / "rtt-loss", tmp_path / "000" / "rtt-loss")
+    assert "measured once and published in two experiments" not in markdown(paper, Context(paper, tmp_path), [])
+    for rep in ("0", "1"):
+        (tmp_path / "000" / "rtt-loss" / "fair" / rep / SHARED).write_text(json.dumps(
+            {"experiment": "rtt-loss-grid", "run": "fair-loss5-rtt_ms=100", "repetition": int(rep), "from": "x"}))
+    text = markdown(paper, Context(paper, tmp_path), [])
+    assert "- `rtt-loss`: 2 of its 6 repetitions: 2 of `rtt-loss-grid`'s fair-loss5-rtt_ms=100" in text
 
 
 def test_a_publication_is_restored_for_a_spec_given_a_new_variant(tmp_path):

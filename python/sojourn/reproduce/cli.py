@@ -80,7 +80,8 @@ def main(args: argparse.Namespace) -> int:
             if entry.spec:
                 experiment = load_spec(REPO / entry.spec, quick=args.quick)
                 testbeds = at_once(experiment, args.concurrency, entry.most_testbeds)
-                length = "  " + progress(experiment, published.directory(entry.name), args.quick, testbeds)
+                length = "  " + progress(experiment, published.directory(entry.name), args.quick, testbeds,
+                                       share=True)
             console.print(f"{entry.name:24} {entry.title}  [{entry.spec or ' '.join(entry.command)}]{length}",
                           markup=False, highlight=False, soft_wrap=True)
         return 0

@@ -170,6 +170,25 @@ def _redo_lines(paper: Paper, ctx: Context) -> list[str]:
             "their records; only a valid attempt counts in the rows):", ""] + lines
 
 
+def _shared_lines(paper: Paper, ctx: Context) -> list[str]:
+    """The repetitions each experiment holds from another experiment's publication, measured
+    once from a run configured alike (sojourn.reproduce.publish.shared_reps): which
+    experiment's runs they are, so no one counts them as independent evidence twice."""
+    from sojourn.reproduce.publish import SHARED
+    lines = []
+    for entry in paper.experiments:
+        reps = ctx.reps(entry.name)
+        sources = Counter(f"`{origin['experiment']}`'s {origin['run']}" for rep in reps if rep.has(SHARED)
+                          for origin in (json.loads(rep.text(SHARED)),))
+        if sources:
+            lines.append(f"- `{entry.name}`: {sum(sources.values())} of its {len(reps)} repetitions: "
+                         + ", ".join(f"{count} of {source}" for source, count in sorted(sources.items())))
+    if not lines:
+        return []
+    return ["", "Repetitions measured once and published in two experiments, their runs configured alike (the same "
+            "set-up, workload, seed and length; each one's shared.json names where it ran):", ""] + lines
+
+
 def figure_run(caption: str) -> str:
     """The run a figure of one run draws: the report captions those "RUN: ..."."""
     return caption.split(":", 1)[0]
@@ -191,6 +210,7 @@ def markdown(paper: Paper, ctx: Context, rows: list[Row], beside: list[tuple[str
     lines += _time_scale_lines(paper, ctx)
     lines += _guard_lines(paper, ctx)
     lines += _redo_lines(paper, ctx)
+    lines += _shared_lines(paper, ctx)
     if beside:
         lines += ["", "## The paper's printed values beside ours", ""]
         for file, caption in beside:
@@ -222,7 +242,7 @@ def markdown(paper: Paper, ctx: Context, rows: list[Row], beside: list[tuple[str
             if undrawn:
                 kept = {figure_run(caption) for _, caption in figures} & set(undrawn)
                 lines.append(f"- Figures of several runs draw only those repeated on the publishing machine: "
-                             f"{len(undrawn)} runs, restored without per-request records, are not in them "
+                             f"{len(undrawn)} runs, restored or shared without per-request records, are not in them "
                              f"({', '.join(undrawn)}); {len(kept)} of these keep their own figures from the earlier "
                              "publication.")
         lines.append("")

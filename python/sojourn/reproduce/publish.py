@@ -30,7 +30,7 @@ from sojourn.runner.experiment import NOT_STARTED
 # Per repetition: the files summary numbers come from (no per-request records; the kernel
 # counters' time series is small and holds the measured reasons, e.g. SYN_RECV build-up).
 REP_FILES = ("run.json", "status.json", "summary.json", "bands.json", "load_summary.json", "counters.csv",
-             "fidelity.json", "attempts.json")
+             "fidelity.json", "attempts.json", "shared.json")
 
 
 def results_root(results: Path, paper: Paper, quick: bool) -> Path:
@@ -87,6 +87,9 @@ def _drain_seconds(config: dict) -> float:
 NOTHING_NEW = 3
 # Written into a repetition restored from its publication (per-request records not kept).
 RESTORED = "restored.json"
+# Written into a repetition taken from another experiment's publication, and published with it:
+# the experiment, run and repetition it was measured as (shared_reps).
+SHARED = "shared.json"
 
 
 def published_reps(experiment, published: Path, quick: bool) -> list[Path]:
@@ -104,33 +107,87 @@ def published_reps(experiment, published: Path, quick: bool) -> list[Path]:
     return [status.parent for status in sorted(published.glob("*/*/status.json")) if layout.is_complete(status.parent)]
 
 
-def remaining_seconds(experiment, published: Path, quick: bool, testbeds: int) -> float:
-    """:func:`estimated_seconds` of the repetitions not yet published."""
+def shared_reps(experiment, published: Path, quick: bool) -> dict[tuple[str, str], Path]:
+    """Repetitions another experiment beside ``published`` (of the same paper) published at
+    the same scale from a run configured as one of ``experiment``'s runs
+    (:func:`sojourn.runner.spec.configured_alike` on the configuration its run.json says it ran
+    with: the same set-up, workload, seed and length, so the same trace), keyed by (run, rep)
+    of ``experiment``: measured once, they count in both (000's RTT x loss grid holds the
+    points of rtt, loss and rtt-loss; the rtt and loss sweeps' first points are mtu's 1500
+    bytes). Only repetitions measured there, not ones it took from a third (one hop, so each
+    names where it ran); where several experiments hold one, the first by name."""
+    from sojourn.runner.spec import _as_json, configured_alike
+
+    published = Path(published)
+    if not published.parent.is_dir():
+        return {}
+    wanted = {run.name: _as_json(run.config) for run in experiment.runs}
+    scale = "quick" if quick else "full"
+    found: dict[tuple[str, str], Path] = {}
+    for other in sorted(path for path in published.parent.iterdir() if path.is_dir() and path != published):
+        try:
+            if json.loads((other / "meta.json").read_text()).get("scale") != scale:
+                continue
+        except (OSError, json.JSONDecodeError):
+            continue
+        for status in sorted(other.glob("*/*/status.json")):
+            rep = status.parent
+            if (rep / SHARED).is_file() or not layout.is_complete(rep) or not rep.name.isdigit() \
+                    or int(rep.name) >= experiment.repetitions:
+                continue
+            try:
+                ran = json.loads((rep / "run.json").read_text()).get("config")
+            except (OSError, json.JSONDecodeError):
+                continue
+            for name, config in wanted.items():
+                if (name, rep.name) not in found and ran is not None and configured_alike(config, ran):
+                    found[(name, rep.name)] = rep
+    return found
+
+
+def _done(experiment, published: Path, quick: bool, share: bool) -> frozenset[tuple[str, str]]:
+    """(run, rep) of the repetitions published, and with ``share`` those shared_reps finds."""
     done = frozenset((path.parent.name, path.name) for path in published_reps(experiment, published, quick))
-    return estimated_seconds(experiment, testbeds, done)
+    return done | frozenset(shared_reps(experiment, published, quick)) if share else done
 
 
-def restore_published(experiment, published: Path, results: Path, quick: bool) -> int:
+def remaining_seconds(experiment, published: Path, quick: bool, testbeds: int, share: bool = False) -> float:
+    """:func:`estimated_seconds` of the repetitions not yet published (nor, with ``share``,
+    published by another experiment: :func:`shared_reps`)."""
+    return estimated_seconds(experiment, testbeds, _done(experiment, published, quick, share))
+
+
+def restore_published(experiment, published: Path, results: Path, quick: bool, share: bool = False) -> int:
     """Puts the complete repetitions published in ``published`` (same spec text, same
     scale) back under ``results/<experiment>/`` where that repetition is not complete,
     without their per-request records, so the runner keeps them and a campaign goes on
     where the last checkout's stopped (results/ is not kept between checkouts,
-    docs/reproduction/ is). Returns how many it restored."""
-    sources = published_reps(experiment, published, quick)
-    if not sources:
+    docs/reproduction/ is); with ``share`` also those another experiment published of a run
+    configured alike (:func:`shared_reps`), each marked shared.json and published with this
+    experiment. Returns how many it put back."""
+    own = {(source.parent.name, source.name): source for source in published_reps(experiment, published, quick)}
+    shared = {key: source for key, source in shared_reps(experiment, published, quick).items()
+              if key not in own} if share else {}
+    if not own and not shared:
         return 0
     directory = layout.experiment_dir(results, experiment.name)
     saved = directory / "spec.toml"
     if saved.is_file() and changed_runs(directory, experiment):
         return 0
     restored = 0
-    for source in sources:
-        target = directory / source.parent.name / source.name
+    for (run, rep), source in {**own, **shared}.items():
+        target = directory / run / rep
         if layout.is_complete(target):
             continue
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(source, target)
-        (target / RESTORED).write_text(json.dumps({"from": relative_paths(str(source.resolve()))}) + "\n")
+        origin = relative_paths(str(source.resolve()))
+        if (run, rep) in shared:
+            # Not marked restored: new to this experiment's publication, so it publishes.
+            (target / SHARED).write_text(json.dumps({"experiment": source.parent.parent.name, "run": source.parent.name,
+                                                     "repetition": int(source.name), "from": origin}) + "\n")
+        else:
+            (target / RESTORED).write_text(json.dumps({"from": origin}) + "\n")
         restored += 1
     if restored:
         layout.write_text(saved, experiment.text)
@@ -157,25 +214,29 @@ def has_unpublished(directory: Path) -> bool:
                for status in Path(directory).glob("*/*/status.json"))
 
 
-def progress(experiment, published: Path | None, quick: bool, testbeds: int) -> str:
+def progress(experiment, published: Path | None, quick: bool, testbeds: int, share: bool = False) -> str:
     """``N runs x R, about H h at T at once; published D of M, X h to go`` (without the
-    publication's part when ``published`` is None): what ``--list`` says of an experiment,
-    and what a campaign says before it runs one."""
+    publication's part when ``published`` is None; with ``share``, how many of the rest
+    another experiment published, :func:`shared_reps`): what ``--list`` says of an
+    experiment, and what a campaign says before it runs one."""
     size = (f"{len(experiment.runs)} runs x {experiment.repetitions}, about "
             f"{estimated_seconds(experiment, testbeds) / 3600:.1f} h at {testbeds} at once")
     if published is None:
         return size
-    done = len(published_reps(experiment, published, quick))
-    return (f"{size}; published {done} of {len(experiment.runs) * experiment.repetitions}, "
-            f"{remaining_seconds(experiment, published, quick, testbeds) / 3600:.1f} h to go")
+    own = len(published_reps(experiment, published, quick))
+    shared = len(_done(experiment, published, quick, share)) - own
+    also = f" (and {shared} shared with other experiments)" if shared else ""
+    return (f"{size}; published {own} of {len(experiment.runs) * experiment.repetitions}{also}, "
+            f"{remaining_seconds(experiment, published, quick, testbeds, share) / 3600:.1f} h to go")
 
 
 def run_resuming(console, label: str, experiment, root: Path, published: Path | None, quick: bool, prefix: str,
                  concurrency: int | None = None, stop_at: float | None = None, fresh: bool = False,
-                 most: int | None = None):
+                 most: int | None = None, share: bool = False):
     """Runs what is missing of ``experiment`` under ``root``: sets aside results of another
     version of its spec (:func:`set_aside_other_version`), puts back what ``published``
-    holds of it (:func:`restore_published`; None: nothing), then runs the rest
+    holds of it (:func:`restore_published`; None: nothing; with ``share`` also what other
+    experiments beside it published of runs configured alike), then runs the rest
     ``concurrency`` testbeds at once where its runs allow it (None: the measured count, at
     most ``most``), starting no repetition after ``stop_at``; ``fresh`` removes its results here first.
     Returns the runner's (outcome, status)."""
@@ -185,10 +246,10 @@ def run_resuming(console, label: str, experiment, root: Path, published: Path | 
     if aside:
         console.print(f"{label}: its spec changed since the results under {relative_paths(str(aside.parent))} ran; "
                       f"they are kept in {aside.name} and this version runs afresh", markup=False, highlight=False)
-    restored = restore_published(experiment, published, root, quick) if published else 0
+    restored = restore_published(experiment, published, root, quick, share) if published else 0
     testbeds = at_once(experiment, concurrency, most)
-    restored_from = f"{restored} repetition(s) restored from {relative_paths(str(published))}; " if restored else ""
-    console.print(f"{label}: {restored_from}{progress(experiment, published, quick, testbeds)}", markup=False,
+    restored_from = f"{restored} repetition(s) restored from {relative_paths(str(published.parent))}; " if restored else ""
+    console.print(f"{label}: {restored_from}{progress(experiment, published, quick, testbeds, share)}", markup=False,
                   highlight=False)
     return run_with_progress(console, experiment, root, prefix, fresh=fresh, concurrency=testbeds, stop_at=stop_at)
 
@@ -197,7 +258,8 @@ def run_entry(console, paper: Paper, entry: Entry, results: Path, quick: bool, p
               concurrency: int | None = None, published: Path | None = None,
               stop_at: float | None = None, fresh: bool = False) -> tuple[Path | None, int]:
     """Runs what is missing of ``entry`` (:func:`run_resuming`, after restoring what
-    ``published`` holds of it); returns (its result directory, the outcome's status: 0, 1 when
+    ``published`` holds of it and what the paper's other experiments published of runs
+    configured alike, :func:`shared_reps`); returns (its result directory, the outcome's status: 0, 1 when
     some repetitions failed, STOPPED_AT_DEADLINE when only --stop-after left some) or (None,
     status): 1 when none is new because they failed, NOTHING_NEW when every complete one was
     restored (the publication already says it all)."""
@@ -205,7 +267,7 @@ def run_entry(console, paper: Paper, entry: Entry, results: Path, quick: bool, p
     if entry.spec:
         experiment = load_spec(REPO / entry.spec, quick=quick)
         outcome, status = run_resuming(console, entry.name, experiment, root, published, quick, prefix, concurrency,
-                                       stop_at, fresh, entry.most_testbeds)
+                                       stop_at, fresh, entry.most_testbeds, share=True)
         if outcome is None:
             return None, status
         failed = sorted(f"{run} rep {rep}" for (run, rep), state in outcome.states.items()
