@@ -38,6 +38,9 @@ from sojourn.reproduce.rows import Claim, Measure, Row, Why
 
 REPO = Path(__file__).resolve().parents[3]
 DOCS = REPO / "docs" / "reproduction"
+# Written into a repetition taken from another experiment's publication, and published with it:
+# the experiment, run and repetition it was measured as (sojourn.reproduce.publish.shared_reps).
+SHARED = "shared.json"
 
 # Paper tag -> module defining PAPER; an explicit table (no lookup by globals()).
 PAPERS: dict[str, str] = {

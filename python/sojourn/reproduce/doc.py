@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from sojourn.reproduce import CSV_COLUMNS, REPO, Context, Paper
+from sojourn.reproduce import CSV_COLUMNS, REPO, SHARED, Context, Paper
 from sojourn.reproduce.readme import coverage_line, readme_text
 from sojourn.reproduce.rows import Row, missing
 
@@ -174,7 +174,6 @@ def _shared_lines(paper: Paper, ctx: Context) -> list[str]:
     """The repetitions each experiment holds from another experiment's publication, measured
     once from a run configured alike (sojourn.reproduce.publish.shared_reps): which
     experiment's runs they are, so no one counts them as independent evidence twice."""
-    from sojourn.reproduce.publish import SHARED
     lines = []
     for entry in paper.experiments:
         reps = ctx.reps(entry.name)

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from sojourn.analysis.sweeps import swept_users
-from sojourn.reproduce import REPO, Entry, Paper
+from sojourn.reproduce import REPO, SHARED, Entry, Paper
 from sojourn.reproduce.concurrency import measured_concurrency
 from sojourn.reproduce.doc import figure_run, relative_paths
 from sojourn.runner import layout
@@ -30,7 +30,7 @@ from sojourn.runner.experiment import NOT_STARTED
 # Per repetition: the files summary numbers come from (no per-request records; the kernel
 # counters' time series is small and holds the measured reasons, e.g. SYN_RECV build-up).
 REP_FILES = ("run.json", "status.json", "summary.json", "bands.json", "load_summary.json", "counters.csv",
-             "fidelity.json", "attempts.json", "shared.json")
+             "fidelity.json", "attempts.json", SHARED)
 
 
 def results_root(results: Path, paper: Paper, quick: bool) -> Path:
@@ -87,9 +87,6 @@ def _drain_seconds(config: dict) -> float:
 NOTHING_NEW = 3
 # Written into a repetition restored from its publication (per-request records not kept).
 RESTORED = "restored.json"
-# Written into a repetition taken from another experiment's publication, and published with it:
-# the experiment, run and repetition it was measured as (shared_reps).
-SHARED = "shared.json"
 
 
 def published_reps(experiment, published: Path, quick: bool) -> list[Path]:
