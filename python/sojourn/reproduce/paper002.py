@@ -470,7 +470,7 @@ def _scalability_rows(ctx: Context) -> list[Row]:
     router (as sojourn's one emulator process is) carried 1-KB requests, not 64-KB ones."""
     e = "scalability"
     return [ctx.row(e, f"{size}: capacity through the emulator (no delay, no loss) / clients wired to the server",
-                    bound(">=", EMULATION_COST, text=text),
+                    bound(">=", EMULATION_COST, text=text, digits=2),
                     ctx.ratio((e, f"emulated-{tag}", "capacity_rps"), (e, f"direct-{tag}", "capacity_rps")),
                     _emulator_cpu_why(ctx, e, tag))
             for size, tag, text in (
