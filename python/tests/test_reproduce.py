@@ -404,6 +404,8 @@ def test_a_run_configured_as_another_experiments_is_measured_once_and_published_
     put_back = results / "grid" / "rho=0.5" / "0"
     assert layout.is_complete(put_back) and not (put_back / RESTORED).is_file()
     assert json.loads((put_back / SHARED).read_text())["experiment"] == "rtt"
+    named = json.loads((put_back / "run.json").read_text())
+    assert (named["run"], named["sweep_value"], named["index"]) == ("rho=0.5", 0.5, 0) and named["config"] == at[0.5]
     assert has_unpublished(results / "grid")
 
 

@@ -180,7 +180,12 @@ def restore_published(experiment, published: Path, results: Path, quick: bool, s
         shutil.copytree(source, target)
         origin = relative_paths(str(source.resolve()))
         if (run, rep) in shared:
-            # Not marked restored: new to this experiment's publication, so it publishes.
+            # Named as this experiment's run (the tables find a repetition by its run.json), the
+            # configuration kept as it ran. Not marked restored: new to this publication, so it publishes.
+            index, this = next((i, r) for i, r in enumerate(experiment.runs) if r.name == run)
+            info = json.loads((target / "run.json").read_text())
+            info.update(run=this.name, index=index, variant=this.variant, sweep_value=this.sweep_value)
+            layout.write_json(target / "run.json", info)
             (target / SHARED).write_text(json.dumps({"experiment": source.parent.parent.name, "run": source.parent.name,
                                                      "repetition": int(source.name), "from": origin}) + "\n")
         else:
