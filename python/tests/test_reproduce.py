@@ -162,6 +162,20 @@ def test_the_most_over_a_sweep_counts_the_repetitions_of_the_point_it_shows(tmp_
     assert row.ours.at == "abort_after_s=3" and row.ours.repetitions == 3 and row.ours.ci is not None
 
 
+def test_the_least_over_a_sweep_waits_for_every_point_to_have_both_variants(tmp_path):
+    """000 (B)'s "at least 2.5 for all RTTs", least at 150 ms in the paper: while FAIR's 150-ms
+    run is published and SRPT's is not (a campaign cut short), the least over the RTTs is no
+    result, not the least of the points that have both; without either 150-ms run it is."""
+    paper = load_paper("000")
+    shutil.copytree(DOCS / "000" / "rtt", tmp_path / "000" / "rtt")
+    shutil.rmtree(tmp_path / "000" / "rtt" / "srpt-rtt_ms=150", ignore_errors=True)
+    claim = "least FAIR / SRPT over the RTTs"
+    row = _the_row(paper, tmp_path, "rtt", claim)
+    assert row.verdict() == "no result" and "150 have only one of fair and srpt" in row.ours.absent
+    shutil.rmtree(tmp_path / "000" / "rtt" / "fair-rtt_ms=150")
+    assert _the_row(paper, tmp_path, "rtt", claim).ours.at == "rtt_ms=100"
+
+
 def test_a_claim_per_workload_has_a_row_for_every_workload_of_the_spec(tmp_path):
     """000 §5.2's "never more than 10% higher under SRPT for any workload": a row per workload
     the spec runs, before any ran (issue 28: "that is a row, not silence")."""

@@ -430,7 +430,15 @@ class Context:
         """The least (``pick`` min) or largest over the sweep of part ``part`` of
         :meth:`sweep` (0 = the ratio, 1 = the first variant's value, 2 = the second's), with
         the interval of the point it was found at."""
-        found = {point: parts[part] for point, parts in self.sweep(name, metric, variants).items() if parts[part].ok}
+        points = self.sweep(name, metric, variants)
+        # A point one variant has published and the other not yet (a campaign cut short): the
+        # extreme over the sweep is not known until it has both.
+        half = sorted({rep.sweep_value for rep in self.reps(name)
+                       if rep.variant in variants and rep.sweep_value is not None} - set(points))
+        if half:
+            named = ", ".join(f"{p:g}" if isinstance(p, float) else str(p) for p in half)
+            return Measure(absent=f"the sweep's point(s) {named} have only one of {' and '.join(variants)} published yet")
+        found = {point: parts[part] for point, parts in points.items() if parts[part].ok}
         if not found:
             return Measure(absent=f"no sweep point of {name} has both {' and '.join(variants)}")
         point = pick(found, key=lambda p: found[p].value)
