@@ -226,10 +226,10 @@ def progress(experiment, published: Path | None, quick: bool, testbeds: int, sha
     if published is None:
         return size
     own = len(published_reps(experiment, published, quick))
-    shared = len(_done(experiment, published, quick, share)) - own
-    also = f" (and {shared} shared with other experiments)" if shared else ""
+    done = _done(experiment, published, quick, share)  # one pass over the paper's publications
+    also = f" (and {len(done) - own} shared with other experiments)" if len(done) > own else ""
     return (f"{size}; published {own} of {len(experiment.runs) * experiment.repetitions}{also}, "
-            f"{remaining_seconds(experiment, published, quick, testbeds, share) / 3600:.1f} h to go")
+            f"{estimated_seconds(experiment, testbeds, done) / 3600:.1f} h to go")
 
 
 def run_resuming(console, label: str, experiment, root: Path, published: Path | None, quick: bool, prefix: str,
