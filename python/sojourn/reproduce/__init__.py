@@ -416,29 +416,31 @@ class Context:
               variants: tuple[str, str] = ("fair", "srpt")) -> dict:
         """Sweep value -> (first / second variant's ``metric``, the first's, the second's),
         each a Measure, for the points where both variants ran."""
+        first, second = variants
+        return {point: (self.ratio((name, by[first], metric), (name, by[second], metric)),
+                        self.measure(name, by[first], metric), self.measure(name, by[second], metric))
+                for point, by in self._sweep_runs(name, variants).items() if first in by and second in by}
+
+    def _sweep_runs(self, name: str, variants: tuple[str, str]) -> dict:
+        """Sweep value -> {variant: run} of the published runs of ``variants``."""
         runs: dict = {}
         for rep in self.reps(name):
             if rep.variant in variants and rep.sweep_value is not None:
                 runs.setdefault(rep.sweep_value, {})[rep.variant] = rep.run
-        first, second = variants
-        return {point: (self.ratio((name, by[first], metric), (name, by[second], metric)),
-                        self.measure(name, by[first], metric), self.measure(name, by[second], metric))
-                for point, by in runs.items() if first in by and second in by}
+        return runs
 
     def extreme(self, name: str, pick: Callable = min, metric: str = "response_mean",
                 variants: tuple[str, str] = ("fair", "srpt"), part: int = 0) -> Measure:
         """The least (``pick`` min) or largest over the sweep of part ``part`` of
         :meth:`sweep` (0 = the ratio, 1 = the first variant's value, 2 = the second's), with
         the interval of the point it was found at."""
-        points = self.sweep(name, metric, variants)
         # A point one variant has published and the other not yet (a campaign cut short): the
         # extreme over the sweep is not known until it has both.
-        half = sorted({rep.sweep_value for rep in self.reps(name)
-                       if rep.variant in variants and rep.sweep_value is not None} - set(points))
+        half = sorted(point for point, by in self._sweep_runs(name, variants).items() if len(by) < len(variants))
         if half:
             named = ", ".join(f"{p:g}" if isinstance(p, float) else str(p) for p in half)
             return Measure(absent=f"the sweep's point(s) {named} have only one of {' and '.join(variants)} published yet")
-        found = {point: parts[part] for point, parts in points.items() if parts[part].ok}
+        found = {point: parts[part] for point, parts in self.sweep(name, metric, variants).items() if parts[part].ok}
         if not found:
             return Measure(absent=f"no sweep point of {name} has both {' and '.join(variants)}")
         point = pick(found, key=lambda p: found[p].value)
