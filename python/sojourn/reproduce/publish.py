@@ -94,14 +94,18 @@ def published_reps(experiment, published: Path, quick: bool) -> list[Path]:
     text, or runs configured alike: :func:`sojourn.runner.spec.changed_runs`) at the same
     scale (their directories, run/rep): what a campaign need not run again."""
     published = Path(published)
-    try:
-        meta = json.loads((published / "meta.json").read_text())
-    except (OSError, json.JSONDecodeError):
-        return []
-    if not (published / "spec.toml").is_file() or meta.get("scale") != ("quick" if quick else "full") \
+    if not (published / "spec.toml").is_file() or not _published_at(published, quick) \
             or changed_runs(published, experiment):
         return []
     return [status.parent for status in sorted(published.glob("*/*/status.json")) if layout.is_complete(status.parent)]
+
+
+def _published_at(directory: Path, quick: bool) -> bool:
+    """Whether ``directory`` holds a publication (its meta.json) at the scale ``quick`` says."""
+    try:
+        return json.loads((directory / "meta.json").read_text()).get("scale") == ("quick" if quick else "full")
+    except (OSError, json.JSONDecodeError):
+        return False
 
 
 def shared_reps(experiment, published: Path, quick: bool) -> dict[tuple[str, str], Path]:
@@ -119,13 +123,9 @@ def shared_reps(experiment, published: Path, quick: bool) -> dict[tuple[str, str
     if not published.parent.is_dir():
         return {}
     wanted = {run.name: _as_json(run.config) for run in experiment.runs}
-    scale = "quick" if quick else "full"
     found: dict[tuple[str, str], Path] = {}
     for other in sorted(path for path in published.parent.iterdir() if path.is_dir() and path != published):
-        try:
-            if json.loads((other / "meta.json").read_text()).get("scale") != scale:
-                continue
-        except (OSError, json.JSONDecodeError):
+        if not _published_at(other, quick):
             continue
         for status in sorted(other.glob("*/*/status.json")):
             rep = status.parent
