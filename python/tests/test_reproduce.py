@@ -380,7 +380,6 @@ def test_a_run_configured_as_another_experiments_is_measured_once_and_published_
     from sojourn.reproduce.publish import (RESTORED, estimated_seconds, has_unpublished, progress, remaining_seconds,
                                            restore_published, shared_reps)
     from sojourn.runner import layout
-    from sojourn.runner.spec import _as_json
 
     def publish_rep(experiment_dir: Path, run, rep: str, config: dict, scale="full", state="complete"):
         directory = experiment_dir / run / rep
@@ -395,7 +394,8 @@ def test_a_run_configured_as_another_experiments_is_measured_once_and_published_
     grid.write_text('name = "grid"\nrepetitions = 2\n[workload]\nrho = 0.5\n'
                     '[sweep]\nparameter = "workload.rho"\nvalues = [0.5, 0.7]\n')
     experiment = load_spec(grid)
-    at = {run.sweep_value: _as_json(run.config) for run in experiment.runs}
+    configs = experiment.configs_as_run()
+    at = {run.sweep_value: configs[run.name] for run in experiment.runs}
     paper = tmp_path / "docs" / "000"
     publish_rep(paper / "rtt", "rho=0.5", "0", at[0.5])
     publish_rep(paper / "rtt", "rho=0.5", "1", at[0.5], state="partial")  # not complete: run here

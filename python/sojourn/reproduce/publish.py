@@ -117,12 +117,12 @@ def shared_reps(experiment, published: Path, quick: bool) -> dict[tuple[str, str
     points of rtt, loss and rtt-loss; the rtt and loss sweeps' first points are mtu's 1500
     bytes). Only repetitions measured there, not ones it took from a third (one hop, so each
     names where it ran); where several experiments hold one, the first by name."""
-    from sojourn.runner.spec import _as_json, configured_alike
+    from sojourn.runner.spec import configured_alike
 
     published = Path(published)
     if not published.parent.is_dir():
         return {}
-    wanted = {run.name: _as_json(run.config) for run in experiment.runs}
+    wanted = experiment.configs_as_run()
     found: dict[tuple[str, str], Path] = {}
     for other in sorted(path for path in published.parent.iterdir() if path.is_dir() and path != published):
         if not _published_at(other, quick):

@@ -373,6 +373,11 @@ class Experiment:
         runs = [run for run in self.runs if run.name in names]
         return replace(self, runs=runs, baseline=self.baseline if self.baseline in names else runs[0].name)
 
+    def configs_as_run(self) -> dict[str, Any]:
+        """Each run's configuration by run name, in the JSON form its run.json records it
+        (:func:`configured_alike` compares the two)."""
+        return {run.name: _as_json(run.config) for run in self.runs}
+
 
 def _type_name(types: tuple[type, ...]) -> str:
     names = {int: "an integer", float: "a number", str: "a string", bool: "true/false", list: "an array", dict: "a table"}
@@ -660,7 +665,7 @@ def changed_runs(directory: Path, experiment: Experiment) -> list[str]:
     saved = Path(directory) / "spec.toml"
     if saved.is_file() and saved.read_text() == experiment.text:
         return []
-    resolved = {run.name: _as_json(run.config) for run in experiment.runs}
+    resolved = experiment.configs_as_run()
     changed = []
     for status in sorted(Path(directory).glob("*/*/status.json")):
         rep = status.parent
