@@ -142,16 +142,18 @@ def shared_reps(experiment, published: Path, quick: bool) -> dict[tuple[str, str
     return found
 
 
-def _done(experiment, published: Path, quick: bool, share: bool) -> frozenset[tuple[str, str]]:
-    """(run, rep) of the repetitions published, and with ``share`` those shared_reps finds."""
-    done = frozenset((path.parent.name, path.name) for path in published_reps(experiment, published, quick))
-    return done | frozenset(shared_reps(experiment, published, quick)) if share else done
+def _done(experiment, published: Path, quick: bool, share: bool) -> tuple[frozenset, frozenset]:
+    """(run, rep) of the repetitions published, and with ``share`` of the others those
+    shared_reps finds: one pass over the paper's publications."""
+    own = frozenset((path.parent.name, path.name) for path in published_reps(experiment, published, quick))
+    return own, frozenset(shared_reps(experiment, published, quick)) - own if share else frozenset()
 
 
 def remaining_seconds(experiment, published: Path, quick: bool, testbeds: int, share: bool = False) -> float:
     """:func:`estimated_seconds` of the repetitions not yet published (nor, with ``share``,
     published by another experiment: :func:`shared_reps`)."""
-    return estimated_seconds(experiment, testbeds, _done(experiment, published, quick, share))
+    own, shared = _done(experiment, published, quick, share)
+    return estimated_seconds(experiment, testbeds, own | shared)
 
 
 def restore_published(experiment, published: Path, results: Path, quick: bool, share: bool = False) -> int:
@@ -184,7 +186,7 @@ def restore_published(experiment, published: Path, results: Path, quick: bool, s
             # configuration kept as it ran. Not marked restored: new to this publication, so it publishes.
             index, this = next((i, r) for i, r in enumerate(experiment.runs) if r.name == run)
             info = json.loads((target / "run.json").read_text())
-            info.update(run=this.name, index=index, variant=this.variant, sweep_value=this.sweep_value)
+            info.update(this.identity(index))
             layout.write_json(target / "run.json", info)
             (target / SHARED).write_text(json.dumps({"experiment": source.parent.parent.name, "run": source.parent.name,
                                                      "repetition": int(source.name), "from": origin}) + "\n")
@@ -225,11 +227,10 @@ def progress(experiment, published: Path | None, quick: bool, testbeds: int, sha
             f"{estimated_seconds(experiment, testbeds) / 3600:.1f} h at {testbeds} at once")
     if published is None:
         return size
-    own = len(published_reps(experiment, published, quick))
-    done = _done(experiment, published, quick, share)  # one pass over the paper's publications
-    also = f" (and {len(done) - own} shared with other experiments)" if len(done) > own else ""
-    return (f"{size}; published {own} of {len(experiment.runs) * experiment.repetitions}{also}, "
-            f"{estimated_seconds(experiment, testbeds, done) / 3600:.1f} h to go")
+    own, shared = _done(experiment, published, quick, share)
+    also = f" (and {len(shared)} shared with other experiments)" if shared else ""
+    return (f"{size}; published {len(own)} of {len(experiment.runs) * experiment.repetitions}{also}, "
+            f"{estimated_seconds(experiment, testbeds, own | shared) / 3600:.1f} h to go")
 
 
 def run_resuming(console, label: str, experiment, root: Path, published: Path | None, quick: bool, prefix: str,

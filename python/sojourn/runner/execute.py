@@ -190,8 +190,7 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
     directory.mkdir(parents=True, exist_ok=True)
     layout.mark(directory, "running", pid=os.getpid())
     trace = str(inputs.trace) if run.config["workload"]["mode"] == "open" else ""  # sessions replay no trace
-    layout.write_json(directory / "run.json", {"run": run.name, "index": index, "variant": run.variant, "repetition": rep,
-                                                "sweep_value": run.sweep_value, "config": run.config,
+    layout.write_json(directory / "run.json", {**run.identity(index), "repetition": rep, "config": run.config,
                                                 "inputs": {"trace": trace, "docroot": str(inputs.docroot),
                                                            "periods": inputs.periods, "duration_s": inputs.duration_s,
                                                            "requests": inputs.requests}})

@@ -345,6 +345,11 @@ class Run:
     sweep_value: Any = None
     variant: str = ""
 
+    def identity(self, index: int) -> dict:
+        """What run.json names the run by (the tables find a repetition by it), ``index``
+        its place in the experiment's runs."""
+        return {"run": self.name, "index": index, "variant": self.variant, "sweep_value": self.sweep_value}
+
 
 @dataclass
 class Experiment:
