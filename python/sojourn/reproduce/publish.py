@@ -146,7 +146,9 @@ def _done(experiment, published: Path, quick: bool, share: bool) -> tuple[frozen
     """(run, rep) of the repetitions published, and with ``share`` of the others those
     shared_reps finds: one pass over the paper's publications."""
     own = frozenset((path.parent.name, path.name) for path in published_reps(experiment, published, quick))
-    return own, frozenset(shared_reps(experiment, published, quick)) - own if share else frozenset()
+    if not share:
+        return own, frozenset()
+    return own, frozenset(shared_reps(experiment, published, quick)) - own
 
 
 def remaining_seconds(experiment, published: Path, quick: bool, testbeds: int, share: bool = False) -> float:
