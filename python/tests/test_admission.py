@@ -197,6 +197,7 @@ def test_derive_counts_what_the_doc_shows(tmp_path):
     assert d["scheduler"] == "srpt+bands" and d["admission"] == "size"
     assert d["stage_busy_share"] is None and d["stage_dropped_share"] is None and d["session_abort_rate"] is None
     assert d["sessions_per_s"] is None and len(d["settle_s"]) == 1 and d["recover_s"] == [], "one step up, none down"
+    assert d["refused_after_steps_share"] is None, "no step down: nothing is scheduled after one"
     # 1-s bins by scheduled time: 1 of 2 refused, then 1 of 3, then nothing scheduled.
     assert d["over_time"]["refused"] == [pytest.approx(0.5), pytest.approx(1 / 3), None, None]
     json.dumps(d, allow_nan=False)  # publishable as is
@@ -215,6 +216,20 @@ def test_the_stage_pools_busy_share_and_drops():
     reps = [{"stage_busy_share": 0.64, "stage_dropped_share": 0.001, "refused": 30, "requests": 400,
              "session_abort_rate": 0.2, "sessions_per_s": 6.8}]
     assert "| dwfs-delay-rate=12 | 64 | 0.1 | 7.5 | 20 | 6.8 |" in doc.stage_table({"dwfs-delay-rate=12": doc.summarize(reps)})
+
+
+def test_refusals_after_a_step_are_counted_apart(tmp_path):
+    """The share refused of the requests scheduled after a load step, where a load below 1
+    leaves the server nothing it could not serve: a limit still recovering from the step."""
+    directory = result_dir(tmp_path)
+    run = json.loads((directory / "run.json").read_text())
+    run["inputs"]["periods"] = [{"start_s": 0.0, "end_s": 1.0, "target_rho": 2.0, "achieved_rho": 2.0, "bytes": 62440},
+                                {"start_s": 1.0, "end_s": 2.0, "target_rho": 0.4, "achieved_rho": 0.4, "bytes": 3600}]
+    (directory / "run.json").write_text(json.dumps(run))
+    d = derive(directory)
+    # After the step (1.0 s on): /c completed, /d refused, /e a 404; /b's refusal in the step is not counted.
+    assert d["refused_after_steps_share"] == pytest.approx(1 / 3)
+    assert d["refused"] == 2, "the run's refusals are all counted as before"
 
 
 def test_patience_counts_only_responses_within_10_s(tmp_path):

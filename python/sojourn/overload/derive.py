@@ -20,7 +20,13 @@ Definitions (issue 32), over the final attempt of every request (sojourn.analysi
   and the share of the offered body bytes refused: at load rho at least 1 - 1/rho of them
   must go unserved, so a policy refusing far more than that sheds work the link could carry;
   the refusal swing is the standard deviation of the refused share over the time bins (a
-  steady policy refuses about the same share in every bin, DAGOR's AIMD level swings);
+  steady policy refuses about the same share in every bin, DAGOR's AIMD level swings); and the
+  share refused of the requests scheduled after the load steps (from each stretch above rho 1,
+  below, to the next one or the trace's end): at a load below 1 the server could serve them
+  all, so what is refused there is the backlog a step left or a limit still recovering from it
+  (DAGOR's level gives back 1% a second, issue 32's complaint of limits that never recover
+  after a burst), and in session mode each such refusal aborts a session the low load let
+  start;
 * time to settle under overload and to recover after it: the load steps are the stretches of
   consecutive periods whose target rho exceeds 1 (000 §4's one step of persistent overload,
   W4's 25-s and W7's 6-s stretches). Settle runs over each overload stretch (Breakwater's
@@ -267,6 +273,9 @@ def request_numbers(requests: pd.DataFrame, periods: list[dict], censor_s: float
     recoveries = [settle(done, begin, min(end, until), levels[overload])
                   for overload, (begin, end) in recovery_spans(periods) if until > begin]
     refused_over_time = refused_share(requests, start, start + span, width)
+    after_steps = np.zeros(len(requests), dtype=bool)
+    for _, (begin, end) in recovery_spans(periods):
+        after_steps |= ((requests["scheduled_s"] >= begin) & (requests["scheduled_s"] < end)).to_numpy()
     response_mean = float(done["response_s"].mean()) if len(done) else math.nan
     handshake_share = connect_metrics(done)["connect_share_of_response"]
     return {
@@ -298,6 +307,7 @@ def request_numbers(requests: pd.DataFrame, periods: list[dict], censor_s: float
                       "mean": [_finite(v) for v in over_time["mean"]], "p99": [_finite(v) for v in over_time["p99"]],
                       "refused": [_finite(float(v)) for v in refused_over_time]},
         "refused_swing": float(np.nanstd(refused_over_time)) if np.isfinite(refused_over_time).any() else math.nan,
+        "refused_after_steps_share": float(refused[after_steps].mean()) if after_steps.any() else math.nan,
     }
 
 

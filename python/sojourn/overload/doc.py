@@ -44,6 +44,7 @@ METRICS = (
     ("http_error_share", "error responses %", 100.0, None),
     ("refused_bytes_share", "refused bytes %", 100.0, None),
     ("refused_swing", "refusal swing %", 100.0, None),
+    ("refused_after_steps_share", "refused after the steps %", 100.0, None),
     ("syn_drops", "SYN drops", 1.0, None),
     ("unread_wait_mean", "unread wait s", 1.0, None),
     ("settle", "settle s", 1.0, None),  # settling fast onto a high plateau (FAIR's) is no win
@@ -398,7 +399,11 @@ def build(published: Path = PUBLISHED, doc: Path = DOC) -> str:
         "error responses % is the share of requests answered with an error other than a refusal (a 500 when "
         "the server had no file descriptor left to open the file); "
         "refused bytes % is the share of the offered body bytes refused, against the 1 - 1/rho "
-        "(16.7% at rho 1.2, 28.6% at 1.4) that must go unserved at all; response times are of "
+        "(16.7% at rho 1.2, 28.6% at 1.4) that must go unserved at all; refused after the steps % is the share "
+        "refused of the requests scheduled from the end of each load step (a stretch of periods above rho 1) to the "
+        "next one, at a load below 1 the server could serve whole: the backlog a step left, or a limit still "
+        "recovering from it (— without a step down, as in persistent overload, and for repetitions published "
+        "before the measure); response times are of "
         "completed requests; handshake % is the share of their response time spent opening their connections (SYN to "
         "established: a SYN or SYN-ACK lost waits out the initial RTO, 000 §6); uplink queue is the "
         "mean wait of a packet at the bottleneck (the uplink's backlog, sampled each second, at its rate), which a "
