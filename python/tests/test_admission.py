@@ -369,7 +369,7 @@ def test_publish_then_doc_from_the_published_numbers_alone(tmp_path):
     assert not any(destination.rglob("records.csv")), "the per-request records stay under results/"
     text = doc.build(published, tmp_path / "doc.md")
     # 4000 body bytes of completed responses in 4 s: 0.008 Mbit/s; both repetitions alike.
-    assert "| srpt-size-rho=1.2 | 2 | 0.008 | 0.5 | 0.5 | 2 | 2.98 | 25.1 | 20 | 40 | 20 | 93.8 | 8.33 | 7 | 2.25 | 0 | — |" in text
+    assert "| srpt-size-rho=1.2 | 2 | 0.008 | 0.5 | 0.5 | 2 | 2.98 | 25.1 | 20 | 40 | 20 | 93.8 | 8.33 | — | 7 | 2.25 | 0 | — |" in text
     # The simulator replayed the trace on 220 kbit/s of bodies (66,040 bytes in 2 s at load
     # 1.2); the size policy, told the testbed's 10 Mbit/s, refused none of the five there.
     # Without its 1.005 s of handshakes the testbed's mean is 1.5 s; the model's has none.
