@@ -270,11 +270,12 @@ def request_numbers(requests: pd.DataFrame, periods: list[dict], censor_s: float
         if until > begin:
             series, levels[begin, end] = _settle_series(done, begin, min(end, until))
             settles.append(_settled(series, levels[begin, end], begin, min(end, until), 0.0))
+    after = recovery_spans(periods)
     recoveries = [settle(done, begin, min(end, until), levels[overload])
-                  for overload, (begin, end) in recovery_spans(periods) if until > begin]
+                  for overload, (begin, end) in after if until > begin]
     refused_over_time = refused_share(requests, start, start + span, width)
     after_steps = np.zeros(len(requests), dtype=bool)
-    for _, (begin, end) in recovery_spans(periods):
+    for _, (begin, end) in after:
         after_steps |= ((requests["scheduled_s"] >= begin) & (requests["scheduled_s"] < end)).to_numpy()
     response_mean = float(done["response_s"].mean()) if len(done) else math.nan
     handshake_share = connect_metrics(done)["connect_share_of_response"]
