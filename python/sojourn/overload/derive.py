@@ -114,11 +114,16 @@ def size_class(sizes: pd.Series) -> pd.Series:
                      index=sizes.index)
 
 
+def scheduled_in(frame: pd.DataFrame, start: float, end: float) -> pd.Series:
+    """Which of ``frame``'s rows were scheduled in ``[start, end)``."""
+    return (frame["scheduled_s"] >= start) & (frame["scheduled_s"] < end)
+
+
 def by_bin(frame: pd.DataFrame, start: float, end: float, width: float):
     """The bin edges of ``[start, end)`` in steps of ``width``, and ``frame``'s rows in it
     grouped by the bin of their scheduled time (every bin present, empty ones too)."""
     edges = np.arange(start, end + width, width)
-    inside = frame[(frame["scheduled_s"] >= start) & (frame["scheduled_s"] < end)]
+    inside = frame[scheduled_in(frame, start, end)]
     return edges, inside.groupby(pd.cut(inside["scheduled_s"], edges, right=False, labels=edges[:-1]), observed=False)
 
 
@@ -274,9 +279,9 @@ def request_numbers(requests: pd.DataFrame, periods: list[dict], censor_s: float
     recoveries = [settle(done, begin, min(end, until), levels[overload])
                   for overload, (begin, end) in after if until > begin]
     refused_over_time = refused_share(requests, start, start + span, width)
-    after_steps = np.zeros(len(requests), dtype=bool)
+    after_steps = pd.Series(False, index=requests.index)
     for _, (begin, end) in after:
-        after_steps |= ((requests["scheduled_s"] >= begin) & (requests["scheduled_s"] < end)).to_numpy()
+        after_steps |= scheduled_in(requests, begin, end)
     response_mean = float(done["response_s"].mean()) if len(done) else math.nan
     handshake_share = connect_metrics(done)["connect_share_of_response"]
     return {
