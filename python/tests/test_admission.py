@@ -19,13 +19,14 @@ from rich.console import Console
 
 from sojourn import analysis
 from sojourn.overload import EXPERIMENTS, REPO, doc
-from sojourn.overload.derive import (censor_horizon, derive, overload_spans, recovery_spans, refusals_by_reason, settle,
+from sojourn.overload.derive import (censor_horizon, derive, recovery_spans, refusals_by_reason, settle,
                                      settle_time, size_class, stage_pool_numbers, uncensored_until)
 from sojourn.overload.campaign import plan, run_and_publish
 from sojourn.overload.publish import publish
 from sojourn.reproduce.publish import restore_published
 from sojourn.runner.layout import is_complete
 from sojourn.overload.simulate import as_the_testbed_ends, body_rate_bps, first_write_wait_mean, sim_args, slot_measures
+from sojourn.workloads.shaping import overload_spans
 from sojourn.servers import Server, ServerConfig, ServerError, SojournOptions, free_port, serve_toml
 from sojourn.runner.plan import admission_arg
 from sojourn.runner.spec import SpecError, load_spec, validate

@@ -207,7 +207,7 @@ def test_session_arrivals_follow_a_load_profiles_periods(results_root):
     """workload.profile in sessions mode: the load generator's Poisson session rate follows
     the profile's periods (each its rho times workload.sessions.rate), and the run's periods
     are the profile's, so the overload analysis finds its steps."""
-    from sojourn.overload.derive import overload_spans
+    from sojourn.workloads.shaping import overload_spans
 
     run_spec(results_root, PROFILE_SPEC, "sjpf", "--no-report")
     rep = results_root / "profile-e2e" / "run" / "0"

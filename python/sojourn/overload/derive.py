@@ -85,6 +85,7 @@ from scipy import stats
 
 from sojourn.analysis.results import open_repetition, server_metric_means, server_metric_totals
 from sojourn.analysis.metrics import connect_metrics, counter_metrics, run_span
+from sojourn.workloads.shaping import overload_spans
 
 # 000 §3.2's cutoffs (1 KB, 2 KB, 5 KB, 50 KB) as size classes.
 SIZE_CUTOFFS = (1024, 2048, 5 * 1024, 50 * 1024)
@@ -221,20 +222,6 @@ def stop_s(requests: pd.DataFrame, drain_s: float) -> float:
 def censor_horizon(config: dict) -> float:
     """``timeout - drain`` of a run's config: how long before its end a request may be cut."""
     return max(0.0, config["workload"]["timeout_s"] - config["collect"]["drain_s"])
-
-
-def overload_spans(periods: list[dict]) -> list[tuple[float, float]]:
-    """(start, end) of each stretch of consecutive periods whose target rho exceeds 1."""
-    spans: list[tuple[float, float]] = []
-    for period in periods:
-        if float(period.get("target_rho", 0)) <= 1.0:
-            continue
-        start, end = float(period["start_s"]), float(period["end_s"])
-        if spans and spans[-1][1] == start:
-            spans[-1] = (spans[-1][0], end)
-        else:
-            spans.append((start, end))
-    return spans
 
 
 def recovery_spans(periods: list[dict]) -> list[tuple[tuple[float, float], tuple[float, float]]]:

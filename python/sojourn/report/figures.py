@@ -18,6 +18,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from sojourn import analysis  # noqa: E402
+from sojourn.workloads import shaping  # noqa: E402
 
 
 def png_data_uri(figure) -> str:
@@ -27,20 +28,6 @@ def png_data_uri(figure) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode()
 
 
-def _overload_spans(periods: list[dict]) -> list[tuple[float, float]]:
-    """(start, end) of the overloaded periods (target rho > 1) of the shaped trace.
-    Accepts the per-period table of sojourn.workloads.shaping (start/end seconds and a
-    target rho column under any of the names it may use)."""
-    spans = []
-    for period in periods or []:
-        start = next((period[k] for k in ("start_s", "t_start_s", "start") if k in period), None)
-        end = next((period[k] for k in ("end_s", "t_end_s", "end") if k in period), None)
-        rho = next((period[k] for k in ("target_rho", "rho_target", "rho") if k in period), None)
-        if None not in (start, end, rho) and float(rho) > 1.0:
-            spans.append((float(start), float(end)))
-    return spans
-
-
 def response_over_time(per_run: dict[str, pd.DataFrame], periods: list[dict]):
     """000 Fig. 8(a-b): mean response time per 1-s bin of arrival time, one panel per
     run, overload periods shaded."""
@@ -48,7 +35,7 @@ def response_over_time(per_run: dict[str, pd.DataFrame], periods: list[dict]):
     figure, axes = plt.subplots(len(runs), 1, figsize=(9, 2.4 * len(runs)), sharex=True, sharey=True, squeeze=False)
     for axis, run in zip(axes[:, 0], runs):
         table = per_run[run]
-        for start, end in _overload_spans(periods):
+        for start, end in shaping.overload_spans(periods):
             axis.axvspan(start, end, color="tab:red", alpha=0.12, lw=0)
         axis.plot(table["t_s"], table["mean_response_s"], lw=1.2)
         axis.set_ylabel("mean resp. (s)")

@@ -311,6 +311,21 @@ def timeline(profile: TransientProfile, duration_s: float, time_compression: flo
                          "end_s": starts + lengths, "target_rho": rhos})
 
 
+def overload_spans(periods: list[dict]) -> list[tuple[float, float]]:
+    """(start, end) of each stretch of consecutive periods (rows of :func:`shape`'s or
+    :func:`timeline`'s table) whose target rho exceeds 1: the overloads of 000 §2.3."""
+    spans: list[tuple[float, float]] = []
+    for period in periods:
+        if float(period.get("target_rho", 0)) <= 1.0:
+            continue
+        start, end = float(period["start_s"]), float(period["end_s"])
+        if spans and spans[-1][1] == start:
+            spans[-1] = (spans[-1][0], end)
+        else:
+            spans.append((start, end))
+    return spans
+
+
 def cycles_needed_bytes(profile: TransientProfile, link_bps: float, cycles: float, time_compression: float = 1.0) -> float:
     """Bytes a trace must hold for ``cycles`` cycles of ``profile``: useful to size
     :func:`sojourn.workloads.models.make_trace` before shaping."""
