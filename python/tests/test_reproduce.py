@@ -370,6 +370,29 @@ def test_published_repetitions_of_the_same_spec_are_restored_as_complete_results
     assert restore_published(load_spec(spec), published, tmp_path / "other", quick=False) == 0  # another spec
 
 
+def test_a_repetition_named_as_another_run_is_not_published_and_the_publication_is_kept(tmp_path):
+    """The tables find a repetition by the run its run.json names: one sitting under another
+    run's directory (rtt's restored 0-ms repetitions once carried mtu's names) would be
+    counted as that run. Publishing refuses it by name and leaves the last publication whole."""
+    from sojourn.reproduce import Entry, Paper
+    from sojourn.reproduce.publish import publish
+    from sojourn.runner import layout
+
+    source = tmp_path / "results" / "e"
+    for run, named in (("rtt_ms=0", "rtt_ms=0"), ("rtt_ms=50", "mtu=1500")):
+        (source / run / "0").mkdir(parents=True)
+        layout.mark(source / run / "0", "complete")
+        (source / run / "0" / "run.json").write_text(json.dumps({"run": named, "index": 0}))
+    destination = tmp_path / "published" / "e"
+    destination.mkdir(parents=True)
+    (destination / "meta.json").write_text('{"scale": "full"}\n')
+    paper = Paper("t", "t", [], claims=lambda ctx: [])
+    with pytest.raises(ValueError, match=r"rtt_ms=50/0/run.json names run 'mtu=1500', not 'rtt_ms=50'"):
+        publish(paper, Entry("e", "e", spec="e.toml"), source, destination, quick=False, wall_s=1.0)
+    assert sorted(p.name for p in destination.parent.iterdir()) == ["e"]  # no staging left behind
+    assert (destination / "meta.json").read_text() == '{"scale": "full"}\n'
+
+
 def test_a_run_configured_as_another_experiments_is_measured_once_and_published_in_both(tmp_path):
     """000's RTT x loss grid holds rtt's and rtt-loss's points: a repetition another experiment
     of the paper published at the same scale from a run configured alike (the run.json it ran

@@ -93,3 +93,22 @@ def test_report_reads_stored_ideal_and_says_when_it_simulates(sweep, monkeypatch
     monkeypatch.delenv("SOJOURN_ENGINE")
     text = build_report(sweep).read_text()
     assert "simulated while rendering" in text and "predates ideal.parquet" in text
+
+
+def test_the_first_periods_load_is_read_from_the_uplinks_counters_inside_it(tmp_path):
+    """000 §2.3 measured load as the uplink's utilization in a period that starts on an empty
+    system: the bytes sent between the first period's first and last counter samples, over
+    the link rate; nothing without a shaped trace (no periods in run.json) or two samples."""
+    from sojourn.analysis.results import first_period_load, trace_periods
+
+    (tmp_path / "run.json").write_text(json.dumps(
+        {"inputs": {"periods": [{"start_s": 0.0, "end_s": 10.0, "target_rho": 0.9},
+                                {"start_s": 10.0, "end_s": 20.0, "target_rho": 0.5}]}}))
+    periods = trace_periods(tmp_path)
+    assert [p["target_rho"] for p in periods] == [0.9, 0.5]
+    # 10 Mbit/s link: 11.25 MB in the first 10 s is 0.9 of it; the second period's bytes do not count.
+    counters = pd.DataFrame({"t_s": [0.0, 5.0, 10.0, 15.0], "uplink_tx_bytes": [0, 5_625_000, 11_250_000, 90_000_000]})
+    load = first_period_load(counters, periods, link_bps=10e6)
+    assert load == {"first_period_target_rho": 0.9, "first_period_wire_rho": pytest.approx(0.9)}
+    assert first_period_load(counters, trace_periods(tmp_path / "absent"), 10e6) == {}
+    assert first_period_load(counters.iloc[:1], periods, 10e6) == {}

@@ -133,8 +133,8 @@ class Repetition:
 
     @property
     def periods(self) -> list[dict]:
-        """The trace's load periods (run.json ``inputs.periods``; empty without a profile)."""
-        return _read_json(self.directory / "run.json").get("inputs", {}).get("periods") or []
+        """The trace's load periods: :func:`trace_periods`."""
+        return trace_periods(self.directory)
 
     def versions(self) -> dict:
         """versions.json: programs, kernel, host and the testbed's description (empty if absent)."""
@@ -162,7 +162,7 @@ def summarize_repetition(directory: Path, link_bps: float, groups: list[dict] | 
     if counters.is_file() and counters.stat().st_size > 0:
         table = pd.read_csv(counters)
         summary.update(counter_metrics(table, link_bps=link_bps))
-        summary.update(first_period_load(table, directory / "run.json", link_bps))
+        summary.update(first_period_load(table, trace_periods(directory), link_bps))
     capacity_file = directory / "capacity.json"
     if capacity_file.is_file():  # capacity mode (002 §4.4): the levels are in level-<users>/
         summary.update(json.loads(capacity_file.read_text()))
@@ -202,15 +202,18 @@ def ideal_metrics(ideal: pd.DataFrame) -> dict:
     return out
 
 
-def first_period_load(counters: pd.DataFrame, run_file: Path, link_bps: float) -> dict:
-    """The load the uplink carried in the trace's first period, which starts on an empty
-    system (000 §2.3 measured load this way, as the uplink's utilization): beside the
-    rho the period was shaped to, it shows what the shaping's basis (bodies or wire)
-    offers on the wire. Empty without a shaped trace or enough counter samples."""
-    if not run_file.is_file() or "uplink_tx_bytes" not in counters:
-        return {}
-    periods = json.loads(run_file.read_text()).get("inputs", {}).get("periods") or []
-    if not periods:
+def trace_periods(directory: Path) -> list[dict]:
+    """A repetition's load periods (run.json ``inputs.periods``; empty without a profile)."""
+    return _read_json(Path(directory) / "run.json").get("inputs", {}).get("periods") or []
+
+
+def first_period_load(counters: pd.DataFrame, periods: list[dict], link_bps: float) -> dict:
+    """The load the uplink carried in the trace's first period (of ``periods``:
+    :func:`trace_periods`), which starts on an empty system (000 §2.3 measured load this
+    way, as the uplink's utilization): beside the rho the period was shaped to, it shows
+    what the shaping's basis (bodies or wire) offers on the wire. Empty without a shaped
+    trace or enough counter samples."""
+    if not periods or "uplink_tx_bytes" not in counters:
         return {}
     first = periods[0]
     inside = counters[(counters["t_s"] >= first["start_s"]) & (counters["t_s"] <= first["end_s"])]

@@ -380,6 +380,17 @@ def _carry_run_figures(published: Path, staging: Path, undrawn: set[str]) -> Non
     (staging / "figures.json").write_text(json.dumps(figures, indent=2) + "\n")
 
 
+def _check_named_as_its_directory(run_json: Path) -> None:
+    """Refuses a repetition whose run.json names another run than the directory it sits in:
+    the tables find a repetition by the run its run.json names, so it would be counted as
+    that run (six restored repetitions once carried mtu's names into rtt's publication)."""
+    named = json.loads(run_json.read_text()).get("run")
+    directory = run_json.parent.parent.name
+    if named != directory:
+        raise ValueError(f"{relative_paths(str(run_json))} names run {named!r}, not {directory!r}, the run it "
+                         "sits in: set its identity (Run.identity) or move it, then publish again")
+
+
 def _stage(entry: Entry, source: Path, staging: Path) -> None:
     """Copies what ``entry`` publishes from ``source`` into ``staging``."""
     if entry.spec:
@@ -387,6 +398,7 @@ def _stage(entry: Entry, source: Path, staging: Path) -> None:
             shutil.copy2(source / "spec.toml", staging / "spec.toml")
         for run_json in sorted(source.glob("*/*/run.json")):
             rep = run_json.parent
+            _check_named_as_its_directory(run_json)
             target = staging / rep.parent.name / rep.name
             target.mkdir(parents=True)
             for name in REP_FILES:
