@@ -576,6 +576,8 @@ def test_router_cpu_counts_the_emulators_time(tmp_path):
     assert rows["router_cpu"].max() > 0 and rows["router_cpu"].between(0, 2.05).all()
     # The stream's receive work runs in softirqs somewhere on the machine.
     assert rows["host_softirq"].max() > 0 and rows["host_softirq"].between(0, os.cpu_count() + 0.05).all()
+    # The host's steal is a share of the machine's time, whatever the hypervisor does meanwhile.
+    assert rows["host_steal"].between(0, 1).all(), rows["host_steal"].tolist()
 
 
 def test_emulator_rps_steers_what_the_emulator_writes_to_every_cpu():
@@ -592,11 +594,14 @@ def test_emulator_rps_steers_what_the_emulator_writes_to_every_cpu():
         assert received is None or received["bytes"] > 1_000_000, received
 
 
-def test_machine_ticks_are_proc_stats_task_time_and_its_seventh_number_softirq():
+def test_machine_ticks_are_proc_stats_task_time_softirq_and_steal():
     from sojourn.testbed.counters import machine_ticks
 
     stat = "cpu  1358293 37174 1380384 7965795 17296 0 895684 18952 0 0\ncpu0 1 2 3 4 5 6 7 8 9 10\n"
-    assert machine_ticks(stat) == (1358293 + 37174 + 1380384, 895684)
+    ticks = machine_ticks(stat)
+    assert ticks.tasks == 1358293 + 37174 + 1380384 and ticks.idle == 7965795 + 17296
+    assert (ticks.softirq, ticks.steal) == (895684, 18952)
+    assert ticks.total == 1358293 + 37174 + 1380384 + 7965795 + 17296 + 895684 + 18952
     with pytest.raises(ValueError):
         machine_ticks("intr 1 2 3\n")
 

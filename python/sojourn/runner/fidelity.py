@@ -53,6 +53,7 @@ from pathlib import Path
 import pandas as pd
 
 from sojourn.runner import layout
+from sojourn.testbed.counters import machine_ticks
 from sojourn.testbed.uplink import FRAME_BYTES
 
 FILE = "fidelity.json"
@@ -127,11 +128,8 @@ class CpuTimes:
 
     @classmethod
     def now(cls, stat: Path = Path("/proc/stat")) -> CpuTimes:
-        # cpu user nice system idle iowait irq softirq steal guest guest_nice (proc(5));
-        # guest time is already counted in user, so it is left out of the total.
-        fields = [int(value) for value in stat.read_text().splitlines()[0].split()[1:]]
-        user, nice, system, idle, iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
-        return cls(idle=idle + iowait, steal=steal, total=user + nice + system + idle + iowait + irq + softirq + steal)
+        ticks = machine_ticks(stat.read_text())
+        return cls(idle=ticks.idle, steal=ticks.steal, total=ticks.total)
 
     def shares_since(self, start: CpuTimes) -> dict[str, float | None]:
         elapsed = self.total - start.total

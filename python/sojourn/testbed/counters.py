@@ -32,7 +32,9 @@ ACK-clocked send work, charged to whichever task it interrupted, the server's, t
 or to ksoftirqd, which neither server_cpu nor router_cpu counts); ``host_foreign_cpu`` (CPU
 seconds per second the machine's tasks ran outside the testbed: /proc/stat's task time less
 that of the processes in its three namespaces and of the runner, :func:`process_tree_ticks`;
-the fidelity guard's ``foreign_cpu``); per queue of the
+the fidelity guard's ``foreign_cpu``); ``host_steal`` (the share of the machine's CPU time
+the hypervisor gave to other guests, /proc/stat: the fidelity guard's ``cpu_steal`` per
+interval, so a repetition voided for it shows when the host took the time); per queue of the
 uplink (each band, or the FIFO) ``q<class>_sent_bytes``, ``q<class>_dropped``,
 ``q<class>_backlog_bytes`` with ``<class>`` the HTB class, e.g. ``q1_10``.
 """
@@ -259,16 +261,29 @@ def _stat_fields(stat: str) -> list[str]:
 PRESSURE_RESOURCES = ("cpu", "io", "memory")
 
 
-def machine_ticks(text: str) -> tuple[int, int]:
-    """The whole machine's task time (user + nice + system) and softirq time in clock
-    ticks, from ``/proc/stat``'s ``cpu`` line (user nice system idle iowait irq softirq
-    ...; proc(5)). With IRQ time accounting a task's own utime + stime leave out the
-    softirqs that interrupted it, as the first number does, so the two compare."""
+class MachineTicks(NamedTuple):
+    """The whole machine's cumulative CPU time in clock ticks, from ``/proc/stat``'s ``cpu``
+    line (user nice system idle iowait irq softirq steal guest guest_nice; proc(5)):
+    ``tasks`` user + nice + system (with IRQ time accounting a task's own utime + stime leave
+    out the softirqs that interrupted it, as this does, so the two compare); ``idle`` idle +
+    iowait; ``softirq``; ``steal``, the time the hypervisor gave to other guests; ``total``
+    all eight (guest time is counted in user already)."""
+
+    tasks: int
+    idle: int
+    softirq: int
+    steal: int
+    total: int
+
+
+def machine_ticks(text: str) -> MachineTicks:
+    """:class:`MachineTicks` from the text of ``/proc/stat``."""
     for line in text.splitlines():
         fields = line.split()
         if fields and fields[0] == "cpu":
-            user, nice, system = (int(value) for value in fields[1:4])
-            return user + nice + system, int(fields[7])
+            user, nice, system, idle, iowait, irq, softirq, steal = ([int(v) for v in fields[1:9]] + [0] * 8)[:8]
+            return MachineTicks(tasks=user + nice + system, idle=idle + iowait, softirq=softirq, steal=steal,
+                                total=user + nice + system + idle + iowait + irq + softirq + steal)
     raise ValueError("/proc/stat has no cpu line")
 
 
@@ -380,13 +395,14 @@ class CounterSampler:
                 for resource in PRESSURE_RESOURCES:
                     waited_us = stall[resource] - previous_stall[resource] if previous_stall else 0
                     row[f"host_{resource}_stall"] = round(waited_us / 1e6 / host_span, 4)
-                in_tasks, in_softirq = ((m - p for m, p in zip(machine, previous_machine)) if previous_machine
-                                        else (0, 0))
-                row["host_softirq"] = round(in_softirq / CLOCK_TICKS / host_span, 4)
+                spent = (MachineTicks(*(m - p for m, p in zip(machine, previous_machine))) if previous_machine
+                         else MachineTicks(0, 0, 0, 0, 0))
+                row["host_softirq"] = round(spent.softirq / CLOCK_TICKS / host_span, 4)
+                row["host_steal"] = round(spent.steal / spent.total, 4) if spent.total else 0.0
                 # What the machine's tasks ran that the testbed's did not: builds, tests, other
                 # testbeds (fidelity's foreign_cpu). Never below 0: the two are sampled by the tick.
                 ours, owed = process_tree_ticks(previous_testbed, testbed, owed)
-                row["host_foreign_cpu"] = round(max(0, in_tasks - ours) / CLOCK_TICKS / host_span, 4)
+                row["host_foreign_cpu"] = round(max(0, spent.tasks - ours) / CLOCK_TICKS / host_span, 4)
                 previous_bytes, previous_ticks, previous_t = row["uplink_tx_bytes"], ticks, now
                 previous_router_ticks, previous_testbed = router_ticks, testbed
                 previous_stall, previous_stall_t, previous_machine = stall, stall_t, machine
