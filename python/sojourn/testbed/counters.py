@@ -275,6 +275,10 @@ class MachineTicks(NamedTuple):
     steal: int
     total: int
 
+    def since(self, earlier: MachineTicks) -> MachineTicks:
+        """The ticks spent from ``earlier`` to these."""
+        return MachineTicks(*(now - then for now, then in zip(self, earlier)))
+
 
 def machine_ticks(text: str) -> MachineTicks:
     """:class:`MachineTicks` from the text of ``/proc/stat``."""
@@ -282,8 +286,9 @@ def machine_ticks(text: str) -> MachineTicks:
         fields = line.split()
         if fields and fields[0] == "cpu":
             user, nice, system, idle, iowait, irq, softirq, steal = ([int(v) for v in fields[1:9]] + [0] * 8)[:8]
-            return MachineTicks(tasks=user + nice + system, idle=idle + iowait, softirq=softirq, steal=steal,
-                                total=user + nice + system + idle + iowait + irq + softirq + steal)
+            tasks, idle = user + nice + system, idle + iowait
+            return MachineTicks(tasks=tasks, idle=idle, softirq=softirq, steal=steal,
+                                total=tasks + idle + irq + softirq + steal)
     raise ValueError("/proc/stat has no cpu line")
 
 
@@ -395,8 +400,7 @@ class CounterSampler:
                 for resource in PRESSURE_RESOURCES:
                     waited_us = stall[resource] - previous_stall[resource] if previous_stall else 0
                     row[f"host_{resource}_stall"] = round(waited_us / 1e6 / host_span, 4)
-                spent = (MachineTicks(*(m - p for m, p in zip(machine, previous_machine))) if previous_machine
-                         else MachineTicks(0, 0, 0, 0, 0))
+                spent = machine.since(previous_machine) if previous_machine else MachineTicks(0, 0, 0, 0, 0)
                 row["host_softirq"] = round(spent.softirq / CLOCK_TICKS / host_span, 4)
                 row["host_steal"] = round(spent.steal / spent.total, 4) if spent.total else 0.0
                 # What the machine's tasks ran that the testbed's did not: builds, tests, other
