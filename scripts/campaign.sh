@@ -9,7 +9,9 @@
 #       "python -m sojourn.overload run overload-control-dwfs-transient"
 #
 # A command that fails is reported and the next one starts; the exit status is the first
-# failure's. A command stopped by its deadline (exit 75, EX_TEMPFAIL) is no failure.
+# failure's. A command stopped by its deadline (exit 75, EX_TEMPFAIL) is no failure, nor is one
+# that left repetitions invalid after their redos (exit 3: the fidelity guard found the machine
+# disturbed them; the next campaign redoes them): the campaign then exits 3.
 set -uo pipefail
 
 if [ $# -lt 2 ] || ! [[ $1 =~ ^[0-9]+$ ]]; then
@@ -35,9 +37,12 @@ for command in "$@"; do
     # EX_TEMPFAIL: the deadline left repetitions not started, nothing failed; the next
     # campaign resumes them.
     echo "campaign: out of time in: $command"
+  elif [ "$code" -eq 3 ]; then
+    echo "campaign: repetitions left invalid (the machine disturbed them) by: $command"
+    [ "$status" -eq 0 ] && status=3
   elif [ "$code" -ne 0 ]; then
     echo "campaign: exit $code from: $command"
-    [ "$status" -eq 0 ] && status=$code
+    { [ "$status" -eq 0 ] || [ "$status" -eq 3 ]; } && status=$code
   fi
 done
 exit "$status"

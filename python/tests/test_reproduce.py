@@ -217,9 +217,17 @@ def test_doc_regenerates_the_stored_docs_from_the_published_results(tmp_path):
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root for network namespaces")
 def test_quick_reproduction_of_one_factor_end_to_end(tmp_path):
     docs = tmp_path / "docs"
-    done = subprocess.run([sys.executable, "-m", "sojourn.cli", "reproduce", "000", "--quick", "--only", "baseline",
-                           "--results", str(tmp_path / "results"), "--docs", str(docs), "--prefix", "sjrpt"],
-                          capture_output=True, text=True, timeout=600)
+    try:
+        done = subprocess.run([sys.executable, "-m", "sojourn.cli", "reproduce", "000", "--quick", "--only", "baseline",
+                               "--results", str(tmp_path / "results"), "--docs", str(docs), "--prefix", "sjrpt"],
+                              capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired as err:
+        # Each attempt waits for the host's steal to calm (up to 30 minutes) before it starts:
+        # a host stolen from all along is not the code's failure either.
+        said = err.stdout.decode() if isinstance(err.stdout, bytes) else err.stdout or ""
+        if "waiting for calm" in said:
+            pytest.skip(f"the host's steal did not calm: {said[-500:]}")
+        raise
     # The paper's spec keeps its host-noise bounds (steal, generator lag); a repetition the host
     # disturbed past them on every attempt is the guard working, so it skips naming them, never passes.
     disturbed = [violation for attempts in (tmp_path / "results").glob("**/attempts.json")

@@ -4,6 +4,7 @@ and several testbeds at once in namespaces of their own."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -21,6 +22,12 @@ from host_noise import HOST_NOISE_BOUNDS, HOST_NOISE_FIDELITY_LINES, fidelity_li
 from sojourn.runner import fidelity
 from sojourn.runner.experiment import run_experiment
 from sojourn.runner.spec import load_spec, validate
+from sojourn.testbed.counters import MachineTicks, machine_ticks_now
+
+def ticks(idle: int, steal: int, total: int) -> MachineTicks:
+    """The machine's ticks with these idle, stolen and total counts (the rest spent in tasks)."""
+    return MachineTicks(tasks=total - idle - steal, idle=idle, softirq=0, steal=steal, total=total)
+
 
 DEFAULTS = validate({"name": "t", "workload": {"rho": 0.5}}).runs[0].config["collect"]["fidelity"]
 
@@ -28,9 +35,9 @@ DEFAULTS = validate({"name": "t", "workload": {"rho": 0.5}}).runs[0].config["col
 def test_cpu_shares_come_from_proc_stat_deltas(tmp_path):
     stat = tmp_path / "stat"
     stat.write_text("cpu  100 0 100 700 100 0 0 0 0 0\ncpu0 1 2 3\n")
-    start = fidelity.CpuTimes.now(stat)
+    start = machine_ticks_now(stat)
     stat.write_text("cpu  200 0 200 1000 100 0 0 100 0 0\n")
-    shares = fidelity.CpuTimes.now(stat).shares_since(start)
+    shares = fidelity.cpu_shares(machine_ticks_now(stat).since(start))
     assert shares["cpu_idle"] == pytest.approx(300 / 600)  # idle + iowait over all ticks
     assert shares["cpu_steal"] == pytest.approx(100 / 600)
 
@@ -131,24 +138,24 @@ def test_foreign_cpu_is_the_worst_window_of_cpu_outside_the_testbed():
 
 def test_a_running_repetition_is_found_invalid_only_when_nothing_left_can_save_it():
     bounds = fidelity.bounds_of({**DEFAULTS, "cpu_idle_min": 0.2}, cpu_bound_run=False)
-    start = fidelity.CpuTimes(idle=0, steal=0, total=0)
+    start = ticks(0, 0, 0)
     # 100 of 1000 ticks stolen so far: with 1000 ticks still to come, all unstolen, the share
     # could fall to 0.05, the bound itself: not yet certain.
-    assert fidelity.certain_violations(bounds, start, fidelity.CpuTimes(500, 100, 1000), 1000, None) == []
+    assert fidelity.certain_violations(bounds, start, ticks(500, 100, 1000), 1000, None) == []
     # With 900 to come it ends above 0.0526 whatever they bring: certain.
-    assert fidelity.certain_violations(bounds, start, fidelity.CpuTimes(500, 100, 1000), 900, None) == [
+    assert fidelity.certain_violations(bounds, start, ticks(500, 100, 1000), 900, None) == [
         "cpu_steal 0.05263 > 0.05"]
     # Idle time is certain only when even an idle rest of the run cannot lift it to its bound.
-    assert fidelity.certain_violations(bounds, start, fidelity.CpuTimes(0, 0, 1000), 300, None) == []
-    assert fidelity.certain_violations(bounds, start, fidelity.CpuTimes(0, 0, 1000), 200, None) == ["cpu_idle 0.1667 < 0.2"]
+    assert fidelity.certain_violations(bounds, start, ticks(0, 0, 1000), 300, None) == []
+    assert fidelity.certain_violations(bounds, start, ticks(0, 0, 1000), 200, None) == ["cpu_idle 0.1667 < 0.2"]
     # Those 900 ticks spent as hoped (idle, none stolen): the guard's verdict at the end.
-    at_end = fidelity.CpuTimes(idle=1400, steal=100, total=1900).shares_since(start)
+    at_end = fidelity.cpu_shares(ticks(1400, 100, 1900).since(start))
     assert fidelity.violations(at_end, bounds) == ["cpu_steal 0.05263 > 0.05"]
 
 
 def test_foreign_cpu_is_certain_once_a_closed_window_exceeds_its_bound():
     bounds = fidelity.bounds_of(DEFAULTS, cpu_bound_run=True)
-    idle = fidelity.CpuTimes(0, 0, 0)
+    idle = ticks(0, 0, 0)
     seconds = np.arange(26.0)
     # A busy loop in seconds 12-15; the window of seconds 20-30 is still open, and its
     # one busy second so far would read 1.0 on its own: only closed windows count.
@@ -166,13 +173,78 @@ def test_the_watch_reads_the_counters_written_so_far_and_leaves_the_time_to_come
     config = validate({"name": "t", "workload": {"mode": "closed", "clients": 4}}).runs[0].config
     path = tmp_path / "counters.csv"
     now = [0.0]
-    watch = fidelity.Watch(config, path, fidelity.CpuTimes(0, 0, 0), longest_s=10.0, clock=lambda: now[0], ticks_per_s=100)
-    assert watch.violations(fidelity.CpuTimes(0, 0, 1000)) == []  # no counters yet, 1250 ticks to come
+    watch = fidelity.Watch(config, path, ticks(0, 0, 0), longest_s=10.0, clock=lambda: now[0], ticks_per_s=100)
+    assert watch.violations(ticks(0, 0, 1000)) == []  # no counters yet, 1250 ticks to come
     lines = ["t_s,host_foreign_cpu,host_io_stall"] + [f"{t},{1.0 if 13 <= t <= 15 else 0.0},0" for t in range(22)]
     path.write_text("\n".join(lines) + "\n21.5,0.0,0.9")  # a last line half written: left out
-    assert watch.violations(fidelity.CpuTimes(500, 0, 1000)) == ["foreign_cpu 0.3 > 0.25"]
+    assert watch.violations(ticks(500, 0, 1000)) == ["foreign_cpu 0.3 > 0.25"]
     now[0] = 10.0  # at its deadline: only the ticks so far count
-    assert watch.violations(fidelity.CpuTimes(500, 60, 1000)) == ["cpu_steal 0.06 > 0.05", "foreign_cpu 0.3 > 0.25"]
+    assert watch.violations(ticks(500, 60, 1000)) == ["cpu_steal 0.06 > 0.05", "foreign_cpu 0.3 > 0.25"]
+
+
+class StealingHost:
+    """A machine whose host takes the given share of each successive window of 200 ticks,
+    with a clock that the waits advance."""
+
+    def __init__(self, shares: list[float]):
+        self.shares, self.now, self.ticks = list(shares), 1000.0, ticks(0, 0, 0)
+
+    def sample(self) -> MachineTicks:
+        return self.ticks
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        stolen = round(200 * self.shares.pop(0))
+        self.ticks = self.ticks._replace(steal=self.ticks.steal + stolen, tasks=self.ticks.tasks + 200 - stolen,
+                                         total=self.ticks.total + 200)
+
+    def clock(self) -> float:
+        return self.now
+
+    def wait(self, stop_at: float | None = None, **settings) -> tuple[fidelity.Calm, list]:
+        told = []
+        calm = fidelity.wait_for_calm({**DEFAULTS, **settings}, stop_at, lambda steal, s: told.append((steal, s)),
+                                      self.sample, self.sleep, self.clock)
+        return calm, told
+
+
+def test_an_attempt_waits_until_a_window_of_the_host_steal_is_calm():
+    host = StealingHost([0.2, 0.1, 0.01, 0.0])
+    calm, told = host.wait()
+    assert calm == fidelity.Calm("calm", 3.0, 0.01)  # the third window, at the bound itself
+    assert told == [(0.2, 1.0), (0.1, 2.0)]
+    assert host.wait()[0] == fidelity.Calm("calm", 1.0, 0.0)  # a calm host costs one window
+
+
+def test_the_wait_for_calm_ends_at_its_limit_or_the_deadline_and_is_skipped_when_steal_is_not_judged():
+    assert StealingHost([0.3] * 5).wait(calm_wait_max_s=3)[0] == fidelity.Calm("gave up", 3.0, 0.3)
+    calm = StealingHost([0.3] * 5).wait(stop_at=1002.0)[0]
+    assert calm == fidelity.Calm("deadline", 2.0, 0.3) and not calm.starts
+    never = StealingHost([])  # a sample or a wait would fail: none is taken
+    assert never.wait(calm_steal_max=0)[0] == never.wait(cpu_steal_max=0)[0] == fidelity.Calm("not judged")
+
+
+def test_a_point_whose_host_stays_stolen_until_the_deadline_is_not_started_and_keeps_its_last_attempt(tmp_path,
+                                                                                                      monkeypatch):
+    from sojourn.runner import points
+    from sojourn.runner.points import ATTEMPTS, NOT_STARTED, Point, run_point
+
+    host = StealingHost([0.3] * 3)
+    monkeypatch.setattr(fidelity, "wait_for_calm", functools.partial(fidelity.wait_for_calm, sample=host.sample,
+                                                                     sleep=host.sleep, clock=host.clock))
+    monkeypatch.setattr(points, "run_repetition", lambda *args, **kwargs: pytest.fail("an attempt started"))
+    run = validate({"name": "t", "workload": {"rho": 0.5}}).runs[0]
+    directory = tmp_path / "t" / run.name / "0"
+    directory.mkdir(parents=True)
+    (directory / ATTEMPTS).write_text(json.dumps([{"reason": "fidelity: cpu_steal 0.08 > 0.05"}]))
+    (directory / "status.json").write_text(json.dumps({"state": "invalid"}))
+    events = []
+    state = run_point(Point(1, 0, run, 0, directory), tmp_path / "t", "", "sjt", lambda *event: events.append(event),
+                      stop_at=host.clock() + 1.5)
+    assert state == NOT_STARTED
+    assert [(kind, data["verdict"]) for kind, data in events] == [("calm", "waiting"), ("calm", "deadline")]
+    assert json.loads((directory / "status.json").read_text())["state"] == "invalid"  # left for the next run
+    assert json.loads((directory / ATTEMPTS).read_text())[0]["reason"].startswith("fidelity")
 
 
 @pytest.mark.parametrize("workload, server, bound", [

@@ -217,17 +217,21 @@ def test_no_repetition_starts_after_stop_at(tmp_path):
     (["complete", "complete"], 0),
     (["complete", "not started"], 75),
     (["partial", "not started"], 1),
-    (["complete", "invalid"], 1),
+    (["complete", "invalid"], 3),
+    (["invalid", "not started"], 3),
+    (["invalid", "partial"], 1),
 ])
 def test_a_stop_at_the_deadline_is_its_own_exit_status_and_a_failure_outweighs_it(states, status):
-    """A campaign must tell "the time was up" (rerun later: EX_TEMPFAIL, 75) from "something
-    failed" (1): a stopped command used to exit 1 like a broken one."""
+    """A campaign must tell "the time was up" (rerun later: EX_TEMPFAIL, 75) and "the machine
+    disturbed every attempt" (3) from "something failed" (1): a stopped command used to exit 1
+    like a broken one, and so did one whose repetitions the host's steal voided."""
     from sojourn.runner.experiment import Outcome, combined_status
 
     outcome = Outcome(Path("."), {("run", rep): state for rep, state in enumerate(states)})
     assert outcome.status == status
     assert combined_status(0, outcome.status) == combined_status(outcome.status, 0) == status
     assert combined_status(75, 1) == combined_status(1, 75) == 1 and combined_status(2, 1) == 2
+    assert combined_status(75, 3) == combined_status(3, 75) == 3 and combined_status(3, 1) == 1
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="sojourn run needs root")
@@ -244,7 +248,8 @@ def test_sojourn_run_stopped_before_any_repetition_says_so_and_exits_75(tmp_path
 
 
 def test_a_campaign_goes_on_past_a_command_stopped_by_its_deadline(tmp_path):
-    """scripts/campaign.sh: exit 75 (out of time) is reported and is no failure; exit 1 is."""
+    """scripts/campaign.sh: exit 75 (out of time) and 3 (left invalid) are reported and are no
+    failure; exit 1 is, and outweighs 3."""
     script = str(REPO / "scripts" / "campaign.sh")
     stopped = subprocess.run([script, "5", f"{sys.executable} -c exit(75)", f"{sys.executable} -c exit(0)"],
                              capture_output=True, text=True, cwd=tmp_path)
@@ -252,6 +257,12 @@ def test_a_campaign_goes_on_past_a_command_stopped_by_its_deadline(tmp_path):
     failed = subprocess.run([script, "5", f"{sys.executable} -c exit(1)", f"{sys.executable} -c exit(75)"],
                             capture_output=True, text=True, cwd=tmp_path)
     assert failed.returncode == 1 and "campaign: exit 1 from:" in failed.stdout
+    voided = subprocess.run([script, "5", f"{sys.executable} -c exit(3)", f"{sys.executable} -c exit(0)"],
+                            capture_output=True, text=True, cwd=tmp_path)
+    assert voided.returncode == 3 and "campaign: repetitions left invalid" in voided.stdout
+    worse = subprocess.run([script, "5", f"{sys.executable} -c exit(3)", f"{sys.executable} -c exit(1)"],
+                           capture_output=True, text=True, cwd=tmp_path)
+    assert worse.returncode == 1
 
 
 def test_a_spec_given_a_new_variant_keeps_what_the_others_ran(tmp_path):

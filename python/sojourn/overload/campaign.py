@@ -22,8 +22,9 @@ def run_and_publish(console: Console, name: str, results: Path, quick: bool = Fa
                     doc_path: Path = DOC) -> int:
     """Runs what is missing of the overload-control experiment ``name``, then publishes it
     and rebuilds the doc when a repetition ran; returns the outcome's status (0 when every
-    repetition is complete, STOPPED_AT_DEADLINE when --stop-after left some, 1 when some failed:
-    each one's status.json says why), 2 when the runner refused."""
+    repetition is complete, STOPPED_AT_DEADLINE when --stop-after left some, LEFT_INVALID when the
+    fidelity guard left some invalid, 1 when some failed: each one's status.json says why), 2 when
+    the runner refused."""
     experiment = load_spec(REPO / experiment_named(name).spec, quick=quick)
     destination = published / experiment.name
     if _without_runner_files(destination):

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from sojourn.reproduce import DOCS, PAPERS, REPO, Context, load_paper
 from sojourn.runner.cli import add_stop_after
-from sojourn.runner.experiment import STOPPED_AT_DEADLINE, combined_status
+from sojourn.runner.experiment import LEFT_INVALID, STOPPED_AT_DEADLINE, combined_status
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -149,6 +149,9 @@ def main(args: argparse.Namespace) -> int:
                 continue
             if code == STOPPED_AT_DEADLINE:
                 console.print(f"[yellow]{entry.name}: published what finished; the repetitions --stop-after left are not started; rerun to resume[/]")
+            elif code == LEFT_INVALID:
+                console.print(f"[yellow]{entry.name}: published what finished; some repetitions are left invalid by "
+                              "the fidelity guard (the machine disturbed every attempt); rerun to redo them[/]")
             elif code:
                 console.print(f"[yellow]{entry.name}: some repetitions are partial; published as they are[/]")
             status = combined_status(status, code)

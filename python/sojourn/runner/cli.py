@@ -17,7 +17,7 @@ from rich.text import Text
 
 from sojourn.runner import layout
 from sojourn.runner.execute import Progress
-from sojourn.runner.experiment import NOT_STARTED, STOPPED_AT_DEADLINE
+from sojourn.runner.experiment import LEFT_INVALID, NOT_STARTED, STOPPED_AT_DEADLINE
 from sojourn.runner.spec import SpecError, load_spec
 
 REPO = Path(__file__).resolve().parents[3]
@@ -68,7 +68,8 @@ def add_stop_after(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--stop-after", type=_minutes, metavar="MINUTES",
                         help="start no repetition later than MINUTES from now; those left are not started (the next "
                              "invocation runs them), so a campaign that must end by a given time ends whole; exit "
-                             f"status {STOPPED_AT_DEADLINE} (sysexits' EX_TEMPFAIL) when it left some and none failed")
+                             f"status {STOPPED_AT_DEADLINE} (sysexits' EX_TEMPFAIL) when it left some and none failed "
+                             f"({LEFT_INVALID} when some are left invalid by the fidelity guard, 1 when one failed)")
 
 
 def stop_time(minutes: float | None) -> float | None:
@@ -81,6 +82,23 @@ def stopped_line(outcome) -> str:
     left = sum(state == NOT_STARTED for state in outcome.states.values())
     return (f"{left} repetition(s) not started before --stop-after's deadline; run the command again to resume "
             f"(exit status {STOPPED_AT_DEADLINE})")
+
+
+def invalid_line(outcome) -> str:
+    """What a command that left repetitions invalid after their redos tells."""
+    left = sum(state == "invalid" for state in outcome.states.values())
+    return (f"{left} repetition(s) left invalid: the fidelity guard found every attempt disturbed by the machine "
+            f"(attempts.json in each says how); run the command again to redo them (exit status {LEFT_INVALID})")
+
+
+def _calm_words(data: dict) -> str:
+    """What a wait for the host's steal to calm came to (points.run_point's "calm" event)."""
+    steal = f"host steal {data['steal']:.1%} of the last second (calm: at most {data['most']:.1%})"
+    waited = f"{data['waited_s'] / 60:.1f} min"
+    return {"waiting": f"{steal}: waiting for calm before starting",
+            "calm": f"{steal} after {waited}: starting",
+            "gave up": f"{steal} still after {waited}: starting anyway (the fidelity guard judges it)",
+            "deadline": f"{steal} still at the deadline after {waited}: not started"}[data["verdict"]]
 
 
 def _progress_line(header: str, progress: Progress, started: float) -> Text:
@@ -155,6 +173,8 @@ def run_with_progress(console: Console, experiment, results: Path, prefix: str, 
             elif kind == "stale":
                 live.console.print(f"{data['run']} rep {data['rep']}: left 'running' by a run that died (pid "
                                    f"{data['pid']}, started {data['started']}); running it again", markup=False)
+            elif kind == "calm":
+                live.console.print(f"{data['run']} rep {data['rep']}: {_calm_words(data)}", markup=False)
             elif kind == "invalid":
                 then = "running it again" if data["again"] else "not run again here (out of redos or time)"
                 live.console.print(f"{data['run']} rep {data['rep']}: invalid ({data['reason']}); {then}",
@@ -227,6 +247,8 @@ def main(args: argparse.Namespace) -> int:
             console.print(f"report: {path}")
     if outcome.status == STOPPED_AT_DEADLINE:
         console.print(f"[yellow]{stopped_line(outcome)}[/]")
+    elif outcome.status == LEFT_INVALID:
+        console.print(f"[yellow]{invalid_line(outcome)}[/]")
     elif outcome.status:
         console.print("[yellow]some repetitions are partial, invalid or not started (see status.json in each)[/]")
     return outcome.status

@@ -36,6 +36,7 @@ from sojourn.runner.inputs import Inputs, poisson_from_catalogue, set_page_cache
 from sojourn.runner.loadfile import LoadFile
 from sojourn.runner.plan import RunPlan, load_seconds
 from sojourn.runner.spec import Run
+from sojourn.testbed.counters import machine_ticks_now
 from sojourn.testbed.uplink import uplink_stats
 
 
@@ -201,7 +202,7 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
     duration_s = load_seconds(run.config, inputs.duration_s)
     progress = Progress(expected_s=duration_s)
     meta = versions(run, engine)
-    cpu_start = fidelity.CpuTimes.now()
+    cpu_start = machine_ticks_now()
     try:
         progress.phase = "testbed"
         on_progress(progress)
@@ -280,7 +281,7 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
         on_progress(progress)
         _adopt_load_summary(directory)
         try:
-            record = fidelity.assess(directory, run.config, fidelity.CpuTimes.now().shares_since(cpu_start))
+            record = fidelity.assess(directory, run.config, fidelity.cpu_shares(machine_ticks_now().since(cpu_start)))
             if state == "complete" and not record["valid"]:
                 state, reason = "invalid", "fidelity: " + "; ".join(record["violations"])
             # The derived files first: the summary reads the ideal schedules among them.

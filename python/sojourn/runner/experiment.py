@@ -42,9 +42,10 @@ class Outcome:
     @property
     def status(self) -> int:
         """The exit status this outcome gives a command: 0 when every repetition is complete,
-        STOPPED_AT_DEADLINE when the only ones missing were not started (--stop-after), 1 when
-        any is partial or invalid (a failure outweighs a stop)."""
-        codes = (0 if state == "complete" else STOPPED_AT_DEADLINE if state == NOT_STARTED else 1
+        STOPPED_AT_DEADLINE when the only ones missing were not started (--stop-after),
+        LEFT_INVALID when some are invalid after their redos and none failed, 1 when any is
+        partial (:func:`combined_status` orders them)."""
+        codes = ({"complete": 0, NOT_STARTED: STOPPED_AT_DEADLINE, "invalid": LEFT_INVALID}.get(state, 1)
                  for state in self.states.values())
         return functools.reduce(combined_status, codes, 0)
 
@@ -129,13 +130,20 @@ def run_experiment(experiment: Experiment, results: Path, prefix: str = "sjrun",
 # failed: sysexits.h's EX_TEMPFAIL ("the user is invited to retry the operation later"), so a
 # campaign tells a deadline that came from a failure (scripts/campaign.sh does).
 STOPPED_AT_DEADLINE = 75
+# The exit status of a command that left repetitions invalid after their redos, the fidelity
+# guard having found every attempt disturbed by the machine (host steal, a build beside it),
+# and nothing failed: like a stop at the deadline, the next run does them; unlike it, a
+# campaign learns that the machine, not the clock, held them back.
+LEFT_INVALID = 3
+# Statuses that are not failures, the one that outweighs the other last.
+_NOT_FAILURES = (0, STOPPED_AT_DEADLINE, LEFT_INVALID)
 
 
 def combined_status(first: int, second: int) -> int:
-    """Two exit statuses as one command's: a failure outweighs a stop at the deadline, which
-    outweighs success."""
-    failures = [code for code in (first, second) if code not in (0, STOPPED_AT_DEADLINE)]
-    return failures[0] if failures else max(first, second)
+    """Two exit statuses as one command's: a failure outweighs repetitions left invalid,
+    which outweigh a stop at the deadline, which outweighs success."""
+    failures = [code for code in (first, second) if code not in _NOT_FAILURES]
+    return failures[0] if failures else max(first, second, key=_NOT_FAILURES.index)
 
 
 def _not_started(point: Point, outcome: Outcome, on_event: Callable[[str, dict], None]) -> None:

@@ -8,7 +8,9 @@ it ``invalid`` runs it again at once (up to ``collect.fidelity.redo`` times), ke
 invalid attempt's fidelity record in ``attempts.json`` (an earlier invocation's too, so a
 repetition redone over several sittings keeps every try); it returns the final state. No
 redo starts after the deadline a campaign gave (``stop_at``): the invalid repetition is left
-for the next run, which does it whole.
+for the next run, which does it whole. Every attempt first waits for the host's steal to calm
+(``collect.fidelity.calm_steal_max``), rather than start inside a burst that would void it;
+the wait is kept in ``calm.json`` (and each invalid attempt's in its record).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -27,6 +29,8 @@ from sojourn.runner.spec import Run
 
 # A repetition's invalid attempts (fidelity records), kept beside the attempt that counts.
 ATTEMPTS = "attempts.json"
+# How long the attempt that counts waited for the host's steal to calm before it started.
+CALM = "calm.json"
 # The state of a point left undone by a deadline (stop_at); not a directory's state: it has
 # none, or an invalid attempt's.
 NOT_STARTED = "not started"
@@ -91,10 +95,15 @@ def run_point(point: Point, directory: Path, spec_text: str, prefix: str,
     # those an earlier invocation left (a deadline stopped it, or its publication was
     # restored) come first, so a repetition's record holds every try it took.
     attempts, counters = earlier_attempts(point.directory)
-    redo = point.run.config["collect"]["fidelity"]["redo"]
+    settings = point.run.config["collect"]["fidelity"]
+    redo = settings["redo"]
     for attempt in range(redo + 1):
+        calm = _wait_for_calm(point, settings, on_event, stop_at)
+        if not calm.starts:
+            break
         start_point(point, spec_text, on_event)
         _keep_attempts(point.directory, attempts, counters)
+        layout.write_json(point.directory / CALM, asdict(calm))
         on_event("progress", Progress(phase="inputs"))
         try:
             inputs = point_inputs(point.run, directory)
@@ -107,7 +116,7 @@ def run_point(point: Point, directory: Path, spec_text: str, prefix: str,
             return state
         status = layout.read_status(point.directory)
         attempts.append({"started": status.get("started"), "finished": status.get("finished"),
-                         "reason": status.get("reason"),
+                         "reason": status.get("reason"), "calm": asdict(calm),
                          "fidelity": json.loads((point.directory / fidelity.FILE).read_text())})
         sampled = point.directory / "counters.csv"
         counters.append(sampled.read_text() if sampled.is_file() else "")
@@ -118,7 +127,28 @@ def run_point(point: Point, directory: Path, spec_text: str, prefix: str,
         if not again:
             break
     _keep_attempts(point.directory, attempts, counters)
-    return NOT_STARTED if attempt < redo else "invalid"
+    return NOT_STARTED if attempt < redo or not calm.starts else "invalid"
+
+
+def _wait_for_calm(point: Point, settings: dict, on_event: Callable[[str, dict], None],
+                   stop_at: float | None) -> fidelity.Calm:
+    """Waits for the host's steal to calm before an attempt (:func:`fidelity.wait_for_calm`),
+    telling ``on_event("calm", ...)`` when a wait begins and how it ended."""
+    def event(verdict: str, steal: float | None, waited_s: float) -> None:
+        on_event("calm", {"run": point.run.name, "rep": point.rep, "verdict": verdict, "steal": steal,
+                          "waited_s": waited_s, "most": settings["calm_steal_max"]})
+
+    waiting = []
+
+    def on_wait(steal: float, waited_s: float) -> None:
+        if not waiting:
+            event("waiting", steal, waited_s)
+            waiting.append(steal)
+
+    calm = fidelity.wait_for_calm(settings, stop_at, on_wait)
+    if waiting:
+        event(calm.verdict, calm.steal, calm.waited_s)
+    return calm
 
 
 def earlier_attempts(directory: Path) -> tuple[list[dict], list[str]]:

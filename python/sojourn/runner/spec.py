@@ -303,6 +303,13 @@ SCHEMA: dict[str, Any] = {
                                                 "this many CPU seconds per second in a 10-s window (a build or a test "
                                                 "beside the run); judged in CPU-bound runs only; 0 = not judged",
                                   minimum=0),
+            "calm_steal_max": _k(NUMBER, 0.01, "an attempt starts only after a 1-s window in which the hypervisor "
+                                               "took at most this share of the machine, waiting window after window "
+                                               "(steal comes in bursts of minutes that void what runs in them); 0 = "
+                                               "start at once", minimum=0, maximum=1),
+            "calm_wait_max_s": _k(NUMBER, 1800.0, "wait at most this long for calm, then start anyway (the guard judges "
+                                                  "the attempt); 0 = until calm or the deadline (--stop-after)",
+                                  minimum=0),
             "redo": _k(int, 2, "times an invalid repetition is run again at once before it is left invalid (a later "
                                "`sojourn run` redoes it)", minimum=0, maximum=10),
         },

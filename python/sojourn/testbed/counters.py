@@ -281,7 +281,8 @@ class MachineTicks(NamedTuple):
 
 
 def machine_ticks(text: str) -> MachineTicks:
-    """:class:`MachineTicks` from the text of ``/proc/stat``."""
+    """:class:`MachineTicks` from the text of ``/proc/stat`` (:func:`machine_ticks_now`
+    reads the file)."""
     for line in text.splitlines():
         fields = line.split()
         if fields and fields[0] == "cpu":
@@ -290,6 +291,11 @@ def machine_ticks(text: str) -> MachineTicks:
             return MachineTicks(tasks=tasks, idle=idle, softirq=softirq, steal=steal,
                                 total=tasks + idle + irq + softirq + steal)
     raise ValueError("/proc/stat has no cpu line")
+
+
+def machine_ticks_now(stat: Path = Path("/proc/stat")) -> MachineTicks:
+    """The machine's :class:`MachineTicks` as they stand now."""
+    return machine_ticks(stat.read_text())
 
 
 def pressure_stall_us(text: str) -> int:
