@@ -124,7 +124,7 @@ def cpu_shares(spent: MachineTicks) -> dict[str, float | None]:
     (``MachineTicks.since``); None when no tick passed."""
     if spent.total <= 0:
         return {"cpu_idle": None, "cpu_steal": None}
-    return {"cpu_idle": spent.idle / spent.total, "cpu_steal": spent.steal / spent.total}
+    return {"cpu_idle": spent.idle / spent.total, "cpu_steal": spent.steal_share}
 
 
 # Host steal comes in bursts: 5-38% of each 10-s interval from 22:25 to 22:50 UTC on 6 Dec 2026,
@@ -166,8 +166,7 @@ def wait_for_calm(settings: dict, stop_at: float | None, on_wait: Callable[[floa
     while True:
         sleep(CALM_WINDOW_S)
         end = sample()
-        spent = end.since(start)
-        steal = spent.steal / spent.total if spent.total > 0 else 0.0
+        steal = end.since(start).steal_share
         waited = clock() - began
         if steal <= most:
             return Calm("calm", waited, steal)

@@ -279,6 +279,11 @@ class MachineTicks(NamedTuple):
         """The ticks spent from ``earlier`` to these."""
         return MachineTicks(*(now - then for now, then in zip(self, earlier)))
 
+    @property
+    def steal_share(self) -> float:
+        """The hypervisor's share of these ticks (0 when none passed)."""
+        return self.steal / self.total if self.total > 0 else 0.0
+
 
 def machine_ticks(text: str) -> MachineTicks:
     """:class:`MachineTicks` from the text of ``/proc/stat`` (:func:`machine_ticks_now`
@@ -408,7 +413,7 @@ class CounterSampler:
                     row[f"host_{resource}_stall"] = round(waited_us / 1e6 / host_span, 4)
                 spent = machine.since(previous_machine) if previous_machine else MachineTicks(0, 0, 0, 0, 0)
                 row["host_softirq"] = round(spent.softirq / CLOCK_TICKS / host_span, 4)
-                row["host_steal"] = round(spent.steal / spent.total, 4) if spent.total else 0.0
+                row["host_steal"] = round(spent.steal_share, 4)
                 # What the machine's tasks ran that the testbed's did not: builds, tests, other
                 # testbeds (fidelity's foreign_cpu). Never below 0: the two are sampled by the tick.
                 ours, owed = process_tree_ticks(previous_testbed, testbed, owed)
