@@ -114,6 +114,22 @@ def test_capacity_of_a_link_limited_server_within_10_percent(tmp_path):
     assert list(table["users"]) == users
 
 
+def test_a_levels_server_means_are_those_between_its_two_snapshots(tmp_path):
+    """A level's server means (001 §6.1's events per wait) come from its histograms at the end
+    of its warm-up subtracted from those a second before its end; none without both."""
+    from sojourn.runner.execute import LEVEL_END_METRICS, LEVEL_WARM_METRICS, _level_server_means
+
+    def histogram(total: float, waits: int) -> str:
+        return ("# TYPE sojourn_epoll_ready_events histogram\n"
+                f"sojourn_epoll_ready_events_sum {total}\nsojourn_epoll_ready_events_count {waits}\n")
+
+    assert _level_server_means(tmp_path) == {}
+    (tmp_path / LEVEL_WARM_METRICS).write_text(histogram(2_000, 1_000))  # the ramp: 2 events a wait
+    assert _level_server_means(tmp_path) == {}
+    (tmp_path / LEVEL_END_METRICS).write_text(histogram(2_000 + 550 * 100, 1_100))  # then 550 a wait
+    assert _level_server_means(tmp_path) == {"server": {"events_per_wait_mean": 550.0}}
+
+
 def test_poisson_from_catalogue_keeps_popularity_and_rate():
     from sojourn.runner.inputs import poisson_from_catalogue
 
@@ -146,6 +162,10 @@ def test_load_fraction_measures_capacity_then_offers_that_fraction(tmp_path):
     probe = (rep / "server_metrics_probe.txt").read_text()
     assert 0 < server_metric_totals(probe)["server_responses"] < summary["server_responses"]
     assert summary["after_probe"]["events_per_wait_mean"] > 0
+    # The probe's level has its own server means, from the end of its warm-up to a second
+    # before its end (001 §6.1's saturated batches, without the ramp and the drain).
+    (level,) = summary["levels"]
+    assert (rep / "level-8" / "server_metrics_warm.txt").is_file() and level["server"]["events_per_wait_mean"] > 0
 
 
 def test_page_cache_states_evict_and_warm_the_docroot(tmp_path):

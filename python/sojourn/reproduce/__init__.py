@@ -101,14 +101,15 @@ class Entry:
             raise ValueError(f"entry {self.name}: give exactly one of spec or command")
 
 
-# Keys naming the rows of a list in a summary (sessions.classes by "name", sessions.anatomy by "stage").
-ROW_KEYS = ("name", "stage")
+# Keys naming the rows of a list in a summary (sessions.classes by "name", sessions.anatomy by
+# "stage", a capacity probe's levels by "users").
+ROW_KEYS = ("name", "stage", "users")
 
 
 def _dotted(summary: dict, metric: str):
     """``summary[a][b]`` for metric "a.b" (e.g. by_group.far.response_mean), None if absent.
     In a list of rows, a part picks the row whose name or stage it is
-    (sessions.classes.gold.response_mean_s)."""
+    (sessions.classes.gold.response_mean_s, levels.1020.server.events_per_wait_mean)."""
     node = summary
     for part in metric.split("."):
         if isinstance(node, list):

@@ -18,6 +18,7 @@ import platform
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,7 +27,7 @@ from typing import Callable
 import pandas as pd
 
 from sojourn import analysis, servers
-from sojourn.analysis.results import summarize_repetition
+from sojourn.analysis.results import server_metric_means, summarize_repetition
 from sojourn.engine import engine_path
 from sojourn.analysis import session_metrics as session_analysis
 from sojourn.runner import fidelity, layout, load_parts
@@ -241,8 +242,9 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                 watch = fidelity.Watch(run.config, directory / "counters.csv", cpu_start,
                                        _longest_load_s(workload, limit_s) + TEARDOWN_S)
                 if workload["mode"] == "capacity":
-                    state, reason = _capacity_levels(tb, engine, run.plan.probe, inputs, target, directory, workload,
-                                                     addrs, progress, on_progress, run.plan.load_processes, watch)
+                    state, reason = _capacity_levels(tb, peer, engine, run.plan.probe, inputs, target, directory,
+                                                     workload, addrs, progress, on_progress, run.plan.load_processes,
+                                                     watch)
                 elif workload["mode"] == "sessions":
                     model = Path(workload["sessions"]["model_file"]) if workload["sessions"]["model_file"] else \
                         session_workload.session_model(server_cfg["stages"] or {}, workload["sessions"],
@@ -337,22 +339,62 @@ def _level_limit_s(workload: dict) -> float:
     return workload["level_s"] + workload["timeout_s"] + 10
 
 
-def _capacity_levels(tb, engine: Path, probe: LoadFile, inputs: Inputs, target: str, directory: Path, workload: dict,
-                     addrs: list[str], progress: Progress, on_progress, processes: int = 1,
-                     watch: fidelity.Watch | None = None) -> tuple[str, str]:
+# A level's own server counters, apart from its ramp and drain: the server's /metrics when its
+# warm-up ends and this long before its users stop. 001 §6.1 counts the ready events per wait
+# of a saturated server; over a whole 30-minute level the ~2300 nearly empty waits of its start
+# and drain diluted sojourn's mean to 509 events (001's events, 6 Dec 2026).
+LEVEL_WARM_METRICS = "server_metrics_warm.txt"
+LEVEL_END_METRICS = "server_metrics_end.txt"
+LEVEL_END_LEAD_S = 1.0
+
+
+def _level_metric_timers(tb, peer: servers.Server, out: Path, workload: dict) -> list[threading.Timer]:
+    """Timers, started, that save the server's counters into ``out`` at the end of a level's
+    warm-up and :data:`LEVEL_END_LEAD_S` before its end (none for a server without /metrics)."""
+    end_s = workload["level_s"] - LEVEL_END_LEAD_S
+    if not peer.metrics_url or end_s <= workload["warmup_s"]:
+        return []
+    timers = [threading.Timer(at, _save_server_metrics, (tb, peer, out / name))
+              for at, name in ((workload["warmup_s"], LEVEL_WARM_METRICS), (end_s, LEVEL_END_METRICS))]
+    for timer in timers:
+        timer.daemon = True
+        timer.start()
+    return timers
+
+
+def _level_server_means(out: Path) -> dict:
+    """The server's own means over a level after its warm-up (``server``: e.g. events per
+    wait, analysis.server_metric_means), when both of its snapshots were taken."""
+    warm, end = out / LEVEL_WARM_METRICS, out / LEVEL_END_METRICS
+    if not (warm.is_file() and end.is_file()):
+        return {}
+    means = server_metric_means(end.read_text(), before=warm.read_text())
+    return {"server": means} if means else {}
+
+
+def _capacity_levels(tb, peer: servers.Server, engine: Path, probe: LoadFile, inputs: Inputs, target: str,
+                     directory: Path, workload: dict, addrs: list[str], progress: Progress, on_progress,
+                     processes: int = 1, watch: fidelity.Watch | None = None) -> tuple[str, str]:
     """002 §4.4: the server loaded by ``workload.levels`` users in turn (same server, one
     level after the other, each in level-<users>/ with its own records), and by up to
     ``workload.levels_until_fall`` doublings (capacity mode) while the newest level sustained the
     most (analysis.next_level); capacity.json holds each level's throughput after its
-    warm-up and the capacity, the most sustained."""
+    warm-up and the capacity, the most sustained, and each level's server means over the same
+    span (:func:`_level_server_means`)."""
     levels = []
     while (users := analysis.next_level(levels, workload["levels"], workload["levels_until_fall"])) is not None:
         out = directory / f"level-{users}"
         out.mkdir(exist_ok=True)
         run_file = probe.placed(target, out, addrs, inputs.trace, users=users)
         cpu_before, started = tb.server_cpu_seconds(), time.monotonic()
-        state, reason = _run_load(tb, engine, run_file, progress, on_progress, _level_limit_s(workload), processes,
-                                  watch)
+        timers = _level_metric_timers(tb, peer, out, workload)
+        try:
+            state, reason = _run_load(tb, engine, run_file, progress, on_progress, _level_limit_s(workload),
+                                      processes, watch)
+        finally:
+            for timer in timers:  # a level that ended early takes no later snapshot
+                timer.cancel()
+                timer.join()
         cpu_after, took = tb.server_cpu_seconds(), time.monotonic() - started
         _adopt_load_summary(out)
         if state != "complete":
@@ -362,7 +404,7 @@ def _capacity_levels(tb, engine: Path, probe: LoadFile, inputs: Inputs, target: 
         # alive at both ends: the server's own, not a CGI's), 002 Figs. 10 and 12.
         cpu = sum(after - cpu_before[pid] for pid, after in cpu_after.items() if pid in cpu_before)
         levels.append({"users": users, **analysis.window_throughput(reqs, workload["warmup_s"], workload["level_s"]),
-                       "server_cpu": round(cpu / took, 4)})
+                       "server_cpu": round(cpu / took, 4), **_level_server_means(out)})
     layout.write_json(directory / "capacity.json", analysis.capacity_of_levels(levels))
     return "complete", ""
 
@@ -376,8 +418,8 @@ def _at_load_fraction(tb, peer: servers.Server, engine: Path, plan: RunPlan, inp
     end of the probe (server_metrics_probe.txt) set the load level's own apart from it."""
     from sojourn.workloads import io as trace_io
 
-    state, reason = _capacity_levels(tb, engine, plan.probe, inputs, target, directory, workload, addrs, progress,
-                                     on_progress, plan.load_processes, watch)
+    state, reason = _capacity_levels(tb, peer, engine, plan.probe, inputs, target, directory, workload, addrs,
+                                     progress, on_progress, plan.load_processes, watch)
     if state != "complete":
         return state, f"capacity probe: {reason}"
     capacity = json.loads((directory / "capacity.json").read_text())["capacity_rps"]
