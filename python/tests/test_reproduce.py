@@ -1469,6 +1469,24 @@ def test_the_doc_names_the_repetitions_an_experiment_shares_with_another(tmp_pat
     assert "- `rtt-loss`: 2 of its 6 repetitions: 2 of `rtt-loss-grid`'s fair-loss5-rtt_ms=100" in text
 
 
+def test_the_doc_names_the_machines_an_experiments_repetitions_ran_on(tmp_path):
+    """002's CPU-bound capacities of one session were 0.6x those of another: the doc says on
+    how many machines (boot ids) an experiment's repetitions ran, how far apart their speeds
+    were, and how many repetitions predate the record; nothing where none has one."""
+    from sojourn.runner.host import FILE
+
+    paper = load_paper("002")
+    shutil.copytree(DOCS / "002" / "sack", tmp_path / "002" / "sack")
+    assert "The machines the repetitions ran on" not in markdown(paper, Context(paper, tmp_path), [])
+    reps = sorted((tmp_path / "002" / "sack").glob("*/*/status.json"))
+    for n, (boot_id, trip) in enumerate([("a", 16.0), ("a", 17.0), ("b", 24.0)]):
+        reps[n].with_name(FILE).write_text(json.dumps({"boot_id": boot_id, "speed": {
+            "loopback_round_trip_cpu_us": trip, "interpreter_step_ns": 40.0}}))
+    text = markdown(paper, Context(paper, tmp_path), [])
+    assert (f"- `sack`: 3 repetition(s) on 2 machine(s), a loopback round trip 16.0-24.0 CPU µs (slowest / fastest "
+            f"1.50); {len(reps) - 3} without a record") in text
+
+
 def test_a_publication_is_restored_for_a_spec_given_a_new_variant(tmp_path):
     """A campaign whose spec gained a variant goes on from its publication: the published
     repetitions of the unchanged runs are restored (and --list counts them); a run whose

@@ -170,6 +170,31 @@ def _redo_lines(paper: Paper, ctx: Context) -> list[str]:
             "their records; only a valid attempt counts in the rows):", ""] + lines
 
 
+def _machine_lines(paper: Paper, ctx: Context) -> list[str]:
+    """The machines each experiment's repetitions ran on (host.json, sojourn.runner.host): how
+    many, and how far apart their speeds were (a loopback TCP round trip's CPU time, slowest
+    over fastest), so a CPU-bound table measured on several machines says so; repetitions
+    from before machines were recorded (7 Dec 2026) are counted apart."""
+    from sojourn.runner.host import FILE
+    lines = []
+    for entry in paper.experiments:
+        reps = ctx.reps(entry.name)
+        hosts = [h for rep in reps if rep.has(FILE) and "error" not in (h := json.loads(rep.text(FILE)))]
+        if not hosts:
+            continue
+        machines = {h["boot_id"] for h in hosts}
+        trips = [h["speed"]["loopback_round_trip_cpu_us"] for h in hosts]
+        unrecorded = len(reps) - len(hosts)
+        lines.append(f"- `{entry.name}`: {len(hosts)} repetition(s) on {len(machines)} machine(s), a loopback round "
+                     f"trip {min(trips):.1f}-{max(trips):.1f} CPU µs (slowest / fastest {max(trips) / min(trips):.2f})"
+                     + (f"; {unrecorded} without a record (from before 7 Dec 2026, or unmeasured: host.json's "
+                        "error)" if unrecorded else ""))
+    if not lines:
+        return []
+    return ["", "The machines the repetitions ran on (each repetition's host.json: its boot id, and the CPU time of "
+            "fixed work measured just before it, docs/experiments.md; a CPU-bound result depends on it):", ""] + lines
+
+
 def _shared_lines(paper: Paper, ctx: Context) -> list[str]:
     """The repetitions each experiment holds from another experiment's publication, measured
     once from a run configured alike (sojourn.reproduce.publish.shared_reps): which
@@ -209,6 +234,7 @@ def markdown(paper: Paper, ctx: Context, rows: list[Row], beside: list[tuple[str
     lines += _time_scale_lines(paper, ctx)
     lines += _guard_lines(paper, ctx)
     lines += _redo_lines(paper, ctx)
+    lines += _machine_lines(paper, ctx)
     lines += _shared_lines(paper, ctx)
     if beside:
         lines += ["", "## The paper's printed values beside ours", ""]

@@ -30,7 +30,7 @@ from sojourn.runner.experiment import NOT_STARTED
 # Per repetition: the files summary numbers come from (no per-request records; the kernel
 # counters' time series is small and holds the measured reasons, e.g. SYN_RECV build-up).
 REP_FILES = ("run.json", "status.json", "summary.json", "bands.json", "load_summary.json", "counters.csv",
-             "fidelity.json", "attempts.json", SHARED)
+             "fidelity.json", "attempts.json", "host.json", SHARED)
 
 
 def results_root(results: Path, paper: Paper, quick: bool) -> Path:

@@ -10,7 +10,9 @@ repetition redone over several sittings keeps every try); it returns the final s
 redo starts after the deadline a campaign gave (``stop_at``): the invalid repetition is left
 for the next run, which does it whole. Every attempt first waits for the host's steal to calm
 (``collect.fidelity.calm_steal_max``), rather than start inside a burst that would void it;
-the wait is kept in ``calm.json`` (and each invalid attempt's in its record).
+the wait is kept in ``calm.json`` (and each invalid attempt's in its record). Then, with no
+testbed of this point's running, the machine's identity and speed are measured into
+``host.json`` (:mod:`sojourn.runner.host`): a CPU-bound run's result depends on them.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from sojourn.runner import fidelity, layout
+from sojourn.runner import fidelity, host, layout
 from sojourn.runner.execute import Progress, run_repetition
 from sojourn.runner.inputs import prepare_inputs, session_inputs
 from sojourn.runner.spec import Run
@@ -101,9 +103,11 @@ def run_point(point: Point, directory: Path, spec_text: str, prefix: str,
         calm = _wait_for_calm(point, settings, on_event, stop_at)
         if not calm.starts:
             break
+        machine = host.record()
         start_point(point, spec_text, on_event)
         _keep_attempts(point.directory, attempts, counters)
         layout.write_json(point.directory / CALM, asdict(calm))
+        layout.write_json(point.directory / host.FILE, machine)
         on_event("progress", Progress(phase="inputs"))
         try:
             inputs = point_inputs(point.run, directory)
@@ -116,7 +120,7 @@ def run_point(point: Point, directory: Path, spec_text: str, prefix: str,
             return state
         status = layout.read_status(point.directory)
         attempts.append({"started": status.get("started"), "finished": status.get("finished"),
-                         "reason": status.get("reason"), "calm": asdict(calm),
+                         "reason": status.get("reason"), "calm": asdict(calm), "host": machine,
                          "fidelity": json.loads((point.directory / fidelity.FILE).read_text())})
         sampled = point.directory / "counters.csv"
         counters.append(sampled.read_text() if sampled.is_file() else "")

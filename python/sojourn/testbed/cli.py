@@ -1,8 +1,9 @@
-"""``sojourn testbed up|down|status``: the testbed by hand.
+"""``sojourn testbed up|down|status|host``: the testbed by hand.
 
 ``up`` builds the testbed and leaves it running (the emulator and helper
 processes keep running in the namespaces); ``down`` removes everything with the
-prefix, including leftovers of a killed run; ``status`` shows what exists.
+prefix, including leftovers of a killed run; ``status`` shows what exists; ``host``
+measures the machine as every repetition's host.json records it.
 """
 
 from __future__ import annotations
@@ -103,6 +104,27 @@ def register(parser: argparse.ArgumentParser) -> None:
     status = sub.add_parser("status", help="show namespaces, addresses, qdiscs and processes of the testbed")
     status.add_argument("--prefix", default="sjtb")
     status.set_defaults(func=cmd_status)
+    host = sub.add_parser("host", help="the machine's identity and speed, as each repetition's host.json records it "
+                                       "(one JSON line per measurement)",
+                          description="The machine's boot id, processor and kernel, and the CPU time of fixed work "
+                                      "(loopback TCP round trips, an interpreter loop; the median of --trials each), "
+                                      "as sojourn.runner.host measures it before every repetition. --repeat measures "
+                                      "again, --every seconds apart: the spread is the measure's own noise here.")
+    host.add_argument("--repeat", type=_positive_int, default=1, metavar="N", help="measurements (default 1)")
+    host.add_argument("--every", type=float, default=0.0, metavar="S", help="seconds between measurements (default 0)")
+    host.add_argument("--trials", type=_positive_int, default=None, metavar="N",
+                      help="trials of each piece of fixed work per measurement (default: as host.json, 5)")
+    host.set_defaults(func=cmd_host)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number of at least 1")
+    return value
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -153,4 +175,18 @@ def cmd_status(args: argparse.Namespace) -> int:
         print(sysnet.ip(ns, "-br", "addr", "show").rstrip())
         if ns.endswith("-srv"):
             print(sysnet.tc(ns, "-s", "qdisc", "show", "dev", f"{args.prefix}s", check=False).rstrip())
+    return 0
+
+
+def cmd_host(args: argparse.Namespace) -> int:
+    import time
+    from dataclasses import asdict
+
+    from sojourn.runner import host
+
+    for n in range(args.repeat):
+        if n and args.every > 0:
+            time.sleep(args.every)
+        speed = host.measure_speed(args.trials) if args.trials else host.measure_speed()
+        print(json.dumps(host.describe(speed=speed) | {"t": round(time.time(), 3)}), flush=True)
     return 0
