@@ -1473,7 +1473,7 @@ def test_the_doc_names_the_machines_an_experiments_repetitions_ran_on(tmp_path):
     """002's CPU-bound capacities of one session were 0.6x those of another: the doc says on
     how many machines (boot ids) an experiment's repetitions ran, how far apart their speeds
     were, and how many repetitions predate the record; nothing where none has one."""
-    from sojourn.runner.host import FILE
+    from sojourn.testbed.host import FILE
 
     paper = load_paper("002")
     shutil.copytree(DOCS / "002" / "sack", tmp_path / "002" / "sack")

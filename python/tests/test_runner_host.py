@@ -1,4 +1,4 @@
-"""The machine a repetition ran on and its speed (sojourn.runner.host, host.json)."""
+"""The machine a repetition ran on and its speed (sojourn.testbed.host, host.json)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sojourn.runner import fidelity, host, layout, points
+from sojourn.runner import fidelity, layout, points
+from sojourn.testbed import host
 from sojourn.runner.points import ATTEMPTS, Point, run_point
 from sojourn.runner.spec import validate
 

@@ -183,7 +183,7 @@ def summarize_repetition(directory: Path, link_bps: float, groups: list[dict] | 
     if load_summary.is_file():
         summary["load_generator"] = json.loads(load_summary.read_text())
     machine = directory / "host.json"
-    if machine.is_file():  # the machine and its speed before the repetition (sojourn.runner.host)
+    if machine.is_file():  # the machine and its speed before the repetition (sojourn.testbed.host)
         summary["host"] = json.loads(machine.read_text())
     ideal = directory / "ideal.parquet"
     if ideal.is_file():

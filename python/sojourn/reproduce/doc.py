@@ -171,11 +171,11 @@ def _redo_lines(paper: Paper, ctx: Context) -> list[str]:
 
 
 def _machine_lines(paper: Paper, ctx: Context) -> list[str]:
-    """The machines each experiment's repetitions ran on (host.json, sojourn.runner.host): how
+    """The machines each experiment's repetitions ran on (host.json, sojourn.testbed.host): how
     many, and how far apart their speeds were (a loopback TCP round trip's CPU time, slowest
     over fastest), so a CPU-bound table measured on several machines says so; repetitions
     from before machines were recorded (7 Dec 2026) are counted apart."""
-    from sojourn.runner.host import FILE
+    from sojourn.testbed.host import FILE
     lines = []
     for entry in paper.experiments:
         reps = ctx.reps(entry.name)

@@ -11,7 +11,7 @@ repetition: ``<run>/<rep>/`` with
 | ``run.json`` | the run's resolved configuration (spec defaults filled in, variant and sweep applied) |
 | ``versions.json`` | programs, kernel, host, the testbed's description (qdiscs, sysctls) |
 | ``calm.json`` | how long the attempt waited for the host's steal to calm (``sojourn.runner.points``) |
-| ``host.json`` | the machine (boot id, processor) and its speed just before the attempt, no testbed running (``sojourn.runner.host``) |
+| ``host.json`` | the machine (boot id, processor) and its speed just before the attempt, no testbed running (``sojourn.testbed.host``) |
 | ``records.csv``, ``intervals.csv``, ``load_summary.json`` | the load generator (docs/formats.md) |
 | ``counters.csv`` | the testbed's kernel counters (docs/testbed.md) |
 | ``server_metrics.txt`` | the server's own counters after the load (sojourn /metrics, nginx stub_status, apache2 mod_status) |

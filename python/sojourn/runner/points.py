@@ -12,7 +12,7 @@ for the next run, which does it whole. Every attempt first waits for the host's 
 (``collect.fidelity.calm_steal_max``), rather than start inside a burst that would void it;
 the wait is kept in ``calm.json`` (and each invalid attempt's in its record). Then, with no
 testbed of this point's running, the machine's identity and speed are measured into
-``host.json`` (:mod:`sojourn.runner.host`): a CPU-bound run's result depends on them.
+``host.json`` (:mod:`sojourn.testbed.host`): a CPU-bound run's result depends on them.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from sojourn.runner import fidelity, host, layout
+from sojourn.runner import fidelity, layout
+from sojourn.testbed import host
 from sojourn.runner.execute import Progress, run_repetition
 from sojourn.runner.inputs import prepare_inputs, session_inputs
 from sojourn.runner.spec import Run

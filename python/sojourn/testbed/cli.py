@@ -108,7 +108,7 @@ def register(parser: argparse.ArgumentParser) -> None:
                                        "(one JSON line per measurement)",
                           description="The machine's boot id, processor and kernel, and the CPU time of fixed work "
                                       "(loopback TCP round trips, an interpreter loop; the median of --trials each), "
-                                      "as sojourn.runner.host measures it before every repetition. --repeat measures "
+                                      "as sojourn.testbed.host measures it before every repetition. --repeat measures "
                                       "again, --every seconds apart: the spread is the measure's own noise here.")
     host.add_argument("--repeat", type=_positive_int, default=1, metavar="N", help="measurements (default 1)")
     host.add_argument("--every", type=float, default=0.0, metavar="S", help="seconds between measurements (default 0)")
@@ -182,7 +182,7 @@ def cmd_host(args: argparse.Namespace) -> int:
     import time
     from dataclasses import asdict
 
-    from sojourn.runner import host
+    from sojourn.testbed import host
 
     for n in range(args.repeat):
         if n and args.every > 0:
