@@ -182,9 +182,6 @@ def summarize_repetition(directory: Path, link_bps: float, groups: list[dict] | 
     load_summary = directory / "load_summary.json"
     if load_summary.is_file():
         summary["load_generator"] = json.loads(load_summary.read_text())
-    machine = directory / "host.json"
-    if machine.is_file():  # the machine and its speed before the repetition (sojourn.testbed.host)
-        summary["host"] = json.loads(machine.read_text())
     ideal = directory / "ideal.parquet"
     if ideal.is_file():
         summary["ideal"] = ideal_metrics(pd.read_parquet(ideal))

@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Callable
 
 from sojourn.runner import fidelity, layout
-from sojourn.testbed import host
 from sojourn.runner.execute import Progress, run_repetition
 from sojourn.runner.inputs import prepare_inputs, session_inputs
 from sojourn.runner.spec import Run
+from sojourn.testbed import host
 
 # A repetition's invalid attempts (fidelity records), kept beside the attempt that counts.
 ATTEMPTS = "attempts.json"
