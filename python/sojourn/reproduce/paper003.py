@@ -26,6 +26,8 @@ EXPERIMENTS = [
           spec="experiments/003/section5-demand.toml", quick_s=240, of_paper=False),
     Entry("section5-demand20", "§5 with the stage costs as CPU demand (normal-load latency / 20), DWFS only (issue 13)",
           spec="experiments/003/section5-demand20.toml", quick_s=130, of_paper=False),
+    Entry("section5-demand40", "§5 with the stage costs as CPU demand (normal-load latency / 40), DWFS only (issue 13)",
+          spec="experiments/003/section5-demand40.toml", quick_s=130, of_paper=False),
     Entry("section5-demand20-nothink", "§5 with the stage costs as CPU demand (latency / 20), clients without think "
           "time (Table 6's saturated closed loop), DWFS vs FIFO (issue 13)",
           spec="experiments/003/section5-demand20-nothink.toml", quick_s=90, of_paper=False),
@@ -54,6 +56,7 @@ TIMEOUT_RUNS = ("timeout-10", "timeout-20")  # the variants of timeouts.toml and
 # (issue 13): section5 takes them as CPU time (k = 1); the think time is divided by k too, so
 # the relative load of 40-60 clients is the same in all three.
 DEMAND_RUNS = (("section5", 1, "2 / k"), ("section5-demand", 10, "2 / k"), ("section5-demand20", 20, "2 / k"),
+               ("section5-demand40", 40, "2 / k"),
                ("section5-demand20-nothink", 20, "0"), ("section5-demand20-nothink-continue", 20, "0"))
 
 
@@ -431,6 +434,7 @@ def claims(ctx: Context) -> list[Row]:
         "productivity-study": _study_rows, "section5": _section5_rows,
         "section5-demand": lambda ctx: _section5_rows(ctx, "section5-demand"),
         "section5-demand20": lambda ctx: _drop_rows(ctx, "section5-demand20"),
+        "section5-demand40": lambda ctx: _drop_rows(ctx, "section5-demand40"),
         "section5-demand20-nothink": lambda ctx: _section5_rows(ctx, "section5-demand20-nothink", clients=(40, 60)),
         "section5-demand20-nothink-continue":
             lambda ctx: _section5_rows(ctx, "section5-demand20-nothink-continue", clients=(40, 60)),
