@@ -47,6 +47,29 @@ fn bad_input_names_what_is_accepted() {
 }
 
 #[test]
+fn classes_get_their_own_bounds_and_counts() {
+    // 003 §5.2's three classes at its 1/100 scale, k = 20 stage costs (experiments/003).
+    let out = engine()
+        .args(["stages", "--policy", "dwfs", "--json", "--clients", "60", "--duration", "100", "--session-length", "10"])
+        .args(["--service-times", "0.00025,0.01,0.005,0.0025", "--timeout", "0.1,0.15,0.2"])
+        .args(["--think-time", "0.1", "--exponential-think", "--deterministic-service"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let row: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let by_class = |key: &str| row[key].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect::<Vec<_>>();
+    let (completed, timed_out) = (by_class("completed_by_class"), by_class("timed_out_by_class"));
+    assert_eq!((completed.len(), timed_out.len()), (3, 3), "{row}");
+    assert_eq!(completed.iter().sum::<u64>(), row["completed"].as_u64().unwrap());
+    assert_eq!(timed_out.iter().sum::<u64>(), row["timed_out"].as_u64().unwrap());
+    // 60 users thinking 0.1 s offer ~1.4 of the CPU: every class is served, some requests miss.
+    assert!(completed.iter().all(|&c| c > 1000) && row["timed_out"].as_u64().unwrap() > 0, "{row}");
+    let out = engine().args(["stages", "--timeout", "0.1,0"]).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("timeout"), "{err}");
+}
+
+#[test]
 fn a_config_file_runs_as_its_options_and_options_after_it_replace_its_keys() {
     let path = std::env::temp_dir().join(format!("sojourn-stages-cli-{}.toml", std::process::id()));
     std::fs::write(&path, "policy = [\"dwfs\"]\nseed = 3\nduration = 1000\nservice-times = [0.5, 1, 1.5, 2]\n").unwrap();

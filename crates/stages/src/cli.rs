@@ -50,10 +50,12 @@ pub struct StagesOptions {
     #[arg(long)]
     #[serde(default)]
     pub transitions: Option<std::path::PathBuf>,
-    /// Delay bound of every request, in the same unit as the service times.
-    #[arg(long, default_value_t = defaults::timeout())]
+    /// Delay bound of each priority class, in the same unit as the service times, comma
+    /// separated (003 §5.2's gold, silver, bronze: 0.1,0.15,0.2 at its 1/100 scale); client
+    /// i belongs to class i mod the number of classes. One value: every request's bound.
+    #[arg(long, value_delimiter = ',', default_values_t = defaults::timeout())]
     #[serde(default = "defaults::timeout")]
-    pub timeout: f64,
+    pub timeout: Vec<f64>,
     /// Simulated duration.
     #[arg(long, default_value_t = defaults::duration())]
     #[serde(default = "defaults::duration")]
@@ -74,6 +76,11 @@ pub struct StagesOptions {
     #[arg(long, default_value_t = 0.0)]
     #[serde(default)]
     pub think_time: f64,
+    /// Draw each think time from an exponential distribution with mean --think-time (as the
+    /// testbed's session clients do) instead of pausing exactly --think-time.
+    #[arg(long)]
+    #[serde(default)]
+    pub exponential_think: bool,
     /// Use each stage's processing time exactly instead of exponential with that mean.
     #[arg(long)]
     #[serde(default)]
@@ -99,8 +106,8 @@ mod defaults {
     pub fn service_times() -> Vec<f64> {
         vec![0.5, 1.0, 1.5, 2.0]
     }
-    pub fn timeout() -> f64 {
-        20.0
+    pub fn timeout() -> Vec<f64> {
+        vec![20.0]
     }
     pub fn duration() -> f64 {
         10_000.0
@@ -134,12 +141,13 @@ pub fn run(args: StagesArgs) -> anyhow::Result<()> {
         weights: vec![1.0; args.service_times.len()],
         service_times: args.service_times.clone(),
         transitions,
-        timeout: args.timeout,
+        timeouts: args.timeout.clone(),
         duration: args.duration,
         clients: args.clients,
         session_rate: args.session_rate,
         mean_session_length: args.session_length,
         think_time: args.think_time,
+        exponential_think: args.exponential_think,
         exponential_service: !args.deterministic_service,
         seed: args.seed,
     };

@@ -28,6 +28,10 @@ EXPERIMENTS = [
           spec="experiments/003/section5-demand20.toml", quick_s=130, of_paper=False),
     Entry("section5-demand40", "§5 with the stage costs as CPU demand (normal-load latency / 40), DWFS only (issue 13)",
           spec="experiments/003/section5-demand40.toml", quick_s=130, of_paper=False),
+    Entry("section5-model", "§5 in virtual time: DWFS's drops per class from the stage pool's dispatcher alone "
+          "(sojourn-engine stages) at every k with think time, 10 seeds",
+          command=("{python}", "-m", "sojourn.reproduce.section5_model", "--out", "{out}", "{quick}"), quick_s=30,
+          of_paper=False),
     Entry("section5-demand20-nothink", "§5 with the stage costs as CPU demand (latency / 20), clients without think "
           "time (Table 6's saturated closed loop), DWFS vs FIFO (issue 13)",
           spec="experiments/003/section5-demand20-nothink.toml", quick_s=90, of_paper=False),
@@ -530,8 +534,9 @@ def _demand_note(ctx: Context) -> str:
               "paper's was. The last column is gold's mean over its class bound (run.json):", "",
               "| k | think (s) | experiment (scale, reps) | clients | drop rate gold / silver / bronze | all classes "
               "| deadline drops SR / all stages | waiting-room refusals | SR queueing mean (ms) "
-              "| DWFS gold mean / bound |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
+              "| DWFS gold mean / bound | virtual time: drop rate gold / silver / bronze |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
+    model = _model(ctx)
     for experiment, k, think in DEMAND_RUNS:
         if not ctx.has(experiment):
             continue
@@ -551,9 +556,26 @@ def _demand_note(ctx: Context) -> str:
             gold = mean("sessions.classes.gold.response_mean_s") / gold_bound
             lines.append(f"| {k} | {think} | {experiment} ({scale}, {overall.repetitions}) | {users} | {drops} | "
                          f"{overall.value:.2%} | {sr:.0f} / {deadline:.0f} | {refused:.0f} | {queueing:.0f} | "
-                         f"{gold:.2f} |")
-    lines += ["", DEMAND_CONCLUSION]
+                         f"{gold:.2f} | {_model_drops(model, experiment, run)} |")
+    lines += ["", "The last column is the same dispatcher without the server (`section5-model`: "
+              "sojourn-engine stages in virtual time, the spec's costs, bounds, users, exit and exponential "
+              "think time, as many seeds as it says, each the spec's duration); — where it has no run.",
+              "", DEMAND_CONCLUSION]
     return "\n".join(lines)
+
+
+def _model(ctx: Context) -> dict:
+    """`section5-model`'s summary.json (experiment/run -> seeds, drop rate per class), or {}."""
+    path = ctx.directory("section5-model") / "summary.json"
+    return json.loads(path.read_text()) if ctx.has("section5-model") and path.is_file() else {}
+
+
+def _model_drops(model: dict, experiment: str, run: str) -> str:
+    point = model.get(f"{experiment}/{run}")
+    if not point:
+        return "—"
+    rates = point["drop_rate"]
+    return " / ".join(f"{rates[c]:.2%}" if c in rates else "—" for c in DWFS_RESPONSE) + f" ({point['seeds']} seeds)"
 
 
 # What the rows isolate and what they leave unexplained is argued in prose, with the

@@ -1,0 +1,101 @@
+"""003 §5 in virtual time: the stage pool's own dispatcher without the server.
+
+    python -m sojourn.reproduce.section5_model --out DIR [--quick]
+
+For each §5 spec in SPECS, every DWFS run of it (one per user count) is replayed by
+``sojourn-engine stages`` (crates/stages/src/study.rs): one CPU, the spec's stage costs (exact,
+as the stage worker burns them), its class timeouts (user u in class u mod 3, as the testbed
+binds user u to class address u mod 3), Fig. 5's transitions with its exit probability,
+its users thinking an exponential ``think_s``, each session aborted by a request that misses its
+bound, through the same ``Dispatcher`` the server runs (crates/sched/src/dispatch.rs). What is
+left out is everything else of the testbed: HTTP, sockets, the front end's threads, the clocks
+of a loaded two-core machine. Where the model's drop rates agree with the testbed's, the policy
+alone sets them; where they part, the server does.
+
+Writes ``model.csv``: one row per (experiment, users, seed, class) with the requests completed
+within their bound and those that timed out (dropped early, refused by a waiting room, expired
+or late), each seed run for the spec's duration; ``summary.json``: per experiment and run, the
+seeds and each class's drop rate over them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from sojourn.engine import engine_path
+from sojourn.reproduce import REPO
+
+# The §5 specs with think time whose stage costs are read as CPU demand at k = 1, 10, 20, 40
+# (sojourn.reproduce.paper003.DEMAND_RUNS).
+SPECS = {"section5": "experiments/003/section5.toml", "section5-demand": "experiments/003/section5-demand.toml",
+         "section5-demand20": "experiments/003/section5-demand20.toml",
+         "section5-demand40": "experiments/003/section5-demand40.toml"}
+SEEDS = {"full": range(1, 11), "quick": range(1, 4)}
+
+
+def stages_argv(config: dict, seed: int) -> list[str]:
+    """``sojourn-engine stages`` options for one run's resolved config (seconds throughout)."""
+    stages, sessions = config["server"]["stages"], config["workload"]["sessions"]
+    costs = ",".join(str(stage["processing_ms"] / 1000) for stage in stages["stage"])
+    timeouts = ",".join(str(c["timeout_ms"] / 1000) for c in stages["class"])
+    return [str(engine_path()), "stages", "--json", "--policy", stages["policy"], "--deterministic-service",
+            "--service-times", costs, "--timeout", timeouts, "--clients", str(sessions["users"]),
+            "--session-length", str(1 / sessions["exit"]), "--think-time", str(sessions["think_s"]),
+            "--exponential-think", "--duration", str(config["workload"]["duration_s"]), "--seed", str(seed)]
+
+
+def model_rows(experiment: str, spec: Path, seeds) -> list[dict]:
+    from sojourn.runner.spec import load_spec
+
+    rows = []
+    for run in load_spec(spec).runs:
+        config = run.config
+        if config["server"]["stages"]["policy"] != "dwfs":
+            continue
+        names = [c["name"] for c in config["server"]["stages"]["class"]]
+        for seed in seeds:
+            out = subprocess.run(stages_argv(config, seed), capture_output=True, text=True, check=True).stdout
+            result = json.loads(out)
+            for name, completed, timed_out in zip(names, result["completed_by_class"], result["timed_out_by_class"]):
+                rows.append({"experiment": experiment, "run": run.name, "users": config["workload"]["sessions"]["users"],
+                             "seed": seed, "class": name, "completed": completed, "timed_out": timed_out,
+                             "drop_rate": timed_out / max(completed + timed_out, 1)})
+    return rows
+
+
+def summarize(model: pd.DataFrame) -> dict:
+    """Per experiment and run: the seeds, and each class's drop rate over all of them."""
+    summary = {}
+    for (experiment, run), group in model.groupby(["experiment", "run"]):
+        totals = group.groupby("class", sort=False)[["completed", "timed_out"]].sum()
+        summary[f"{experiment}/{run}"] = {
+            "seeds": int(group["seed"].nunique()),
+            "drop_rate": {name: float(t["timed_out"] / max(t["completed"] + t["timed_out"], 1))
+                          for name, t in totals.iterrows()}}
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, required=True, help="directory for model.csv")
+    parser.add_argument("--quick", action="store_true", help="three seeds instead of ten")
+    args = parser.parse_args(argv)
+    seeds = SEEDS["quick" if args.quick else "full"]
+    rows = [row for experiment, spec in SPECS.items() for row in model_rows(experiment, REPO / spec, seeds)]
+    args.out.mkdir(parents=True, exist_ok=True)
+    model = pd.DataFrame(rows)
+    partial = args.out / "model.csv.partial"
+    model.to_csv(partial, index=False)
+    partial.replace(args.out / "model.csv")
+    (args.out / "summary.json").write_text(json.dumps(summarize(model), indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
