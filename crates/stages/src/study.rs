@@ -222,6 +222,10 @@ pub fn simulate(config: &StudyConfig) -> anyhow::Result<StudyResult> {
     // owner[request id] = the client that issued it.
     let mut owner: Vec<usize> = Vec::new();
     let mut gone = Vec::new();
+    // When a closed-loop client's request was last refused the instant it was sent (NaN:
+    // not), and the clients waiting for the CPU to finish a request before asking again.
+    let mut refused_at = vec![f64::NAN; next_stage.len()];
+    let mut waiting_for_cpu: Vec<usize> = Vec::new();
 
     while let Some(Reverse((At(now), _, event))) = events.pop() {
         if now > config.duration {
@@ -248,6 +252,9 @@ pub fn simulate(config: &StudyConfig) -> anyhow::Result<StudyResult> {
                 schedule(&mut events, now + exponential(1.0 / config.session_rate, &mut rng), Event::Arrival);
             }
             Event::Done => {
+                for client in waiting_for_cpu.drain(..) {
+                    schedule(&mut events, now, Event::Issue(client));
+                }
                 if let Some((request, deadline, started)) = running.take() {
                     let client = owner[request.id as usize];
                     busy += now - started;
@@ -290,7 +297,16 @@ pub fn simulate(config: &StudyConfig) -> anyhow::Result<StudyResult> {
             result.sessions_aborted += 1;
             next_stage[client] = None;
             if !open {
-                schedule(&mut events, now + think(&mut rng), Event::Issue(client));
+                let pause = think(&mut rng);
+                if pause == 0.0 && request.arrival == now && refused_at[client] == now {
+                    // Refused twice at one instant with no think time: asking again now
+                    // would meet the same full waiting room forever (the clock would not
+                    // move), so the client asks when the CPU next finishes a request.
+                    waiting_for_cpu.push(client);
+                } else {
+                    refused_at[client] = if request.arrival == now { now } else { f64::NAN };
+                    schedule(&mut events, now + pause, Event::Issue(client));
+                }
             }
         }
     }
@@ -411,12 +427,10 @@ mod tests {
     fn a_bound_below_the_stage_costs_times_its_class_out() {
         // Under DWFS a class whose bound (0.6) is below every stage's exact cost but
         // MM's (0.5) can complete only MM requests; the class bounded at 20 completes
-        // the rest of the mix.
+        // the rest of the mix. With no think time, its clients refused by MM's waiting
+        // room of one wait for the CPU instead of asking again at the same instant.
         let config = StudyConfig {
             clients: 10,
-            // With no think time a client refused by an empty waiting room would ask
-            // again at the same instant, forever (the virtual clock does not move).
-            think_time: 1.0,
             timeouts: vec![0.6, 20.0],
             exponential_service: false,
             ..StudyConfig::paper(DispatchKind::Dwfs, &[])
