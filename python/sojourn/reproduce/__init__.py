@@ -101,6 +101,18 @@ class Entry:
             raise ValueError(f"entry {self.name}: give exactly one of spec or command")
 
 
+def command_args(doc: str, out: str, quick: str, argv: list[str] | None = None):
+    """The options of a command entry's program (``python -m sojourn.reproduce.<module>``):
+    ``--out`` its ``{out}`` (``out`` says what is written there) and ``--quick`` its ``{quick}``
+    (``quick`` says what it does less). A command that fails is not published (publish.run)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, required=True, help=f"directory for {out}")
+    parser.add_argument("--quick", action="store_true", help=quick)
+    return parser.parse_args(argv)
+
+
 # Keys naming the rows of a list in a summary (sessions.classes by "name", sessions.anatomy by
 # "stage", a capacity probe's levels by "users").
 ROW_KEYS = ("name", "stage", "users")

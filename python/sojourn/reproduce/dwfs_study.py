@@ -18,7 +18,6 @@ Fig. 5 transitions, closed-loop clients) and writes into DIR:
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -28,6 +27,7 @@ import pandas as pd
 
 from sojourn import papers
 from sojourn.engine import engine_path
+from sojourn.reproduce import command_args
 
 STAGES = tuple(papers.sessions()["stages"])
 TABLE2 = tuple(",".join(str(w) for w in weights) for weights in papers.sessions()["table2_weights"])
@@ -115,10 +115,7 @@ def figure(study: pd.DataFrame, path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, required=True, help="directory for study.csv, table2.csv, summary.json")
-    parser.add_argument("--quick", action="store_true", help="two seeds instead of five")
-    args = parser.parse_args(argv)
+    args = command_args(__doc__, "study.csv, table2.csv, summary.json", "two seeds instead of five", argv)
     scale = SCALES["quick" if args.quick else "full"]
     rows = []
     for clients in scale["clients"]:

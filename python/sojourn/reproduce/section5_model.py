@@ -20,7 +20,6 @@ seeds and each class's drop rate over them.
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -29,7 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from sojourn.engine import engine_path
-from sojourn.reproduce import REPO
+from sojourn.reproduce import REPO, command_args
 
 # The §5 specs with think time whose stage costs are read as CPU demand at k = 1, 10, 20, 40
 # (sojourn.reproduce.paper003.DEMAND_RUNS).
@@ -82,17 +81,12 @@ def summarize(model: pd.DataFrame) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", type=Path, required=True, help="directory for model.csv")
-    parser.add_argument("--quick", action="store_true", help="three seeds instead of ten")
-    args = parser.parse_args(argv)
+    args = command_args(__doc__, "model.csv, summary.json", "three seeds instead of ten", argv)
     seeds = SEEDS["quick" if args.quick else "full"]
     rows = [row for experiment, spec in SPECS.items() for row in model_rows(experiment, REPO / spec, seeds)]
     args.out.mkdir(parents=True, exist_ok=True)
     model = pd.DataFrame(rows)
-    partial = args.out / "model.csv.partial"
-    model.to_csv(partial, index=False)
-    partial.replace(args.out / "model.csv")
+    model.to_csv(args.out / "model.csv", index=False)
     (args.out / "summary.json").write_text(json.dumps(summarize(model), indent=2) + "\n")
     return 0
 

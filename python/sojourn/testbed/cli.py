@@ -15,7 +15,7 @@ import re
 import sys
 from dataclasses import fields
 
-from . import sysnet
+from . import host, sysnet
 from .config import CONGESTION_CONTROLS, ConfigError, TcpKnobs, TestbedConfig, WanGroup
 from .topology import Testbed
 
@@ -104,17 +104,19 @@ def register(parser: argparse.ArgumentParser) -> None:
     status = sub.add_parser("status", help="show namespaces, addresses, qdiscs and processes of the testbed")
     status.add_argument("--prefix", default="sjtb")
     status.set_defaults(func=cmd_status)
-    host = sub.add_parser("host", help="the machine's identity and speed, as each repetition's host.json records it "
-                                       "(one JSON line per measurement)",
-                          description="The machine's boot id, processor and kernel, and the CPU time of fixed work "
-                                      "(loopback TCP round trips, an interpreter loop; the median of --trials each), "
-                                      "as sojourn.testbed.host measures it before every repetition. --repeat measures "
-                                      "again, --every seconds apart: the spread is the measure's own noise here.")
-    host.add_argument("--repeat", type=_positive_int, default=1, metavar="N", help="measurements (default 1)")
-    host.add_argument("--every", type=float, default=0.0, metavar="S", help="seconds between measurements (default 0)")
-    host.add_argument("--trials", type=_positive_int, default=None, metavar="N",
-                      help="trials of each piece of fixed work per measurement (default: as host.json, 5)")
-    host.set_defaults(func=cmd_host)
+    machine = sub.add_parser("host", help="the machine's identity and speed, as each repetition's host.json records "
+                                          "it (one JSON line per measurement)",
+                             description="The machine's boot id, processor and kernel, and the CPU time of fixed work "
+                                         "(loopback TCP round trips, an interpreter loop; the median of --trials each), "
+                                         "as sojourn.testbed.host measures it before every repetition. --repeat "
+                                         "measures again, --every seconds apart: the spread is the measure's own noise "
+                                         "here.")
+    machine.add_argument("--repeat", type=_positive_int, default=1, metavar="N", help="measurements (default 1)")
+    machine.add_argument("--every", type=float, default=0.0, metavar="S",
+                         help="seconds between measurements (default 0)")
+    machine.add_argument("--trials", type=_positive_int, default=host.TRIALS, metavar="N",
+                         help=f"trials of each piece of fixed work per measurement (default: as host.json, {host.TRIALS})")
+    machine.set_defaults(func=cmd_host)
 
 
 def _positive_int(text: str) -> int:
@@ -180,13 +182,10 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_host(args: argparse.Namespace) -> int:
     import time
-    from dataclasses import asdict
-
-    from sojourn.testbed import host
 
     for n in range(args.repeat):
         if n and args.every > 0:
             time.sleep(args.every)
-        speed = host.measure_speed(args.trials) if args.trials else host.measure_speed()
+        speed = host.measure_speed(args.trials)
         print(json.dumps(host.describe(speed=speed) | {"t": round(time.time(), 3)}), flush=True)
     return 0

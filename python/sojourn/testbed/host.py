@@ -43,9 +43,9 @@ ECHO_TIMEOUT_S = 10.0
 TRIALS = 5
 
 # The echo end, a process of its own so the two ends' CPU time is each a thread's, on the same
-# CPU as the measuring thread (it inherits the thread's affinity): across two CPUs the same round trips cost 17-40 µs of CPU in
-# one series (wake-ups of an idle CPU, wherever the scheduler put each end), on one 6.8-8.2
-# (7 Dec 2026, with a campaign running on the machine). It accepts one connection per trial
+# CPU as the measuring thread (it inherits the thread's affinity): across two CPUs the same
+# round trips cost 17-40 µs of CPU in one series (wake-ups of an idle CPU, wherever the
+# scheduler put each end), on one 6.8-8.2 (7 Dec 2026, with a campaign running on the machine). It accepts one connection per trial
 # and, when the client closes it, prints the CPU seconds it spent on it.
 _ECHO = """
 import socket, sys, time
