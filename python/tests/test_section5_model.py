@@ -1,5 +1,6 @@
 """003 §5 in virtual time (sojourn.reproduce.section5_model): a spec's DWFS runs replayed by the
-real `sojourn-engine stages`, one row per (run, seed, class), and the rates it summarizes."""
+real `sojourn-engine stages`, one row per (run, stage order, seed, class), and the rates it
+summarizes."""
 
 from __future__ import annotations
 
@@ -10,19 +11,26 @@ import pandas as pd
 from sojourn.reproduce import section5_model
 
 
-def test_a_spec_is_replayed_per_run_seed_and_class(tmp_path, monkeypatch):
+def test_a_spec_is_replayed_per_run_stage_order_seed_and_class(tmp_path, monkeypatch):
     monkeypatch.setattr(section5_model, "SPECS", {"section5-demand20": "experiments/003/section5-demand20.toml"})
     assert section5_model.main(["--out", str(tmp_path), "--quick"]) == 0
     model = pd.read_csv(tmp_path / "model.csv")
-    # Three user counts x three seeds x gold, silver, bronze; the 40-user point is under the
-    # worker's capacity and the 60-user one 1.42 times it (the spec's comment).
-    assert len(model) == 27 and set(model["class"]) == {"gold", "silver", "bronze"}
+    # Three user counts x three stage orders x three seeds x gold, silver, bronze; the 40-user
+    # point is under the worker's capacity and the 60-user one 1.42 times it (the spec's comment).
+    assert len(model) == 81 and set(model["class"]) == {"gold", "silver", "bronze"}
+    assert set(model["stage_order"]) == set(section5_model.STAGE_ORDERS)
     assert (model["completed"] > 0).all()
     by_users = model.groupby("users")[["completed", "timed_out"]].sum()
     assert by_users.loc[60, "timed_out"] > by_users.loc[40, "timed_out"]
     summary = json.loads((tmp_path / "summary.json").read_text())
     point = summary["section5-demand20/dwfs-users=60"]
     assert point["seeds"] == 3 and 0 < point["drop_rate"]["gold"] < 0.05
+    by_order = point["drop_rate_by_stage_order"]
+    assert list(by_order) == list(section5_model.STAGE_ORDERS) and by_order["deadline"] == point["drop_rate"]
+    # Class-blind arrival order drops mostly the class with the shortest bound; strict class
+    # priority mostly the one with the longest.
+    assert by_order["arrival"]["gold"] > by_order["arrival"]["bronze"]
+    assert by_order["class"]["bronze"] > by_order["class"]["gold"]
     assert not list(tmp_path.glob("*.partial"))
 
 
@@ -35,3 +43,5 @@ def test_the_options_follow_the_spec(monkeypatch):
     assert given["--service-times"] == "0.005,0.0025" and given["--timeout"] == "0.1,0.2"
     assert (given["--clients"], given["--session-length"], given["--seed"]) == ("60", "10.0", "7")
     assert "--exponential-think" in argv and "--deterministic-service" in argv
+    assert given["--stage-order"] == "deadline"
+    assert section5_model.stages_argv(config, 7, "arrival")[-2:] == ["--stage-order", "arrival"]

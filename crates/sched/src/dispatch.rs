@@ -18,7 +18,8 @@
 //!   [`crate::dwfs`]); each stage has a waiting room of `timeout / service time`
 //!   requests (003 §4.2; per class, counting the requests with earlier deadlines
 //!   in the stage) and requests that can no longer meet their deadline are
-//!   dropped early; within a stage, the shorter timeout goes first (003 §5.2).
+//!   dropped early; within a stage, the shorter timeout goes first (003 §5.2),
+//!   read as earliest deadline first unless [`StageOrder`] says otherwise.
 //!
 //! Guarantees: no clock and no I/O (`now` is passed in, in any unit, as long as
 //! timeouts and service times use the same); every decision is deterministic
@@ -86,6 +87,49 @@ impl FromStr for DispatchKind {
     }
 }
 
+/// Which of a stage's queued requests `dwfs` serves first. 003 §5.2 says only that "the
+/// shorter timeout a request is assigned, the higher is its priority and thus it gets
+/// quicker service"; the readings differ in how a class's drops compare with another's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StageOrder {
+    /// The earliest deadline (arrival plus class timeout): the server's order.
+    #[default]
+    Deadline,
+    /// The class with the shortest timeout, strictly; oldest first within it.
+    Class,
+    /// The oldest, whatever its class: class enters only through deadlines and rooms.
+    Arrival,
+}
+
+impl StageOrder {
+    pub const ALL: [StageOrder; 3] = [StageOrder::Deadline, StageOrder::Class, StageOrder::Arrival];
+
+    /// The name used on command lines.
+    pub fn name(self) -> &'static str {
+        match self {
+            StageOrder::Deadline => "deadline",
+            StageOrder::Class => "class",
+            StageOrder::Arrival => "arrival",
+        }
+    }
+}
+
+impl fmt::Display for StageOrder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for StageOrder {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        StageOrder::ALL.into_iter().find(|o| o.name() == s).ok_or_else(|| {
+            let names: Vec<&str> = StageOrder::ALL.iter().map(|o| o.name()).collect();
+            format!("unknown stage order {s:?}; expected one of {}", names.join(", "))
+        })
+    }
+}
+
 /// What the dispatcher knows about the stages and classes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DispatchConfig {
@@ -99,6 +143,8 @@ pub struct DispatchConfig {
     /// Static weights of `wfs` (CPU time) and `rr` (requests per round), any
     /// positive scale, normalized; empty means equal weights.
     pub weights: Vec<f64>,
+    /// `dwfs`' order within a stage.
+    pub stage_order: StageOrder,
 }
 
 /// Why a dispatcher could not be built.
@@ -160,6 +206,7 @@ struct Entry {
 #[derive(Debug)]
 pub struct Dispatcher {
     kind: DispatchKind,
+    stage_order: StageOrder,
     service_times: Vec<f64>,
     class_timeouts: Vec<f64>,
     credits: Vec<f64>,
@@ -213,6 +260,7 @@ impl Dispatcher {
         };
         Ok(Dispatcher {
             kind,
+            stage_order: config.stage_order,
             service_times: config.service_times.clone(),
             class_timeouts: config.class_timeouts.clone(),
             credits,
@@ -268,9 +316,19 @@ impl Dispatcher {
         if self.kind == DispatchKind::Dwfs {
             // 003 §4.2: a k-waiting-room queue, k = timeout / service time. With
             // several classes, the room is the class's, and only the requests the
-            // stage would serve before this one (earlier deadlines) take it up.
+            // stage would serve before this one (in its stage order) take it up.
             let room = (self.class_timeouts[request.class] / self.service_times[stage]).floor() as usize;
-            let ahead: usize = self.queues[stage].iter().map(|q| q.partition_point(|e| e.deadline <= deadline)).sum();
+            let timeout = self.class_timeouts[request.class];
+            let ahead: usize = match self.stage_order {
+                StageOrder::Deadline => {
+                    self.queues[stage].iter().map(|q| q.partition_point(|e| e.deadline <= deadline)).sum()
+                }
+                StageOrder::Class => (self.queues[stage].iter().enumerate())
+                    .filter(|(class, _)| self.class_timeouts[*class] <= timeout)
+                    .map(|(_, q)| q.len())
+                    .sum(),
+                StageOrder::Arrival => self.stage_len(stage),
+            };
             if ahead >= room {
                 return Admission::Refused(request);
             }
@@ -309,11 +367,16 @@ impl Dispatcher {
             }
             DispatchKind::Dwfs => {
                 // Weighted stages first; if only stages judged unproductive have
-                // work, serve them anyway (work conserving), earliest deadline first.
-                let weighted = self.least_pass(|w| w > 0.0);
-                match weighted {
-                    Some(stage) => self.best_head(stage..stage + 1, |e| (e.deadline, e.seq))?,
-                    None => self.best_head(0..self.stages(), |e| (e.deadline, e.seq))?,
+                // work, serve them anyway (work conserving), in the stage order.
+                let stages = match self.least_pass(|w| w > 0.0) {
+                    Some(stage) => stage..stage + 1,
+                    None => 0..self.stages(),
+                };
+                let timeouts = &self.class_timeouts;
+                match self.stage_order {
+                    StageOrder::Deadline => self.best_head(stages, |e| (e.deadline, e.seq))?,
+                    StageOrder::Class => self.best_head(stages, |e| (timeouts[e.request.class], e.seq))?,
+                    StageOrder::Arrival => self.best_head(stages, |e| (e.request.arrival, e.seq))?,
                 }
             }
         };
@@ -410,6 +473,7 @@ mod tests {
             class_timeouts: class_timeouts.to_vec(),
             transitions: vec![vec![1.0 / n as f64; n]; n],
             weights: weights.to_vec(),
+            stage_order: StageOrder::Deadline,
         }
     }
 
@@ -533,6 +597,51 @@ mod tests {
     }
 
     #[test]
+    fn dwfs_stage_orders_differ_only_in_whom_a_stage_serves_first() {
+        // One stage; class 0 times out after 10, class 1 after 4. Deadlines: 10, 5, 12, 7.
+        let requests = [req(1, 0, 0, 0.0), req(2, 0, 1, 1.0), req(3, 0, 0, 2.0), req(4, 0, 1, 3.0)];
+        let expected = [(StageOrder::Deadline, vec![2, 4, 1, 3]), (StageOrder::Class, vec![2, 4, 1, 3]),
+                        (StageOrder::Arrival, vec![1, 2, 3, 4])];
+        for (stage_order, ids) in expected {
+            let cfg = DispatchConfig { stage_order, ..config(&[0.1], &[10.0, 4.0], &[]) };
+            let mut d = Dispatcher::new(DispatchKind::Dwfs, &cfg).unwrap();
+            assert_eq!(order(&mut d, &requests, 0.0), ids, "{stage_order}");
+        }
+        // An old short-timeout request against a young long-timeout one: deadline 9 against
+        // 1.5 + 6 = 7.5 when class 0 times out after 6; class order still serves class 1 first.
+        let requests = [req(1, 0, 1, 5.0), req(2, 0, 0, 1.5)];
+        let expected = [(StageOrder::Deadline, vec![2, 1]), (StageOrder::Class, vec![1, 2]), (StageOrder::Arrival, vec![2, 1])];
+        for (stage_order, ids) in expected {
+            let cfg = DispatchConfig { stage_order, ..config(&[0.1], &[6.0, 4.0], &[]) };
+            let mut d = Dispatcher::new(DispatchKind::Dwfs, &cfg).unwrap();
+            assert_eq!(order(&mut d, &requests, 0.0), ids, "{stage_order}");
+        }
+    }
+
+    #[test]
+    fn dwfs_room_counts_the_requests_ahead_in_the_stage_order() {
+        // Service 2; class 0 times out after 5 (room 2), class 1 after 40 (room 20). Two
+        // class-1 requests queued first: ahead of a class-0 one only in arrival order.
+        for (stage_order, third_class0) in [(StageOrder::Deadline, true), (StageOrder::Class, true), (StageOrder::Arrival, false)] {
+            let cfg = DispatchConfig { stage_order, ..config(&[2.0], &[5.0, 40.0], &[]) };
+            let mut d = Dispatcher::new(DispatchKind::Dwfs, &cfg).unwrap();
+            assert_eq!(d.push(req(1, 0, 1, 0.0), 0.0), Admission::Queued);
+            assert_eq!(d.push(req(2, 0, 1, 0.0), 0.0), Admission::Queued);
+            let admitted = d.push(req(3, 0, 0, 0.0), 0.0) == Admission::Queued;
+            assert_eq!(admitted, third_class0, "{stage_order}");
+        }
+    }
+
+    #[test]
+    fn stage_order_names_round_trip_and_unknown_names_list_the_choices() {
+        for stage_order in StageOrder::ALL {
+            assert_eq!(stage_order.name().parse::<StageOrder>(), Ok(stage_order));
+        }
+        let err = "random".parse::<StageOrder>().unwrap_err();
+        assert!(err.contains("\"random\"") && err.contains("deadline, class, arrival"), "{err}");
+    }
+
+    #[test]
     fn dwfs_weights_follow_algorithm_1() {
         // 003 §4.1 service times, timeout 20, Fig. 5 transitions, ten requests
         // per stage: Algorithm 1 makes MM and SR productive (see dwfs tests).
@@ -541,6 +650,7 @@ mod tests {
             class_timeouts: vec![20.0],
             transitions: crate::dwfs::tests::fig5(),
             weights: vec![],
+            stage_order: StageOrder::Deadline,
         };
         let mut d = Dispatcher::new(DispatchKind::Dwfs, &cfg).unwrap();
         let mut id = 0;
@@ -563,8 +673,10 @@ mod tests {
 
     #[test]
     fn every_pushed_request_comes_back_exactly_once() {
-        for kind in DispatchKind::ALL {
-            let mut d = Dispatcher::new(kind, &config(&[0.5, 1.0, 1.5], &[3.0, 6.0], &[1.0, 2.0, 3.0])).unwrap();
+        let dwfs_orders = StageOrder::ALL.map(|stage_order| (DispatchKind::Dwfs, stage_order));
+        for (kind, stage_order) in DispatchKind::ALL.map(|kind| (kind, StageOrder::Deadline)).into_iter().chain(dwfs_orders) {
+            let cfg = DispatchConfig { stage_order, ..config(&[0.5, 1.0, 1.5], &[3.0, 6.0], &[1.0, 2.0, 3.0]) };
+            let mut d = Dispatcher::new(kind, &cfg).unwrap();
             let mut seen = Vec::new();
             let mut dropped = Vec::new();
             for i in 0..60u64 {
@@ -585,7 +697,7 @@ mod tests {
             }
             seen.extend(dropped.iter().map(|r| r.id));
             seen.sort();
-            assert_eq!(seen, (0..60).collect::<Vec<_>>(), "{kind}");
+            assert_eq!(seen, (0..60).collect::<Vec<_>>(), "{kind} {stage_order}");
             assert!(d.is_empty());
         }
     }

@@ -7,7 +7,7 @@
 
 use anyhow::Context;
 use serde::Deserialize;
-use sojourn_sched::dispatch::DispatchKind;
+use sojourn_sched::dispatch::{DispatchKind, StageOrder};
 
 use crate::study::{self, StudyConfig, StudyResult};
 
@@ -35,6 +35,12 @@ pub struct StagesOptions {
     #[arg(long, value_delimiter = ',', default_values_t = defaults::policy())]
     #[serde(default = "defaults::policy", deserialize_with = "sojourn_config::from_texts")]
     pub policy: Vec<DispatchKind>,
+    /// dwfs' order within a stage: deadline (earliest first, as the server serves), class
+    /// (the shortest timeout's class strictly first) or arrival (oldest first), the readings
+    /// of 003 §5.2's "the shorter timeout a request is assigned, the higher is its priority".
+    #[arg(long, default_value_t = StageOrder::Deadline)]
+    #[serde(default, deserialize_with = "sojourn_config::from_text")]
+    pub stage_order: StageOrder,
     /// Static weights per stage for rr (requests per round) and wfs (CPU time),
     /// comma separated (e.g. 5,1,1,1); repeat for several runs. Default: the
     /// seven assignments of 003 Table 2.
@@ -138,6 +144,7 @@ pub fn run(args: StagesArgs) -> anyhow::Result<()> {
     };
     let base = StudyConfig {
         policy: DispatchKind::RoundRobin,
+        stage_order: args.stage_order,
         weights: vec![1.0; args.service_times.len()],
         service_times: args.service_times.clone(),
         transitions,
@@ -185,6 +192,7 @@ fn print_row(config: &StudyConfig, result: &StudyResult, json: bool) -> anyhow::
         let mut value = serde_json::to_value(result)?;
         value["policy"] = config.policy.name().into();
         value["weights"] = weights.into();
+        value["stage_order"] = config.stage_order.name().into();
         value["clients"] = config.clients.into();
         value["seed"] = config.seed.into();
         println!("{value}");

@@ -34,7 +34,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 use sojourn_papers::papers;
-use sojourn_sched::dispatch::{Admission, DispatchConfig, DispatchKind, Dispatcher, StageRequest};
+use sojourn_sched::dispatch::{Admission, DispatchConfig, DispatchKind, Dispatcher, StageOrder, StageRequest};
 
 /// The stage names of 003 §2, in the order of Fig. 5 (MM, CO, SR, BR; `sojourn_papers`).
 pub fn stage_names() -> &'static [String] {
@@ -66,6 +66,8 @@ pub fn normalize_row(row: &[f64]) -> Vec<f64> {
 #[derive(Clone, Debug, PartialEq)]
 pub struct StudyConfig {
     pub policy: DispatchKind,
+    /// `dwfs`' order within a stage.
+    pub stage_order: StageOrder,
     /// Static weights (for `wfs`).
     pub weights: Vec<f64>,
     pub service_times: Vec<f64>,
@@ -95,6 +97,7 @@ impl StudyConfig {
     pub fn paper(policy: DispatchKind, weights: &[f64]) -> Self {
         StudyConfig {
             policy,
+            stage_order: StageOrder::Deadline,
             weights: weights.to_vec(),
             service_times: study_service_times().to_vec(),
             transitions: fig5_transitions(),
@@ -189,6 +192,7 @@ pub fn simulate(config: &StudyConfig) -> anyhow::Result<StudyResult> {
         class_timeouts: config.timeouts.clone(),
         transitions: config.transitions.clone(),
         weights: config.weights.clone(),
+        stage_order: config.stage_order,
     };
     let mut dispatcher = Dispatcher::new(config.policy, &dispatch_config)?;
     let mut rng = SmallRng::seed_from_u64(config.seed);

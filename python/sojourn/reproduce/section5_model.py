@@ -7,15 +7,18 @@ For each §5 spec in SPECS, every DWFS run of it (one per user count) is replaye
 as the stage worker burns them), its class timeouts (user u in class u mod 3, as the testbed
 binds user u to class address u mod 3), Fig. 5's transitions with its exit probability,
 its users thinking an exponential ``think_s``, each session aborted by a request that misses its
-bound, through the same ``Dispatcher`` the server runs (crates/sched/src/dispatch.rs). What is
+bound, through the same ``Dispatcher`` the server runs (crates/sched/src/dispatch.rs), once in
+each of DWFS's orders within a stage (STAGE_ORDERS: the server's earliest deadline first, and
+the other readings of 003 §5.2's "the shorter timeout ..., the higher is its priority"). What is
 left out is everything else of the testbed: HTTP, sockets, the front end's threads, the clocks
 of a loaded two-core machine. Where the model's drop rates agree with the testbed's, the policy
 alone sets them; where they part, the server does.
 
-Writes ``model.csv``: one row per (experiment, users, seed, class) with the requests completed
+Writes ``model.csv``: one row per (experiment, users, stage order, seed, class) with the requests completed
 within their bound and those that timed out (dropped early, refused by a waiting room, expired
 or late), each seed run for the spec's duration; ``summary.json``: per experiment and run, the
-seeds and each class's drop rate over them.
+seeds and each class's drop rate over them, in the server's order (``drop_rate``) and in each
+order (``drop_rate_by_stage_order``).
 """
 
 from __future__ import annotations
@@ -36,9 +39,11 @@ SPECS = {"section5": "experiments/003/section5.toml", "section5-demand": "experi
          "section5-demand20": "experiments/003/section5-demand20.toml",
          "section5-demand40": "experiments/003/section5-demand40.toml"}
 SEEDS = {"full": range(1, 11), "quick": range(1, 4)}
+# sojourn-engine stages --stage-order; the first is the server's (crates/stages/src/pool.rs).
+STAGE_ORDERS = ("deadline", "class", "arrival")
 
 
-def stages_argv(config: dict, seed: int) -> list[str]:
+def stages_argv(config: dict, seed: int, stage_order: str = STAGE_ORDERS[0]) -> list[str]:
     """``sojourn-engine stages`` options for one run's resolved config (seconds throughout)."""
     stages, sessions = config["server"]["stages"], config["workload"]["sessions"]
     costs = ",".join(str(stage["processing_ms"] / 1000) for stage in stages["stage"])
@@ -46,7 +51,8 @@ def stages_argv(config: dict, seed: int) -> list[str]:
     return [str(engine_path()), "stages", "--json", "--policy", stages["policy"], "--deterministic-service",
             "--service-times", costs, "--timeout", timeouts, "--clients", str(sessions["users"]),
             "--session-length", str(1 / sessions["exit"]), "--think-time", str(sessions["think_s"]),
-            "--exponential-think", "--duration", str(config["workload"]["duration_s"]), "--seed", str(seed)]
+            "--exponential-think", "--duration", str(config["workload"]["duration_s"]), "--seed", str(seed),
+            "--stage-order", stage_order]
 
 
 def model_rows(experiment: str, spec: Path, seeds) -> list[dict]:
@@ -58,25 +64,31 @@ def model_rows(experiment: str, spec: Path, seeds) -> list[dict]:
         if config["server"]["stages"]["policy"] != "dwfs":
             continue
         names = [c["name"] for c in config["server"]["stages"]["class"]]
-        for seed in seeds:
-            out = subprocess.run(stages_argv(config, seed), capture_output=True, text=True, check=True).stdout
-            result = json.loads(out)
-            for name, completed, timed_out in zip(names, result["completed_by_class"], result["timed_out_by_class"]):
-                rows.append({"experiment": experiment, "run": run.name, "users": config["workload"]["sessions"]["users"],
-                             "seed": seed, "class": name, "completed": completed, "timed_out": timed_out,
-                             "drop_rate": timed_out / max(completed + timed_out, 1)})
+        for stage_order in STAGE_ORDERS:
+            for seed in seeds:
+                argv = stages_argv(config, seed, stage_order)
+                result = json.loads(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
+                for name, completed, timed_out in zip(names, result["completed_by_class"], result["timed_out_by_class"]):
+                    rows.append({"experiment": experiment, "run": run.name,
+                                 "users": config["workload"]["sessions"]["users"], "stage_order": stage_order,
+                                 "seed": seed, "class": name, "completed": completed, "timed_out": timed_out,
+                                 "drop_rate": timed_out / max(completed + timed_out, 1)})
     return rows
 
 
 def summarize(model: pd.DataFrame) -> dict:
-    """Per experiment and run: the seeds, and each class's drop rate over all of them."""
+    """Per experiment and run: the seeds, and each class's drop rate over all of them, in
+    the server's stage order and in each."""
     summary = {}
-    for (experiment, run), group in model.groupby(["experiment", "run"]):
-        totals = group.groupby("class", sort=False)[["completed", "timed_out"]].sum()
-        summary[f"{experiment}/{run}"] = {
-            "seeds": int(group["seed"].nunique()),
-            "drop_rate": {name: float(t["timed_out"] / max(t["completed"] + t["timed_out"], 1))
-                          for name, t in totals.iterrows()}}
+    for (experiment, run), group in model.groupby(["experiment", "run"], sort=False):
+        by_order = {}
+        for stage_order, rows in group.groupby("stage_order", sort=False):
+            totals = rows.groupby("class", sort=False)[["completed", "timed_out"]].sum()
+            by_order[stage_order] = {name: float(t["timed_out"] / max(t["completed"] + t["timed_out"], 1))
+                                     for name, t in totals.iterrows()}
+        summary[f"{experiment}/{run}"] = {"seeds": int(group["seed"].nunique()),
+                                          "drop_rate": by_order[STAGE_ORDERS[0]],
+                                          "drop_rate_by_stage_order": by_order}
     return summary
 
 
