@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "sojourn"
 
 # Lowest first; a module may import from its own layer's package or from lower layers.
 LAYERS = (
-    ("sojourn.engine", "sojourn.papers"),
+    ("sojourn.engine", "sojourn.papers", "sojourn.argtypes"),
     ("sojourn.workloads", "sojourn.testbed"),
     ("sojourn.servers", "sojourn.theory"),
     ("sojourn.analysis",),

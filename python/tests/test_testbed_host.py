@@ -83,7 +83,7 @@ def test_sojourn_testbed_host_prints_one_json_line_per_measurement(capsys):
     assert len(lines) == 2 and all(json.loads(line)["speed"]["loopback_round_trip_cpu_us"] > 0 for line in lines)
     with pytest.raises(SystemExit) as refused:
         main(["testbed", "host", "--repeat", "0"])
-    assert refused.value.code == 2 and "'0': expected a whole number of at least 1" in capsys.readouterr().err
+    assert refused.value.code == 2 and "'0': expected a whole number >= 1" in capsys.readouterr().err
 
 
 def test_a_machine_that_cannot_be_measured_says_why_and_loses_no_repetition(monkeypatch):

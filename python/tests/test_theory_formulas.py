@@ -102,7 +102,7 @@ def test_cli_response_table(capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["theory", "response", "--dist", "exp", "--rho", "1.5"])
     assert exit_info.value.code == 2
-    assert "must be in (0, 1)" in capsys.readouterr().err
+    assert "'1.5': expected a load > 0 and < 1" in capsys.readouterr().err
 
 
 def test_exponential_math():

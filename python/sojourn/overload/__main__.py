@@ -13,6 +13,7 @@ import os
 import sys
 from pathlib import Path
 
+from sojourn.argtypes import positive_int
 from sojourn.overload import EXPERIMENTS, REPO
 from sojourn.overload.publish import publish
 from sojourn.overload import doc
@@ -27,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
                     "write the doc")
     running.add_argument("name", choices=[e.name for e in EXPERIMENTS], help="the experiment (its spec's name)")
     running.add_argument("--quick", action="store_true", help="at the spec's [quick] scale (results/<name>-quick/)")
-    running.add_argument("--concurrency", type=int, default=None, metavar="N",
+    running.add_argument("--concurrency", type=positive_int, default=None, metavar="N",
                          help="testbeds at once (default: the most measured safe for the experiment's kind of "
                               "testbed; CPU-bound experiments run one at a time)")
     running.add_argument("--results", default=str(REPO / "results"), help="results root (default: %(default)s)")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from sojourn.argtypes import positive_int
 from sojourn.reproduce import DOCS, PAPERS, REPO, Context, load_paper
 from sojourn.runner.cli import add_stop_after
 from sojourn.runner.experiment import LEFT_INVALID, STOPPED_AT_DEADLINE, combined_status
@@ -36,7 +37,7 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--results", type=Path, default=REPO / "results", help="results root (default: %(default)s)")
     parser.add_argument("--docs", type=Path, default=DOCS, help="where the doc is written (default: %(default)s)")
     parser.add_argument("--prefix", default="sjrep", help="testbed namespace prefix (default: %(default)s)")
-    parser.add_argument("--concurrency", type=int, default=None, metavar="N",
+    parser.add_argument("--concurrency", type=positive_int, default=None, metavar="N",
                         help="run N testbeds at once (sojourn run --concurrency; the fidelity guard redoes any "
                              "repetition they disturb; CPU-bound experiments run one at a time). Default: the most "
                              "measured safe for the experiment's kind of testbed, with the WAN emulator or without "

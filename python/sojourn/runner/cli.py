@@ -15,6 +15,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from sojourn.argtypes import number, positive_int
 from sojourn.runner import layout
 from sojourn.runner.execute import Progress
 from sojourn.runner.experiment import LEFT_INVALID, NOT_STARTED, STOPPED_AT_DEADLINE
@@ -45,7 +46,7 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="run the repetitions as tasks on a Ray cluster, one testbed per node (nodes need the "
                              "resource sojourn_testbed = 1): ADDRESS host:port, 'auto' (default: the running "
                              "cluster) or 'local' (start a one-node cluster here); results land as for a local run")
-    parser.add_argument("--concurrency", type=int, default=1, metavar="N",
+    parser.add_argument("--concurrency", type=positive_int, default=1, metavar="N",
                         help="run N testbeds at once on this machine, each in namespaces of its own; a repetition "
                              "that the fidelity guard finds disturbed (generator lag, emulator delay error, uplink "
                              "rate, CPU idle and steal: collect.fidelity) is marked invalid and redone "
@@ -54,18 +55,8 @@ def register(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(func=main)
 
 
-def _minutes(text: str) -> float:
-    try:
-        minutes = float(text)
-    except ValueError:
-        minutes = -1.0
-    if not minutes >= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected minutes >= 0, e.g. 90")
-    return minutes
-
-
 def add_stop_after(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--stop-after", type=_minutes, metavar="MINUTES",
+    parser.add_argument("--stop-after", type=number(at_least=0, what="minutes"), metavar="MINUTES",
                         help="start no repetition later than MINUTES from now; those left are not started (the next "
                              "invocation runs them), so a campaign that must end by a given time ends whole; exit "
                              f"status {STOPPED_AT_DEADLINE} (sysexits' EX_TEMPFAIL) when it left some and none failed "

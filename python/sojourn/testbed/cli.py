@@ -15,6 +15,8 @@ import re
 import sys
 from dataclasses import fields
 
+from sojourn.argtypes import positive_int
+
 from . import host, sysnet
 from .config import CONGESTION_CONTROLS, ConfigError, TcpKnobs, TestbedConfig, WanGroup
 from .topology import Testbed
@@ -111,22 +113,12 @@ def register(parser: argparse.ArgumentParser) -> None:
                                          "as sojourn.testbed.host measures it before every repetition. --repeat "
                                          "measures again, --every seconds apart: the spread is the measure's own noise "
                                          "here.")
-    machine.add_argument("--repeat", type=_positive_int, default=1, metavar="N", help="measurements (default 1)")
+    machine.add_argument("--repeat", type=positive_int, default=1, metavar="N", help="measurements (default 1)")
     machine.add_argument("--every", type=float, default=0.0, metavar="S",
                          help="seconds between measurements (default 0)")
-    machine.add_argument("--trials", type=_positive_int, default=host.TRIALS, metavar="N",
+    machine.add_argument("--trials", type=positive_int, default=host.TRIALS, metavar="N",
                          help=f"trials of each piece of fixed work per measurement (default: as host.json, {host.TRIALS})")
     machine.set_defaults(func=cmd_host)
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a whole number of at least 1")
-    return value
 
 
 def cmd_up(args: argparse.Namespace) -> int:

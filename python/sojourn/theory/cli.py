@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from sojourn.argtypes import number, positive
 from sojourn.theory import figures
 from sojourn.theory.formulas import BoundedPareto, Exponential, Srpt, Surge, fcfs_response, ps_response
 
@@ -84,18 +85,8 @@ def _transient(args) -> int:
     return 0
 
 
-def _positive(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
-    return value
-
-
-def _load(text: str) -> float:
-    value = float(text)
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"load {text!r} must be in (0, 1)")
-    return value
+# A load below saturation: the M/G/1 formulas hold for 0 < rho < 1.
+LOAD = number(above=0, below=1, what="a load")
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -105,11 +96,11 @@ def register(parser: argparse.ArgumentParser) -> None:
                               description="M/G/1 PS, FCFS and SRPT (004 §6.1) mean response time by size percentile; "
                                           "time in units of service (size / link bytes per second).")
     response.add_argument("--dist", choices=DISTRIBUTIONS, required=True, help="size distribution")
-    response.add_argument("--mean", type=_positive, default=3000.0, help="mean size (exp; bpareto without --k)")
-    response.add_argument("--alpha", type=_positive, default=1.1, help="bounded Pareto tail index")
-    response.add_argument("--k", type=_positive, help="bounded Pareto lower bound")
-    response.add_argument("--p", type=_positive, default=1e10, help="bounded Pareto upper bound")
-    response.add_argument("--rho", type=_load, required=True, help="load, 0 < rho < 1")
+    response.add_argument("--mean", type=positive, default=3000.0, help="mean size (exp; bpareto without --k)")
+    response.add_argument("--alpha", type=positive, default=1.1, help="bounded Pareto tail index")
+    response.add_argument("--k", type=positive, help="bounded Pareto lower bound")
+    response.add_argument("--p", type=positive, default=1e10, help="bounded Pareto upper bound")
+    response.add_argument("--rho", type=LOAD, required=True, help="load, 0 < rho < 1")
     response.add_argument("--percentiles", default="0.1,0.5,0.9,0.95,0.99,0.999", help="comma-separated size percentiles")
     response.set_defaults(func=_response)
 
@@ -117,7 +108,7 @@ def register(parser: argparse.ArgumentParser) -> None:
                                      ("fig8", _fig8, "004 Fig. 8: SRPT slowdown vs size percentile, BP alpha 0.5-1.9")):
         fig = sub.add_parser(name, help=help_text, description=help_text)
         fig.add_argument("--out", type=Path, default=Path("results/theory"), help="output directory")
-        fig.add_argument("--rho", type=_load, default=0.9, help="load (004 uses 0.9)")
+        fig.add_argument("--rho", type=LOAD, default=0.9, help="load (004 uses 0.9)")
         if name == "fig7":
             fig.add_argument("--simulate", type=int, default=0, metavar="JOBS",
                              help="also simulate SRPT with this many jobs and draw the mean slowdown per size bin")
@@ -128,7 +119,7 @@ def register(parser: argparse.ArgumentParser) -> None:
                                            "on the same arrivals; table, figure and CSV.")
     transient.add_argument("--out", type=Path, default=Path("results/theory"), help="output directory")
     transient.add_argument("--workloads", help="comma-separated subset of W1..W10 (default all)")
-    transient.add_argument("--duration", type=_positive, default=1800.0, help="seconds simulated per workload (000: 30 min)")
-    transient.add_argument("--link", type=_positive, default=10e6, help="link rate in bits/s")
+    transient.add_argument("--duration", type=positive, default=1800.0, help="seconds simulated per workload (000: 30 min)")
+    transient.add_argument("--link", type=positive, default=10e6, help="link rate in bits/s")
     transient.add_argument("--seed", type=int, default=1, help="seed of the arrivals and sizes")
     transient.set_defaults(func=_transient)

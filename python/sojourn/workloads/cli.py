@@ -14,22 +14,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
+from sojourn.argtypes import positive, positive_int
+
 from . import docroot, importers, io, models, shaping, stats
 
 console = Console(stderr=True)
-
-
-def _positive(kind: type):
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a {kind.__name__}") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"{text!r} must be > 0")
-        return value
-
-    return parse
 
 
 def register(parser: argparse.ArgumentParser) -> None:
@@ -45,19 +34,19 @@ def register(parser: argparse.ArgumentParser) -> None:
     gen.add_argument("--data-set-bytes", type=float, help="specweb99: data set size (default 3.3e9, 001 §2.4)")
     gen.add_argument("--max-size", type=float, help="surge: cap on the tail (default p = 1e10)")
     length = gen.add_mutually_exclusive_group(required=True)
-    length.add_argument("--requests", type=_positive(int), help="number of requests")
-    length.add_argument("--duration", type=_positive(float), help="length in seconds")
-    gen.add_argument("--rate", type=_positive(float), help="requests per second (or give --rho and --link-mbps)")
-    gen.add_argument("--rho", type=_positive(float), help="offered load on the link (000 §2.2)")
-    gen.add_argument("--link-mbps", type=_positive(float), help="bottleneck link rate, Mbit/s (with --rho)")
-    gen.add_argument("--clients", type=_positive(int), default=100, help="number of client ids (default 100)")
-    gen.add_argument("--objects", type=_positive(int), help="catalogue size (default 20000; surge 2000)")
+    length.add_argument("--requests", type=positive_int, help="number of requests")
+    length.add_argument("--duration", type=positive, help="length in seconds")
+    gen.add_argument("--rate", type=positive, help="requests per second (or give --rho and --link-mbps)")
+    gen.add_argument("--rho", type=positive, help="offered load on the link (000 §2.2)")
+    gen.add_argument("--link-mbps", type=positive, help="bottleneck link rate, Mbit/s (with --rho)")
+    gen.add_argument("--clients", type=positive_int, default=100, help="number of client ids (default 100)")
+    gen.add_argument("--objects", type=positive_int, help="catalogue size (default 20000; surge 2000)")
     gen.add_argument("--zipf", type=float, default=1.0, help="Zipf popularity exponent (default 1.0)")
     gen.add_argument("--arrivals", choices=models.ARRIVALS, default="poisson", help="arrival process (default poisson)")
-    gen.add_argument("--on-s", type=_positive(float), default=1.0, help="onoff: mean ON period, s")
+    gen.add_argument("--on-s", type=positive, default=1.0, help="onoff: mean ON period, s")
     gen.add_argument("--off-s", type=float, default=1.0, help="onoff: mean OFF period, s")
     gen.add_argument("--locality", type=float, default=0.0, help="probability a request repeats a recent object (SURGE-like temporal locality)")
-    gen.add_argument("--locality-distance", type=_positive(float), default=100.0, help="mean distance, in requests, of such repeats")
+    gen.add_argument("--locality-distance", type=positive, default=100.0, help="mean distance, in requests, of such repeats")
     gen.add_argument("--seed", type=int, default=0)
     gen.set_defaults(func=cmd_gen)
 
@@ -65,17 +54,17 @@ def register(parser: argparse.ArgumentParser) -> None:
     shp.add_argument("trace", type=Path, help="trace CSV to shape")
     shp.add_argument("-o", "--output", type=Path, required=True, help="shaped trace CSV to write")
     shp.add_argument("--periods", type=Path, help="per-period table CSV (default: OUTPUT with .periods.csv)")
-    shp.add_argument("--link-mbps", type=_positive(float), required=True, help="bottleneck link rate, Mbit/s")
+    shp.add_argument("--link-mbps", type=positive, required=True, help="bottleneck link rate, Mbit/s")
     which = shp.add_mutually_exclusive_group(required=True)
     which.add_argument("--profile", help=f"one of {', '.join(shaping.PROFILES)} (000 Table 1)")
-    which.add_argument("--rho", type=_positive(float), help="persistent load")
+    which.add_argument("--rho", type=positive, help="persistent load")
     which.add_argument("--kind", choices=("alternating", "intermittent"), help="custom profile (with --low-s --high-s --low-rho --high-rho)")
-    shp.add_argument("--low-s", type=_positive(float))
-    shp.add_argument("--high-s", type=_positive(float))
-    shp.add_argument("--low-rho", type=_positive(float))
-    shp.add_argument("--high-rho", type=_positive(float))
-    shp.add_argument("--time-compression", type=_positive(float), default=1.0, help="divide every period length by this, keeping each period's rho")
-    shp.add_argument("--duration", type=_positive(float), help="seconds of shaped trace (default: every whole period the trace fills)")
+    shp.add_argument("--low-s", type=positive)
+    shp.add_argument("--high-s", type=positive)
+    shp.add_argument("--low-rho", type=positive)
+    shp.add_argument("--high-rho", type=positive)
+    shp.add_argument("--time-compression", type=positive, default=1.0, help="divide every period length by this, keeping each period's rho")
+    shp.add_argument("--duration", type=positive, help="seconds of shaped trace (default: every whole period the trace fills)")
     shp.add_argument("--interarrivals", choices=shaping.INTERARRIVALS, default="scaled", help="scale the trace's own gaps (000 §2.3) or redraw Poisson per period")
     shp.add_argument("--seed", type=int, default=0)
     shp.set_defaults(func=cmd_shape)
@@ -100,7 +89,7 @@ def _register_import_and_stats(sub: argparse._SubParsersAction) -> None:
 
     st = sub.add_parser("stats", help="print size statistics and write the CCDF figure", description="Print count, mean, min, max, median, p90, share of bytes in the largest 1% and 3% of requests, fitted tail alpha and offered load; write the log-log CCDF of 000 Fig. 1.")
     st.add_argument("traces", type=Path, nargs="+", help="trace CSV(s); several give several curves")
-    st.add_argument("--link-mbps", type=_positive(float), help="link rate for the offered load, Mbit/s")
+    st.add_argument("--link-mbps", type=positive, help="link rate for the offered load, Mbit/s")
     st.add_argument("--ccdf", type=Path, help="PNG to write (default: first trace with .ccdf.png)")
     st.add_argument("--json", action="store_true", help="print the statistics as JSON instead of a table")
     st.set_defaults(func=cmd_stats)
