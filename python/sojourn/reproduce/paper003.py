@@ -593,7 +593,7 @@ def _stage_order_note(ctx: Context) -> str:
              "ordered. The same dispatcher in virtual time, as in the k table above, once in each order "
              "(`sojourn-engine stages --stage-order`): deadline, the earliest deadline first (the server's); class, "
              "the shortest timeout's class strictly first; arrival, the oldest first whatever its class. Drop rate "
-             "gold / silver / bronze; the paper's is Tables 3-5's at k = 1:", "",
+             "gold / silver / bronze; the paper column repeats Tables 3-5 (the paper ran one cost) beside every k:", "",
              "| k | clients | paper | " + " | ".join(orders) + " |", "|---|---|---|" + "---|" * len(orders)]
     falling = dict.fromkeys(orders, 0)
     for experiment, k, users, point in points:
