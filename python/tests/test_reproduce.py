@@ -1327,7 +1327,14 @@ def test_the_syn_queue_experiment_bounds_fairs_share_of_syns_dropped_and_sets_81
         counters["syns_received"] = range(len(counters))
         counters.to_csv(path, index=False)
     least = _the_row(paper, tmp_path, "syn-queue-w4", claims["least"])
-    assert least.reason() == "measured" and least.why_text().startswith("the drops fell at a full SYN queue")
+    assert least.reason() == "measured" and least.why_text().startswith("at a full SYN queue, not at the server")
+    # The same drops counted as accept-queue overflows: the counters, not the set-up, name the queue.
+    for path in target.glob("fair/*/counters.csv"):
+        counters = pd.read_csv(path)
+        counters["listen_overflows"] = counters["listen_drops"]
+        counters.to_csv(path, index=False)
+    least = _the_row(paper, tmp_path, "syn-queue-w4", claims["least"])
+    assert least.reason() == "measured" and least.why_text().startswith("mostly at the full accept queue")
     # 8192's gain is measured when the time it saved is its handshakes'.
     for path in target.glob("fair-synq8192/*/summary.json"):
         summary = json.loads(path.read_text())

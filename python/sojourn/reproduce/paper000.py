@@ -1277,9 +1277,11 @@ SYN_SHARE_BOUNDS = {"min": "(ListenDrops - ListenOverflows) / SYNs received: a f
 
 
 def _syn_queue_full_why(ctx: Context, e: str):
-    """Where FAIR's SYN drops under W4 fell (counters.csv of ``e``'s run ``fair``): at a SYN
-    queue full of half-open handshakes, while the accept queue and the server stayed far from
-    full, and how many SYN-ACKs were sent again."""
+    """Where FAIR's SYN drops under W4 fell (counters.csv of ``e``'s run ``fair``). ListenDrops
+    counts every drop and ListenOverflows those at a full accept queue (handshakes completed,
+    the server not taking them), so the counters, not the set-up, name the queue: mostly
+    overflows, the accept queue; none, with the half-open handshakes at the SYN queue's length,
+    the SYN queue; anything else is left unexplained with the counts."""
     def peak(column: str):
         return ctx.counters(e, "fair", lambda c: c[column].max() if column in c else None, column)
 
@@ -1287,17 +1289,25 @@ def _syn_queue_full_why(ctx: Context, e: str):
         e, "fair", lambda c: _held(c).max(), "established")
     overflows = ctx.counters(e, "fair", lambda c: c["listen_overflows"].iloc[-1] - c["listen_overflows"].iloc[0],
                              "listen_overflows")
-    resent, received = ctx.measure(e, "fair", "syn_retransmits"), ctx.measure(e, "fair", "syns_received")
-    if not all(m.ok for m in (half_open, accept, held, overflows, resent, received)):
+    drops, resent, received = (ctx.measure(e, "fair", m) for m in ("syn_drops", "syn_retransmits", "syns_received"))
+    if not all(m.ok for m in (half_open, accept, held, overflows, drops, resent, received)):
         return None
-    return measured(f"the drops fell at a full SYN queue, not at the server: half-open handshakes (SYN_RECV) peaked "
-                    f"at {half_open.value:.0f} (the queue's length {ctx.config(e, 'fair', 'network.tcp.syn_backlog')}) "
-                    f"while the accept queue held at most {accept.value:.0f}, ListenOverflows grew by "
-                    f"{overflows.value:.0f}, and at most {held.value:.0f} of the server's connections (cap "
-                    f"{ctx.config(e, 'fair', 'server.max_connections')}) were established; {resent.value:.0f} SYN-ACKs "
-                    f"were sent again (TCPSynRetrans) for {received.value:.0f} SYNs received, behind FAIR's responses in "
-                    f"the {ctx.config(e, 'fair', 'network.queue_packets')}-packet uplink FIFO; means over the "
-                    "repetitions, counters.csv (no run isolates the FIFO under W4 yet)")
+    syn_queue, accept_queue = (ctx.config(e, "fair", f"network.tcp.{k}") for k in ("syn_backlog", "somaxconn"))
+    slots = ctx.config(e, "fair", "server.max_connections")
+    counts = (f"half-open handshakes (SYN_RECV) peaked at {half_open.value:.0f} (the SYN queue's length {syn_queue}) "
+              f"and the accept queue at {accept.value:.0f} (its length {accept_queue}); {overflows.value:.0f} of the "
+              f"{drops.value:.0f} drops (ListenDrops) were accept-queue overflows (ListenOverflows); at most "
+              f"{held.value:.0f} of the server's connections (cap {slots}) were established; {resent.value:.0f} "
+              f"SYN-ACKs were sent again (TCPSynRetrans) for {received.value:.0f} SYNs received; means over the "
+              "repetitions, counters.csv")
+    if overflows.value > drops.value / 2:
+        return measured(f"mostly at the full accept queue, not the SYN queue: handshakes completed faster than "
+                        f"the server, near its {slots} connections, took them; {counts}")
+    if overflows.value == 0 and half_open.value >= syn_queue:
+        return measured(f"at a full SYN queue, not at the server: {counts}; the SYN-ACKs waited behind FAIR's "
+                        f"responses in the {ctx.config(e, 'fair', 'network.queue_packets')}-packet uplink FIFO "
+                        "(no run isolates the FIFO under W4 yet)")
+    return unexplained(counts)
 
 
 def _syn_queue_rows(ctx: Context, e: str) -> list[Row]:
