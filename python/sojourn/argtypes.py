@@ -27,7 +27,6 @@ def number(kind: type = float, *, above: float | None = None, at_least: float | 
             raise argparse.ArgumentTypeError(f"{text!r}: expected {expected}")
         return value
 
-    parse.__name__ = expected  # argparse names the type in some messages
     return parse
 
 

@@ -110,7 +110,7 @@ def register(parser: argparse.ArgumentParser) -> None:
         fig.add_argument("--out", type=Path, default=Path("results/theory"), help="output directory")
         fig.add_argument("--rho", type=LOAD, default=0.9, help="load (004 uses 0.9)")
         if name == "fig7":
-            fig.add_argument("--simulate", type=int, default=0, metavar="JOBS",
+            fig.add_argument("--simulate", type=number(int, at_least=0), default=0, metavar="JOBS",
                              help="also simulate SRPT with this many jobs and draw the mean slowdown per size bin")
         fig.set_defaults(func=handler)
 
