@@ -22,7 +22,7 @@ def number(kind: type = float, *, above: float | None = None, at_least: float | 
             value = kind(text)
         except ValueError:
             value = None
-        if value is None or value != value or (above is not None and not value > above) \
+        if value is None or (above is not None and not value > above) \
                 or (at_least is not None and not value >= at_least) or (below is not None and not value < below):
             raise argparse.ArgumentTypeError(f"{text!r}: expected {expected}")
         return value

@@ -80,11 +80,16 @@ impl fmt::Display for DispatchKind {
 impl FromStr for DispatchKind {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        DispatchKind::ALL.into_iter().find(|k| k.name() == s).ok_or_else(|| {
-            let names: Vec<&str> = DispatchKind::ALL.iter().map(|k| k.name()).collect();
-            format!("unknown dispatch policy {s:?}; expected one of {}", names.join(", "))
-        })
+        by_name(&DispatchKind::ALL, DispatchKind::name, s, "dispatch policy")
     }
+}
+
+/// The value among `all` whose `name` is `s`, or an error naming `s` and listing the names.
+fn by_name<T: Copy>(all: &[T], name: fn(T) -> &'static str, s: &str, what: &str) -> Result<T, String> {
+    all.iter().copied().find(|value| name(*value) == s).ok_or_else(|| {
+        let names: Vec<&str> = all.iter().map(|value| name(*value)).collect();
+        format!("unknown {what} {s:?}; expected one of {}", names.join(", "))
+    })
 }
 
 /// Which of a stage's queued requests `dwfs` serves first. 003 §5.2 says only that "the
@@ -123,10 +128,7 @@ impl fmt::Display for StageOrder {
 impl FromStr for StageOrder {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        StageOrder::ALL.into_iter().find(|o| o.name() == s).ok_or_else(|| {
-            let names: Vec<&str> = StageOrder::ALL.iter().map(|o| o.name()).collect();
-            format!("unknown stage order {s:?}; expected one of {}", names.join(", "))
-        })
+        by_name(&StageOrder::ALL, StageOrder::name, s, "stage order")
     }
 }
 
@@ -323,9 +325,11 @@ impl Dispatcher {
                 StageOrder::Deadline => {
                     self.queues[stage].iter().map(|q| q.partition_point(|e| e.deadline <= deadline)).sum()
                 }
-                StageOrder::Class => (self.queues[stage].iter().enumerate())
-                    .filter(|(class, _)| self.class_timeouts[*class] <= timeout)
-                    .map(|(_, q)| q.len())
+                StageOrder::Class => self.queues[stage]
+                    .iter()
+                    .zip(&self.class_timeouts)
+                    .filter(|(_, class_timeout)| **class_timeout <= timeout)
+                    .map(|(q, _)| q.len())
                     .sum(),
                 StageOrder::Arrival => self.stage_len(stage),
             };
