@@ -49,6 +49,7 @@ interval_s = 0.5
 [variants.fifo]
 server.stages.policy = "fifo"
 [variants.dwfs]
+server.stages.stage_order = "class"
 workload.sessions.users = 8
 workload.sessions.class_bounds = true
 """
@@ -85,6 +86,8 @@ def test_sessions_spec_runs_and_reports(results_root):
         assert json.loads((rep / "status.json").read_text())["state"] == "complete"
         stages = tomllib.loads((rep / "stages.toml").read_text())
         assert stages["policy"] == policy
+        # The server took the order within a stage the spec named (it refuses an unknown one).
+        assert stages.get("stage-order") == ("class" if policy == "dwfs" else None)
         classes = json.loads((rep / "classes.json").read_text())
         # Four client addresses, the second group's two are silver (class 1).
         assert classes["class_names"] == ["gold", "silver", "bronze"]

@@ -77,6 +77,27 @@ def test_verdicts_and_reasons_follow_from_the_numbers():
     assert any("verdict" in p for p in check_row({**DIRECTION, "ours": "", "ratio": ""}))
 
 
+@pytest.mark.parametrize("paper, ours, verdict", [
+    (0.7, 0.99, "same direction beyond 2x"),  # within 2x as a value, a 1% gain against 30%
+    (0.7, 0.5, "same direction within 2x"),
+    (1.5, 2.6, "same direction beyond 2x"),  # 2.6 / 1.5 = 1.7, but +160% against +50%
+    (7.97, 4.38, "same direction within 2x"),
+    (7.97, 19.8, "same direction beyond 2x"),  # departs alike (1.44), not within 2x as a value
+    (1 / 7.97, 1 / 4.38, "same direction within 2x"),  # a ratio and its inverse: one verdict
+    (1 / 7.97, 1 / 19.8, "same direction beyond 2x"),
+])
+def test_a_direction_is_within_2x_as_a_value_and_in_its_departure_from_1(paper, ours, verdict):
+    from sojourn.reproduce.rows import Measure, Row, direction
+
+    row = Row("x", "a / b", direction(paper), Measure(ours, repetitions=1), "docs/reproduction/000/baseline", "quick")
+    assert row.verdict() == verdict
+    csv_row = {**DIRECTION, "paper_value": f"{paper:g}", "ours": f"{ours:g}", "ratio": f"{ours / paper:.6g}",
+               "verdict": verdict, "reason": "—" if "within" in verdict else "unexplained"}
+    assert check_row(csv_row) == []
+    flipped = "same direction beyond 2x" if "within" in verdict else "same direction within 2x"
+    assert any("does not follow" in p for p in check_row({**csv_row, "verdict": flipped}))
+
+
 @pytest.mark.parametrize("column", ["kind", "verdict", "reason", "scale"])
 def test_the_vocabularies_are_closed(column):
     assert any(column in p for p in check_row({**DIRECTION, column: "within_2x"}))
@@ -147,8 +168,9 @@ def test_a_direction_whose_interval_reaches_the_reference_is_undecided():
 
     assert verdict(0.904, (0.203, 1.61)) == "undecided"
     assert verdict(0.904, (0.85, 1.0)) == "undecided", "an interval ending on the reference shows no side"
-    assert verdict(0.904, (0.85, 0.96)) == "same direction within 2x"
-    assert verdict(0.904) == "same direction within 2x"
+    assert verdict(0.904, (0.85, 0.96)) == "same direction beyond 2x", "a 10% fall departs 0.28 of the paper's 30%"
+    assert verdict(0.8, (0.75, 0.85)) == "same direction within 2x"
+    assert verdict(0.8) == "same direction within 2x"
     assert verdict(1.1, (0.203, 1.61)) == "opposite", "a mean on the other side stays opposite"
     undecided = {**DIRECTION, "ci_lo": "0.5", "ci_hi": "20", "verdict": "undecided", "reason": "unexplained"}
     assert check_row(undecided) == []

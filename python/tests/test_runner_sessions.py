@@ -39,6 +39,8 @@ def test_sweep_over_session_rate_names_runs():
     ({**session_spec(), "server": {"kind": "nginx"}}, "only server.kind = 'sojourn'"),
     ({**session_spec(), "server": {"stages": {"polcy": "fifo"}}}, "unknown key server.stages.polcy"),
     ({**session_spec(), "server": {"stages": {"policy": "lifo"}}}, "server.stages.policy = 'lifo' is not accepted"),
+    ({**session_spec(), "server": {"stages": {"stage_order": "fifo"}}},
+     "server.stages.stage_order = 'fifo' is not accepted; accepted: 'deadline', 'class', 'arrival'"),
     ({**session_spec(), "server": {"stages": {"stage": [{"name": "MM"}]}}}, "server.stages.stage.0 needs processing_ms"),
     ({**session_spec(), "server": {"stages": {"series_csv": "x.csv"}}}, "series_csv is set by the runner"),
     ({**session_spec(), "server": {"stages": {"class": [{"name": "vip", "timeout_ms": 50}]}}},

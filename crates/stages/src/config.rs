@@ -12,7 +12,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use serde::Deserialize;
-use sojourn_sched::dispatch::DispatchKind;
+use sojourn_sched::dispatch::{DispatchKind, StageOrder};
 
 use crate::study::{fig5_transitions, normalize_row, stage_names, study_service_times};
 use sojourn_papers::papers;
@@ -22,6 +22,9 @@ use sojourn_papers::papers;
 pub struct StagesConfig {
     /// fifo, rr, edf, wfs or dwfs.
     pub policy: String,
+    /// DWFS's order within a stage's queue: deadline (the default), class or arrival
+    /// (003 §5.2 says only that a shorter timeout has the higher priority).
+    pub stage_order: String,
     /// Worker threads doing the CPU work.
     pub workers: usize,
     pub stage: Vec<StageConfig>,
@@ -62,6 +65,7 @@ impl Default for StagesConfig {
     fn default() -> Self {
         StagesConfig {
             policy: "dwfs".into(),
+            stage_order: StageOrder::default().name().into(),
             workers: 1,
             // 003 §4.1's processing times as tens of milliseconds of CPU.
             stage: stage_names()
@@ -136,6 +140,7 @@ impl Network {
 #[derive(Clone, Debug, PartialEq)]
 pub struct PoolSpec {
     pub policy: DispatchKind,
+    pub stage_order: StageOrder,
     pub workers: usize,
     pub stage_names: Vec<String>,
     pub processing: Vec<Duration>,
@@ -174,6 +179,7 @@ fn positive_ms(value: f64, key: &str) -> Result<Duration, String> {
 impl StagesConfig {
     pub fn validate(&self) -> Result<PoolSpec, String> {
         let policy: DispatchKind = self.policy.parse().map_err(|e| format!("stages: policy: {e}"))?;
+        let stage_order: StageOrder = self.stage_order.parse().map_err(|e| format!("stages: stage-order: {e}"))?;
         if self.workers == 0 || self.workers > 1024 {
             return Err(format!("stages: workers = {}; expected 1..=1024", self.workers));
         }
@@ -229,6 +235,7 @@ impl StagesConfig {
         };
         Ok(PoolSpec {
             policy,
+            stage_order,
             workers: self.workers,
             stage_names,
             processing,
@@ -255,6 +262,15 @@ mod tests {
         assert_eq!(spec.class_timeouts, [100, 150, 200].map(Duration::from_millis));
         assert!((spec.transitions[1][2] - 0.402).abs() < 1e-9);
         assert_eq!(spec.policy, DispatchKind::Dwfs);
+        assert_eq!(spec.stage_order, StageOrder::Deadline);
+    }
+
+    #[test]
+    fn the_stage_order_is_read_by_name_and_a_bad_one_lists_the_names() {
+        let config: StagesConfig = toml::from_str("stage-order = \"arrival\"").unwrap();
+        assert_eq!(config.validate().unwrap().stage_order, StageOrder::Arrival);
+        let bad = StagesConfig { stage_order: "fifo".into(), ..StagesConfig::default() }.validate().unwrap_err();
+        assert!(bad.contains("stage-order") && bad.contains("deadline, class, arrival"), "{bad}");
     }
 
     #[test]

@@ -25,7 +25,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use sojourn_sched::dispatch::{Admission, DispatchConfig, Dispatcher, StageOrder, StageRequest};
+use sojourn_sched::dispatch::{Admission, DispatchConfig, Dispatcher, StageRequest};
 use sojourn_sys::clock::thread_cpu_time;
 
 use crate::config::PoolSpec;
@@ -203,8 +203,7 @@ impl StagePool {
             class_timeouts: spec.class_timeouts.iter().map(Duration::as_secs_f64).collect(),
             transitions: spec.transitions.clone(),
             weights: spec.weights.clone(),
-            // 003 §5.2 read as earliest deadline first; the other orders are the study's.
-            stage_order: StageOrder::Deadline,
+            stage_order: spec.stage_order,
         };
         let dispatcher = Dispatcher::new(spec.policy, &dispatch).map_err(|e| anyhow::anyhow!("stages: {e}"))?;
         let metrics = spec.stage_names.iter().map(|name| StageMetrics { name: name.clone(), ..StageMetrics::default() }).collect();
@@ -443,6 +442,7 @@ mod tests {
     fn spec(policy: &str, workers: usize, stages: &[f64], timeouts: &[(f64, &str)]) -> PoolSpec {
         StagesConfig {
             policy: policy.into(),
+            stage_order: "deadline".into(),
             workers,
             stage: stages.iter().enumerate().map(|(i, ms)| StageConfig { name: format!("s{i}"), processing_ms: *ms }).collect(),
             class: timeouts

@@ -130,6 +130,9 @@ pub struct StudyResult {
     /// Completed (in time) and timed-out requests per class.
     pub completed_by_class: Vec<u64>,
     pub timed_out_by_class: Vec<u64>,
+    /// Summed response time (issue to completion) of the requests completed in time, per
+    /// class: over `completed_by_class`, the class's mean response (003 Tables 3-5).
+    pub response_sum_by_class: Vec<f64>,
     /// Fraction of the duration the CPU was busy.
     pub utilization: f64,
     /// Busy time spent on requests that then missed their deadline.
@@ -201,6 +204,7 @@ pub fn simulate(config: &StudyConfig) -> anyhow::Result<StudyResult> {
         completed_by_stage: vec![0; n],
         completed_by_class: vec![0; classes],
         timed_out_by_class: vec![0; classes],
+        response_sum_by_class: vec![0.0; classes],
         ..StudyResult::default()
     };
     let think = |rng: &mut SmallRng| if config.exponential_think { exponential(config.think_time, rng) } else { config.think_time };
@@ -266,6 +270,7 @@ pub fn simulate(config: &StudyConfig) -> anyhow::Result<StudyResult> {
                         result.completed += 1;
                         result.completed_by_stage[request.stage] += 1;
                         result.completed_by_class[request.class] += 1;
+                        result.response_sum_by_class[request.class] += now - request.arrival;
                         let ends = end_probability > 0.0 && rng.gen::<f64>() < end_probability;
                         if ends {
                             result.sessions_completed += 1;
@@ -424,6 +429,29 @@ mod tests {
             assert_eq!(b.completed_by_class.iter().sum::<u64>(), b.completed, "{policy}");
             assert_eq!(b.timed_out_by_class.iter().sum::<u64>(), b.timed_out, "{policy}");
             assert!(b.completed_by_class.iter().all(|&c| c > 0), "{policy}: {b:?}");
+        }
+    }
+
+    #[test]
+    fn a_class_mean_response_lies_between_the_cheapest_stage_and_its_bound() {
+        // A request counted completed finished within its class's bound (003 §5.2) and
+        // took at least the exact cost of the cheapest stage, in every order within a stage.
+        let timeouts = vec![2.0, 5.0, 20.0];
+        let cheapest = study_service_times().iter().copied().fold(f64::INFINITY, f64::min);
+        for stage_order in StageOrder::ALL {
+            let config = StudyConfig {
+                clients: 30,
+                duration: 2_000.0,
+                timeouts: timeouts.clone(),
+                exponential_service: false,
+                stage_order,
+                ..StudyConfig::paper(DispatchKind::Dwfs, &[])
+            };
+            let r = simulate(&config).unwrap();
+            for (class, bound) in timeouts.iter().enumerate() {
+                let mean = r.response_sum_by_class[class] / r.completed_by_class[class] as f64;
+                assert!(cheapest <= mean && mean <= *bound, "{stage_order} class {class}: mean {mean} ({r:?})");
+            }
         }
     }
 

@@ -24,7 +24,8 @@ from pathlib import Path
 
 from sojourn.reproduce import CSV_COLUMNS, DOCS, REPO
 from sojourn.reproduce.doc import ABSOLUTE_PATH
-from sojourn.reproduce.rows import KINDS, NEGATIVE, REASONS, SCALES, VERDICTS, bound_verdict, within_2x
+from sojourn.reproduce.rows import (KINDS, NEGATIVE, REASONS, SCALES, VERDICTS, bound_verdict, departs_alike, departure,
+                                    within_2x)
 
 
 def _float(text: str) -> float | None:
@@ -65,8 +66,11 @@ def check_row(row: dict, repo: Path = REPO) -> list[str]:
         elif verdict == "undecided" and (kind != "direction" or row["ci_lo"] == ""):
             problems.append("undecided without a direction's 90% interval to reach its reference")
         elif ours is not None and verdict.startswith("same direction"):
-            if (verdict == "same direction within 2x") != within_2x(ours / paper):
-                problems.append(f"verdict {verdict!r} does not follow from ours / paper = {ours / paper:.4g}")
+            alike = departs_alike(ours, paper) if kind == "direction" else within_2x(ours / paper)
+            if (verdict == "same direction within 2x") != alike:
+                problems.append(f"verdict {verdict!r} does not follow from ours / paper = {ours / paper:.4g}"
+                                + (f" and log ours / log paper = {departure(ours, paper):.3g}"
+                                   if kind == "direction" else ""))
     if ratio is not None:
         if paper is None or ours is None:
             problems.append("a ratio without the paper's value (a ratio taken to a bound?)")

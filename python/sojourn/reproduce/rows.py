@@ -6,12 +6,12 @@ A :class:`Claim` is the paper's side, written in the paper module from the paper
 - ``point``: the paper prints a value (a time, a rate, a ratio it calls "about 1"). Ours is
   compared by the ratio ours / paper; both lie on the positive side of 0, so the verdict
   says whether ours is within 2x (``same direction within 2x``) or not.
-- ``direction``: the paper prints a value on one side of a reference (FAIR / SRPT = 7.97, on
-  the side of 1 where SRPT is better). The verdict is ``opposite`` when ours lies on the
-  other side of the reference or on it, ``undecided`` when ours lies on the paper's side but
-  its 90% interval reaches the reference (a side inside the noise of the repetitions is no
-  side shown, as a strict bound is met only by a whole interval), else within or beyond 2x of
-  the paper's value.
+- ``direction``: the paper prints a ratio on one side of 1 (FAIR / SRPT = 7.97, on the side
+  where SRPT is better). The verdict is ``opposite`` when ours lies on the other side of 1 or
+  on it, ``undecided`` when ours lies on the paper's side but its 90% interval reaches 1 (a
+  side inside the noise of the repetitions is no side shown, as a strict bound is met only by
+  a whole interval), else within 2x when ours is within 2x of the paper's value and departs
+  from 1 by within 2x of the paper's departure (:func:`departs_alike`), beyond 2x otherwise.
 - ``bound``: the paper states a bound ("at least a factor of 2.5", "under 0.5%", or a
   direction with no number: "> 1"). The verdict is ``met`` or ``missed``. The paper's own
   value for the quantity, when it prints one, is ``paper_value`` and the ratio is taken to
@@ -77,6 +77,22 @@ def within_2x(ratio: float) -> bool:
     return 0.5 <= ratio <= 2.0
 
 
+def departure(ours: float, paper: float) -> float:
+    """How far ``ours`` departs from 1 beside the paper's ratio ``paper``, on a log scale (so a
+    ratio and its inverse depart alike): log ours / log paper; NaN when either is not positive
+    or the paper's is 1 (no departure to compare with)."""
+    if ours <= 0 or paper <= 0 or paper == 1:
+        return math.nan
+    return math.log(ours) / math.log(paper)
+
+
+def departs_alike(ours: float, paper: float) -> bool:
+    """Whether a direction's ratio ``ours`` is within 2x of the paper's ``paper`` both as a
+    value and in its :func:`departure` from 1. The value alone cannot fail near 1: 0.99 is
+    within 2x of the paper's 0.7, yet a 1% gain is not the paper's 30% (departure 0.03)."""
+    return within_2x(ours / paper) and within_2x(departure(ours, paper))
+
+
 @dataclass(frozen=True)
 class Claim:
     """The paper's side of a row (see the module doc for the kinds)."""
@@ -101,8 +117,8 @@ def point(value: float, text: str = "", unit: str = "") -> Claim:
     return Claim("point", value, paper_text=text, unit=unit)
 
 
-def direction(value: float, text: str = "", reference: float = 1.0) -> Claim:
-    return Claim("direction", value, reference=reference, paper_text=text)
+def direction(value: float, text: str = "") -> Claim:
+    return Claim("direction", value, reference=1.0, paper_text=text)
 
 
 def bound(op: str, value: float, paper: float | None = None, text: str = "", unit: str = "",
@@ -171,9 +187,13 @@ class Row:
         reference = self.paper.reference
         if (self.paper.paper_value - reference) * (self.ours.value - reference) <= 0:
             return "opposite"
-        if self.kind == "direction" and self.ours.ci and min(self.ours.ci) <= reference <= max(self.ours.ci):
-            return "undecided"
-        return "same direction within 2x" if within_2x(self.ratio) else "same direction beyond 2x"
+        if self.kind == "direction":
+            if self.ours.ci and min(self.ours.ci) <= reference <= max(self.ours.ci):
+                return "undecided"
+            alike = departs_alike(self.ours.value, self.paper.paper_value)
+        else:
+            alike = within_2x(self.ratio)
+        return "same direction within 2x" if alike else "same direction beyond 2x"
 
     def reason(self) -> str:
         if self.verdict() not in NEGATIVE:

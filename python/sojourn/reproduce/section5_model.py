@@ -8,17 +8,19 @@ as the stage worker burns them), its class timeouts (user u in class u mod 3, as
 binds user u to class address u mod 3), Fig. 5's transitions with its exit probability,
 its users thinking an exponential ``think_s``, each session aborted by a request that misses its
 bound, through the same ``Dispatcher`` the server runs (crates/sched/src/dispatch.rs), once in
-each of DWFS's orders within a stage (STAGE_ORDERS: the server's earliest deadline first, and
-the other readings of 003 §5.2's "the shorter timeout ..., the higher is its priority"). What is
+each of DWFS's orders within a stage (STAGE_ORDERS: earliest deadline first, the server's default,
+and the other readings of 003 §5.2's "the shorter timeout ..., the higher is its priority"; the
+server takes any of them as ``server.stages.stage_order``). What is
 left out is everything else of the testbed: HTTP, sockets, the front end's threads, the clocks
 of a loaded two-core machine. Where the model's drop rates agree with the testbed's, the policy
 alone sets them; where they part, the server does.
 
 Writes ``model.csv``: one row per (experiment, users, stage order, seed, class) with the requests completed
 within their bound and those that timed out (dropped early, refused by a waiting room, expired
-or late), each seed run for the spec's duration; ``summary.json``: per experiment and run, the
-seeds and each class's drop rate over them, in the server's order (``drop_rate``) and in each
-order (``drop_rate_by_stage_order``).
+or late) and the summed response time of those completed, each seed run for the spec's duration;
+``summary.json``: per experiment and run, the seeds and each class's drop rate over them, in the
+order the spec's server ran (``drop_rate``) and in each order (``drop_rate_by_stage_order``), and each class's
+mean response in each order (``response_mean_s_by_stage_order``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import pandas as pd
 
 from sojourn.engine import engine_path
 from sojourn.reproduce import REPO, command_args
+from sojourn.runner.spec import STAGE_ORDERS
 
 # The §5 specs with think time whose stage costs are read as CPU demand at k = 1, 10, 20, 40
 # (sojourn.reproduce.paper003.DEMAND_RUNS).
@@ -39,8 +42,6 @@ SPECS = {"section5": "experiments/003/section5.toml", "section5-demand": "experi
          "section5-demand20": "experiments/003/section5-demand20.toml",
          "section5-demand40": "experiments/003/section5-demand40.toml"}
 SEEDS = {"full": range(1, 11), "quick": range(1, 4)}
-# sojourn-engine stages --stage-order; the first is the server's (crates/stages/src/pool.rs).
-STAGE_ORDERS = ("deadline", "class", "arrival")
 
 
 def stages_argv(config: dict, seed: int, stage_order: str = STAGE_ORDERS[0]) -> list[str]:
@@ -68,27 +69,35 @@ def model_rows(experiment: str, spec: Path, seeds) -> list[dict]:
             for seed in seeds:
                 argv = stages_argv(config, seed, stage_order)
                 result = json.loads(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
-                for name, completed, timed_out in zip(names, result["completed_by_class"], result["timed_out_by_class"]):
+                for name, completed, timed_out, response_sum in zip(
+                        names, result["completed_by_class"], result["timed_out_by_class"],
+                        result["response_sum_by_class"]):
                     rows.append({"experiment": experiment, "run": run.name,
                                  "users": config["workload"]["sessions"]["users"], "stage_order": stage_order,
+                                 "server_order": config["server"]["stages"].get("stage_order", STAGE_ORDERS[0]),
                                  "seed": seed, "class": name, "completed": completed, "timed_out": timed_out,
-                                 "drop_rate": timed_out / max(completed + timed_out, 1)})
+                                 "drop_rate": timed_out / max(completed + timed_out, 1),
+                                 "response_sum_s": response_sum})
     return rows
 
 
 def summarize(model: pd.DataFrame) -> dict:
-    """Per experiment and run: the seeds, and each class's drop rate over all of them, in
-    the server's stage order and in each."""
+    """Per experiment and run: the seeds, and each class's drop rate and mean response
+    (of the requests completed in time) over all of them, in the server's stage order and
+    in each."""
     summary = {}
     for (experiment, run), group in model.groupby(["experiment", "run"], sort=False):
-        by_order = {}
+        drops, responses = {}, {}
         for stage_order, rows in group.groupby("stage_order", sort=False):
-            totals = rows.groupby("class", sort=False)[["completed", "timed_out"]].sum()
-            by_order[stage_order] = {name: float(t["timed_out"] / max(t["completed"] + t["timed_out"], 1))
-                                     for name, t in totals.iterrows()}
+            totals = rows.groupby("class", sort=False)[["completed", "timed_out", "response_sum_s"]].sum()
+            drops[stage_order] = {name: float(t["timed_out"] / max(t["completed"] + t["timed_out"], 1))
+                                  for name, t in totals.iterrows()}
+            responses[stage_order] = {name: float(t["response_sum_s"] / t["completed"]) if t["completed"] else None
+                                      for name, t in totals.iterrows()}
         summary[f"{experiment}/{run}"] = {"seeds": int(group["seed"].nunique()),
-                                          "drop_rate": by_order[STAGE_ORDERS[0]],
-                                          "drop_rate_by_stage_order": by_order}
+                                          "drop_rate": drops[group["server_order"].iloc[0]],
+                                          "drop_rate_by_stage_order": drops,
+                                          "response_mean_s_by_stage_order": responses}
     return summary
 
 

@@ -38,6 +38,7 @@ CONGESTION = ("reno", "cubic", "bbr")
 LOSS_MODELS = ("bernoulli", "two-state")
 LOAD_MODES = ("open", "sessions", "closed", "capacity")
 DISPATCH_POLICIES = ("fifo", "rr", "edf", "wfs", "dwfs")
+STAGE_ORDERS = ("deadline", "class", "arrival")  # sched::dispatch::StageOrder
 # serve --admission NAME[:KEY=VALUE,...] (crates/sched/src/admission; docs/server.md).
 
 
@@ -86,6 +87,8 @@ DEFAULT_CLASSES = tuple({"name": name, "timeout_ms": timeout_s * 10}
                         for name, timeout_s in zip(papers.sessions()["class_names"], papers.sessions()["class_timeouts_s"]))
 STAGES_SCHEMA: dict[str, Key] = {
     "policy": _k(str, "dwfs", "dispatch policy of the stage pool", choices=DISPATCH_POLICIES),
+    "stage_order": _k(str, "deadline", "dwfs's order within a stage: earliest deadline, shortest timeout's class "
+                                       "first, or oldest first (003 §5.2 does not say)", choices=STAGE_ORDERS),
     "workers": _k(int, 1, "CPU worker threads of the stage pool", minimum=1, maximum=256),
     "weights": _k(list, [], "rr / wfs static weights, one per stage"),
     "transitions": _k(list, [], "stage transition matrix (default 003 Fig. 5 for MM, CO, SR, BR)"),
