@@ -98,6 +98,26 @@ def test_a_direction_is_within_2x_as_a_value_and_in_its_departure_from_1(paper, 
     assert any("does not follow" in p for p in check_row({**csv_row, "verdict": flipped}))
 
 
+def test_a_ratio_the_paper_calls_equal_is_a_range_around_1():
+    """"Hardly affected" as a point would pass anywhere in 0.5-2; as a range of ours it is met
+    within 10% of 1, rounded to the range's two decimals, and a bad range is refused."""
+    from sojourn.reproduce.rows import Measure, Row, about_one, bound_met
+
+    claim = about_one("hardly affected")
+    assert claim.kind == "bound" and claim.bound == "in [0.90, 1.10]" and claim.paper_value is None
+    assert bound_met(claim.bound, 1.104) and bound_met(claim.bound, 0.896) and bound_met(claim.bound, 1.0)
+    assert not bound_met(claim.bound, 1.106) and not bound_met(claim.bound, 0.894)
+    row = Row("x", "a / b", claim, Measure(1.9, repetitions=1), "docs/reproduction/000/baseline", "quick")
+    assert row.verdict() == "missed" and row.ratio is None
+    csv_row = {**BOUND, "bound": claim.bound, "paper_value": "", "ours": "1.9", "ratio": "", "verdict": "missed",
+               "reason": "unexplained", "why": ""}
+    assert check_row(csv_row) == []
+    assert any("does not follow" in p for p in check_row({**csv_row, "verdict": "met", "reason": "—"}))
+    for bad in ("in 0.9, 1.1", "in [0.9 1.1]"):
+        with pytest.raises(ValueError, match="expected in"):
+            bound_met(bad, 1.0)
+
+
 @pytest.mark.parametrize("column", ["kind", "verdict", "reason", "scale"])
 def test_the_vocabularies_are_closed(column):
     assert any(column in p for p in check_row({**DIRECTION, column: "within_2x"}))

@@ -17,7 +17,8 @@ import pandas as pd
 from sojourn import papers
 from sojourn.reproduce import Context, Entry, Paper, per_rep_quotient, quotient, rows_of
 from sojourn.reproduce.beside import Band, Panel, Printed, Series, draw
-from sojourn.reproduce.rows import NEGATIVE, Measure, Row, bound, direction, measured, point, unexplained, within_2x
+from sojourn.reproduce.rows import (NEGATIVE, Measure, Row, about_one, bound, direction, measured, point, unexplained,
+                                    within_2x)
 from sojourn.runner.spec import run_name
 from sojourn.testbed.uplink import DEFAULT_QUEUE_PACKETS
 from sojourn.theory.formulas import tcp_loss_throughput
@@ -130,17 +131,17 @@ POINT_LABELS = {"rtt_ms": (lambda x: f"{x:g} ms", "RTT", "RTTs"), "loss": (lambd
 # ("least", None, None, claim) the least FAIR / SRPT over the sweep.
 SWEEP_CLAIMS = {
     "rtt": [("srpt", 100, 0, bound(">", 2, text="more than doubles")),
-            ("fair", 100, 0, point(1.0, "hardly affected")),
+            ("fair", 100, 0, about_one("hardly affected")),
             ("fair/srpt", 150, None, direction(2.5, "least at 150 ms, and even here 2.5")),
             ("least", None, None, bound(">=", 2.5, text="at least 2.5 for all RTTs"))],
     "loss": [("fair", 0.05, 0, direction(1.9 / FAIR_W1, "1.1 s -> 1.9 s")),
              ("srpt", 0.05, 0, direction(0.93 / SRPT_W1, "under 140 ms -> around 930 ms")),
              ("fair/srpt", 0.15, None, direction(1.5, "still about a factor of 1.5"))],
     "persistent": [("fair", 1, 5, direction(2.0, "reduced by a factor of 2")),
-                   ("srpt", 1, 5, point(1.0, "hardly affected")),
+                   ("srpt", 1, 5, about_one("hardly affected")),
                    ("fair/srpt", 10, None, direction(3.0, "still a factor of 3"))],
     "rto": [("fair", 1000, 3000, direction(0.65 / FAIR_W1, "1.1 s -> 0.65 s")),
-            ("srpt", 500, 3000, point(1.0, "SRPT does not improve with a lower RTO")),
+            ("srpt", 500, 3000, about_one("SRPT does not improve with a lower RTO")),
             ("fair/srpt", 500, None, direction(7.0, "§6: still a factor of 7")),
             ("least", None, None, bound(">=", 4, text="at least 4 for every RTO"))],
     "mtu": [("fair", 536, 1500, direction(1.6 / FAIR_W1, "up almost 50% to 1.6 s")),
@@ -509,7 +510,7 @@ def _persistent_why_rows(ctx: Context) -> list[Row]:
             ctx.row(e, "FAIR at 1 / at 5 requests per connection, 200 client pools", claim,
                     ctx.ratio((e, "fair", "response_mean"), (e, "fair-persistent5", "response_mean")),
                     _pools_why(ctx, e)),
-            ctx.row(e, "FAIR at 1 request per connection, five pools / 200", point(1.0, "without reuse the pools do not matter (ours)"),
+            ctx.row(e, "FAIR at 1 request per connection, five pools / 200", about_one("without reuse the pools do not matter (ours)"),
                     ctx.ratio((e, "fair-pools5", "response_mean"), (e, "fair", "response_mean")))]
 
 
@@ -557,7 +558,7 @@ def _rtt_group_rows(ctx: Context) -> list[Row]:
         for variant in ("fair", "srpt"):
             rows.append(ctx.row(e, f"{VARIANT_NAMES[variant]}: clients at {far['rtt_ms']:g} ms among four RTTs / all "
                                    f"clients at {far['rtt_ms']:g} ms (`rtt`)",
-                                point(1.0, "equal: a client's mean is that of a run where all have its delay"),
+                                about_one("equal: a client's mean is that of a run where all have its delay"),
                                 ctx.ratio((e, variant, f"by_group.{far['name']}.response_mean"),
                                           ("rtt", _run(variant, "rtt_ms", far["rtt_ms"]), "response_mean"))))
     return rows
@@ -628,7 +629,7 @@ def _syncookies_rows(ctx: Context) -> list[Row]:
     if not ctx.has("baseline"):
         return []
     return [ctx.row("syncookies", f"{VARIANT_NAMES[v]} with / without SYN cookies (`baseline`)",
-                    point(1.0, "hardly affects W1" if v == "fair" else "not affected"),
+                    about_one("hardly affects W1" if v == "fair" else "not affected"),
                     ctx.ratio(("syncookies", v, "response_mean"), ("baseline", v, "response_mean")))
             for v in ("fair", "srpt")]
 
@@ -786,27 +787,30 @@ def _realistic_rows(ctx: Context) -> list[Row]:
     return rows
 
 
-def _incomplete_why(ctx: Context, e: str, variant: str):
-    """What is known of the requests that never completed: how many gave up after every try,
-    and, where the summaries have it, whether they were the largest (incomplete_by_size).
-    Measured where `realistic-why`'s run with the loss met at both hosts accounts for the
-    share's miss (:func:`_factor_placement`), else unexplained."""
-    incomplete, gave_up = (ctx.mean(e, variant, key) for key in ("incomplete", "gave_up"))
+def _incomplete_why(ctx: Context, e: str, variant: str, run: str = "", both_hosts: bool = True):
+    """What is known of the requests of ``e``'s ``run`` (default: the run named ``variant``)
+    that never completed: how many gave up after every try, and, where the summaries have it,
+    whether they were the largest (incomplete_by_size). Measured where `realistic-why`'s run
+    with the loss met at both hosts (W1, as (J); ``both_hosts``) accounts for the share's miss
+    (:func:`_factor_placement`), else unexplained."""
+    run = run or variant
+    incomplete, gave_up = (ctx.mean(e, run, key) for key in ("incomplete", "gave_up"))
     if math.isnan(incomplete):
         return None
-    tries = ctx.config(e, variant, "workload.retries") + 1
+    tries = ctx.config(e, run, "workload.retries") + 1
     text = (f"{incomplete:.0f} of {VARIANT_NAMES[variant]}'s requests a run never completed, {gave_up:.0f} of them "
-            f"after {tries:g} tries each aborted at {ctx.config(e, variant, 'workload.abort_after_s'):g} s (gave_up)")
-    largest, median = (ctx.mean(e, variant, key) for key in ("incomplete_largest_1pct_share", "incomplete_size_median"))
+            f"after {tries:g} tries each aborted at {ctx.config(e, run, 'workload.abort_after_s'):g} s (gave_up)")
+    largest, median = (ctx.mean(e, run, key) for key in ("incomplete_largest_1pct_share", "incomplete_size_median"))
     text += (f"; their sizes were not summarized when it ran (incomplete_largest_1pct_share)" if math.isnan(largest)
              else f"; {largest:.0%} of them were as large as the largest 1% of requested sizes, their median "
                   f"{median / 1000:.3g} KB (incomplete_largest_1pct_share, incomplete_size_median)")
-    run = f"{variant}-loss-both-hosts"
-    share, twice = (ctx.mean(e, variant, "incomplete") / ctx.mean(e, variant, "requests"),
-                    ctx.mean("realistic-why", run, "incomplete") / ctx.mean("realistic-why", run, "requests"))
-    if math.isnan(twice):
+    factor = f"{variant}-loss-both-hosts"
+    share, twice = (ctx.mean(e, run, "incomplete") / ctx.mean(e, run, "requests"),
+                    ctx.mean("realistic-why", factor, "incomplete") / ctx.mean("realistic-why", factor, "requests"))
+    if math.isnan(twice) or not both_hosts:
         return unexplained(f"{text}; no run isolates why their share differs from the paper's")
-    text += f"; with the 5% loss met at both hosts, 9.75% a direction (`realistic-why`, `{run}`) {twice:.3%} never completed"
+    text += (f"; with the 5% loss met at both hosts, 9.75% a direction (`realistic-why`, `{factor}`) {twice:.3%} never "
+             "completed")
     how = _factor_placement(REALISTIC_INCOMPLETE, share, twice) if twice > 0 else None
     return measured(f"{text}: {how}") if how else unexplained(f"{text}, which does not account for the miss")
 
@@ -1114,7 +1118,9 @@ def _realistic_incomplete_rows(ctx: Context) -> list[Row]:
         claim = point(0.002, "0.2% at load 0.7") if load < 0.8 else point(0.125, "10-15% at load 0.9")
         rows += [ctx.row(e, f"{VARIANT_NAMES[v]}: share of requests incomplete, {profile} (load {load:.2g})", claim,
                          ctx.ratio((e, _run(v, "profile", profile), "incomplete"),
-                                   (e, _run(v, "profile", profile), "requests"))) for v in ("fair", "srpt")]
+                                   (e, _run(v, "profile", profile), "requests")),
+                         _incomplete_why(ctx, e, v, _run(v, "profile", profile), both_hosts=profile == "W1"))
+                 for v in ("fair", "srpt")]
     return rows
 
 
@@ -1257,7 +1263,7 @@ def _fig7_rows(ctx: Context, e: str) -> list[Row]:
             ctx.row(e, f"SRPT mean response time, {trend}", bound("<", 2, text="hardly grow over time (read: less than doubling)"),
                     ratio(srpt, FIG7_LATE, srpt, FIG7_EARLY)),
             ctx.row(e, f"FAIR mean time to first byte / mean response time, {at} (Fig. 7 right)",
-                    point(1.0, "follows a trend very similar"), ratio(fair, FIG7_AT, fair, FIG7_AT, "ttfb_mean_s"))]
+                    about_one("follows a trend very similar"), ratio(fair, FIG7_AT, fair, FIG7_AT, "ttfb_mean_s"))]
 
 
 def _plateau_why(ctx: Context, e: str, run: str):

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from sojourn.reproduce import Context, Entry, Paper, TimeScale, past_one_in_every_repetition, per_rep_quotient, rows_of
-from sojourn.reproduce.rows import Measure, Row, Why, bound, direction, measured, point
+from sojourn.reproduce.rows import Measure, Row, Why, about_one, bound, direction, measured, point
 from sojourn.runner.spec import run_name
 
 EXPERIMENTS = [
@@ -529,9 +529,32 @@ def _apache_burst_rows(ctx: Context) -> list[Row]:
         claim = (bound("<=", 0.5, text=words, digits=2) if processes == 256 else bound(">=", 0.5, text=words, digits=2))
         rows.append(ctx.row(e, f"{processes} processes: median load level, runnable / processes (Figs. {15 if processes == 256 else 16}, eq. 5)",
                             claim, level, _network_paced_why(ctx, e, run, processes, unblocked)))
-    rows.append(ctx.row(e, "throughput with 1024 processes / with 256", point(1.0, "almost the same capacity"),
-                        ctx.ratio((e, "prefork-1024", "throughput_bps"), (e, "prefork-256", "throughput_bps"))))
+    rows.append(ctx.row(e, "throughput with 1024 processes / with 256", about_one("almost the same capacity"),
+                        ctx.ratio((e, "prefork-1024", "throughput_bps"), (e, "prefork-256", "throughput_bps")),
+                        _cpu_per_byte_why(ctx, e)))
     return rows
+
+
+def _cpu_per_byte_why(ctx: Context, e: str) -> Why | None:
+    """Why 1024 processes carried less than 256: measured when the machine was short of CPU in
+    both runs (tasks waited for a CPU over half the time, PSI host_cpu_stall) and apache2 got
+    the same share of it (server_cpu within 5%): then the bytes it sent fell as what a byte
+    cost it in CPU rose."""
+    runs = ("prefork-256", "prefork-1024")
+    stall = {run: ctx.counters(e, run, lambda c: float(c["host_cpu_stall"].mean()), "host_cpu_stall") for run in runs}
+    cpu = {run: ctx.counters(e, run, lambda c: float(c["server_cpu"].mean()), "server_cpu") for run in runs}
+    sent = {run: ctx.measure(e, run, "throughput_bps") for run in runs}
+    if not all(m.ok for m in (*stall.values(), *cpu.values(), *sent.values())):
+        return None
+    few, many = runs
+    if min(m.value for m in stall.values()) < 0.5 or abs(cpu[many].value / cpu[few].value - 1) >= 0.05:
+        return None
+    per_bit = {run: cpu[run].value / sent[run].value for run in runs}
+    return measured(f"the machine was short of CPU in both runs (a task waited for a CPU {stall[few].value:.0%} and "
+                    f"{stall[many].value:.0%} of the time, PSI host_cpu_stall) and apache2 got the same share of its two "
+                    f"cores ({cpu[few].value:.2f} and {cpu[many].value:.2f}, server_cpu; counters.csv), but with 1024 "
+                    f"processes a byte cost it {per_bit[many] / per_bit[few] - 1:.0%} more CPU, so the same CPU sent "
+                    f"{sent[many].value / sent[few].value:.2f}x the bytes")
 
 
 def claims(ctx: Context) -> list[Row]:

@@ -11,7 +11,8 @@ import pandas as pd
 
 from sojourn.reproduce import Context, Entry, Paper, per_rep_quotient, quotient, rows_of
 from sojourn.reproduce.beside import Panel, Printed, Series, draw
-from sojourn.reproduce.rows import Measure, Row, bound, direction, measured, missing, point, unexplained, within_2x
+from sojourn.reproduce.rows import (Measure, Row, about_one, bound, direction, measured, missing, point, unexplained,
+                                    within_2x)
 from sojourn.runner.spec import run_name
 
 VARIANTS = ("size-independent", "scf")
@@ -72,7 +73,7 @@ def _scf_rows(ctx: Context) -> list[Row]:
     rows = []
     if 1000 in ratios:
         rows.append(ctx.row(e, "size-independent / SCF mean response time, 1000 users",
-                            point(1.0, "no difference below 1000 UEs"), ratios[1000][0]))
+                            about_one("no difference below 1000 UEs"), ratios[1000][0]))
     if 1400 in ratios:
         rows.append(ctx.row(e, "size-independent / SCF mean response time, 1400 users",
                             direction(SCF_GAIN, "a factor of 4 to 5 at 1400 UEs"), ratios[1400][0],
@@ -132,7 +133,7 @@ def _write_concurrency_rows(ctx: Context) -> list[Row]:
     return [
         ctx.row(e, f"size-independent / SCF at write concurrency {fewest} over that at {most}",
                 bound(">", 1, text="the gain shrinks as threads grow"), quotient(gain(fewest), gain(most), runs)),
-        ctx.row(e, f"size-independent / SCF at write concurrency {most}", point(1.0, "no effect at about 60 threads"),
+        ctx.row(e, f"size-independent / SCF at write concurrency {most}", about_one("no effect at about 60 threads"),
                 _sweep(e, "response_mean", ctx)[most][0]),
         # Fig. 6: bytes of completed responses per second against the network threads.
         *(ctx.row(e, f"{variant}: byte throughput at write concurrency {most} / at {fewest} (Fig. 6)",
@@ -203,7 +204,7 @@ def _fig8_rows(ctx: Context) -> list[Row]:
     fig8 = _figure_csv(ctx, "fig8")
     last = fig8.iloc[-1]
     rows = [ctx.row("fig8", f"alpha {alpha}: most mean slowdown over the computed percentiles",
-                    point(1.0, "so close to 1 as to be invisible"),
+                    about_one("so close to 1 as to be invisible"),
                     _computed("fig8", float(fig8[f"alpha_{alpha}"].max()))) for alpha in ("0.5", "0.7")]
     rows.append(ctx.row("fig8", f"alpha 1.9 / alpha 0.7 slowdown at the {last['percentile'] * 100:.0f}th percentile",
                         bound(">", 1, text="high slowdowns only as alpha nears 2"),

@@ -33,7 +33,10 @@ VERDICTS = ("met", "missed", "same direction within 2x", "same direction beyond 
 NEGATIVE = ("missed", "same direction beyond 2x", "opposite", "undecided")
 REASONS = ("measured", "unexplained", "—")
 SCALES = ("paper", "quick", "compressed", "not run")
-BOUND_OPS = (">=", "<=", ">", "<")
+BOUND_OPS = (">=", "<=", ">", "<", "in")
+# How far from 1 a ratio the paper calls equal ("hardly affected", "more or less the same")
+# may lie: a threshold of ours, printed with two decimals like every such reading.
+ABOUT_ONE = 0.10
 
 
 def missing(value) -> bool:
@@ -46,20 +49,31 @@ def bound_text(op: str, value: float, digits: int | None = None) -> str:
     return f"{op} {value:g}" if digits is None else f"{op} {value:.{digits}f}"
 
 
+def _rounded(ours: float, number: str) -> float:
+    """``ours`` rounded to the decimals ``number`` is printed with; exact without decimals."""
+    decimals = number.partition(".")[2]
+    return round(ours, len(decimals)) if decimals.isdigit() else ours
+
+
 def bound_met(bound: str, ours: float) -> bool:
-    """Whether ``ours`` meets ``bound`` (``">= 2.5"``). For >= and <= with decimals ours is
-    first rounded to the decimals the paper printed (1.62 meets "<= 1.6"); a bound without
-    decimals (a count such as "<= 0" SYN drops, a ratio's bare "1", "1e-05") is exact, as
-    rounding to units would let 0.4 drops meet "no drop". > and < are strict (a direction
-    with no number: ours exactly on the reference does not meet it)."""
+    """Whether ``ours`` meets ``bound`` (``">= 2.5"``, or ``"in [0.90, 1.10]"`` for both
+    sides at once). For >=, <= and in with decimals ours is first rounded to the decimals the
+    paper printed (1.62 meets "<= 1.6"); a bound without decimals (a count such as "<= 0" SYN
+    drops, a ratio's bare "1", "1e-05") is exact, as rounding to units would let 0.4 drops
+    meet "no drop". > and < are strict (a direction with no number: ours exactly on the
+    reference does not meet it)."""
     op, _, number = bound.partition(" ")
     if op not in BOUND_OPS:
         raise ValueError(f"bound {bound!r}: expected one of {', '.join(BOUND_OPS)} and a number")
+    if op == "in":
+        low, comma, high = number.strip("[]").partition(",")
+        if not (comma and number.startswith("[") and number.endswith("]")):
+            raise ValueError(f"bound {bound!r}: expected in [low, high]")
+        low, high = low.strip(), high.strip()
+        return float(low) <= _rounded(ours, low) and _rounded(ours, high) <= float(high)
     value = float(number)
     if op in (">=", "<="):
-        decimals = number.partition(".")[2]
-        if decimals.isdigit():
-            ours = round(ours, len(decimals))
+        ours = _rounded(ours, number)
         return ours >= value if op == ">=" else ours <= value
     return ours > value if op == ">" else ours < value
 
@@ -124,6 +138,13 @@ def direction(value: float, text: str = "") -> Claim:
 def bound(op: str, value: float, paper: float | None = None, text: str = "", unit: str = "",
           digits: int | None = None) -> Claim:
     return Claim("bound", paper, bound=bound_text(op, value, digits), paper_text=text, unit=unit)
+
+
+def about_one(text: str) -> Claim:
+    """A ratio the paper calls equal ("hardly affected", "no difference"): met within
+    ABOUT_ONE of 1 on both sides. As a point it would pass anywhere in 0.5-2, so a ratio of
+    1.9 would have read "hardly affected"."""
+    return Claim("bound", bound=f"in [{1 - ABOUT_ONE:.2f}, {1 + ABOUT_ONE:.2f}]", paper_text=text)
 
 
 @dataclass(frozen=True)
