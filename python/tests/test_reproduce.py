@@ -77,11 +77,15 @@ def test_a_base_is_merged_and_the_merged_spec_is_what_is_stored(tmp_path):
                                          '[quick]\nrepetitions = 1\nsweep.values = [0.2]\n')
     (tmp_path / "one-point.toml").write_text('base = "swept.toml"\nname = "o"\n')
     assert [r.name for r in load_spec(tmp_path / "one-point.toml", quick=True).runs] == ["run"]
+    # ... and says so, for `sojourn run` to print; a sweep of its own needs no note.
+    (notice,) = load_spec(tmp_path / "one-point.toml").notices
+    assert notice.startswith("one-point.toml: its base swept.toml sweeps workload.rho over 1 value(s)")
     # A sweep of its own over the base's parameter keeps the base's quick points; over
     # another parameter it does not (rho's 0.2 would become a client count).
     (tmp_path / "same.toml").write_text('base = "swept.toml"\nname = "same"\n[sweep]\nparameter = "workload.rho"\n'
                                         'values = [0.3, 0.4]\n')
     assert [r.sweep_value for r in load_spec(tmp_path / "same.toml", quick=True).runs] == [0.2]
+    assert load_spec(tmp_path / "same.toml").notices == []
     (tmp_path / "other.toml").write_text('base = "swept.toml"\nname = "other"\n[sweep]\nparameter = "workload.clients"\n'
                                          'values = [5, 6]\n')
     assert [r.sweep_value for r in load_spec(tmp_path / "other.toml", quick=True).runs] == [5, 6]

@@ -158,6 +158,19 @@ def test_check_names_a_missing_server_program(tmp_path):
     assert done.returncode == 2 and "/nonexistent/httpd" in done.stdout + done.stderr
 
 
+def test_check_notes_a_base_sweep_the_spec_does_not_inherit(tmp_path):
+    """A spec over a swept base runs one point unless it has a sweep of its own (7 Dec 2026:
+    an experiment ran 40 clients only); `sojourn run` says so before it runs."""
+    (tmp_path / "swept.toml").write_text('name = "s"\n[workload]\nrho = 0.5\n'
+                                         '[sweep]\nparameter = "workload.rho"\nvalues = [0.3, 0.6]\n')
+    (tmp_path / "child.toml").write_text('base = "swept.toml"\nname = "c"\n')
+    done = subprocess.run([sys.executable, "-m", "sojourn.cli", "run", str(tmp_path / "child.toml"), "--check"],
+                          capture_output=True, text=True)
+    assert done.returncode == 0
+    assert "note: child.toml: its base swept.toml sweeps workload.rho over 2 value(s)" in " ".join(done.stdout.split())
+    assert "run: 1 repetition(s)" in done.stdout
+
+
 def test_a_run_that_failed_before_finishing_anything_neither_pins_its_spec_nor_leaves_inputs(tmp_path):
     """A failed run leaves no half-made inputs entry and a status saying why; the corrected
     spec then runs into the same directory without --fresh."""

@@ -211,6 +211,8 @@ def main(args: argparse.Namespace) -> int:
     from sojourn.runner.spec import missing_programs
 
     missing = missing_programs(experiment)
+    for notice in experiment.notices:
+        console.print(f"sojourn run: note: {notice}", style="yellow", markup=False, highlight=False)
     if args.check:
         for run in experiment.runs:
             console.print(f"{run.name}: {experiment.repetitions} repetition(s)")

@@ -374,6 +374,9 @@ class Experiment:
     # The spec as run, stored with the results: the file's text, or for a spec with a
     # base the merged spec (so the results never depend on a file they do not carry).
     text: str = ""
+    # What merging it over its base left out that its reader may expect (a base's sweep):
+    # `sojourn run` prints them.
+    notices: list[str] = field(default_factory=list)
 
     def only(self, names: list[str]) -> Experiment:
         """The experiment with just the named runs, in the spec's order (``sojourn run
@@ -831,35 +834,41 @@ def _read_toml(path: Path) -> dict:
         raise SpecError(f"{path}: not valid TOML: {err}") from None
 
 
-def _merged_over_bases(path: Path, seen: tuple[Path, ...] = ()) -> tuple[dict, list[str]]:
-    """The spec at ``path`` merged over its base, which may have a base of its own; and
-    the chain of bases, nearest first."""
+def _merged_over_bases(path: Path, seen: tuple[Path, ...] = ()) -> tuple[dict, list[str], list[str]]:
+    """The spec at ``path`` merged over its base, which may have a base of its own; the
+    chain of bases, nearest first; and notices of what the merge left out that a reader of
+    the spec may expect (a base's sweep)."""
     raw = _read_toml(path)
     if "base" not in raw:
-        return raw, []
+        return raw, [], []
     base = raw.pop("base")
     if not isinstance(base, str) or not base:
         raise SpecError(f"{path}: base must be the path of another spec (relative to this one), got {base!r}")
     base_path = path.parent / base
     if base_path.resolve() in seen + (path.resolve(),):
         raise SpecError(f"{path}: base {base!r} leads back to a spec that has it as its base")
-    base_raw, chain = _merged_over_bases(base_path, seen + (path.resolve(),))
+    base_raw, chain, notices = _merged_over_bases(base_path, seen + (path.resolve(),))
     # The base's sweep belongs to the base: a spec inherits its settings, not its points;
     # and a spec with variants of its own compares those, not the base's.
     base_sweep = base_raw.pop("sweep", None) or {}
-    if (raw.get("sweep") or {}).get("parameter") != base_sweep.get("parameter"):
+    own_sweep = raw.get("sweep") or {}
+    if base_sweep.get("parameter") and not own_sweep.get("parameter"):
+        notices = [*notices, f"{path.name}: its base {base} sweeps {base_sweep['parameter']} over "
+                   f"{len(base_sweep.get('values') or [])} value(s), and a spec does not inherit its base's sweep: "
+                   "this one has none (give it a [sweep] of its own to run those points)"]
+    if own_sweep.get("parameter") != base_sweep.get("parameter"):
         # Nor its quick points, which would name values of a sweep this spec does not have
         # (none, or one of another parameter: loss values as round-trip times).
         (base_raw.get("quick") or {}).pop("sweep", None)
     if "variants" in raw:
         base_raw.pop("variants", None)
-    return _merge(base_raw, raw), [base, *chain]
+    return _merge(base_raw, raw), [base, *chain], notices
 
 
 def load_spec(path: str | Path, quick: bool = False) -> Experiment:
     """Reads and validates a TOML spec file (at its ``[quick]`` scale with ``quick``)."""
     path = Path(path)
-    raw, bases = _merged_over_bases(path)
+    raw, bases, notices = _merged_over_bases(path)
     if bases:
         text = f"# {path.name} over its base {' over '.join(bases)}, merged\n" + tomli_w.dumps(raw)
     else:
@@ -870,6 +879,7 @@ def load_spec(path: str | Path, quick: bool = False) -> Experiment:
         raise SpecError(f"{path}: {err}") from None
     experiment.path = path.resolve()
     experiment.text = text
+    experiment.notices = notices
     for run in experiment.runs:
         server, workload = run.config["server"], run.config["workload"]
         where = f"{path}: run {run.name}: "
