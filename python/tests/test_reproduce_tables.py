@@ -118,6 +118,19 @@ def test_a_ratio_the_paper_calls_equal_is_a_range_around_1():
             bound_met(bad, 1.0)
 
 
+def test_a_value_the_paper_places_between_two_of_its_own_is_a_range_between_them():
+    """000 §5.2 gives FAIR's incomplete share at loads 0.7 (0.2%) and 0.9 (10-15%); W7 and W8
+    average 0.8, so theirs is met in between and not against either point: W8's 19% was read
+    "beyond 2x" of 0.2% though it lies past the 10-15% of the higher load."""
+    from sojourn.reproduce.rows import Measure, Row, between, bound_met
+
+    claim = between(0.002, 0.15, "between the paper's 0.2% at load 0.7 and 10-15% at 0.9", digits=3)
+    assert claim.bound == "in [0.002, 0.150]" and claim.paper_value is None
+    assert bound_met(claim.bound, 0.0524) and bound_met(claim.bound, 0.0019) and not bound_met(claim.bound, 0.194)
+    row = Row("x", "share", claim, Measure(0.194, repetitions=1), "docs/reproduction/000/baseline", "quick")
+    assert row.verdict() == "missed"
+
+
 @pytest.mark.parametrize("column", ["kind", "verdict", "reason", "scale"])
 def test_the_vocabularies_are_closed(column):
     assert any(column in p for p in check_row({**DIRECTION, column: "within_2x"}))

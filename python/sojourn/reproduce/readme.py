@@ -30,7 +30,7 @@ in these columns (the doc `<paper>.md` shows the same rows, with the reasons wri
 |---|---|
 | paper, experiment | the paper's tag and the experiment (a directory under `<paper>/`) the row's numbers come from |
 | claim | what is compared, in words |
-| kind | `point`: the paper prints a value (a time, a rate, a ratio it calls about 1); `direction`: the paper prints a ratio on one side of 1 (such as FAIR / SRPT); `bound`: the paper states a bound ("at least 2.5x", "under 0.5%"), or a direction without a number, written as a bound on the reference ("> 1"), or calls a ratio equal ("hardly affected", "more or less the same"), written as a range of ours around 1 (`in [0.90, 1.10]`) |
+| kind | `point`: the paper prints a value (a time, a rate, a ratio it calls about 1); `direction`: the paper prints a ratio on one side of 1 (such as FAIR / SRPT); `bound`: the paper states a bound ("at least 2.5x", "under 0.5%"), or a direction without a number, written as a bound on the reference ("> 1"), or calls a ratio equal ("hardly affected", "more or less the same"), written as a range of ours around 1 (`in [0.90, 1.10]`), or gives values on both sides of ours (000 §5.2's incomplete shares at loads 0.7 and 0.9, for a workload at 0.8: `in [0.002, 0.150]`) |
 | paper_value | the paper's printed value for the quantity; empty for a bound the paper gives no value beside |
 | bound | a bound row's bound, operator and value (`>= 2.5`), or a range (`in [0.90, 1.10]`, both ends included); empty for the other kinds |
 | ours | our value: the mean over repetitions (a ratio of two runs is taken per repetition, paired by repetition number, then averaged); empty when there is no result |

@@ -140,11 +140,17 @@ def bound(op: str, value: float, paper: float | None = None, text: str = "", uni
     return Claim("bound", paper, bound=bound_text(op, value, digits), paper_text=text, unit=unit)
 
 
+def between(low: float, high: float, text: str = "", digits: int = 2) -> Claim:
+    """A value the paper places between two of its own (a share at a load between the two it
+    gives one for): met in [low, high], both printed with ``digits`` decimals."""
+    return Claim("bound", bound=f"in [{low:.{digits}f}, {high:.{digits}f}]", paper_text=text)
+
+
 def about_one(text: str) -> Claim:
     """A ratio the paper calls equal ("hardly affected", "no difference"): met within
     ABOUT_ONE of 1 on both sides. As a point it would pass anywhere in 0.5-2, so a ratio of
     1.9 would have read "hardly affected"."""
-    return Claim("bound", bound=f"in [{1 - ABOUT_ONE:.2f}, {1 + ABOUT_ONE:.2f}]", paper_text=text)
+    return between(1 - ABOUT_ONE, 1 + ABOUT_ONE, text)
 
 
 @dataclass(frozen=True)
