@@ -398,7 +398,40 @@ def _served_mix_why(ctx: Context, e: str, users: int):
     if abs(cpu / fifo_cpu - 1) < 0.05:
         return measured(f"{text}: the same CPU served {fifo_cost / cost:.2f}x the requests, DWFS's completed mix "
                         "being the cheaper")
+    users_bound = _users_bound_why(ctx, e, users, cpu, fifo_cpu, fifo_cost)
+    if users_bound:
+        return measured(f"{text}; {users_bound}")
     return unexplained(f"{text}: the two spent the worker differently, so the mix alone does not give the count")
+
+
+# How near a prediction of DWFS / FIFO requests served must come to ours to be its reason.
+SERVED_PREDICTION = 0.1
+
+
+def _users_bound_why(ctx: Context, e: str, users: int, cpu: float, fifo_cpu: float, fifo_cost: float) -> str | None:
+    """DWFS serving more than FIFO with less CPU: when FIFO's workers were busy all along and
+    DWFS's were not, FIFO served what its workers could at its mix (their time over what a
+    completed request cost) and DWFS what its users asked for: in a closed loop each user
+    sends a request per think time and response (Little's law), less those DWFS dropped.
+    Given when that prediction of the ratio comes within SERVED_PREDICTION of ours."""
+    dwfs, fifo = f"dwfs-users={users}", f"fifo-users={users}"
+    duration, think = ctx.config(e, dwfs, "workload.duration_s"), ctx.config(e, dwfs, "workload.sessions.think_s")
+    busy = ctx.config(e, dwfs, "server.stages.workers") * duration
+    response, dropped = (ctx.mean(e, dwfs, f"sessions.overall.{key}") for key in ("response_mean_s", "drop_rate"))
+    ours = ctx.ratio((e, dwfs, "sessions.overall.served"), (e, fifo, "sessions.overall.served"))
+    if (not ours.ok or math.isnan(response) or math.isnan(dropped) or not think
+            or fifo_cpu < 0.95 * busy or cpu > 0.9 * busy):
+        return None
+    asked = users * duration / (think + response)
+    capacity = busy / fifo_cost
+    predicted = asked * (1 - dropped) / capacity
+    if abs(predicted / ours.value - 1) > SERVED_PREDICTION:
+        return None
+    return (f"FIFO's worker was busy {fifo_cpu:.1f} s of {busy:g} and served what it could at its mix ({busy:g} s / "
+            f"{fifo_cost * 1000:.2f} ms = {capacity:,.0f} requests), while DWFS's idled: its users set its count, "
+            f"{users} users thinking {think:g} s with {response * 1000:.0f}-ms responses send {asked:,.0f} requests "
+            f"(Little's law) and DWFS dropped {dropped:.1%}, {asked * (1 - dropped):,.0f} served: {predicted:.2f}x "
+            "FIFO's")
 
 
 def _latency(ctx: Context, e: str, run: str, stage: str) -> dict[int, float]:
