@@ -696,6 +696,9 @@ def _model_split_why(ctx: Context, experiment: str, users: int, ours: Measure, o
     point = _model(ctx).get(f"{experiment}/dwfs-users={users}", {})
     split = {name: _model_split(point, name) for name in point.get("response_mean_s_by_stage_order", {})}
     paper = DWFS_RESPONSE["bronze"][users] / DWFS_RESPONSE["gold"][users]
+    if ours.ok and not point and ctx.has("section5-model"):
+        return unexplained(f"`section5-model` replays no run of `{experiment}`, so the policy's part in the split is "
+                           "not told apart from the testbed's")
     if not ours.ok or math.isnan(split.get(order, math.nan)):
         return None
     others = ", ".join(f"{ORDER_WORDS[name]} {value:.3g}" for name, value in split.items() if name != order)

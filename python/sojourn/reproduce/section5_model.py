@@ -36,11 +36,13 @@ from sojourn.engine import engine_path
 from sojourn.reproduce import REPO, command_args
 from sojourn.runner.spec import STAGE_ORDERS
 
-# The §5 specs with think time whose stage costs are read as CPU demand at k = 1, 10, 20, 40
-# (sojourn.reproduce.paper003.DEMAND_RUNS).
+# The §5 specs whose stage costs are read as CPU demand at k = 1, 10, 20, 40 with think time,
+# and at k = 20 without (sojourn.reproduce.paper003.DEMAND_RUNS; not its -continue, whose
+# sessions go on after a failed request, which the model's sessions do not).
 SPECS = {"section5": "experiments/003/section5.toml", "section5-demand": "experiments/003/section5-demand.toml",
          "section5-demand20": "experiments/003/section5-demand20.toml",
-         "section5-demand40": "experiments/003/section5-demand40.toml"}
+         "section5-demand40": "experiments/003/section5-demand40.toml",
+         "section5-demand20-nothink": "experiments/003/section5-demand20-nothink.toml"}
 SEEDS = {"full": range(1, 11), "quick": range(1, 4)}
 
 
