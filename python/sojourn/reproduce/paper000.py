@@ -17,8 +17,8 @@ import pandas as pd
 from sojourn import papers
 from sojourn.reproduce import Context, Entry, Paper, per_rep_quotient, quotient, rows_of
 from sojourn.reproduce.beside import Band, Panel, Printed, Series, draw
-from sojourn.reproduce.rows import (NEGATIVE, Measure, Row, about_one, between, bound, direction, measured, point, unexplained,
-                                    within_2x)
+from sojourn.reproduce.rows import (NEGATIVE, Measure, Row, about_one, between, bound, bound_met, direction, measured,
+                                    point, unexplained, within_2x)
 from sojourn.runner.spec import run_name
 from sojourn.testbed.uplink import DEFAULT_QUEUE_PACKETS
 from sojourn.theory.formulas import tcp_loss_throughput
@@ -88,6 +88,9 @@ EXPERIMENTS = [
           "SYN queue of 8192 too, and with the SYN-ACKs in a queue of their own (with either SYN queue)",
           spec=_spec("workloads-handshake"), of_paper=False),
     Entry("workloads-realistic", "W1-W10 less W3, W6, realistic set-up (§5.2)", spec=_spec("workloads-realistic")),
+    Entry("workloads-realistic-why", "why FAIR's share of requests never completed under W4 and W7 differs from the "
+          "paper's: 2000 connection slots instead of 350, a SYN queue of 8192 instead of 512",
+          spec=_spec("workloads-realistic-why"), of_paper=False),
     Entry("overload", "persistent overload (Figs. 6-7)", spec=_spec("overload")),
     Entry("overload-srpt", "SRPT under persistent overload for 30 minutes (§4)", spec=_spec("overload-srpt")),
     Entry("syn-queue-w4", "§6.1: W4 with a SYN queue long enough that none drop", spec=_spec("syn-queue-w4")),
@@ -787,13 +790,9 @@ def _realistic_rows(ctx: Context) -> list[Row]:
     return rows
 
 
-def _incomplete_why(ctx: Context, e: str, variant: str, run: str = "", both_hosts: bool = True):
-    """What is known of the requests of ``e``'s ``run`` (default: the run named ``variant``)
-    that never completed: how many gave up after every try, and, where the summaries have it,
-    whether they were the largest (incomplete_by_size). Measured where `realistic-why`'s run
-    with the loss met at both hosts (W1, as (J); ``both_hosts``) accounts for the share's miss
-    (:func:`_factor_placement`), else unexplained."""
-    run = run or variant
+def _incomplete_text(ctx: Context, e: str, variant: str, run: str) -> str | None:
+    """How many of ``e``'s ``run``'s requests never completed, how many gave up after every
+    try, and, where the summaries have it, whether they were the largest (incomplete_by_size)."""
     incomplete, gave_up = (ctx.mean(e, run, key) for key in ("incomplete", "gave_up"))
     if math.isnan(incomplete):
         return None
@@ -801,9 +800,21 @@ def _incomplete_why(ctx: Context, e: str, variant: str, run: str = "", both_host
     text = (f"{incomplete:.0f} of {VARIANT_NAMES[variant]}'s requests a run never completed, {gave_up:.0f} of them "
             f"after {tries:g} tries each aborted at {ctx.config(e, run, 'workload.abort_after_s'):g} s (gave_up)")
     largest, median = (ctx.mean(e, run, key) for key in ("incomplete_largest_1pct_share", "incomplete_size_median"))
-    text += (f"; their sizes were not summarized when it ran (incomplete_largest_1pct_share)" if math.isnan(largest)
-             else f"; {largest:.0%} of them were as large as the largest 1% of requested sizes, their median "
-                  f"{median / 1000:.3g} KB (incomplete_largest_1pct_share, incomplete_size_median)")
+    return text + (f"; their sizes were not summarized when it ran (incomplete_largest_1pct_share)" if math.isnan(largest)
+                   else f"; {largest:.0%} of them were as large as the largest 1% of requested sizes, their median "
+                        f"{median / 1000:.3g} KB (incomplete_largest_1pct_share, incomplete_size_median)")
+
+
+def _incomplete_why(ctx: Context, e: str, variant: str, run: str = "", both_hosts: bool = True):
+    """What is known of the requests of ``e``'s ``run`` (default: the run named ``variant``)
+    that never completed: how many gave up after every try, and, where the summaries have it,
+    whether they were the largest (incomplete_by_size). Measured where `realistic-why`'s run
+    with the loss met at both hosts (W1, as (J); ``both_hosts``) accounts for the share's miss
+    (:func:`_factor_placement`), else unexplained."""
+    run = run or variant
+    text = _incomplete_text(ctx, e, variant, run)
+    if text is None:
+        return None
     factor = f"{variant}-loss-both-hosts"
     share, twice = (ctx.mean(e, run, "incomplete") / ctx.mean(e, run, "requests"),
                     ctx.mean("realistic-why", factor, "incomplete") / ctx.mean("realistic-why", factor, "requests"))
@@ -1147,12 +1158,44 @@ def _realistic_incomplete_rows(ctx: Context) -> list[Row]:
     for profile in ctx.sweep_values(e):
         load = round(shaping.profile_by_name(profile).mean_rho, 1)
         claim = claims[load]
-        rows += [ctx.row(e, f"{VARIANT_NAMES[v]}: share of requests incomplete, {profile} (load {load:.2g})", claim,
-                         ctx.ratio((e, _run(v, "profile", profile), "incomplete"),
-                                   (e, _run(v, "profile", profile), "requests")),
-                         _incomplete_why(ctx, e, v, _run(v, "profile", profile), both_hosts=profile == "W1"))
-                 for v in ("fair", "srpt")]
+        for v in ("fair", "srpt"):
+            run = _run(v, "profile", profile)
+            share = ctx.ratio((e, run, "incomplete"), (e, run, "requests"))
+            why = ((_incomplete_factor_why(ctx, profile, claim, share, _incomplete_text(ctx, e, v, run))
+                    if v == "fair" else None)
+                   or _incomplete_why(ctx, e, v, run, both_hosts=profile == "W1"))
+            rows.append(ctx.row(e, f"{VARIANT_NAMES[v]}: share of requests incomplete, {profile} (load {load:.2g})",
+                                claim, share, why))
     return rows
+
+
+# One factor of FAIR at a time under a workload of the realistic set-up (`workloads-realistic-why`),
+# in the words of the incomplete rows.
+INCOMPLETE_FACTORS = {"fair-slots2000": "2000 connection slots instead of 350",
+                      "fair-synq8192": "a SYN queue of 8192 instead of 512"}
+
+
+def _incomplete_factor_why(ctx: Context, profile: str, claim, share: Measure, known: str | None):
+    """FAIR's incomplete share under ``profile`` with one factor changed at a time
+    (`workloads-realistic-why`), after what is ``known`` of the requests lost: measured when a
+    factor's run accounts for the miss (meets the row's bound, or places the paper's value by
+    :func:`_factor_placement`), else unexplained with what each gave; None without such runs."""
+    e = "workloads-realistic-why"
+    shares = {}
+    if ctx.has(e) and share.ok and known:
+        shares = {variant: ratio for variant in INCOMPLETE_FACTORS
+                  if not math.isnan(ratio := ctx.mean(e, _run(variant, "profile", profile), "incomplete")
+                                    / ctx.mean(e, _run(variant, "profile", profile), "requests"))}
+    if not shares:
+        return None
+    text = f"{known}; one factor at a time (`{e}`): " + ", ".join(
+        f"with {INCOMPLETE_FACTORS[variant]} {value:.2%}" for variant, value in shares.items())
+    for variant, value in shares.items():
+        how = (f"{value:.2%} meets the row's range" if claim.kind == "bound" and bound_met(claim.bound, value)
+               else None if claim.kind == "bound" else _factor_placement(claim.paper_value, share.value, value))
+        if how:
+            return measured(f"{text}: with {INCOMPLETE_FACTORS[variant]}, {how}")
+    return unexplained(f"{text}, none of which accounts for the miss")
 
 
 def _wc98_like(e: str, paper: float, words: str):
