@@ -91,6 +91,17 @@ pub struct StagesOptions {
     #[arg(long)]
     #[serde(default)]
     pub deterministic_service: bool,
+    /// Dispatched requests served at once, sharing the CPU equally (processor sharing), as
+    /// that many stage workers on one CPU do. 1: one at a time, as one worker serves.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    #[serde(default = "defaults::threads")]
+    pub threads: u64,
+    /// Refill the --threads only when all are done, as 003 §5.1's Apache ran DWFS "when the
+    /// ready queue is empty" and its worker threads served the queue; without it each thread
+    /// takes the next request as soon as it is free.
+    #[arg(long)]
+    #[serde(default)]
+    pub ready_queue: bool,
     /// Random seed (same seed, same result).
     #[arg(long, default_value_t = defaults::seed())]
     #[serde(default = "defaults::seed")]
@@ -122,6 +133,9 @@ mod defaults {
         20
     }
     pub fn seed() -> u64 {
+        1
+    }
+    pub fn threads() -> u64 {
         1
     }
 }
@@ -156,6 +170,8 @@ pub fn run(args: StagesArgs) -> anyhow::Result<()> {
         think_time: args.think_time,
         exponential_think: args.exponential_think,
         exponential_service: !args.deterministic_service,
+        threads: args.threads as usize,
+        ready_queue: args.ready_queue,
         seed: args.seed,
     };
     let weight_sets: Vec<Vec<f64>> = if args.weights.is_empty() {
@@ -193,6 +209,8 @@ fn print_row(config: &StudyConfig, result: &StudyResult, json: bool) -> anyhow::
         value["policy"] = config.policy.name().into();
         value["weights"] = weights.into();
         value["stage_order"] = config.stage_order.name().into();
+        value["threads"] = config.threads.into();
+        value["ready_queue"] = config.ready_queue.into();
         value["clients"] = config.clients.into();
         value["seed"] = config.seed.into();
         println!("{value}");

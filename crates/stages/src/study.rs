@@ -24,6 +24,15 @@
 //! dropped early or refused by a waiting room; productivity is
 //! `completed - timed_out`. Requests still queued at the end count as neither.
 //!
+//! Service: one request at a time by default, as the server's single stage worker
+//! serves. With `threads` > 1 up to that many dispatched requests share the CPU
+//! equally (processor sharing), as that many stage workers on one CPU do; with
+//! `ready_queue` the dispatcher refills them only when all are done, as 003
+//! §5.1's Apache did: "The DWFS module is invoked when the ready queue is empty
+//! ... to assign jobs to the worker processes ... Finally the processor handles
+//! the requests within the ready queue" (one batch of up to `threads` requests,
+//! served by worker threads the OS shares the CPU among).
+//!
 //! Guarantees: deterministic for a given configuration and seed; the CPU is
 //! never idle while a request is queued (the dispatcher is work conserving).
 
@@ -89,6 +98,11 @@ pub struct StudyConfig {
     /// Service times are exponential with the stage's mean when true,
     /// exactly the stage's time when false.
     pub exponential_service: bool,
+    /// Dispatched requests served at once, sharing the CPU equally (1: one at a time).
+    pub threads: usize,
+    /// Refill the `threads` only when every one is done (003 §5.1's ready queue)
+    /// instead of each as soon as it is free.
+    pub ready_queue: bool,
     pub seed: u64,
 }
 
@@ -109,6 +123,8 @@ impl StudyConfig {
             think_time: 0.0,
             exponential_think: false,
             exponential_service: true,
+            threads: 1,
+            ready_queue: false,
             seed: 1,
         }
     }
@@ -141,12 +157,21 @@ pub struct StudyResult {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Event {
-    /// The CPU finished the request it was running.
-    Done,
+    /// The request on the CPU nearest its end finished, unless the requests on
+    /// the CPU changed since this was scheduled (its number is then out of date).
+    Done(u64),
     /// A client issues its next request.
     Issue(usize),
     /// Open loop: a new session arrives.
     Arrival,
+}
+
+/// A request on the CPU: the work it has left (shared with the others on it).
+struct InService {
+    request: StageRequest,
+    deadline: f64,
+    work: f64,
+    left: f64,
 }
 
 /// Time as a totally ordered key for the event heap.
@@ -189,6 +214,7 @@ pub fn simulate(config: &StudyConfig) -> anyhow::Result<StudyResult> {
         "think time {}; expected a finite number >= 0",
         config.think_time
     );
+    anyhow::ensure!(config.threads >= 1, "threads = 0; expected at least 1 request served at a time");
     check_stochastic(&config.transitions, n)?;
     let dispatch_config = DispatchConfig {
         service_times: config.service_times.clone(),
@@ -224,8 +250,11 @@ pub fn simulate(config: &StudyConfig) -> anyhow::Result<StudyResult> {
     if open {
         schedule(&mut events, exponential(1.0 / config.session_rate, &mut rng), Event::Arrival);
     }
-    // (request, deadline, start of service) of the request on the CPU.
-    let mut running: Option<(StageRequest, f64, f64)> = None;
+    // The requests on the CPU, when their shares were last counted, and the number of
+    // the Done event that is not out of date.
+    let mut running: Vec<InService> = Vec::new();
+    let mut counted_at = 0.0;
+    let mut current_done = 0u64;
     let mut busy = 0.0;
     // owner[request id] = the client that issued it.
     let mut owner: Vec<usize> = Vec::new();
@@ -239,6 +268,14 @@ pub fn simulate(config: &StudyConfig) -> anyhow::Result<StudyResult> {
         if now > config.duration {
             break;
         }
+        if !running.is_empty() {
+            // Processor sharing: each request on the CPU got an equal share since the last event.
+            let share = (now - counted_at) / running.len() as f64;
+            running.iter_mut().for_each(|r| r.left -= share);
+            busy += now - counted_at;
+        }
+        counted_at = now;
+        let on_cpu = running.len();
         match event {
             Event::Issue(client) => {
                 let stage = match next_stage[client] {
@@ -259,13 +296,16 @@ pub fn simulate(config: &StudyConfig) -> anyhow::Result<StudyResult> {
                 schedule(&mut events, now, Event::Issue(next_stage.len() - 1));
                 schedule(&mut events, now + exponential(1.0 / config.session_rate, &mut rng), Event::Arrival);
             }
-            Event::Done => {
+            Event::Done(number) if number == current_done => {
                 for client in waiting_for_cpu.drain(..) {
                     schedule(&mut events, now, Event::Issue(client));
                 }
-                if let Some((request, deadline, started)) = running.take() {
+                // The request nearest its end is done; any other left within rounding of it too.
+                let least = running.iter().map(|r| r.left).fold(f64::INFINITY, f64::min);
+                let (done, rest): (Vec<_>, Vec<_>) = running.drain(..).partition(|r| r.left <= least + 1e-12);
+                running = rest;
+                for InService { request, deadline, work, .. } in done {
                     let client = owner[request.id as usize];
-                    busy += now - started;
                     if now <= deadline {
                         result.completed += 1;
                         result.completed_by_stage[request.stage] += 1;
@@ -282,20 +322,30 @@ pub fn simulate(config: &StudyConfig) -> anyhow::Result<StudyResult> {
                             schedule(&mut events, now + think(&mut rng), Event::Issue(client));
                         }
                     } else {
-                        result.wasted_cpu += now - started;
+                        result.wasted_cpu += work;
                         gone.push(request);
                     }
                 }
             }
+            Event::Done(_) => {}
         }
-        if running.is_none() {
-            dispatcher.remove_expired(now, &mut gone);
-            if let Some(request) = dispatcher.pop(now, &mut gone) {
+        // Free threads take the dispatcher's next requests: each as soon as it is free, or
+        // with a ready queue only once all are.
+        if !config.ready_queue || running.is_empty() {
+            while running.len() < config.threads {
+                dispatcher.remove_expired(now, &mut gone);
+                let Some(request) = dispatcher.pop(now, &mut gone) else { break };
                 let mean = config.service_times[request.stage];
-                let service = if config.exponential_service { exponential(mean, &mut rng) } else { mean };
+                let work = if config.exponential_service { exponential(mean, &mut rng) } else { mean };
                 let deadline = dispatcher.deadline(&request);
-                schedule(&mut events, now + service, Event::Done);
-                running = Some((request, deadline, now));
+                running.push(InService { request, deadline, work, left: work });
+            }
+        }
+        if running.len() != on_cpu || matches!(event, Event::Done(number) if number == current_done) {
+            // The shares changed: the next end is the least work left, at the new share.
+            current_done += 1;
+            if let Some(least) = running.iter().map(|r| r.left).min_by(f64::total_cmp) {
+                schedule(&mut events, now + least * running.len() as f64, Event::Done(current_done));
             }
         }
         // Every request that missed its bound aborts its session (003 §5.2).
@@ -483,6 +533,45 @@ mod tests {
     }
 
     #[test]
+    fn threads_share_the_cpu_and_a_ready_queue_waits_for_all_of_them() {
+        // Three clients, one per class, each sending a main-menu request (0.5 exactly) at 0
+        // and then thinking past the run: one at a time they finish at 0.5, 1.0 and 1.5; two
+        // threads share the CPU, so the first two finish together at 1.0 and the third,
+        // taken when a thread frees, at 1.5; a ready queue of two was refilled at 0 with the
+        // only request then queued, and takes the other two together once it is done.
+        let base = StudyConfig {
+            policy: DispatchKind::Fifo,
+            clients: 3,
+            timeouts: vec![100.0; 3],
+            think_time: 100.0,
+            duration: 2.0,
+            exponential_service: false,
+            ..StudyConfig::paper(DispatchKind::Fifo, &[])
+        };
+        let responses = |threads: usize, ready_queue: bool| {
+            let r = simulate(&StudyConfig { threads, ready_queue, ..base.clone() }).unwrap();
+            assert_eq!(r.completed_by_class, vec![1, 1, 1], "{threads} {ready_queue}: {r:?}");
+            assert!((r.utilization - 1.5 / 2.0).abs() < 1e-9, "the CPU did 1.5 of work either way: {r:?}");
+            r.response_sum_by_class
+        };
+        let near = |a: Vec<f64>, b: [f64; 3]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-9);
+        assert!(near(responses(1, false), [0.5, 1.0, 1.5]));
+        assert!(near(responses(1, true), [0.5, 1.0, 1.5]));
+        assert!(near(responses(2, false), [1.0, 1.0, 1.5]));
+        assert!(near(responses(2, true), [0.5, 1.5, 1.5]));
+    }
+
+    #[test]
+    fn one_thread_with_a_ready_queue_is_one_at_a_time() {
+        let one = StudyConfig { clients: 30, duration: 2_000.0, timeouts: vec![2.0, 5.0, 20.0], ..StudyConfig::paper(DispatchKind::Dwfs, &[]) };
+        let queued = StudyConfig { ready_queue: true, ..one.clone() };
+        assert_eq!(simulate(&one).unwrap(), simulate(&queued).unwrap());
+        let shared = simulate(&StudyConfig { threads: 4, ..one.clone() }).unwrap();
+        assert_ne!(simulate(&one).unwrap(), shared);
+        assert_eq!(shared.completed_by_class.iter().sum::<u64>(), shared.completed, "{shared:?}");
+    }
+
+    #[test]
     fn open_loop_sessions_complete() {
         let config = StudyConfig {
             session_rate: 0.05,
@@ -503,5 +592,7 @@ mod tests {
         assert!(simulate(&config).unwrap_err().to_string().contains("clients = 0"));
         let config = StudyConfig { mean_session_length: Some(0.5), ..StudyConfig::paper(DispatchKind::Fifo, &[]) };
         assert!(simulate(&config).unwrap_err().to_string().contains("session length 0.5"));
+        let config = StudyConfig { threads: 0, ..StudyConfig::paper(DispatchKind::Fifo, &[]) };
+        assert!(simulate(&config).unwrap_err().to_string().contains("threads = 0"));
     }
 }

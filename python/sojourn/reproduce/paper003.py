@@ -15,6 +15,7 @@ from functools import partial
 from sojourn import papers
 from sojourn.reproduce import Context, Entry, Paper, rows_of, summarize
 from sojourn.reproduce.dwfs_study import STAGES, TABLE2 as TABLE2_ASSIGNMENTS
+from sojourn.reproduce.section5_model import SERVICES
 from sojourn.reproduce.rows import (Measure, Row, Why, about_one, bound, departs_alike, direction, measured,
                                     unexplained, within_2x)
 
@@ -30,8 +31,9 @@ EXPERIMENTS = [
     Entry("section5-demand40", "§5 with the stage costs as CPU demand (normal-load latency / 40), DWFS only (issue 13)",
           spec="experiments/003/section5-demand40.toml", quick_s=130, of_paper=False),
     Entry("section5-model", "§5 in virtual time: DWFS's drops per class from the stage pool's dispatcher alone "
-          "(sojourn-engine stages) at every k with think time, in each order within a stage, 10 seeds",
-          command=("{python}", "-m", "sojourn.reproduce.section5_model", "--out", "{out}", "{quick}"), quick_s=30,
+          "(sojourn-engine stages) at every k with think time and at k = 20 without, in each order within a stage, "
+          "one request at a time and with the CPU shared by threads, 10 seeds",
+          command=("{python}", "-m", "sojourn.reproduce.section5_model", "--out", "{out}", "{quick}"), quick_s=150,
           of_paper=False),
     Entry("section5-demand-orders", "§5 at k = 10 (section5-demand) with DWFS ordering each stage's queue by class "
           "and by arrival instead of by deadline", spec="experiments/003/section5-demand-orders.toml", quick_s=240,
@@ -674,12 +676,21 @@ def _model_drops(model: dict, experiment: str, run: str) -> str:
     return " / ".join(f"{rates[c]:.2%}" if c in rates else "—" for c in DWFS_RESPONSE) + f" ({point['seeds']} seeds)"
 
 
-def _model_split(point: dict, order: str) -> float:
-    """Bronze / gold mean response of a `section5-model` point in one stage order (NaN
-    without both, or before the model recorded responses)."""
-    means = point.get("response_mean_s_by_stage_order", {}).get(order, {})
+def _model_split(point: dict, order: str, service: str = "one") -> float:
+    """Bronze / gold mean response of a `section5-model` point in one stage order, one request
+    at a time or with the CPU shared as ``service`` says (NaN without both, or before the model
+    recorded them)."""
+    served = point if service == "one" else point.get("by_service", {}).get(service, {})
+    means = served.get("response_mean_s_by_stage_order", {}).get(order, {})
     gold, bronze = means.get("gold"), means.get("bronze")
     return bronze / gold if gold and bronze else math.nan
+
+
+def _service_words(service: str) -> str:
+    """How a reason names a way of sharing the CPU (section5_model.SERVICES)."""
+    threads, ready_queue = SERVICES[service]
+    return (f"a ready queue of {threads} refilled when empty" if ready_queue
+            else f"{threads} threads each taking a request when free")
 
 
 # How a reason names each of DWFS's orders within a stage (sched::dispatch::StageOrder).
@@ -704,10 +715,14 @@ def _model_split_why(ctx: Context, experiment: str, users: int, ours: Measure, o
     others = ", ".join(f"{ORDER_WORDS[name]} {value:.3g}" for name, value in split.items() if name != order)
     text = (f"the same dispatcher without the server (`section5-model`, virtual time, {point['seeds']} seeds) split "
             f"bronze / gold {split[order]:.3g} in {ORDER_WORDS[order]} ({others})")
+    shared = {service: _model_split(point, order, service) for service in SERVICES if service != "one"}
+    shared = {service: value for service, value in shared.items() if not math.isnan(value)}
+    sharing = ("; with the CPU shared, in the same order: " + ", ".join(
+        f"{_service_words(service)} {value:.3g}" for service, value in shared.items())) if shared else ""
     if abs(math.log(split[order] / ours.value)) < abs(math.log(split[order] / paper)):
         return measured(f"{text}: nearer ours than the paper's {paper:.3g}, so DWFS's policy sets the split here, "
-                        "not the testbed")
-    return unexplained(f"{text}: nearer the paper's {paper:.3g} than ours, so the testbed widens the split")
+                        f"not the testbed{sharing}")
+    return unexplained(f"{text}: nearer the paper's {paper:.3g} than ours, so the testbed widens the split{sharing}")
 
 
 def _model_drop_why(ctx: Context, experiment: str, users: int, name: str, order: str, rate: Measure):
@@ -784,7 +799,34 @@ def _stage_order_note(ctx: Context) -> str:
             paper = DWFS_RESPONSE["bronze"][users] / DWFS_RESPONSE["gold"][users]
             lines.append(f"| {k} | {users} | {paper:.2f} | "
                          + " | ".join(f"{_model_split(point, order):.2f}" for order in orders) + " |")
-    return "\n".join(lines)
+    return "\n".join(lines + _sharing_note(points))
+
+
+def _sharing_note(points: list) -> list[str]:
+    """`section5-model` at 60 clients in deadline order with the CPU shared by threads, against
+    one request at a time (the server's) and Tables 3-5."""
+    users, order = 60, "deadline"
+    shared = [(k, point) for _, k, at, point in points if at == users and "by_service" in point]
+    if not shared:
+        return []
+    services = list(shared[0][1]["by_service"])
+    paper = (f"{DWFS_TIMEOUT_RATE['gold'][users]:.2%} / {DWFS_TIMEOUT_RATE['bronze'][users]:.2%}, "
+             f"{DWFS_RESPONSE['bronze'][users] / DWFS_RESPONSE['gold'][users]:.2f}")
+    lines = ["", "### Sharing the CPU, in virtual time (`section5-model`)", "",
+             "003 §5.1's DWFS module ran \"when the ready queue is empty\" and Apache's worker threads served the "
+             "requests in it, the OS sharing the CPU among them; our server's one stage worker serves one request at a "
+             "time. The same dispatcher at 60 clients in deadline order (the server's), one request at a time and with "
+             "the CPU shared (`sojourn-engine stages --threads --ready-queue`): drops gold / bronze, then bronze / gold "
+             f"mean response (the paper's: {paper}):", "",
+             "| k | " + " | ".join("one at a time" if s == "one" else _service_words(s) for s in services) + " |",
+             "|---|" + "---|" * len(services)]
+    for k, point in shared:
+        cells = []
+        for service in services:
+            rates = point["by_service"][service]["drop_rate_by_stage_order"][order]
+            cells.append(f"{rates['gold']:.2%} / {rates['bronze']:.2%}, {_model_split(point, order, service):.2f}")
+        lines.append(f"| {k} | " + " | ".join(cells) + " |")
+    return lines
 
 
 # What the rows isolate and what they leave unexplained is argued in prose, with the

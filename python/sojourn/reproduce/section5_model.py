@@ -8,19 +8,20 @@ as the stage worker burns them), its class timeouts (user u in class u mod 3, as
 binds user u to class address u mod 3), Fig. 5's transitions with its exit probability,
 its users thinking an exponential ``think_s``, each session aborted by a request that misses its
 bound, through the same ``Dispatcher`` the server runs (crates/sched/src/dispatch.rs), once in
-each of DWFS's orders within a stage (STAGE_ORDERS: earliest deadline first, the server's default,
+each way of sharing the CPU (SERVICES) and each of DWFS's orders within a stage (STAGE_ORDERS: earliest deadline first, the server's default,
 and the other readings of 003 §5.2's "the shorter timeout ..., the higher is its priority"; the
 server takes any of them as ``server.stages.stage_order``). What is
 left out is everything else of the testbed: HTTP, sockets, the front end's threads, the clocks
 of a loaded two-core machine. Where the model's drop rates agree with the testbed's, the policy
 alone sets them; where they part, the server does.
 
-Writes ``model.csv``: one row per (experiment, users, stage order, seed, class) with the requests completed
+Writes ``model.csv``: one row per (experiment, users, service, stage order, seed, class) with the requests completed
 within their bound and those that timed out (dropped early, refused by a waiting room, expired
 or late) and the summed response time of those completed, each seed run for the spec's duration;
 ``summary.json``: per experiment and run, the seeds and each class's drop rate over them, in the
 order the spec's server ran (``drop_rate``) and in each order (``drop_rate_by_stage_order``), and each class's
-mean response in each order (``response_mean_s_by_stage_order``).
+mean response in each order (``response_mean_s_by_stage_order``), one request at a time as the server's
+worker serves; and the same two per way of sharing the CPU (``by_service``).
 """
 
 from __future__ import annotations
@@ -45,9 +46,20 @@ SPECS = {"section5": "experiments/003/section5.toml", "section5-demand": "experi
          "section5-demand20-nothink": "experiments/003/section5-demand20-nothink.toml"}
 SEEDS = {"full": range(1, 11), "quick": range(1, 4)}
 
+# How the CPU is shared among the requests DWFS dispatched (``sojourn-engine stages --threads
+# --ready-queue``), by name: (threads, ready queue). "one": one at a time, as the server's single
+# stage worker serves; "threads-4": four threads each taking the next request when free, as four
+# stage workers on one CPU would; "ready-queue-N": 003 §5.1's Apache, whose DWFS module refilled
+# a ready queue "when the ready queue is empty" and whose worker threads served it sharing the
+# CPU, its size not given (the weights were "the number of requests from the queues to be
+# dispatched to the ready queue").
+SERVICES = {"one": (1, False), "threads-4": (4, False), "ready-queue-4": (4, True), "ready-queue-8": (8, True),
+            "ready-queue-16": (16, True)}
 
-def stages_argv(config: dict, seed: int, stage_order: str = STAGE_ORDERS[0]) -> list[str]:
+
+def stages_argv(config: dict, seed: int, stage_order: str = STAGE_ORDERS[0], service: str = "one") -> list[str]:
     """``sojourn-engine stages`` options for one run's resolved config (seconds throughout)."""
+    threads, ready_queue = SERVICES[service]
     stages, sessions = config["server"]["stages"], config["workload"]["sessions"]
     costs = ",".join(str(stage["processing_ms"] / 1000) for stage in stages["stage"])
     timeouts = ",".join(str(c["timeout_ms"] / 1000) for c in stages["class"])
@@ -55,7 +67,7 @@ def stages_argv(config: dict, seed: int, stage_order: str = STAGE_ORDERS[0]) -> 
             "--service-times", costs, "--timeout", timeouts, "--clients", str(sessions["users"]),
             "--session-length", str(1 / sessions["exit"]), "--think-time", str(sessions["think_s"]),
             "--exponential-think", "--duration", str(config["workload"]["duration_s"]), "--seed", str(seed),
-            "--stage-order", stage_order]
+            "--stage-order", stage_order, "--threads", str(threads)] + (["--ready-queue"] if ready_queue else [])
 
 
 def model_rows(experiment: str, spec: Path, seeds) -> list[dict]:
@@ -67,39 +79,56 @@ def model_rows(experiment: str, spec: Path, seeds) -> list[dict]:
         if config["server"]["stages"]["policy"] != "dwfs":
             continue
         names = [c["name"] for c in config["server"]["stages"]["class"]]
-        for stage_order in STAGE_ORDERS:
-            for seed in seeds:
-                argv = stages_argv(config, seed, stage_order)
-                result = json.loads(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
-                for name, completed, timed_out, response_sum in zip(
-                        names, result["completed_by_class"], result["timed_out_by_class"],
-                        result["response_sum_by_class"]):
-                    rows.append({"experiment": experiment, "run": run.name,
-                                 "users": config["workload"]["sessions"]["users"], "stage_order": stage_order,
-                                 "server_order": config["server"]["stages"].get("stage_order", STAGE_ORDERS[0]),
-                                 "seed": seed, "class": name, "completed": completed, "timed_out": timed_out,
-                                 "drop_rate": timed_out / max(completed + timed_out, 1),
-                                 "response_sum_s": response_sum})
+        for service in SERVICES:
+            for stage_order in STAGE_ORDERS:
+                for seed in seeds:
+                    rows += _seed_rows(experiment, run.name, config, names, service, stage_order, seed)
     return rows
 
 
+def _seed_rows(experiment: str, run: str, config: dict, names: list[str], service: str, stage_order: str,
+               seed: int) -> list[dict]:
+    """One replay's rows, a row per class."""
+    argv = stages_argv(config, seed, stage_order, service)
+    result = json.loads(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
+    return [{"experiment": experiment, "run": run, "users": config["workload"]["sessions"]["users"],
+             "service": service, "stage_order": stage_order,
+             "server_order": config["server"]["stages"].get("stage_order", STAGE_ORDERS[0]),
+             "seed": seed, "class": name, "completed": completed, "timed_out": timed_out,
+             "drop_rate": timed_out / max(completed + timed_out, 1), "response_sum_s": response_sum}
+            for name, completed, timed_out, response_sum in zip(
+                names, result["completed_by_class"], result["timed_out_by_class"], result["response_sum_by_class"])]
+
+
+def _by_order(rows: pd.DataFrame) -> tuple[dict, dict]:
+    """Each class's drop rate and mean response (of the requests completed in time) over the
+    seeds, per stage order."""
+    drops, responses = {}, {}
+    for stage_order, part in rows.groupby("stage_order", sort=False):
+        totals = part.groupby("class", sort=False)[["completed", "timed_out", "response_sum_s"]].sum()
+        drops[stage_order] = {name: float(t["timed_out"] / max(t["completed"] + t["timed_out"], 1))
+                              for name, t in totals.iterrows()}
+        responses[stage_order] = {name: float(t["response_sum_s"] / t["completed"]) if t["completed"] else None
+                                  for name, t in totals.iterrows()}
+    return drops, responses
+
+
 def summarize(model: pd.DataFrame) -> dict:
-    """Per experiment and run: the seeds, and each class's drop rate and mean response
-    (of the requests completed in time) over all of them, in the server's stage order and
-    in each."""
+    """Per experiment and run: the seeds, and each class's drop rate and mean response over
+    them, one request at a time (the server's way) in the server's stage order and in each,
+    and per way of sharing the CPU (``by_service``)."""
     summary = {}
     for (experiment, run), group in model.groupby(["experiment", "run"], sort=False):
-        drops, responses = {}, {}
-        for stage_order, rows in group.groupby("stage_order", sort=False):
-            totals = rows.groupby("class", sort=False)[["completed", "timed_out", "response_sum_s"]].sum()
-            drops[stage_order] = {name: float(t["timed_out"] / max(t["completed"] + t["timed_out"], 1))
-                                  for name, t in totals.iterrows()}
-            responses[stage_order] = {name: float(t["response_sum_s"] / t["completed"]) if t["completed"] else None
-                                      for name, t in totals.iterrows()}
-        summary[f"{experiment}/{run}"] = {"seeds": int(group["seed"].nunique()),
-                                          "drop_rate": drops[group["server_order"].iloc[0]],
-                                          "drop_rate_by_stage_order": drops,
-                                          "response_mean_s_by_stage_order": responses}
+        services = {service: _by_order(rows) for service, rows in group.groupby("service", sort=False)}
+        drops, responses = services["one"]
+        summary[f"{experiment}/{run}"] = {
+            "seeds": int(group["seed"].nunique()),
+            "drop_rate": drops[group["server_order"].iloc[0]],
+            "drop_rate_by_stage_order": drops,
+            "response_mean_s_by_stage_order": responses,
+            "by_service": {service: {"drop_rate_by_stage_order": service_drops,
+                                     "response_mean_s_by_stage_order": service_responses}
+                           for service, (service_drops, service_responses) in services.items()}}
     return summary
 
 
