@@ -38,6 +38,9 @@ EXPERIMENTS = [
     Entry("section5-demand-orders", "§5 at k = 10 (section5-demand) with DWFS ordering each stage's queue by class "
           "and by arrival instead of by deadline", spec="experiments/003/section5-demand-orders.toml", quick_s=240,
           of_paper=False),
+    Entry("section5-demand-workers", "§5 at k = 10 (section5-demand) under a one-CPU quota, DWFS with one stage "
+          "worker and with four sharing the CPU", spec="experiments/003/section5-demand-workers.toml", quick_s=240,
+          of_paper=False),
     Entry("section5-demand20-nothink", "§5 with the stage costs as CPU demand (latency / 20), clients without think "
           "time (Table 6's saturated closed loop), DWFS vs FIFO (issue 13)",
           spec="experiments/003/section5-demand20-nothink.toml", quick_s=90, of_paper=False),
@@ -537,7 +540,11 @@ def claims(ctx: Context) -> list[Row]:
         "section5-demand": lambda ctx: _section5_rows(ctx, "section5-demand"),
         "section5-demand20": lambda ctx: _drop_rows(ctx, "section5-demand20"),
         "section5-demand40": lambda ctx: _drop_rows(ctx, "section5-demand40"),
-        "section5-demand-orders": _order_rows,
+        "section5-demand-orders": _variant_rows("section5-demand-orders", {
+            order: (f"in {order} order", order, "one") for order in ("class", "arrival")}),
+        "section5-demand-workers": _variant_rows("section5-demand-workers", {
+            "workers1": ("with one stage worker under a one-CPU quota", "deadline", "one"),
+            "workers4": ("with four stage workers sharing one CPU", "deadline", "threads-4")}),
         "section5-demand20-nothink": lambda ctx: _section5_rows(ctx, "section5-demand20-nothink", clients=(40, 60)),
         "section5-demand20-nothink-continue":
             lambda ctx: _section5_rows(ctx, "section5-demand20-nothink-continue", clients=(40, 60)),
@@ -676,19 +683,26 @@ def _model_drops(model: dict, experiment: str, run: str) -> str:
     return " / ".join(f"{rates[c]:.2%}" if c in rates else "—" for c in DWFS_RESPONSE) + f" ({point['seeds']} seeds)"
 
 
+def _served(point: dict, service: str) -> dict:
+    """A `section5-model` point's rates with the CPU served as ``service`` says (one request at
+    a time: the point's own), {} before the model recorded them."""
+    return point if service == "one" else point.get("by_service", {}).get(service, {})
+
+
 def _model_split(point: dict, order: str, service: str = "one") -> float:
     """Bronze / gold mean response of a `section5-model` point in one stage order, one request
     at a time or with the CPU shared as ``service`` says (NaN without both, or before the model
     recorded them)."""
-    served = point if service == "one" else point.get("by_service", {}).get(service, {})
-    means = served.get("response_mean_s_by_stage_order", {}).get(order, {})
+    means = _served(point, service).get("response_mean_s_by_stage_order", {}).get(order, {})
     gold, bronze = means.get("gold"), means.get("bronze")
     return bronze / gold if gold and bronze else math.nan
 
 
 def _service_words(service: str) -> str:
-    """How a reason names a way of sharing the CPU (section5_model.SERVICES)."""
+    """How a reason names a way of serving the CPU (section5_model.SERVICES)."""
     threads, ready_queue = SERVICES[service]
+    if threads == 1:
+        return "one request at a time"
     return (f"a ready queue of {threads} refilled when empty" if ready_queue
             else f"{threads} threads each taking a request when free")
 
@@ -698,14 +712,16 @@ ORDER_WORDS = {"deadline": "the server's default order, earliest deadline first"
                "arrival": "arrival order"}
 
 
-def _model_split_why(ctx: Context, experiment: str, users: int, ours: Measure, order: str = "deadline"):
-    """Why DWFS's bronze / gold (``ours``, run in ``order`` within a stage) differs from the
-    paper's, from `section5-model`'s replay of ``experiment``: when the same dispatcher
-    without the server, in the same order, splits the classes nearer ours than the paper's
-    (log scale), the policy sets the split, not the testbed; the other orders' splits are
-    named beside it."""
+def _model_split_why(ctx: Context, experiment: str, users: int, ours: Measure, order: str = "deadline",
+                     service: str = "one"):
+    """Why DWFS's bronze / gold (``ours``, run in ``order`` within a stage, its CPU served as
+    ``service`` says) differs from the paper's, from `section5-model`'s replay of
+    ``experiment``: when the same dispatcher without the server, in the same order and
+    service, splits the classes nearer ours than the paper's (log scale), the policy sets the
+    split, not the testbed; the other orders' and services' splits are named beside it."""
     point = _model(ctx).get(f"{experiment}/dwfs-users={users}", {})
-    split = {name: _model_split(point, name) for name in point.get("response_mean_s_by_stage_order", {})}
+    split = {name: _model_split(point, name, service)
+             for name in _served(point, service).get("response_mean_s_by_stage_order", {})}
     paper = DWFS_RESPONSE["bronze"][users] / DWFS_RESPONSE["gold"][users]
     if ours.ok and not point and ctx.has("section5-model"):
         return unexplained(f"`section5-model` replays no run of `{experiment}`, so the policy's part in the split is "
@@ -713,51 +729,60 @@ def _model_split_why(ctx: Context, experiment: str, users: int, ours: Measure, o
     if not ours.ok or math.isnan(split.get(order, math.nan)):
         return None
     others = ", ".join(f"{ORDER_WORDS[name]} {value:.3g}" for name, value in split.items() if name != order)
-    text = (f"the same dispatcher without the server (`section5-model`, virtual time, {point['seeds']} seeds) split "
-            f"bronze / gold {split[order]:.3g} in {ORDER_WORDS[order]} ({others})")
-    shared = {service: _model_split(point, order, service) for service in SERVICES if service != "one"}
-    shared = {service: value for service, value in shared.items() if not math.isnan(value)}
-    sharing = ("; with the CPU shared, in the same order: " + ", ".join(
-        f"{_service_words(service)} {value:.3g}" for service, value in shared.items())) if shared else ""
+    served = "" if service == "one" else f", {_service_words(service)},"
+    text = (f"the same dispatcher without the server (`section5-model`, virtual time, {point['seeds']} seeds{served}) "
+            f"split bronze / gold {split[order]:.3g} in {ORDER_WORDS[order]} ({others})")
+    shared = {other: value for other in SERVICES if other != service
+              and not math.isnan(value := _model_split(point, order, other))}
+    sharing = (f"; in the same order {'with the CPU shared' if service == 'one' else 'served otherwise'}: " + ", ".join(
+        f"{_service_words(other)} {value:.3g}" for other, value in shared.items())) if shared else ""
     if abs(math.log(split[order] / ours.value)) < abs(math.log(split[order] / paper)):
         return measured(f"{text}: nearer ours than the paper's {paper:.3g}, so DWFS's policy sets the split here, "
                         f"not the testbed{sharing}")
     return unexplained(f"{text}: nearer the paper's {paper:.3g} than ours, so the testbed widens the split{sharing}")
 
 
-def _model_drop_why(ctx: Context, experiment: str, users: int, name: str, order: str, rate: Measure):
-    """Why a class's drop rate in ``order`` is over the paper's bound, from `section5-model`'s
-    replay of ``experiment`` in the same order: measured when the dispatcher alone dropped
-    over the bound too (the order sets it), else unexplained with the model's rate."""
+def _model_drop_why(ctx: Context, experiment: str, users: int, name: str, order: str, rate: Measure,
+                    service: str = "one"):
+    """Why a class's drop rate in ``order`` (its CPU served as ``service`` says) is over the
+    paper's bound, from `section5-model`'s replay of ``experiment`` in the same order and
+    service: measured when the dispatcher alone dropped over the bound too (the policy sets
+    it), else unexplained with the model's rate."""
     point = _model(ctx).get(f"{experiment}/dwfs-users={users}", {})
-    model = point.get("drop_rate_by_stage_order", {}).get(order, {}).get(name)
+    model = _served(point, service).get("drop_rate_by_stage_order", {}).get(order, {}).get(name)
     if model is None or not rate.ok:
         return None
-    text = (f"the same dispatcher without the server (`section5-model`, {point['seeds']} seeds) in {ORDER_WORDS[order]} "
-            f"dropped {model:.2%} of {name}'s requests")
+    served = "" if service == "one" else f", {_service_words(service)},"
+    text = (f"the same dispatcher without the server (`section5-model`, {point['seeds']} seeds{served}) in "
+            f"{ORDER_WORDS[order]} dropped {model:.2%} of {name}'s requests")
     if model >= TIMEOUT_RATE_BOUND:
-        return measured(f"{text}, over the bound too: the order within a stage sets the rate, not the testbed")
+        what = "the order within a stage sets" if service == "one" else "the order and the shared CPU set"
+        return measured(f"{text}, over the bound too: {what} the rate, not the testbed")
     return unexplained(f"{text}, under the bound: the testbed adds the rest")
 
 
-def _order_rows(ctx: Context) -> list[Row]:
-    """`section5-demand-orders`: section5-demand's DWFS with each stage's queue ordered by
-    class and by arrival, against Tables 3-5: each class's drops and the bronze / gold split,
-    beside `section5-model`'s replay of section5-demand in the same order."""
-    e, rows = "section5-demand-orders", []
-    for order in ("class", "arrival"):
-        for users in (40, 60):
-            for name in ("gold", "bronze"):
-                rate = ctx.measure(e, f"dwfs-{order}-users={users}", f"sessions.classes.{name}.drop_rate")
-                rows.append(ctx.row(e, f"DWFS in {order} order: {name} request timeout (drop) rate, {users} clients",
-                                    _drop_claim(name, users),
-                                    rate, _model_drop_why(ctx, "section5-demand", users, name, order, rate)))
-        run = f"dwfs-{order}-users=60"
-        split = ctx.ratio((e, run, "sessions.classes.bronze.response_mean_s"),
-                          (e, run, "sessions.classes.gold.response_mean_s"))
-        rows.append(ctx.row(e, f"DWFS in {order} order: bronze / gold mean response time, 60 clients",
-                            direction(DWFS_RESPONSE["bronze"][60] / DWFS_RESPONSE["gold"][60], "10.584 s / 6.968 s"),
-                            split, _model_split_why(ctx, "section5-demand", 60, split, order)))
+def _variant_rows(e: str, variants: dict[str, tuple[str, str, str]]):
+    """An experiment of section5-demand's DWFS changed one way per variant (variant -> how its
+    rows name it, its order within a stage, how its CPU is served as `section5-model` names
+    it), against Tables 3-5: each class's drops and the bronze / gold split, beside
+    `section5-model`'s replay of section5-demand in the same order and service."""
+    def rows(ctx: Context) -> list[Row]:
+        found = []
+        for variant, (words, order, service) in variants.items():
+            for users in (40, 60):
+                for name in ("gold", "bronze"):
+                    rate = ctx.measure(e, f"dwfs-{variant}-users={users}", f"sessions.classes.{name}.drop_rate")
+                    found.append(ctx.row(e, f"DWFS {words}: {name} request timeout (drop) rate, {users} clients",
+                                         _drop_claim(name, users), rate,
+                                         _model_drop_why(ctx, "section5-demand", users, name, order, rate, service)))
+            run = f"dwfs-{variant}-users=60"
+            split = ctx.ratio((e, run, "sessions.classes.bronze.response_mean_s"),
+                              (e, run, "sessions.classes.gold.response_mean_s"))
+            found.append(ctx.row(e, f"DWFS {words}: bronze / gold mean response time, 60 clients",
+                                 direction(DWFS_RESPONSE["bronze"][60] / DWFS_RESPONSE["gold"][60],
+                                           "10.584 s / 6.968 s"),
+                                 split, _model_split_why(ctx, "section5-demand", 60, split, order, service)))
+        return found
     return rows
 
 
