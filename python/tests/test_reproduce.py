@@ -897,6 +897,11 @@ def test_realistic_largest_1pct_are_told_by_their_own_runs_not_by_the_baselines_
         _in_summary(lambda summary: summary.update(size_largest_1pct_mean=1e6))(rep)
     row = _the_row(paper, tmp_path, "workloads-realistic", claim)
     assert row.verdict() == "missed" and row.reason() == "unexplained"
+    # Under W7 SRPT's largest 1% that completed took 0.41x the ideal SRPT of every request
+    # (users abort at 7 s): no time lost against the ideal, so no "where the time went".
+    row = _the_row(paper, tmp_path, "workloads-realistic", "SRPT / FAIR mean of the largest 1%, W7")
+    assert row.verdict() == "missed" and row.reason() == "unexplained"
+    assert "ours took 0.41x the ideal under SRPT" in row.why_text() and "where the time went" not in row.why_text()
 
 
 def test_fairs_incomplete_share_is_put_down_to_the_one_factor_run_that_brings_it_within_the_row(tmp_path):
