@@ -301,7 +301,7 @@ pub fn simulate(config: &StudyConfig) -> anyhow::Result<StudyResult> {
                     schedule(&mut events, now, Event::Issue(client));
                 }
                 // The request nearest its end is done; any other left within rounding of it too.
-                let least = running.iter().map(|r| r.left).fold(f64::INFINITY, f64::min);
+                let least = least_left(&running).unwrap_or(f64::INFINITY);
                 let (done, rest): (Vec<_>, Vec<_>) = running.drain(..).partition(|r| r.left <= least + 1e-12);
                 running = rest;
                 for InService { request, deadline, work, .. } in done {
@@ -344,7 +344,7 @@ pub fn simulate(config: &StudyConfig) -> anyhow::Result<StudyResult> {
         if running.len() != on_cpu || matches!(event, Event::Done(number) if number == current_done) {
             // The shares changed: the next end is the least work left, at the new share.
             current_done += 1;
-            if let Some(least) = running.iter().map(|r| r.left).min_by(f64::total_cmp) {
+            if let Some(least) = least_left(&running) {
                 schedule(&mut events, now + least * running.len() as f64, Event::Done(current_done));
             }
         }
@@ -372,6 +372,11 @@ pub fn simulate(config: &StudyConfig) -> anyhow::Result<StudyResult> {
     result.productivity = result.completed as i64 - result.timed_out as i64;
     result.utilization = busy / config.duration;
     Ok(result)
+}
+
+/// The least work left among the requests on the CPU: the next to finish.
+fn least_left(running: &[InService]) -> Option<f64> {
+    running.iter().map(|r| r.left).min_by(f64::total_cmp)
 }
 
 fn exponential(mean: f64, rng: &mut SmallRng) -> f64 {

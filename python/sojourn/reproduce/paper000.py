@@ -1039,7 +1039,7 @@ def _largest_share_why(ctx: Context, e: str, profile: str):
         return measured(f"{text}; {survivors}")
     # One factor of SRPT changed at a time, on the set-up of e's own runs: a change that brings
     # the largest 1% within the bound is the measured reason.
-    factors_experiment, factors = LARGEST_FACTOR_RUNS.get(e), {}
+    factors_experiment, anatomy_experiment, factors = LARGEST_FACTOR_RUNS.get(e), LARGEST_ANATOMY_RUNS.get(e, e), {}
     if factors_experiment and ctx.has(factors_experiment):
         factors = {variant: ratio for variant in LARGEST_FACTORS
                    if not math.isnan(ratio := ctx.mean(factors_experiment, _run(variant, "profile", profile),
@@ -1049,9 +1049,9 @@ def _largest_share_why(ctx: Context, e: str, profile: str):
             f"with {LARGEST_FACTORS[variant]} {ratio:.2f}x FAIR's" for variant, ratio in factors.items())
         best = min(factors, key=factors.get)
         if factors[best] <= 1.1:
-            split = _factor_split(ctx, factors_experiment, LARGEST_ANATOMY_RUNS.get(e, e), best, profile)
+            split = _factor_split(ctx, factors_experiment, anatomy_experiment, best, profile)
             return measured(f"{text}; {split}" if split else text)
-    anatomy = _largest_anatomy(ctx, LARGEST_ANATOMY_RUNS.get(e, e), profile)
+    anatomy = _largest_anatomy(ctx, anatomy_experiment, profile)
     return measured(f"{text}; {anatomy}") if anatomy else unexplained(text)
 
 

@@ -183,12 +183,12 @@ def _stated(measure: Measure, words: str) -> str:
     return f"{measure.value:{words}}{interval}"
 
 
-def _larger_k(ctx: Context, experiment: str, quantity, in_line, words: str, tried: bool = False):
+def _larger_k(ctx: Context, experiment: str, quantity, in_line, words: str):
     """A measured reason for a §5 row that differs from the paper: the same quantity
     (``quantity(experiment)``, a Measure) in line with the paper (``in_line``, given that
     Measure) in a run with the stage costs divided by a larger k at the same think time
-    (DEMAND_RUNS). With ``tried``, when no such run is in line: unexplained, with what each
-    gave (for a row no other reason accounts for)."""
+    (DEMAND_RUNS). When no such run is in line: unexplained, with what each gave (for a row
+    no other reason accounts for); None without such runs."""
     k, think = next((k, t) for e, k, t in DEMAND_RUNS if e == experiment)
     gave = []
     for other, other_k, other_think in DEMAND_RUNS:
@@ -200,9 +200,7 @@ def _larger_k(ctx: Context, experiment: str, quantity, in_line, words: str, trie
                                 "slack under the class bounds")
             if theirs.ok:
                 gave.append(f"with the stage costs divided by {other_k} (`{other}`) {_stated(theirs, words)}")
-    if tried and gave:
-        return unexplained("; ".join(gave) + ", not in line with the paper's either")
-    return None
+    return unexplained("; ".join(gave) + ", not in line with the paper's either") if gave else None
 
 
 # The §5 experiments of ours that differ from another in one factor: the other, and what it
@@ -347,9 +345,9 @@ def _section5_rows(ctx: Context, experiment: str = "section5",
             return ((value - 1) * (paper - 1) > 0 and departs_alike(value, paper)) or \
                 (interval is not None and interval[0] <= paper <= interval[1])
 
-        why = (_larger_k(ctx, experiment, quantity, in_line, ".3g")
-               or _one_factor_why(ctx, experiment, quantity, in_line, ".3g") or otherwise(ours)
-               or _larger_k(ctx, experiment, quantity, in_line, ".3g", tried=True))
+        larger = _larger_k(ctx, experiment, quantity, in_line, ".3g")
+        why = ((larger if larger and larger.measured else None)
+               or _one_factor_why(ctx, experiment, quantity, in_line, ".3g") or otherwise(ours) or larger)
         return ctx.row(experiment, claim, direction(paper, text), ours, why)
 
     rows = []
@@ -698,6 +696,12 @@ def _model_split(point: dict, order: str, service: str = "one") -> float:
     return bronze / gold if gold and bronze else math.nan
 
 
+def _served_by(service: str) -> str:
+    """A model reason's words for how its CPU was served: none for one request at a time (the
+    server's way, which the reasons take for granted)."""
+    return "" if service == "one" else f", {_service_words(service)},"
+
+
 def _service_words(service: str) -> str:
     """How a reason names a way of serving the CPU (section5_model.SERVICES)."""
     threads, ready_queue = SERVICES[service]
@@ -729,8 +733,8 @@ def _model_split_why(ctx: Context, experiment: str, users: int, ours: Measure, o
     if not ours.ok or math.isnan(split.get(order, math.nan)):
         return None
     others = ", ".join(f"{ORDER_WORDS[name]} {value:.3g}" for name, value in split.items() if name != order)
-    served = "" if service == "one" else f", {_service_words(service)},"
-    text = (f"the same dispatcher without the server (`section5-model`, virtual time, {point['seeds']} seeds{served}) "
+    text = (f"the same dispatcher without the server (`section5-model`, virtual time, {point['seeds']} seeds"
+            f"{_served_by(service)}) "
             f"split bronze / gold {split[order]:.3g} in {ORDER_WORDS[order]} ({others})")
     shared = {other: value for other in SERVICES if other != service
               and not math.isnan(value := _model_split(point, order, other))}
@@ -752,8 +756,7 @@ def _model_drop_why(ctx: Context, experiment: str, users: int, name: str, order:
     model = _served(point, service).get("drop_rate_by_stage_order", {}).get(order, {}).get(name)
     if model is None or not rate.ok:
         return None
-    served = "" if service == "one" else f", {_service_words(service)},"
-    text = (f"the same dispatcher without the server (`section5-model`, {point['seeds']} seeds{served}) in "
+    text = (f"the same dispatcher without the server (`section5-model`, {point['seeds']} seeds{_served_by(service)}) in "
             f"{ORDER_WORDS[order]} dropped {model:.2%} of {name}'s requests")
     if model >= TIMEOUT_RATE_BOUND:
         what = "the order within a stage sets" if service == "one" else "the order and the shared CPU set"
@@ -843,7 +846,7 @@ def _sharing_note(points: list) -> list[str]:
              "time. The same dispatcher at 60 clients in deadline order (the server's), one request at a time and with "
              "the CPU shared (`sojourn-engine stages --threads --ready-queue`): drops gold / bronze, then bronze / gold "
              f"mean response (the paper's: {paper}):", "",
-             "| k | " + " | ".join("one at a time" if s == "one" else _service_words(s) for s in services) + " |",
+             "| k | " + " | ".join(_service_words(s) for s in services) + " |",
              "|---|" + "---|" * len(services)]
     for k, point in shared:
         cells = []
