@@ -76,6 +76,16 @@ def test_io_stall_is_the_longest_stretch_of_io_pressure_at_half_or_more():
     assert not fidelity.violations({"io_stall_s": fidelity.io_stall_seconds(jittered)}, fidelity.bounds_of(DEFAULTS))
 
 
+def test_io_stall_judges_the_testbeds_own_pressure_where_the_counters_have_it():
+    # A checkout beside a campaign: the machine's pressure at 0.8 for 3 s, the testbed's tasks
+    # not waiting; then the testbed's client waiting for 2 s.
+    table = pd.DataFrame({"t_s": [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+                          "host_io_stall": [0.0, 0.8, 0.8, 0.8, 0.0, 0.0, 0.0],
+                          "testbed_io_stall": [0.0, 0.0, 0.0, 0.0, 0.7, 0.6, 0.0]})
+    assert fidelity.io_stall_seconds(table) == 2.0
+    assert fidelity.io_stall_seconds(table.drop(columns="testbed_io_stall")) == 3.0
+
+
 def stage_series(seconds: list[float], processing_per_s: list[float], cpu_per_s: list[float]) -> pd.DataFrame:
     """The stage pool's series.csv: two stages sampled each second, the second never
     visited; ``processing_per_s`` and ``cpu_per_s`` are the first's per second."""

@@ -14,7 +14,8 @@ from sojourn.engine import engine_path
 from sojourn.testbed import ConfigError, TcpKnobs, TestbedConfig, WanGroup
 from sojourn.testbed.cli import parse_group, parse_rate
 from sojourn.testbed.config import parse_bands
-from sojourn.testbed.counters import parse_proc_net_stats, pressure_stall_us, tx_bytes
+from sojourn.testbed.cgroups import pressure_stall_us
+from sojourn.testbed.counters import parse_proc_net_stats, tx_bytes
 from sojourn.testbed import handshakes, sockdiag
 from sojourn.testbed.emulator import emulator_config
 from sojourn.testbed.uplink import LeafQueue, band_of, uplink_commands

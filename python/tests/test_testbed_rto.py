@@ -16,7 +16,8 @@ import textwrap
 import pytest
 
 from sojourn.testbed import sysnet
-from sojourn.testbed.rto import InitialRto, RtoError, remove_prefix
+from sojourn.testbed.cgroups import TestbedCgroups, remove_prefix
+from sojourn.testbed.rto import InitialRto, RtoError
 
 pytestmark = [pytest.mark.netns, pytest.mark.skipif(os.geteuid() != 0, reason="needs root (netns, cgroups, BPF)")]
 
@@ -89,10 +90,9 @@ def namespace():
         remove_prefix("sjrtot")
 
 
-def first_retransmission(ns: str, mode: str, rto: InitialRto | None, seconds: float) -> float:
+def first_retransmission(ns: str, mode: str, preexec, seconds: float) -> float:
     done = subprocess.run(sysnet.in_ns(ns, [sys.executable, "-c", CAPTURE, mode, str(seconds)]),
-                          capture_output=True, text=True, timeout=seconds + 20,
-                          preexec_fn=rto.preexec() if rto else None)
+                          capture_output=True, text=True, timeout=seconds + 20, preexec_fn=preexec)
     assert done.returncode == 0, done.stderr
     times = json.loads(done.stdout)["syn" if mode == "client" else "synack"]
     assert len(times) >= 2, f"{mode}: expected a packet and its retransmission, saw {times}"
@@ -112,38 +112,28 @@ def wheel_slack_s(timeout_s: float, hz: int) -> float:
 
 @pytest.mark.parametrize("mode", ["client", "server"])
 def test_a_lost_handshake_packet_is_retransmitted_after_the_initial_rto(namespace, mode):
-    rto = InitialRto("sjrtot", "cli" if mode == "client" else "srv", 3000)
+    side = "cli" if mode == "client" else "srv"
+    cgroups = TestbedCgroups("sjrtot")
     try:
+        rto = InitialRto(cgroups.side(side), 3000)
         assert rto.describe()["jiffies"] == 3 * rto.hz
-        gap = first_retransmission(namespace, mode, rto, 3.6)
+        gap = first_retransmission(namespace, mode, cgroups.preexec(side), 3.6)
         assert 3.0 - 0.01 <= gap <= 3.0 + wheel_slack_s(3.0, rto.hz) + 0.01, gap
     finally:
-        rto.remove()
-    assert not rto.path.exists()
+        cgroups.remove()
+    assert not cgroups.path.exists()
     # Without the setting: Linux's 1 s (RFC 6298 §2.1).
     gap = first_retransmission(namespace, mode, None, 1.6)
     assert 1.0 - 0.01 <= gap <= 1.0 + wheel_slack_s(1.0, rto.hz) + 0.01, gap
 
 
 def test_bad_values_are_refused_and_leftovers_removed_by_prefix():
+    cgroups = TestbedCgroups("sjrtot")
     with pytest.raises(RtoError, match="initial_rto_ms=0"):
-        InitialRto("sjrtot", "cli", 0)
-    left = InitialRto("sjrtot", "srv", 500)
-    assert left.path.is_dir() and left.jiffies == left.hz // 2
-    assert remove_prefix("sjrtot") == [f"cgroup {left.path}"]
-    assert not left.path.exists()
-
-
-def test_the_testbed_starts_each_side_in_its_cgroup_and_removes_them():
-    from sojourn.testbed import TcpKnobs, Testbed, TestbedConfig
-
-    with Testbed(TestbedConfig(prefix="sjrtou", tcp=TcpKnobs(initial_rto_ms=3000))) as tb:
-        described = tb.describe()["initial_rto"]
-        assert set(described) == {tb.server_ns, tb.client_ns}
-        for ns in (tb.server_ns, tb.client_ns):
-            assert described[ns]["initial_rto_ms"] == 3000
-            process = tb.popen(ns, ["sleep", "30"])
-            procs = (described[ns]["cgroup"] + "/cgroup.procs")
-            assert str(process.pid) in open(procs).read().split()
-        paths = [d["cgroup"] for d in described.values()]
-    assert not any(os.path.exists(p) for p in paths)
+        InitialRto(cgroups.side("cli"), 0)
+    with pytest.raises(ValueError, match="side 'router'"):
+        cgroups.side("router")
+    left = InitialRto(cgroups.side("srv"), 500)
+    assert left.jiffies == left.hz // 2
+    assert remove_prefix("sjrtot") == [f"cgroup {cgroups.path}"]
+    assert not cgroups.path.exists() and remove_prefix("sjrtot") == []

@@ -26,7 +26,9 @@ seconds per second of every process in the router namespace: the WAN emulator, w
 on, which shares the machine's CPUs with the server); ``host_cpu_stall``,
 ``host_io_stall``, ``host_memory_stall``: the fraction of the last interval in which some
 task of the whole machine waited for a CPU, for I/O or for memory (pressure stall
-information, PSI), disturbances no namespace counter sees; ``host_softirq`` (CPU seconds per
+information, PSI), disturbances no namespace counter sees; ``testbed_io_stall``: the same for
+I/O and the testbed's own tasks (its cgroup tree's ``io.pressure``, sojourn.testbed.cgroups),
+the fidelity guard's ``io_stall_s``; ``host_softirq`` (CPU seconds per
 second the whole machine spent in softirqs, /proc/stat: the network stack's receive and
 ACK-clocked send work, charged to whichever task it interrupted, the server's, the emulator's,
 or to ksoftirqd, which neither server_cpu nor router_cpu counts); ``host_foreign_cpu`` (CPU
@@ -50,6 +52,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from . import handshakes, uplink
+from .cgroups import TestbedCgroups, pressure_stall_us
 from .sockdiag import SocketDiag
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -303,21 +306,12 @@ def machine_ticks_now(stat: Path = Path("/proc/stat")) -> MachineTicks:
     return machine_ticks(stat.read_text())
 
 
-def pressure_stall_us(text: str) -> int:
-    """The ``some`` line's ``total=`` (microseconds) of a ``/proc/pressure/<resource>`` file;
-    0 when the kernel has no PSI."""
-    for line in text.splitlines():
-        kind, *fields = line.split()
-        if kind == "some":
-            return int(dict(field.split("=") for field in fields)["total"])
-    return 0
-
-
 class CounterSampler:
     """A background thread writing one CSV row per interval."""
 
     def __init__(self, path_csv, interval_s: float, anchor_pid: int, ns: str, uplink_dev: str, link_bps: int,
-                 router_ns: str, client_ns: str, cutoffs: list[int] | None = None):
+                 router_ns: str, client_ns: str, cutoffs: list[int] | None = None,
+                 cgroups: TestbedCgroups | None = None):
         if interval_s <= 0:
             raise ValueError(f"interval_s={interval_s}: must be > 0")
         self.path = Path(path_csv)
@@ -334,6 +328,11 @@ class CounterSampler:
         self.dev = uplink_dev
         self.link_bps = link_bps
         self.cutoffs = cutoffs
+        # Pressure stall totals (microseconds some task waited), by the column of their rate.
+        self.stall_sources = {f"host_{r}_stall": lambda r=r: pressure_stall_us(_read(f"/proc/pressure/{r}"))
+                              for r in PRESSURE_RESOURCES}
+        if cgroups:
+            self.stall_sources["testbed_io_stall"] = cgroups.io_stall_us
         self._stop = threading.Event()
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="testbed-counters", daemon=True)
@@ -397,7 +396,7 @@ class CounterSampler:
                 testbed = processes.lineage | {os.getpid(): own_lineage()}
                 # Over their own span: reading the socket tables above can take a while under load.
                 stall_t = time.monotonic()
-                stall = {r: pressure_stall_us(_read(f"/proc/pressure/{r}")) for r in PRESSURE_RESOURCES}
+                stall = {column: read() for column, read in self.stall_sources.items()}
                 machine = machine_ticks(_read("/proc/stat"))
                 elapsed = max(now - previous_t, 1e-9)
                 sent = row["uplink_tx_bytes"] - previous_bytes if previous_bytes is not None else 0
@@ -408,9 +407,9 @@ class CounterSampler:
                 row["server_blocked"] = processes.blocked
                 row["router_cpu"] = cpu_rate(router_ticks, previous_router_ticks, elapsed)
                 host_span = max(stall_t - previous_stall_t, 1e-9)
-                for resource in PRESSURE_RESOURCES:
-                    waited_us = stall[resource] - previous_stall[resource] if previous_stall else 0
-                    row[f"host_{resource}_stall"] = round(waited_us / 1e6 / host_span, 4)
+                for column, total_us in stall.items():
+                    waited_us = total_us - previous_stall[column] if previous_stall else 0
+                    row[column] = round(waited_us / 1e6 / host_span, 4)
                 spent = machine.since(previous_machine) if previous_machine else MachineTicks(0, 0, 0, 0, 0)
                 row["host_softirq"] = round(spent.softirq / CLOCK_TICKS / host_span, 4)
                 row["host_steal"] = round(spent.steal_share, 4)

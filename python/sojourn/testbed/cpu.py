@@ -6,8 +6,9 @@ The quota is a cgroup of the server's processes alone (the server's helpers, suc
 counter sampler, stay outside it): ``cpu.max`` where the cgroup v2 hierarchy has the cpu
 controller, else the v1 cpu controller's ``cpu.cfs_quota_us`` (hybrid hosts such as these
 machines mount it at /sys/fs/cgroup/cpu). A process sits in one cgroup per hierarchy, so on
-a hybrid host the quota's v1 cgroup and the initial RTO's v2 cgroup (sojourn.testbed.rto)
-hold the server at once. :meth:`ServerCpu.stats` reads how often the quota throttled it,
+a hybrid host the quota's v1 cgroup and the testbed's v2 cgroup (sojourn.testbed.cgroups:
+the initial RTO, the I/O stall the fidelity guard judges) hold the server at once; on a host
+with v2 alone the quota's cgroup takes the server out of the testbed's (not met here). :meth:`ServerCpu.stats` reads how often the quota throttled it,
 the evidence that the server was CPU-bound.
 
 Guarantees: :meth:`ServerCpu.remove` removes the cgroup (processes left in it moved out),
@@ -19,7 +20,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .rto import RtoError, _remove_cgroup, cgroup2_root
+from .cgroups import CgroupError, cgroup2_root, remove_cgroup
 
 CGROUP_NAME = "sojourn-{prefix}-srvcpu"
 DEFAULT_PERIOD_MS = 100.0  # the scheduler's default CFS period
@@ -35,7 +36,7 @@ def controller_root() -> tuple[Path, int]:
         unified = cgroup2_root()
         if "cpu" in (unified / "cgroup.controllers").read_text().split():
             return unified, 2
-    except (RtoError, OSError):
+    except (CgroupError, OSError):
         pass
     for line in Path("/proc/mounts").read_text().splitlines():
         fields = line.split()
@@ -92,7 +93,7 @@ class ServerCpu:
                 "period_us": self.period_us}
 
     def remove(self) -> None:
-        _remove_cgroup(self.path)
+        remove_cgroup(self.path)
 
 
 def remove_prefix(prefix: str) -> list[str]:
@@ -104,5 +105,5 @@ def remove_prefix(prefix: str) -> list[str]:
     path = root / CGROUP_NAME.format(prefix=prefix)
     if not path.is_dir():
         return []
-    _remove_cgroup(path)
+    remove_cgroup(path)
     return [f"cgroup {path}"]

@@ -6,14 +6,13 @@ penalty of every SYN or SYN-ACK lost to a full queue). The one per-socket hook i
 BPF_PROG_TYPE_SOCK_OPS program: tcp_timeout_init() asks it with op
 BPF_SOCK_OPS_TIMEOUT_INIT and takes its reply, in jiffies, as the initial RTO of a
 connecting socket (the client's SYN) and of a request sock (the server's SYN-ACK, judged
-by its listener's cgroup). The program is attached to a cgroup v2 directory
-(BPF_CGROUP_SOCK_OPS), and every process of that side is started inside the cgroup
-(:func:`join` before exec), so the setting follows the processes, not the namespace.
+by its listener's cgroup). The program is attached to one side's cgroup of the testbed's
+cgroup v2 tree (BPF_CGROUP_SOCK_OPS; sojourn.testbed.cgroups), inside which every process of
+that side starts, so the setting follows the processes, not the namespace.
 
 No compiler is needed: the program is six instructions, written out below and loaded
-with the bpf(2) syscall through ctypes. Guarantees: :class:`InitialRto` removes its
-cgroup on :meth:`InitialRto.remove` (the attachment goes with it); :func:`remove_prefix`
-removes a killed run's leftovers by prefix, like the namespaces'.
+with the bpf(2) syscall through ctypes. The attachment goes when the testbed removes its
+cgroups.
 """
 
 from __future__ import annotations
@@ -34,7 +33,6 @@ BPF_SOCK_OPS_TIMEOUT_INIT = 1
 SYS_BPF = {"x86_64": 321, "aarch64": 280}
 # struct bpf_sock_ops: __u32 op at offset 0, then the union whose first word is reply.
 OP_OFFSET, REPLY_OFFSET = 0, 4
-CGROUP_NAME = "sojourn-{prefix}-{side}"
 
 
 class RtoError(RuntimeError):
@@ -78,17 +76,6 @@ def kernel_hz() -> int:
     return min((100, 250, 300, 1000), key=lambda hz: abs(hz - measured))
 
 
-def cgroup2_root() -> Path:
-    """Where the unified (v2) cgroup hierarchy is mounted (/sys/fs/cgroup or, on hybrid
-    systems, /sys/fs/cgroup/unified)."""
-    for line in Path("/proc/mounts").read_text().splitlines():
-        fields = line.split()
-        if len(fields) >= 3 and fields[2] == "cgroup2":
-            return Path(fields[1])
-    raise RtoError("no cgroup2 hierarchy is mounted (see /proc/mounts); the initial RTO needs cgroup v2 "
-                   "with BPF (mount -t cgroup2 none /sys/fs/cgroup/unified)")
-
-
 def _bpf(cmd: int, attr: bytes) -> int:
     number = SYS_BPF.get(os.uname().machine)
     if number is None:
@@ -120,85 +107,29 @@ def load_program(timeout_jiffies: int) -> int:
 
 
 class InitialRto:
-    """A cgroup whose processes' TCP sockets start with ``initial_rto_ms``."""
+    """The initial RTO of the sockets of every process in ``cgroup`` (a side of the
+    testbed's tree, sojourn.testbed.cgroups): the attachment goes with the cgroup."""
 
-    def __init__(self, prefix: str, side: str, initial_rto_ms: int):
+    def __init__(self, cgroup: Path, initial_rto_ms: int):
         if not 1 <= initial_rto_ms <= 120_000:
             raise RtoError(f"initial_rto_ms={initial_rto_ms}, accepted 1..120000")
         self.hz = kernel_hz()
         self.jiffies = max(1, round(initial_rto_ms * self.hz / 1000))
         self.initial_rto_ms = initial_rto_ms
-        self.path = cgroup2_root() / CGROUP_NAME.format(prefix=prefix, side=side)
-        try:
-            self.path.mkdir(exist_ok=True)
-        except OSError as err:
-            raise RtoError(f"cannot create cgroup {self.path}: {err}") from None
+        self.path = cgroup
         prog = load_program(self.jiffies)
         try:
-            cgroup = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
+            directory = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
             try:
                 # BPF_PROG_ATTACH: target_fd, attach_bpf_fd, attach_type, attach_flags.
-                _bpf(BPF_PROG_ATTACH, struct.pack("<IIII", cgroup, prog, BPF_CGROUP_SOCK_OPS, 0) + bytes(48))
+                _bpf(BPF_PROG_ATTACH, struct.pack("<IIII", directory, prog, BPF_CGROUP_SOCK_OPS, 0) + bytes(48))
             except OSError as err:
-                self.remove()
                 raise RtoError(f"cannot attach the sock_ops program to {self.path} (BPF_PROG_ATTACH: {err})") from None
             finally:
-                os.close(cgroup)
+                os.close(directory)
         finally:
             os.close(prog)  # the attachment holds the program
 
     def describe(self) -> dict:
         return {"initial_rto_ms": self.initial_rto_ms, "kernel_hz": self.hz, "jiffies": self.jiffies,
                 "cgroup": str(self.path)}
-
-    def preexec(self):
-        """A ``preexec_fn`` that moves the child into the cgroup before it execs."""
-        procs = str(self.path / "cgroup.procs")
-
-        def join() -> None:
-            with open(procs, "w") as out:
-                out.write(str(os.getpid()))
-        return join
-
-    def remove(self) -> None:
-        _remove_cgroup(self.path)
-
-
-def _remove_cgroup(path: Path) -> None:
-    """Moves any process left in ``path`` to the root cgroup, then removes it."""
-    if not path.is_dir():
-        return
-    root_procs = path.parent / "cgroup.procs"
-    try:
-        pids = (path / "cgroup.procs").read_text().split()
-    except OSError:
-        pids = []
-    for pid in pids:
-        try:
-            root_procs.write_text(pid)
-        except OSError:
-            pass  # exited meanwhile
-    for _ in range(50):
-        try:
-            path.rmdir()
-            return
-        except FileNotFoundError:
-            return
-        except OSError:
-            time.sleep(0.02)  # the last processes are still leaving
-    path.rmdir()
-
-
-def remove_prefix(prefix: str) -> list[str]:
-    """Removes the initial-RTO cgroups of testbed ``prefix`` (a killed run's leftovers)."""
-    try:
-        root = cgroup2_root()
-    except (RtoError, OSError):
-        return []
-    removed = []
-    for side in ("srv", "cli"):
-        path = root / CGROUP_NAME.format(prefix=prefix, side=side)
-        if path.is_dir():
-            _remove_cgroup(path)
-            removed.append(f"cgroup {path}")
-    return removed

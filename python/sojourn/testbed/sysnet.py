@@ -198,8 +198,8 @@ def remove_prefix(prefix: str) -> list[str]:
     for dev in host_links_with_prefix(prefix):
         ip(None, "link", "delete", dev, check=False)
         removed.append(f"link {dev}")
-    from sojourn.testbed import cpu, rto  # the initial-RTO and CPU-quota cgroups of the same prefix
-    removed += rto.remove_prefix(prefix)
+    from sojourn.testbed import cgroups, cpu  # the testbed's cgroup tree and CPU-quota cgroup of the same prefix
+    removed += cgroups.remove_prefix(prefix)
     removed += cpu.remove_prefix(prefix)
     release(prefix)
     return removed

@@ -39,6 +39,7 @@ from .config import (
 )
 from .counters import CLOCK_TICKS, CounterSampler, ns_processes
 from .emulator import Emulator
+from .cgroups import TestbedCgroups
 from .cpu import ServerCpu
 from .rto import InitialRto
 
@@ -71,7 +72,10 @@ class Testbed:
         self._old_handlers: dict[int, object] = {}
         self._lock = threading.Lock()
         self._is_up = False
-        # Per side (server, client namespace): the cgroup whose sockets get the initial RTO.
+        # The testbed's cgroup tree, a cgroup per side (namespace) that its processes start in.
+        self.cgroups: TestbedCgroups | None = None
+        self._sides = {config.ns(role): role for role in ROLES}
+        # Per side (server, client namespace): the initial RTO of its cgroup's sockets.
         self._initial_rto: dict[str, InitialRto] = {}
         # The server's CPU quota (a cgroup of the server's processes alone), when configured.
         self.server_cpu: ServerCpu | None = None
@@ -149,9 +153,10 @@ class Testbed:
                           *cfg.tcp.route_metrics(), *group.route_metrics())
         uplink.shape_uplink(srv, s, cfg.link_bps, cfg.uplink_queue, cfg.cutoffs)
         handshakes.count_handshakes(srv, s, rtr, sr)
+        self.cgroups = TestbedCgroups(cfg.prefix)
         for ns, side, knobs in ((srv, "srv", cfg.tcp), (cli, "cli", client_tcp)):
             if knobs.initial_rto_ms is not None:
-                self._initial_rto[ns] = InitialRto(cfg.prefix, side, knobs.initial_rto_ms)
+                self._initial_rto[ns] = InitialRto(self.cgroups.side(side), knobs.initial_rto_ms)
         if cfg.server_cpus is not None:
             self.server_cpu = ServerCpu(cfg.prefix, cfg.server_cpus, cfg.server_cpu_period_ms)
         self._anchor = self._spawn(srv, ["sleep", "infinity"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -205,9 +210,10 @@ class Testbed:
             procs = self._processes + ([self._anchor] if self._anchor else [])
             self._processes, self._anchor = [], None
             _stop_processes(procs)
-            for cgroup in self._initial_rto.values():
-                cgroup.remove()
             self._initial_rto.clear()
+            if self.cgroups:
+                self.cgroups.remove()
+                self.cgroups = None
             if self.server_cpu:
                 self.server_cpu.remove()
                 self.server_cpu = None
@@ -229,11 +235,10 @@ class Testbed:
     # -- processes ---------------------------------------------------------
 
     def preexec(self, ns: str):
-        """What a process started in ``ns`` must run before exec to get this side's TCP
-        settings that follow processes (the initial RTO's cgroup); None when there are none.
-        Pass it as ``preexec_fn`` to processes started elsewhere (sojourn.servers)."""
-        cgroup = self._initial_rto.get(ns)
-        return cgroup.preexec() if cgroup else None
+        """What a process started in ``ns`` must run before exec: join this side's cgroup
+        (sojourn.testbed.cgroups; the initial RTO follows it); None before ``up``. Pass it as
+        ``preexec_fn`` to processes started elsewhere (sojourn.servers)."""
+        return self.cgroups.preexec(self._sides[ns]) if self.cgroups else None
 
     def server_preexec(self):
         """The ``preexec_fn`` of the server under test: the server side's settings that
@@ -279,7 +284,7 @@ class Testbed:
         self._counters = CounterSampler(
             path_csv, interval_s, anchor_pid=self._anchor.pid, ns=self.server_ns,
             uplink_dev=self.uplink_dev, link_bps=self.config.link_bps,
-            cutoffs=self.config.cutoffs, router_ns=self.router_ns, client_ns=self.client_ns)
+            cutoffs=self.config.cutoffs, router_ns=self.router_ns, client_ns=self.client_ns, cgroups=self.cgroups)
         self._counters.start()
 
     def stop_counters(self) -> None:
@@ -317,6 +322,7 @@ class Testbed:
             "routes": {ns: sysnet.ip(ns, "route", "show") for ns in (self.server_ns, self.client_ns)},
             "sysctls": {ns: sysnet.read_sysctls(ns, keys) for ns in (self.server_ns, self.client_ns)},
             "emulator": self.emulator.describe() if self.emulator else None,
+            "cgroup": self.cgroups.describe()["cgroup"] if self.cgroups else None,
             "initial_rto": {ns: cgroup.describe() for ns, cgroup in self._initial_rto.items()},
             "server_cpu": self.server_cpu.describe() if self.server_cpu else None,
             "versions": {
