@@ -88,8 +88,8 @@ EXPERIMENTS = [
           "SYN queue of 8192 too, and with the SYN-ACKs in a queue of their own (with either SYN queue)",
           spec=_spec("workloads-handshake"), of_paper=False),
     Entry("workloads-realistic", "W1-W10 less W3, W6, realistic set-up (§5.2)", spec=_spec("workloads-realistic")),
-    Entry("workloads-realistic-why", "why FAIR's share of requests never completed under W4 and W7 differs from the "
-          "paper's: 2000 connection slots instead of 350, a SYN queue of 8192 instead of 512",
+    Entry("workloads-realistic-why", "why the share of requests never completed differs from the paper's (FAIR under W4, "
+          "W7 and W8, SRPT under W7): 2000 connection slots instead of 350, a SYN queue of 8192 instead of 512",
           spec=_spec("workloads-realistic-why"), of_paper=False),
     Entry("overload", "persistent overload (Figs. 6-7)", spec=_spec("overload")),
     Entry("overload-srpt", "SRPT under persistent overload for 30 minutes (§4)", spec=_spec("overload-srpt")),
@@ -1164,40 +1164,39 @@ def _realistic_incomplete_rows(ctx: Context) -> list[Row]:
         for v in ("fair", "srpt"):
             run = _run(v, "profile", profile)
             share = ctx.ratio((e, run, "incomplete"), (e, run, "requests"))
-            why = ((_incomplete_factor_why(ctx, profile, claim, share, _incomplete_text(ctx, e, v, run))
-                    if v == "fair" else None)
+            why = (_incomplete_factor_why(ctx, v, profile, claim, share, _incomplete_text(ctx, e, v, run))
                    or _incomplete_why(ctx, e, v, run, both_hosts=profile == "W1"))
             rows.append(ctx.row(e, f"{VARIANT_NAMES[v]}: share of requests incomplete, {profile} (load {load:.2g})",
                                 claim, share, why))
     return rows
 
 
-# One factor of FAIR at a time under a workload of the realistic set-up (`workloads-realistic-why`),
-# in the words of the incomplete rows.
-INCOMPLETE_FACTORS = {"fair-slots2000": "2000 connection slots instead of 350",
-                      "fair-synq8192": "a SYN queue of 8192 instead of 512"}
+# One factor at a time under a workload of the realistic set-up (`workloads-realistic-why`, a run
+# named <policy>-<factor>), in the words of the incomplete rows.
+INCOMPLETE_FACTORS = {"slots2000": "2000 connection slots instead of 350",
+                      "synq8192": "a SYN queue of 8192 instead of 512"}
 
 
-def _incomplete_factor_why(ctx: Context, profile: str, claim, share: Measure, known: str | None):
-    """FAIR's incomplete share under ``profile`` with one factor changed at a time
+def _incomplete_factor_why(ctx: Context, policy: str, profile: str, claim, share: Measure, known: str | None):
+    """``policy``'s incomplete share under ``profile`` with one factor changed at a time
     (`workloads-realistic-why`), after what is ``known`` of the requests lost: measured when a
     factor's run accounts for the miss (meets the row's bound, or places the paper's value by
     :func:`_factor_placement`), else unexplained with what each gave; None without such runs."""
     e = "workloads-realistic-why"
     shares = {}
     if ctx.has(e) and share.ok and known:
-        shares = {variant: ratio for variant in INCOMPLETE_FACTORS
-                  if not math.isnan(ratio := ctx.mean(e, _run(variant, "profile", profile), "incomplete")
-                                    / ctx.mean(e, _run(variant, "profile", profile), "requests"))}
+        runs = {factor: _run(f"{policy}-{factor}", "profile", profile) for factor in INCOMPLETE_FACTORS}
+        shares = {factor: ratio for factor, run in runs.items()
+                  if not math.isnan(ratio := ctx.mean(e, run, "incomplete") / ctx.mean(e, run, "requests"))}
     if not shares:
         return None
     text = f"{known}; one factor at a time (`{e}`): " + ", ".join(
-        f"with {INCOMPLETE_FACTORS[variant]} {value:.2%}" for variant, value in shares.items())
-    for variant, value in shares.items():
+        f"with {INCOMPLETE_FACTORS[factor]} {value:.2%}" for factor, value in shares.items())
+    for factor, value in shares.items():
         how = (f"{value:.2%} meets the row's range" if claim.kind == "bound" and bound_met(claim.bound, value)
                else None if claim.kind == "bound" else _factor_placement(claim.paper_value, share.value, value))
         if how:
-            return measured(f"{text}: with {INCOMPLETE_FACTORS[variant]}, {how}")
+            return measured(f"{text}: with {INCOMPLETE_FACTORS[factor]}, {how}")
     return unexplained(f"{text}, none of which accounts for the miss")
 
 
