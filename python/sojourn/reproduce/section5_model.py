@@ -7,10 +7,11 @@ For each §5 spec in SPECS, every DWFS run of it (one per user count) is replaye
 as the stage worker burns them), its class timeouts (user u in class u mod 3, as the testbed
 binds user u to class address u mod 3), Fig. 5's transitions with its exit probability,
 its users thinking an exponential ``think_s``, each session aborted by a request that misses its
-bound (or, as the testbed's clients, only by one slower than their delay bound), through the same ``Dispatcher`` the server runs (crates/sched/src/dispatch.rs), once in
-each way of sharing the CPU (SERVICES) and each of DWFS's orders within a stage (STAGE_ORDERS: earliest deadline first, the server's default,
-and the other readings of 003 §5.2's "the shorter timeout ..., the higher is its priority"; the
-server takes any of them as ``server.stages.stage_order``). What is
+bound (or, as the testbed's clients, only by one slower than their delay bound), through the
+same ``Dispatcher`` the server runs (crates/sched/src/dispatch.rs), once in each way of sharing
+the CPU (SERVICES) and each of DWFS's orders within a stage (STAGE_ORDERS: earliest deadline
+first, the server's default, and the other readings of 003 §5.2's "the shorter timeout ..., the
+higher is its priority"; the server takes any of them as ``server.stages.stage_order``). What is
 left out is everything else of the testbed: HTTP, sockets, the front end's threads, the clocks
 of a loaded two-core machine. Where the model's drop rates agree with the testbed's, the policy
 alone sets them; where they part, the server does.
@@ -19,12 +20,11 @@ Writes ``model.csv``: one row per (experiment, users, service, stage order, seed
 within their bound, those that timed out (dropped early, refused by a waiting room, expired
 or late), those of them late (finished past the bound), and the summed response time of those
 completed, each seed run for the spec's duration; ``summary.json``: per experiment and run, the
-seeds and each class's drop rate over them (the dispatcher's drops: timed out, not late; 003
-Tables 3-5's "request timeout rate", which Apache's DWFS module dropped), in the order the spec's
-server ran (``drop_rate``) and in each order (``drop_rate_by_stage_order``), each class's share
-finished late (``late_rate_by_stage_order``) and mean response (``response_mean_s_by_stage_order``)
-in each order, one request at a time as the server's worker serves; and the same three per way of
-sharing the CPU (``by_service``).
+seeds and each class's drop rate over them (the dispatcher's drops: timed out, not late), in
+the order the spec's server ran (``drop_rate``) and in each order (``drop_rate_by_stage_order``),
+each class's share finished late (``late_rate_by_stage_order``) and mean response
+(``response_mean_s_by_stage_order``) in each order, one request at a time as the server's worker
+serves; and the same three per way of sharing the CPU (``by_service``).
 """
 
 from __future__ import annotations
