@@ -41,6 +41,10 @@ EXPERIMENTS = [
     Entry("section5-demand-workers", "§5 at k = 10 (section5-demand) under a one-CPU quota, DWFS with one stage "
           "worker and with four sharing the CPU", spec="experiments/003/section5-demand-workers.toml", quick_s=240,
           of_paper=False),
+    Entry("section5-demand-workers-onecore", "§5 at k = 10, DWFS with four stage workers on one core of their own "
+          "(server.cpuset) instead of under a one-CPU quota: the quota's throttling taken out of their late "
+          "completions, 60 clients", spec="experiments/003/section5-demand-workers-onecore.toml", quick_s=80,
+          of_paper=False),
     Entry("section5-demand20-nothink", "§5 with the stage costs as CPU demand (latency / 20), clients without think "
           "time (Table 6's saturated closed loop), DWFS vs FIFO (issue 13)",
           spec="experiments/003/section5-demand20-nothink.toml", quick_s=90, of_paper=False),
