@@ -70,7 +70,21 @@ def parse_cpu_list(text: str) -> list[int]:
     return sorted(cpus)
 
 
-class ServerCpu:
+class ServerCgroup:
+    """A cgroup of the server's processes alone (``path``), which the server joins before exec."""
+
+    path: Path
+
+    def join(self) -> None:
+        """Moves the calling process into the cgroup (its children follow)."""
+        with open(self.path / "cgroup.procs", "w") as out:
+            out.write(str(os.getpid()))
+
+    def remove(self) -> None:
+        remove_cgroup(self.path)
+
+
+class ServerCpu(ServerCgroup):
     """A cgroup whose processes together get at most ``cpus`` CPUs' worth of time in each
     period of ``period_ms``: a shorter period spreads the same share more evenly in time."""
 
@@ -99,11 +113,6 @@ class ServerCpu:
             self.remove()
             raise CpuQuotaError(f"cannot set a CPU quota of {cpus:g} in {self.path}: {err}") from None
 
-    def join(self) -> None:
-        """Moves the calling process into the cgroup (its children follow)."""
-        with open(self.path / "cgroup.procs", "w") as out:
-            out.write(str(os.getpid()))
-
     def stats(self) -> dict:
         """How the quota held the server: periods, throttled periods and throttled seconds."""
         fields = dict(line.split() for line in (self.path / "cpu.stat").read_text().splitlines() if line.strip())
@@ -116,11 +125,8 @@ class ServerCpu:
         return {"cpus": self.cpus, "cgroup": str(self.path), "cgroup_version": self.version,
                 "period_us": self.period_us}
 
-    def remove(self) -> None:
-        remove_cgroup(self.path)
 
-
-class ServerCpuset:
+class ServerCpuset(ServerCgroup):
     """A cgroup whose processes run only on the CPUs of ``cpus`` (a list such as "1")."""
 
     def __init__(self, prefix: str, cpus: str):
@@ -142,16 +148,8 @@ class ServerCpuset:
             self.remove()
             raise CpuQuotaError(f"cannot keep the server on CPUs {listed} in {self.path}: {err}") from None
 
-    def join(self) -> None:
-        """Moves the calling process into the cgroup (its children follow)."""
-        with open(self.path / "cgroup.procs", "w") as out:
-            out.write(str(os.getpid()))
-
     def describe(self) -> dict:
         return {"cpus": self.cpus, "cgroup": str(self.path), "cgroup_version": self.version}
-
-    def remove(self) -> None:
-        remove_cgroup(self.path)
 
 
 def remove_prefix(prefix: str) -> list[str]:
