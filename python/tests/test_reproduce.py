@@ -160,7 +160,7 @@ def test_the_most_over_a_sweep_counts_the_repetitions_of_the_point_it_shows(tmp_
     incomplete in the other two) and in three at 3 s, the most; the row shows the 3-s point's
     mean and interval, so its repetitions are that point's 3, not the sweep's least 1."""
     paper = load_paper("000")
-    shutil.copytree(DOCS / "000" / "abort", tmp_path / "000" / "abort")
+    _published(tmp_path, "000", "abort")
     (row,) = [r for r in paper.claims(Context(paper, tmp_path))
               if r.experiment == "abort" and r.claim.startswith("FAIR / SRPT incomplete")]
     assert row.ours.at == "abort_after_s=3" and row.ours.repetitions == 3 and row.ours.ci is not None
@@ -171,7 +171,7 @@ def test_the_least_over_a_sweep_waits_for_every_point_to_have_both_variants(tmp_
     run is published and SRPT's is not (a campaign cut short), the least over the RTTs is no
     result, not the least of the points that have both; without either 150-ms run it is."""
     paper = load_paper("000")
-    shutil.copytree(DOCS / "000" / "rtt", tmp_path / "000" / "rtt")
+    _published(tmp_path, "000", "rtt")
     shutil.rmtree(tmp_path / "000" / "rtt" / "srpt-rtt_ms=150", ignore_errors=True)
     claim = "least FAIR / SRPT over the RTTs"
     row = _the_row(paper, tmp_path, "rtt", claim)
@@ -630,7 +630,7 @@ def _published_003(tmp_path: Path, experiment: str) -> Callable[[], Row]:
     """003's published ``experiment`` copied under ``tmp_path``, and a reader of its row
     "DWFS bronze / FIFO mean response time, 40 clients" from the copy."""
     paper = load_paper("003")
-    shutil.copytree(DOCS / "003" / experiment, tmp_path / "003" / experiment)
+    _published(tmp_path, "003", experiment)
     return lambda: _the_row(paper, tmp_path, experiment, "DWFS bronze / FIFO mean response time, 40 clients")
 
 
@@ -684,6 +684,12 @@ def test_a_class_split_reason_needs_the_papers_gain_and_a_wider_split(tmp_path):
         dwfs.write_text(json.dumps(summary))
     row = bronze_row()
     assert row.verdict() == "opposite" and row.reason() == "unexplained"
+
+
+def _published(tmp_path: Path, paper: str, experiment: str) -> Path:
+    """A copy of ``paper``'s published ``experiment`` (docs/reproduction) under ``tmp_path``,
+    where a test may change it; the copy's path."""
+    return Path(shutil.copytree(DOCS / paper / experiment, tmp_path / paper / experiment))
 
 
 def _in_summary(change: Callable[[dict], None]) -> Callable[[Path], None]:
@@ -820,7 +826,7 @@ def test_a_reason_is_claimed_only_while_its_premise_holds(tmp_path, paper_tag, e
     """Each row carries its measured reason on the published data, and loses it (unexplained,
     same verdict) once one run's summaries or counters are changed so that the premise fails."""
     paper = load_paper(paper_tag)
-    shutil.copytree(DOCS / paper_tag / experiment, tmp_path / paper_tag / experiment)
+    _published(tmp_path, paper_tag, experiment)
     row = _the_row(paper, tmp_path, experiment, claim)
     assert row.verdict() == verdict and row.reason() == "measured" and words in row.why_text()
     for rep in (tmp_path / paper_tag / experiment).glob(f"{broken}/*/"):
@@ -835,7 +841,7 @@ def test_table2s_narrower_spread_is_put_down_to_co_only_while_weighting_co_chang
     measured reason of best / worst 3.6 (paper 8.4), withdrawn once weighting CO costs
     (1,5,1,1) two thirds of its productivity, as in the paper."""
     paper = load_paper("003")
-    shutil.copytree(DOCS / "003" / "productivity-study", tmp_path / "003" / "productivity-study")
+    _published(tmp_path, "003", "productivity-study")
     claim = "Table 2: best / worst assignment's productivity"
     row = _the_row(paper, tmp_path, "productivity-study", claim)
     assert row.verdict() == "same direction beyond 2x" and row.reason() == "measured"
@@ -858,7 +864,7 @@ def test_srpts_largest_1pct_are_put_down_to_backed_off_timers_or_else_to_their_t
     against the ideal, and is withdrawn once their first byte came as late as their last."""
     paper = load_paper("000")
     for experiment in ("workloads", "workloads-largest", "workloads-anatomy"):
-        shutil.copytree(DOCS / "000" / experiment, tmp_path / "000" / experiment)
+        _published(tmp_path, "000", experiment)
     claim = "SRPT / FAIR mean of the largest 1%, W4"
     row = _the_row(paper, tmp_path, "workloads", claim)
     assert row.verdict() == "missed" and row.reason() == "measured"
@@ -887,7 +893,7 @@ def test_realistic_largest_1pct_are_told_by_their_own_runs_not_by_the_baselines_
     large as SRPT's."""
     paper = load_paper("000")
     for experiment in ("workloads-realistic", "workloads-largest", "workloads-anatomy"):
-        shutil.copytree(DOCS / "000" / experiment, tmp_path / "000" / experiment)
+        _published(tmp_path, "000", experiment)
     claim = "SRPT / FAIR mean of the largest 1%, W4"
     row = _the_row(paper, tmp_path, "workloads-realistic", claim)
     assert row.verdict() == "missed" and row.reason() == "measured"
@@ -913,7 +919,7 @@ def test_an_incomplete_share_is_put_down_to_the_one_factor_run_that_brings_it_wi
     their counts changed.)"""
     paper = load_paper("000")
     published = DOCS / "000" / "workloads-realistic"
-    shutil.copytree(published, tmp_path / "000" / "workloads-realistic")
+    _published(tmp_path, "000", "workloads-realistic")
     why = tmp_path / "000" / "workloads-realistic-why"
     why.mkdir(parents=True)
     shutil.copy(published / "meta.json", why / "meta.json")
@@ -950,7 +956,7 @@ def test_non_normal_capacities_are_put_down_to_timeouts_only_while_their_count_c
     from sojourn.reproduce.paper002 import _normality_why
 
     paper = load_paper("002")
-    shutil.copytree(DOCS / "002" / "normality", tmp_path / "002" / "normality")
+    _published(tmp_path, "002", "normality")
 
     def why():
         # Asked directly: the published 36 repetitions pass (p 0.051), so the row shows none.
@@ -973,7 +979,7 @@ def test_a_capacity_rests_on_its_server_using_its_cpu_and_else_names_what_held_i
     counters: the emulator at a whole core, or handshakes dropped at the listener (the first
     paper-scale run had both, at half a CPU and 512-long queues); with neither, no reason."""
     paper = load_paper("002")
-    shutil.copytree(DOCS / "002" / "loss", tmp_path / "002" / "loss")
+    _published(tmp_path, "002", "loss")
     reps = sorted((tmp_path / "002" / "loss" / "sojourn-loss=0.09").glob("[0-9]*/"))
     assert reps
 
@@ -1008,7 +1014,7 @@ def test_a_cpu_bound_capacity_ratio_is_put_down_to_what_a_request_costs_the_serv
     from sojourn.reproduce.paper002 import _cost_why
 
     paper = load_paper("002")
-    shutil.copytree(DOCS / "002" / "loss", tmp_path / "002" / "loss")
+    _published(tmp_path, "002", "loss")
 
     def set_runs(capacities: dict[str, float], share: float = 0.97, last_level: bool = False) -> None:
         for run, capacity in capacities.items():
@@ -1044,7 +1050,7 @@ def test_capacity_per_point_says_whether_a_maximum_came_from_a_saturated_server(
     from sojourn.reproduce.paper002 import notes
 
     paper = load_paper("002")
-    shutil.copytree(DOCS / "002" / "delay", tmp_path / "002" / "delay")
+    _published(tmp_path, "002", "delay")
     path = tmp_path / "002" / "delay" / "sojourn-rtt_ms=100" / "0" / "summary.json"
     summary = json.loads(path.read_text())
     quota = summary["server_cpu"]["cpus"]
@@ -1067,7 +1073,7 @@ def test_a_dearer_request_is_put_down_to_the_users_when_the_base_cost_as_much_wi
     from sojourn.reproduce.paper002 import _cost_why
 
     paper = load_paper("002")
-    shutil.copytree(DOCS / "002" / "loss", tmp_path / "002" / "loss")
+    _published(tmp_path, "002", "loss")
     users, quota = 4096, 0.2
 
     def set_cost(run: str, cost_s: float, capacity: bool) -> None:
@@ -1104,7 +1110,7 @@ def test_a_variant_of_ours_is_explained_by_putting_its_factors_back_one_at_a_tim
     paper = load_paper("003")
     for experiment in ("section5", "section5-demand", "section5-demand20", "section5-demand20-nothink",
                        "section5-demand20-nothink-continue"):
-        shutil.copytree(DOCS / "003" / experiment, tmp_path / "003" / experiment)
+        _published(tmp_path, "003", experiment)
     claim = "DWFS gold request timeout (drop) rate, 40 clients"
     row = _the_row(paper, tmp_path, "section5-demand20-nothink-continue", claim)
     assert row.verdict() == "missed" and row.reason() == "measured"
@@ -1135,7 +1141,7 @@ def test_throughput_that_did_not_grow_with_write_slots_is_put_down_to_a_busy_lin
     uplink, a link already busy 97% of the run at one write slot is the measured reason more
     slots added nothing, and no reason below that."""
     paper = load_paper("004")
-    shutil.copytree(DOCS / "004" / "write-concurrency", tmp_path / "004" / "write-concurrency")
+    _published(tmp_path, "004", "write-concurrency")
     claim = "size-independent: byte throughput at write concurrency "
     # The most slots both policies have published (128 once the campaign is whole).
     most = re.match(r"(\d+) /", _the_row(paper, tmp_path, "write-concurrency", claim).claim[len(claim):]).group(1)
@@ -1186,7 +1192,7 @@ def test_scfs_gain_at_1400_users_is_put_down_to_write_slots_only_while_fewer_slo
     fewer slots reach the paper's factor within 2x, withdrawn once no fewer slots do."""
     paper = load_paper("004")
     for experiment in ("scf", "write-concurrency"):
-        shutil.copytree(DOCS / "004" / experiment, tmp_path / "004" / experiment)
+        _published(tmp_path, "004", experiment)
     claim = "size-independent / SCF mean response time, 1400 users"
     row = _the_row(paper, tmp_path, "scf", claim)
     assert row.verdict() == "same direction beyond 2x" and row.reason() == "measured", row.why_text()
@@ -1208,7 +1214,7 @@ def test_a_guard_bound_a_spec_loosened_is_stated_in_the_doc_with_the_worst_value
     from sojourn.reproduce.doc import _guard_lines
 
     paper = load_paper("002")
-    shutil.copytree(DOCS / "002" / "loss", tmp_path / "002" / "loss")
+    _published(tmp_path, "002", "loss")
     assert _guard_lines(paper, Context(paper, tmp_path)) == []
     late = []
     for path in (tmp_path / "002" / "loss").glob("sojourn-*/*/run.json"):
@@ -1232,7 +1238,7 @@ def test_apache_faster_on_short_responses_is_put_down_to_our_write_slots_while_t
     size-independent server with 128 slots at the same users, the reason holds while its short
     responses were no slower than Apache's."""
     paper = load_paper("004")
-    shutil.copytree(DOCS / "004" / "apache", tmp_path / "004" / "apache")
+    _published(tmp_path, "004", "apache")
     busy, quiet = "Apache / size-independent mean response below 10 KiB, 1400 users", \
         "Apache / size-independent mean response below 10 KiB, 1000 users"
 
@@ -1259,7 +1265,7 @@ def test_apache_faster_on_short_responses_is_put_down_to_our_write_slots_while_t
     # The factor isolated: `write-concurrency` at the same 1400 users with 128 slots.
     edit("size-independent-users=1400", lambda s: s.update(server_slots_full_s=0.9 * s["duration_s"],
                                                           ttfb_mean=s["connect_mean"] + 0.2))
-    shutil.copytree(DOCS / "004" / "write-concurrency", tmp_path / "004" / "write-concurrency")
+    _published(tmp_path, "004", "write-concurrency")
     apache = [json.loads(p.read_text())["response_mean_small"]
               for p in (tmp_path / "004" / "apache" / "apache-users=1400").glob("*/summary.json")]
     for share, reason, words in ((0.5, "measured", "with 128 write slots at the same users (`write-concurrency`)"),
@@ -1277,7 +1283,7 @@ def test_a_longer_transmit_queue_that_never_filled_is_the_measured_reason_it_did
     at either and its backlog stayed under 1000 packets (counters.csv); once the longest queue
     drops packets that reason no longer holds and none is claimed."""
     paper = load_paper("000")
-    shutil.copytree(DOCS / "000" / "txqueue", tmp_path / "000" / "txqueue")
+    _published(tmp_path, "000", "txqueue")
 
     longest = "FAIR: mean at the longest queue"
     row = _the_row(paper, tmp_path, "txqueue", longest)
@@ -1302,7 +1308,7 @@ def test_a_mean_below_the_papers_is_explained_when_load_counted_on_bodies_bracke
     its measured reason; a body-counted mean further below than ours claims nothing."""
     paper = load_paper("000")
     body = f"{experiment}-body"
-    shutil.copytree(DOCS / "000" / experiment, tmp_path / "000" / experiment)
+    _published(tmp_path, "000", experiment)
     row = _the_row(paper, tmp_path, experiment, claim)
     assert row.ours.value < row.paper.paper_value / 2 and row.reason() == "unexplained"
     profile = row.ours.at.split("=")[-1]
@@ -1329,7 +1335,7 @@ def test_fair_over_srpt_beyond_the_papers_range_is_told_by_a_longer_fifo_at_that
     puts the ratio at or below 8, or within 2x of it, FAIR's handshakes are the measured reason;
     a longer FIFO that leaves the ratio beyond 2x of 8 is reported, unexplained."""
     paper = load_paper("000")
-    shutil.copytree(DOCS / "000" / "workloads", tmp_path / "000" / "workloads")
+    _published(tmp_path, "000", "workloads")
     claim = "largest FAIR / SRPT over the workloads"
     row = _the_row(paper, tmp_path, "workloads", claim)
     assert row.ours.value > 2 * 8 and row.reason() == "unexplained"
@@ -1424,7 +1430,7 @@ def test_srpts_syn_drops_under_a_workload_are_told_by_when_they_fell_and_the_acc
     import pandas as pd
 
     paper = load_paper("000")
-    shutil.copytree(DOCS / "000" / "workloads", tmp_path / "000" / "workloads")
+    _published(tmp_path, "000", "workloads")
     claim = "SRPT: most SYN drops over the workloads"
     for path in (tmp_path / "000" / "workloads").glob("srpt-profile=*/*/summary.json"):
         path.write_text(json.dumps({**json.loads(path.read_text()), "syn_drops": 0}))
@@ -1456,7 +1462,7 @@ def test_srpts_largest_requests_beyond_the_bound_are_set_against_the_ideal_sched
     more than that; otherwise the row says it is not the workload's, and how far each policy
     was from its ideal."""
     paper = load_paper("000")
-    shutil.copytree(DOCS / "000" / "workloads", tmp_path / "000" / "workloads")
+    _published(tmp_path, "000", "workloads")
     claim = "SRPT / FAIR mean of the largest 1%, W3"
     fair = _the_row(paper, tmp_path, "workloads", claim).ours.value  # met: about 1
     srpt_summaries = list((tmp_path / "000" / "workloads").glob("srpt-profile=W3/*/summary.json"))
@@ -1501,7 +1507,7 @@ def test_points_shorter_than_the_papers_are_compressed_and_say_so(tmp_path):
     run shorter than its entry's TimeScale is `compressed`, in its rows and in the doc, which
     names the keys; one that ran the paper's timing is at the paper's scale."""
     paper = load_paper("002")
-    shutil.copytree(DOCS / "002" / "loss", tmp_path / "002" / "loss")
+    _published(tmp_path, "002", "loss")
     row = partial(_the_row, paper, tmp_path, "loss", "sojourn: capacity at 9% / at 0% loss")
     assert row().scale == "compressed"
     ctx = Context(paper, tmp_path)
@@ -1521,7 +1527,7 @@ def test_the_doc_counts_the_attempts_the_guard_ran_again(tmp_path):
     a valid one; the doc says how many attempts of how many repetitions, and which bounds they
     broke, and says nothing of an experiment none of whose repetitions were run again."""
     paper = load_paper("000")
-    shutil.copytree(DOCS / "000" / "realistic", tmp_path / "000" / "realistic")
+    _published(tmp_path, "000", "realistic")
     text = markdown(paper, Context(paper, tmp_path), [])
     (line,) = [line for line in text.splitlines() if line.startswith("- `realistic`: ")]
     records = sorted((tmp_path / "000" / "realistic").glob("*/*/attempts.json"))
@@ -1538,7 +1544,7 @@ def test_the_doc_names_the_repetitions_an_experiment_shares_with_another(tmp_pat
     from sojourn.reproduce import SHARED
 
     paper = load_paper("000")
-    shutil.copytree(DOCS / "000" / "rtt-loss", tmp_path / "000" / "rtt-loss")
+    _published(tmp_path, "000", "rtt-loss")
     assert "measured once and published in two experiments" not in markdown(paper, Context(paper, tmp_path), [])
     for rep in ("0", "1"):
         (tmp_path / "000" / "rtt-loss" / "fair" / rep / SHARED).write_text(json.dumps(
@@ -1554,7 +1560,7 @@ def test_the_doc_names_the_machines_an_experiments_repetitions_ran_on(tmp_path):
     from sojourn.testbed.host import FILE
 
     paper = load_paper("002")
-    shutil.copytree(DOCS / "002" / "sack", tmp_path / "002" / "sack")
+    _published(tmp_path, "002", "sack")
     assert "The machines the repetitions ran on" not in markdown(paper, Context(paper, tmp_path), [])
     reps = sorted((tmp_path / "002" / "sack").glob("*/*/status.json"))
     for n, (boot_id, trip) in enumerate([("a", 16.0), ("a", 17.0), ("b", 24.0)]):
@@ -1633,7 +1639,7 @@ def test_a_costlier_clamp_is_put_down_to_the_part_of_a_response_that_carries_its
     more SYNs dropped, or, for a clamp below Linux's initial window of 10 segments, the transfer
     after the first byte; with neither, none is claimed."""
     paper = load_paper("001")
-    shutil.copytree(DOCS / "001" / "cwnd", tmp_path / "001" / "cwnd")
+    _published(tmp_path, "001", "cwnd")
     runs = tmp_path / "001" / "cwnd"
     for run in runs.glob("nonpersistent-cwnd_clamp=*"):
         _set_summaries(run, response_mean=0.05, ttfb_mean=0.049, connect_mean=0.0003, syn_drops=100)
@@ -1661,7 +1667,7 @@ def test_the_clamps_trade_and_the_empty_link_are_said_only_while_the_published_p
     while its sampled backlog stayed under a packet with no drop."""
     from sojourn.reproduce import paper001
 
-    shutil.copytree(DOCS / "001" / "cwnd", tmp_path / "001" / "cwnd")
+    _published(tmp_path, "001", "cwnd")
     runs = tmp_path / "001" / "cwnd"
     for run in runs.glob("persistent-cwnd_clamp=*"):
         _set_summaries(run, response_mean=0.05, uplink_drops=0)
@@ -1701,7 +1707,7 @@ def test_a_row_with_a_timing_of_its_own_is_compressed_at_a_shorter_level(tmp_pat
     that row compressed, its note saying against what; the capacity rows, which have no timing
     in the paper, are at the paper's scale with 60-s levels."""
     paper = load_paper("001")
-    shutil.copytree(DOCS / "001" / "capacity", tmp_path / "001" / "capacity")
+    _published(tmp_path, "001", "capacity")
     _capacity_published_as_events(tmp_path)
     events = _the_row(paper, tmp_path, "events", "sojourn: mean ready events per epoll_wait")
     assert events.scale == "compressed"
@@ -1786,7 +1792,7 @@ def test_a_capacity_ratio_with_one_repetition_short_of_its_quota_is_read_in_the_
     show the emulator at a whole core, unexplained when they show no limit. The premise's bound
     is ours (0.90), so 0.88 no longer rounds up to meet it."""
     paper = load_paper("002")
-    shutil.copytree(DOCS / "002" / "loss", tmp_path / "002" / "loss")
+    _published(tmp_path, "002", "loss")
     loss = tmp_path / "002" / "loss"
 
     def set_reps(run: str, shares: list[float], emulator_cpu: list[float]) -> None:
@@ -1852,7 +1858,7 @@ def test_loss_misses_are_put_down_to_loss_met_at_both_hosts_only_once_a_run_move
     closing half the gap, and only while `loss` ran at the factor run's time scale; a run that
     moved the mean little leaves the row unexplained, with what it moved."""
     paper = load_paper("000")
-    shutil.copytree(DOCS / "000" / "loss", tmp_path / "000" / "loss")
+    _published(tmp_path, "000", "loss")
     _as_if_time_compressed(tmp_path / "000" / "loss")
     at5, at15 = "SRPT mean at 5% loss", "SRPT mean at 15% loss"
     assert [_the_row(paper, tmp_path, "loss", claim).reason() for claim in (at5, at15)] == ["unexplained"] * 2
@@ -1879,7 +1885,7 @@ def test_srpts_fewer_incompletes_in_j_are_put_down_to_the_loss_only_where_its_ru
     places the paper's value between the two is the measured reason; one that barely moves
     leaves the row unexplained, saying so."""
     paper = load_paper("000")
-    shutil.copytree(DOCS / "000" / "realistic", tmp_path / "000" / "realistic")
+    _published(tmp_path, "000", "realistic")
     claim = "SRPT share of requests never completed"
     row = _the_row(paper, tmp_path, "realistic", claim)
     assert row.verdict() == "same direction beyond 2x" and row.reason() == "unexplained"
@@ -1904,7 +1910,7 @@ def test_realistic_misses_are_put_down_to_a_factor_only_once_a_run_isolates_it(t
     >= 1, make the reason measured, and one that does not leaves it unexplained; so does load
     counted on bodies for SRPT's mean (0.334 s, the paper's 764 ms)."""
     paper = load_paper("000")
-    shutil.copytree(DOCS / "000" / "realistic", tmp_path / "000" / "realistic")
+    _published(tmp_path, "000", "realistic")
     claims = ("FAIR mean of the largest 1%", "SRPT mean of the largest 1%", "SRPT / FAIR mean of the largest 1%")
 
     def rows():
@@ -1964,7 +1970,7 @@ def test_fairs_few_impatient_incompletes_are_put_down_to_the_count_of_tries_only
     above 5% is the measured reason; one at or below it leaves the row unexplained, saying so."""
     paper = load_paper("000")
     for experiment in ("abort-impatient", "baseline"):
-        shutil.copytree(DOCS / "000" / experiment, tmp_path / "000" / experiment)
+        _published(tmp_path, "000", experiment)
     claim = "FAIR share of requests never completed, abort after 3 s and 2 retries"
     row = _the_row(paper, tmp_path, "abort-impatient", claim)
     assert row.verdict() == "missed" and row.reason() == "unexplained"

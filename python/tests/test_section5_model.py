@@ -40,6 +40,13 @@ def test_a_spec_is_replayed_per_run_stage_order_seed_and_class(tmp_path, monkeyp
         means = point["by_service"][service]["response_mean_s_by_stage_order"]["deadline"]
         return means["bronze"] / means["gold"]
     assert split("ready-queue-16") < split("one")
+    # Late requests are timed out but not dropped: one at a time hardly any finish late; four
+    # threads sharing the CPU make many late, and more when a late response does not end its
+    # session (the testbed's clients), since its session's next requests come on.
+    assert (model["late"] <= model["timed_out"]).all()
+    late = {service: point["by_service"][service]["late_rate_by_stage_order"]["deadline"]["gold"]
+            for service in ("one", "threads-4", "threads-4-patient")}
+    assert late["one"] < late["threads-4"] < late["threads-4-patient"]
     assert not list(tmp_path.glob("*.partial"))
 
 
@@ -57,3 +64,6 @@ def test_the_options_follow_the_spec(monkeypatch):
     assert section5_model.stages_argv(config, 7, "arrival")[-4:-2] == ["--stage-order", "arrival"]
     queued = section5_model.stages_argv(config, 7, service="ready-queue-8")
     assert queued[-3:] == ["--threads", "8", "--ready-queue"]
+    config["workload"]["sessions"]["delay_bound_s"] = 2.0
+    patient = section5_model.stages_argv(config, 7, service="threads-4-patient")
+    assert patient[-4:] == ["--threads", "4", "--session-bound", "2.0"]

@@ -1,4 +1,4 @@
-"""Teardown leaves nothing behind: namespaces, links and processes are counted
+"""Teardown leaves nothing behind: namespaces, links, cgroups and processes are counted
 before and after a normal run, a failing run and a SIGKILLed run (whose
 leftovers the next run with the same prefix removes)."""
 
@@ -13,6 +13,7 @@ import time
 import pytest
 
 from sojourn.testbed import Testbed, TestbedConfig, WanGroup, sysnet
+from sojourn.testbed.cgroups import cgroup2_root
 
 pytestmark = [
     pytest.mark.netns,
@@ -25,8 +26,8 @@ CONFIG = TestbedConfig(prefix=PREFIX, groups=[WanGroup("g0", rtt_ms=10), WanGrou
 
 
 def snapshot() -> dict:
-    """What exists on the host: our namespaces, host links, and processes whose
-    command line mentions the prefix (the emulator's) or is the marker."""
+    """What exists on the host: our namespaces, host links, the testbed's cgroup tree, and
+    processes whose command line mentions the prefix (the emulator's) or is the marker."""
     marker = "\0".join(MARKER).encode() + b"\0"
     procs = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
@@ -41,6 +42,7 @@ def snapshot() -> dict:
     return {
         "namespaces": sorted(sysnet.namespaces_with_prefix(PREFIX)),
         "host_links": sorted(links),
+        "cgroups": sorted(path.name for path in cgroup2_root().glob(f"sojourn-{PREFIX}*")),
         "processes": sorted(procs),
     }
 
@@ -50,7 +52,7 @@ def test_normal_run_leaves_nothing():
     with Testbed(CONFIG) as tb:
         tb.popen(tb.server_ns, MARKER)
         during = snapshot()
-    assert len(during["namespaces"]) == 3 and during["processes"], during
+    assert len(during["namespaces"]) == 3 and during["cgroups"] == [f"sojourn-{PREFIX}"] and during["processes"], during
     assert snapshot() == before
 
 

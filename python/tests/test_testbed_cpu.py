@@ -71,3 +71,28 @@ def test_an_impossible_quota_is_refused_naming_it():
     # cpu.max takes at least 1 ms of CPU per period: 0.05 of 10 ms is half of that.
     with pytest.raises(cpu.CpuQuotaError, match=r"quota 0.05 over a 10 ms period.*here 0.5 ms"):
         cpu.ServerCpu("sjcz", 0.05, period_ms=10)
+
+
+def cpus_allowed(pid: int | str) -> str:
+    status = dict(line.split(":\t", 1) for line in open(f"/proc/{pid}/status").read().splitlines())
+    return status["Cpus_allowed_list"]
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs a CPU to keep the server on and others")
+def test_a_cpuset_keeps_the_server_on_its_cores_and_goes_with_the_testbed():
+    from sojourn.testbed import Testbed, TestbedConfig
+
+    last = str(max(os.sched_getaffinity(0)))
+    with Testbed(TestbedConfig(prefix="sjcs", server_cpuset=last)) as tb:
+        server = tb.popen(tb.server_ns, ["sleep", "30"], preexec_fn=tb.server_preexec())
+        assert cpus_allowed(server.pid) == last
+        other = tb.popen(tb.server_ns, ["sleep", "30"])  # the server side's other processes: any CPU
+        assert cpus_allowed(other.pid) == cpus_allowed("self")
+        path = tb.describe()["server_cpuset"]["cgroup"]
+    assert not os.path.exists(path)
+
+
+def test_an_impossible_cpuset_is_refused_naming_it():
+    beyond = max(os.sched_getaffinity(0)) + 1
+    with pytest.raises(cpu.CpuQuotaError, match=rf"server cpuset: CPU list '{beyond}'.*offers CPUs"):
+        cpu.ServerCpuset("sjcz", str(beyond))

@@ -102,6 +102,13 @@ pub struct StagesOptions {
     #[arg(long)]
     #[serde(default)]
     pub ready_queue: bool,
+    /// A request finished past its class's --timeout still counts as timed out, but its
+    /// session goes on unless the response took longer than this, as the testbed's clients
+    /// take a late response and give up only past their delay bound. Default: a late request
+    /// ends its session.
+    #[arg(long)]
+    #[serde(default)]
+    pub session_bound: Option<f64>,
     /// Random seed (same seed, same result).
     #[arg(long, default_value_t = defaults::seed())]
     #[serde(default = "defaults::seed")]
@@ -172,6 +179,7 @@ pub fn run(args: StagesArgs) -> anyhow::Result<()> {
         exponential_service: !args.deterministic_service,
         threads: args.threads as usize,
         ready_queue: args.ready_queue,
+        session_bound: args.session_bound,
         seed: args.seed,
     };
     let weight_sets: Vec<Vec<f64>> = if args.weights.is_empty() {
@@ -211,6 +219,7 @@ fn print_row(config: &StudyConfig, result: &StudyResult, json: bool) -> anyhow::
         value["stage_order"] = config.stage_order.name().into();
         value["threads"] = config.threads.into();
         value["ready_queue"] = config.ready_queue.into();
+        value["session_bound"] = config.session_bound.into();
         value["clients"] = config.clients.into();
         value["seed"] = config.seed.into();
         println!("{value}");

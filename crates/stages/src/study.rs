@@ -103,6 +103,12 @@ pub struct StudyConfig {
     /// Refill the `threads` only when every one is done (003 §5.1's ready queue)
     /// instead of each as soon as it is free.
     pub ready_queue: bool,
+    /// A request finished past its class's bound counts as timed out either way; with a
+    /// session bound its session goes on unless the response took longer than this, as the
+    /// testbed's clients take a late response and give up only past their delay bound
+    /// (`workload.sessions.delay_bound_s`). `None`: every late request ends its session, a
+    /// missed bound aborting it (003 §5.2).
+    pub session_bound: Option<f64>,
     pub seed: u64,
 }
 
@@ -125,6 +131,7 @@ impl StudyConfig {
             exponential_service: true,
             threads: 1,
             ready_queue: false,
+            session_bound: None,
             seed: 1,
         }
     }
@@ -146,6 +153,9 @@ pub struct StudyResult {
     /// Completed (in time) and timed-out requests per class.
     pub completed_by_class: Vec<u64>,
     pub timed_out_by_class: Vec<u64>,
+    /// Of those timed out, the requests that finished past their bound (the rest were
+    /// refused by a waiting room, dropped early or expired in a queue: the dispatcher's drops).
+    pub late_by_class: Vec<u64>,
     /// Summed response time (issue to completion) of the requests completed in time, per
     /// class: over `completed_by_class`, the class's mean response (003 Tables 3-5).
     pub response_sum_by_class: Vec<f64>,
@@ -215,6 +225,9 @@ pub fn simulate(config: &StudyConfig) -> anyhow::Result<StudyResult> {
         config.think_time
     );
     anyhow::ensure!(config.threads >= 1, "threads = 0; expected at least 1 request served at a time");
+    if let Some(bound) = config.session_bound {
+        anyhow::ensure!(bound.is_finite() && bound > 0.0, "session bound {bound}; expected a finite number > 0");
+    }
     check_stochastic(&config.transitions, n)?;
     let dispatch_config = DispatchConfig {
         service_times: config.service_times.clone(),
@@ -230,6 +243,7 @@ pub fn simulate(config: &StudyConfig) -> anyhow::Result<StudyResult> {
         completed_by_stage: vec![0; n],
         completed_by_class: vec![0; classes],
         timed_out_by_class: vec![0; classes],
+        late_by_class: vec![0; classes],
         response_sum_by_class: vec![0.0; classes],
         ..StudyResult::default()
     };
@@ -311,19 +325,26 @@ pub fn simulate(config: &StudyConfig) -> anyhow::Result<StudyResult> {
                         result.completed_by_stage[request.stage] += 1;
                         result.completed_by_class[request.class] += 1;
                         result.response_sum_by_class[request.class] += now - request.arrival;
-                        let ends = end_probability > 0.0 && rng.gen::<f64>() < end_probability;
-                        if ends {
-                            result.sessions_completed += 1;
-                            next_stage[client] = None;
-                        } else {
-                            next_stage[client] = Some(sample(&config.transitions[request.stage], &mut rng));
-                        }
-                        if !(ends && open) {
-                            schedule(&mut events, now + think(&mut rng), Event::Issue(client));
-                        }
                     } else {
                         result.wasted_cpu += work;
-                        gone.push(request);
+                        result.late_by_class[request.class] += 1;
+                        if !config.session_bound.is_some_and(|bound| now - request.arrival <= bound) {
+                            gone.push(request);
+                            continue;
+                        }
+                        // Late, but within the client's patience: it goes on.
+                        result.timed_out += 1;
+                        result.timed_out_by_class[request.class] += 1;
+                    }
+                    let ends = end_probability > 0.0 && rng.gen::<f64>() < end_probability;
+                    if ends {
+                        result.sessions_completed += 1;
+                        next_stage[client] = None;
+                    } else {
+                        next_stage[client] = Some(sample(&config.transitions[request.stage], &mut rng));
+                    }
+                    if !(ends && open) {
+                        schedule(&mut events, now + think(&mut rng), Event::Issue(client));
                     }
                 }
             }
@@ -508,6 +529,32 @@ mod tests {
                 assert!(cheapest <= mean && mean <= *bound, "{stage_order} class {class}: mean {mean} ({r:?})");
             }
         }
+    }
+
+    #[test]
+    fn a_late_request_ends_its_session_unless_its_client_waits_past_it() {
+        // One client, FIFO, every stage 2 s exactly against a 1-s bound: the first request
+        // is on the CPU from 0 to 2, late. By default its session is aborted and the client
+        // starts another at 2; a client that gives up only past 5 s takes it and goes on.
+        let config = StudyConfig {
+            clients: 1,
+            service_times: vec![2.0; 4],
+            timeouts: vec![1.0],
+            duration: 3.0,
+            exponential_service: false,
+            ..StudyConfig::paper(DispatchKind::Fifo, &[])
+        };
+        let aborted = simulate(&config).unwrap();
+        assert_eq!((aborted.timed_out, aborted.sessions_aborted, aborted.sessions_started), (1, 1, 2));
+        assert_eq!(aborted.late_by_class, vec![1]);
+        let patient = simulate(&StudyConfig { session_bound: Some(5.0), ..config.clone() }).unwrap();
+        assert_eq!((patient.timed_out, patient.sessions_aborted, patient.sessions_started), (1, 0, 1));
+        assert_eq!((patient.completed, patient.wasted_cpu, patient.late_by_class), (0, 2.0, vec![1]));
+        // A response slower than the client's patience ends the session as before.
+        let impatient = simulate(&StudyConfig { session_bound: Some(1.5), ..config.clone() }).unwrap();
+        assert_eq!(impatient, aborted);
+        let err = simulate(&StudyConfig { session_bound: Some(0.0), ..config }).unwrap_err().to_string();
+        assert!(err.contains("session bound 0"), "{err}");
     }
 
     #[test]

@@ -7,21 +7,24 @@ For each §5 spec in SPECS, every DWFS run of it (one per user count) is replaye
 as the stage worker burns them), its class timeouts (user u in class u mod 3, as the testbed
 binds user u to class address u mod 3), Fig. 5's transitions with its exit probability,
 its users thinking an exponential ``think_s``, each session aborted by a request that misses its
-bound, through the same ``Dispatcher`` the server runs (crates/sched/src/dispatch.rs), once in
-each way of sharing the CPU (SERVICES) and each of DWFS's orders within a stage (STAGE_ORDERS: earliest deadline first, the server's default,
-and the other readings of 003 §5.2's "the shorter timeout ..., the higher is its priority"; the
-server takes any of them as ``server.stages.stage_order``). What is
+bound (or, as the testbed's clients, only by one slower than their delay bound), through the
+same ``Dispatcher`` the server runs (crates/sched/src/dispatch.rs), once in each way of sharing
+the CPU (SERVICES) and each of DWFS's orders within a stage (STAGE_ORDERS: earliest deadline
+first, the server's default, and the other readings of 003 §5.2's "the shorter timeout ..., the
+higher is its priority"; the server takes any of them as ``server.stages.stage_order``). What is
 left out is everything else of the testbed: HTTP, sockets, the front end's threads, the clocks
 of a loaded two-core machine. Where the model's drop rates agree with the testbed's, the policy
 alone sets them; where they part, the server does.
 
 Writes ``model.csv``: one row per (experiment, users, service, stage order, seed, class) with the requests completed
-within their bound and those that timed out (dropped early, refused by a waiting room, expired
-or late) and the summed response time of those completed, each seed run for the spec's duration;
-``summary.json``: per experiment and run, the seeds and each class's drop rate over them, in the
-order the spec's server ran (``drop_rate``) and in each order (``drop_rate_by_stage_order``), and each class's
-mean response in each order (``response_mean_s_by_stage_order``), one request at a time as the server's
-worker serves; and the same two per way of sharing the CPU (``by_service``).
+within their bound, those that timed out (dropped early, refused by a waiting room, expired
+or late), those of them late (finished past the bound), and the summed response time of those
+completed, each seed run for the spec's duration; ``summary.json``: per experiment and run, the
+seeds and each class's drop rate over them (the dispatcher's drops: timed out, not late), in
+the order the spec's server ran (``drop_rate``) and in each order (``drop_rate_by_stage_order``),
+each class's share finished late (``late_rate_by_stage_order``) and mean response
+(``response_mean_s_by_stage_order``) in each order, one request at a time as the server's worker
+serves; and the same three per way of sharing the CPU (``by_service``).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -46,20 +50,29 @@ SPECS = {"section5": "experiments/003/section5.toml", "section5-demand": "experi
          "section5-demand20-nothink": "experiments/003/section5-demand20-nothink.toml"}
 SEEDS = {"full": range(1, 11), "quick": range(1, 4)}
 
-# How the CPU is shared among the requests DWFS dispatched (``sojourn-engine stages --threads
-# --ready-queue``), by name: (threads, ready queue). "one": one at a time, as the server's single
-# stage worker serves; "threads-4": four threads each taking the next request when free, as four
-# stage workers on one CPU would; "ready-queue-N": 003 §5.1's Apache, whose DWFS module refilled
-# a ready queue "when the ready queue is empty" and whose worker threads served it sharing the
-# CPU, its size not given (the weights were "the number of requests from the queues to be
-# dispatched to the ready queue").
-SERVICES = {"one": (1, False), "threads-4": (4, False), "ready-queue-4": (4, True), "ready-queue-8": (8, True),
-            "ready-queue-16": (16, True)}
+class Service(NamedTuple):
+    """How the model serves the requests DWFS dispatched: ``threads`` at once sharing the CPU,
+    refilled only when all are done (``ready_queue``) or each when free; ``patient``: a session
+    goes on after a late response within the client's delay bound, as the testbed's clients
+    take one (``sojourn-engine stages --session-bound``), instead of ending at the missed bound."""
+    threads: int
+    ready_queue: bool = False
+    patient: bool = False
+
+
+# The ways of serving, by name. "one": one at a time, as the server's single stage worker
+# serves; "threads-4": four threads each taking the next request when free, as four stage workers
+# on one CPU would, and "threads-4-patient" with the testbed's clients; "ready-queue-N": 003
+# §5.1's Apache, whose DWFS module refilled a ready queue "when the ready queue is empty" and
+# whose worker threads served it sharing the CPU, its size not given (the weights were "the
+# number of requests from the queues to be dispatched to the ready queue").
+SERVICES = {"one": Service(1), "threads-4": Service(4), "threads-4-patient": Service(4, patient=True),
+            "ready-queue-4": Service(4, True), "ready-queue-8": Service(8, True), "ready-queue-16": Service(16, True)}
 
 
 def stages_argv(config: dict, seed: int, stage_order: str = STAGE_ORDERS[0], service: str = "one") -> list[str]:
     """``sojourn-engine stages`` options for one run's resolved config (seconds throughout)."""
-    threads, ready_queue = SERVICES[service]
+    threads, ready_queue, patient = SERVICES[service]
     stages, sessions = config["server"]["stages"], config["workload"]["sessions"]
     costs = ",".join(str(stage["processing_ms"] / 1000) for stage in stages["stage"])
     timeouts = ",".join(str(c["timeout_ms"] / 1000) for c in stages["class"])
@@ -67,7 +80,8 @@ def stages_argv(config: dict, seed: int, stage_order: str = STAGE_ORDERS[0], ser
             "--service-times", costs, "--timeout", timeouts, "--clients", str(sessions["users"]),
             "--session-length", str(1 / sessions["exit"]), "--think-time", str(sessions["think_s"]),
             "--exponential-think", "--duration", str(config["workload"]["duration_s"]), "--seed", str(seed),
-            "--stage-order", stage_order, "--threads", str(threads)] + (["--ready-queue"] if ready_queue else [])
+            "--stage-order", stage_order, "--threads", str(threads)] + (["--ready-queue"] if ready_queue else []) + (
+        ["--session-bound", str(sessions["delay_bound_s"])] if patient else [])
 
 
 def model_rows(experiment: str, spec: Path, seeds) -> list[dict]:
@@ -94,41 +108,38 @@ def _seed_rows(experiment: str, run: str, config: dict, names: list[str], servic
     return [{"experiment": experiment, "run": run, "users": config["workload"]["sessions"]["users"],
              "service": service, "stage_order": stage_order,
              "server_order": config["server"]["stages"].get("stage_order", STAGE_ORDERS[0]),
-             "seed": seed, "class": name, "completed": completed, "timed_out": timed_out,
-             "drop_rate": timed_out / max(completed + timed_out, 1), "response_sum_s": response_sum}
-            for name, completed, timed_out, response_sum in zip(
-                names, result["completed_by_class"], result["timed_out_by_class"], result["response_sum_by_class"])]
+             "seed": seed, "class": name, "completed": completed, "timed_out": timed_out, "late": late,
+             "drop_rate": (timed_out - late) / max(completed + timed_out, 1), "response_sum_s": response_sum}
+            for name, completed, timed_out, late, response_sum in zip(
+                names, result["completed_by_class"], result["timed_out_by_class"], result["late_by_class"],
+                result["response_sum_by_class"])]
 
 
-def _by_order(rows: pd.DataFrame) -> tuple[dict, dict]:
-    """Each class's drop rate and mean response (of the requests completed in time) over the
-    seeds, per stage order."""
-    drops, responses = {}, {}
+def _by_order(rows: pd.DataFrame) -> dict[str, dict]:
+    """Each class's drop rate (timed out, not late), late share and mean response (of the
+    requests completed in time) over the seeds, per stage order, by summary key."""
+    found = {"drop_rate_by_stage_order": {}, "late_rate_by_stage_order": {}, "response_mean_s_by_stage_order": {}}
     for stage_order, part in rows.groupby("stage_order", sort=False):
-        totals = part.groupby("class", sort=False)[["completed", "timed_out", "response_sum_s"]].sum()
-        drops[stage_order] = {name: float(t["timed_out"] / max(t["completed"] + t["timed_out"], 1))
-                              for name, t in totals.iterrows()}
-        responses[stage_order] = {name: float(t["response_sum_s"] / t["completed"]) if t["completed"] else None
-                                  for name, t in totals.iterrows()}
-    return drops, responses
+        totals = part.groupby("class", sort=False)[["completed", "timed_out", "late", "response_sum_s"]].sum()
+        requests = (totals["completed"] + totals["timed_out"]).clip(lower=1)
+        found["drop_rate_by_stage_order"][stage_order] = ((totals["timed_out"] - totals["late"]) / requests).to_dict()
+        found["late_rate_by_stage_order"][stage_order] = (totals["late"] / requests).to_dict()
+        found["response_mean_s_by_stage_order"][stage_order] = {
+            name: float(t["response_sum_s"] / t["completed"]) if t["completed"] else None for name, t in totals.iterrows()}
+    return found
 
 
 def summarize(model: pd.DataFrame) -> dict:
-    """Per experiment and run: the seeds, and each class's drop rate and mean response over
-    them, one request at a time (the server's way) in the server's stage order and in each,
-    and per way of sharing the CPU (``by_service``)."""
+    """Per experiment and run: the seeds, and each class's drop rate, late share and mean
+    response over them, one request at a time (the server's way) in the server's stage order
+    and in each, and per way of sharing the CPU (``by_service``)."""
     summary = {}
     for (experiment, run), group in model.groupby(["experiment", "run"], sort=False):
         services = {service: _by_order(rows) for service, rows in group.groupby("service", sort=False)}
-        drops, responses = services["one"]
         summary[f"{experiment}/{run}"] = {
             "seeds": int(group["seed"].nunique()),
-            "drop_rate": drops[group["server_order"].iloc[0]],
-            "drop_rate_by_stage_order": drops,
-            "response_mean_s_by_stage_order": responses,
-            "by_service": {service: {"drop_rate_by_stage_order": service_drops,
-                                     "response_mean_s_by_stage_order": service_responses}
-                           for service, (service_drops, service_responses) in services.items()}}
+            "drop_rate": services["one"]["drop_rate_by_stage_order"][group["server_order"].iloc[0]],
+            **services["one"], "by_service": services}
     return summary
 
 

@@ -52,6 +52,7 @@ def testbed_config(config: dict, prefix: str = CHECK_PREFIX) -> TestbedConfig:
                          bands=network["bands"] or None, groups=groups, tcp=knobs, seed=config["workload"]["seed"],
                          server_cpus=config["server"]["cpu_quota"] or None,
                          server_cpu_period_ms=config["server"]["cpu_period_ms"],
+                         server_cpuset=config["server"]["cpuset"] or None,
                          emulator=True if network["emulator"] == "on" else None,
                          emulator_rps=network["emulator_rps"])
 

@@ -31,6 +31,7 @@ from sojourn import papers, servers
 from sojourn.runner import layout
 from sojourn.runner.plan import SPEC_KEYS, RunPlan, plan_of
 from sojourn.testbed.config import ConfigError
+from sojourn.testbed.cpu import parse_cpu_list
 
 MODELS = ("wc98", "nasa", "surge", "specweb99")
 PROFILES = tuple(f"W{i}" for i in range(1, 11))
@@ -125,6 +126,9 @@ SCHEMA: dict[str, Any] = {
                                            "period (the kernel's default, 100 ms) sends its replies in bursts a "
                                            "period apart that clients in step keep; a slow CPU runs smoothly",
                             minimum=1, maximum=1000),
+        "cpuset": _k(str, "", "the CPUs the server under test may run on (a cpuset cgroup of its processes alone, "
+                              "sojourn.testbed.cpu), e.g. \"1\": its threads share that core as one CPU's processes "
+                              "do, never throttled as a quota's are; \"\" = any"),
         "linger_close": _k(bool, False, "sojourn: lingering close, Apache 1.3's lingering_close (000 §2): keep a "
                                         "finished connection until the client closes"),
         "write_concurrency": _k(int, 0, "sojourn: at most this many responses with unsent data in the kernel "
@@ -475,6 +479,11 @@ def _check_combinations(config: dict, where: str) -> None:
     if server["cpu_period_ms"] != 100.0 and not server["cpu_quota"]:
         raise SpecError(f"{where}server.cpu_period_ms = {server['cpu_period_ms']} is the period of server.cpu_quota, "
                         "which is not set")
+    if server["cpuset"]:
+        try:
+            parse_cpu_list(server["cpuset"])
+        except ValueError as err:
+            raise SpecError(f"{where}server.cpuset: {err}") from None
     if isinstance(server["stages"], dict):
         server["stages"] = check_stages(server["stages"], f"{where}server.stages")
         check_class_networks(server["stages"], network["groups"], where)

@@ -20,6 +20,7 @@ import ipaddress
 import re
 from dataclasses import dataclass, field
 
+from sojourn.testbed.cpu import parse_cpu_list
 from sojourn.testbed.sysnet import DEVICE_ROLES
 from sojourn.testbed.uplink import LeafQueue, uplink_commands
 
@@ -254,6 +255,8 @@ class TestbedConfig:
     server_cpus: float | None = None
     # The quota's period (cgroup cpu.max): the server runs server_cpus x this, then waits.
     server_cpu_period_ms: float = 100.0
+    # The CPUs the server under test may run on, a list such as "1" (sojourn.testbed.cpu); None = any.
+    server_cpuset: str | None = None
 
     def __post_init__(self) -> None:
         _check(PREFIX_PATTERN.fullmatch(self.prefix) is not None,
@@ -274,6 +277,11 @@ class TestbedConfig:
                f"server_cpus={self.server_cpus}, accepted None or 0.01..1024")
         _check(1 <= self.server_cpu_period_ms <= 1000,
                f"server_cpu_period_ms={self.server_cpu_period_ms}, accepted 1..1000 (the kernel's cpu.max bounds)")
+        if self.server_cpuset is not None:
+            try:
+                parse_cpu_list(self.server_cpuset)
+            except ValueError as err:
+                raise ConfigError(f"server_cpuset: {err}") from None
         object.__setattr__(self, "groups", tuple(self.groups))
         _check(1 <= len(self.groups) <= MAX_GROUPS, f"{len(self.groups)} groups, accepted 1..{MAX_GROUPS}")
         names = [g.name for g in self.groups]

@@ -11,8 +11,14 @@ the initial RTO, the I/O stall the fidelity guard judges) hold the server at onc
 with v2 alone the quota's cgroup takes the server out of the testbed's (not met here). :meth:`ServerCpu.stats` reads how often the quota throttled it,
 the evidence that the server was CPU-bound.
 
-Guarantees: :meth:`ServerCpu.remove` removes the cgroup (processes left in it moved out),
-and :func:`remove_prefix` removes a killed run's leftovers by prefix.
+A cpuset (:class:`ServerCpuset`) keeps the server on cores of its own instead: its threads
+share those cores as the processes of a machine that size do, never throttled. A quota lets
+the server run on every core until the period's share is spent, then holds all of it, its
+front end too, until the next period.
+
+Guarantees: :meth:`ServerCpu.remove` and :meth:`ServerCpuset.remove` remove their cgroup
+(processes left in it moved out), and :func:`remove_prefix` removes a killed run's leftovers
+by prefix.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from pathlib import Path
 from .cgroups import CgroupError, cgroup2_root, remove_cgroup
 
 CGROUP_NAME = "sojourn-{prefix}-srvcpu"
+CPUSET_NAME = "sojourn-{prefix}-srvcpuset"
 DEFAULT_PERIOD_MS = 100.0  # the scheduler's default CFS period
 
 
@@ -30,23 +37,54 @@ class CpuQuotaError(RuntimeError):
     """The quota cannot be set here; the message says what is missing."""
 
 
-def controller_root() -> tuple[Path, int]:
-    """Where cgroups with the cpu controller are made, and the cgroup version there."""
+def controller_root(controller: str = "cpu") -> tuple[Path, int]:
+    """Where cgroups with ``controller`` (cpu or cpuset) are made, and the cgroup version there."""
     try:
         unified = cgroup2_root()
-        if "cpu" in (unified / "cgroup.controllers").read_text().split():
+        if controller in (unified / "cgroup.controllers").read_text().split():
             return unified, 2
     except (CgroupError, OSError):
         pass
     for line in Path("/proc/mounts").read_text().splitlines():
         fields = line.split()
-        if len(fields) >= 4 and fields[2] == "cgroup" and "cpu" in fields[3].split(","):
+        if len(fields) >= 4 and fields[2] == "cgroup" and controller in fields[3].split(","):
             return Path(fields[1]), 1
-    raise CpuQuotaError("no cgroup hierarchy with the cpu controller is mounted (see /proc/mounts); a server CPU "
-                        "quota needs cgroup v2 with cpu in cgroup.controllers, or the v1 cpu controller")
+    raise CpuQuotaError(f"no cgroup hierarchy with the {controller} controller is mounted (see /proc/mounts); the "
+                        f"server's {controller} cgroup needs cgroup v2 with {controller} in cgroup.controllers, or "
+                        f"the v1 {controller} controller")
 
 
-class ServerCpu:
+def parse_cpu_list(text: str) -> list[int]:
+    """The CPUs of a list such as "1", "0-1" or "0,2" (cpuset.cpus's form), each one this
+    machine has; ValueError naming the list otherwise."""
+    cpus: set[int] = set()
+    try:
+        for part in text.split(","):
+            low, _, high = part.strip().partition("-")
+            cpus.update(range(int(low), int(high or low) + 1))
+    except ValueError:
+        raise ValueError(f"CPU list {text!r}: expected numbers and ranges such as 1, 0-1 or 0,2") from None
+    present = os.sched_getaffinity(0)
+    if not cpus or not cpus <= present:
+        raise ValueError(f"CPU list {text!r}: this machine offers CPUs {sorted(present)}")
+    return sorted(cpus)
+
+
+class ServerCgroup:
+    """A cgroup of the server's processes alone (``path``), which the server joins before exec."""
+
+    path: Path
+
+    def join(self) -> None:
+        """Moves the calling process into the cgroup (its children follow)."""
+        with open(self.path / "cgroup.procs", "w") as out:
+            out.write(str(os.getpid()))
+
+    def remove(self) -> None:
+        remove_cgroup(self.path)
+
+
+class ServerCpu(ServerCgroup):
     """A cgroup whose processes together get at most ``cpus`` CPUs' worth of time in each
     period of ``period_ms``: a shorter period spreads the same share more evenly in time."""
 
@@ -75,11 +113,6 @@ class ServerCpu:
             self.remove()
             raise CpuQuotaError(f"cannot set a CPU quota of {cpus:g} in {self.path}: {err}") from None
 
-    def join(self) -> None:
-        """Moves the calling process into the cgroup (its children follow)."""
-        with open(self.path / "cgroup.procs", "w") as out:
-            out.write(str(os.getpid()))
-
     def stats(self) -> dict:
         """How the quota held the server: periods, throttled periods and throttled seconds."""
         fields = dict(line.split() for line in (self.path / "cpu.stat").read_text().splitlines() if line.strip())
@@ -92,18 +125,43 @@ class ServerCpu:
         return {"cpus": self.cpus, "cgroup": str(self.path), "cgroup_version": self.version,
                 "period_us": self.period_us}
 
-    def remove(self) -> None:
-        remove_cgroup(self.path)
+
+class ServerCpuset(ServerCgroup):
+    """A cgroup whose processes run only on the CPUs of ``cpus`` (a list such as "1")."""
+
+    def __init__(self, prefix: str, cpus: str):
+        try:
+            self.cpus = parse_cpu_list(cpus)
+        except ValueError as err:
+            raise CpuQuotaError(f"server cpuset: {err}") from None
+        root, self.version = controller_root("cpuset")
+        self.path = root / CPUSET_NAME.format(prefix=prefix)
+        listed = ",".join(map(str, self.cpus))
+        try:
+            if self.version == 2:
+                (root / "cgroup.subtree_control").write_text("+cpuset")
+            self.path.mkdir(exist_ok=True)
+            (self.path / "cpuset.cpus").write_text(listed)
+            if self.version == 1:  # v1 takes no task before its memory nodes are set
+                (self.path / "cpuset.mems").write_text((root / "cpuset.mems").read_text().strip())
+        except OSError as err:
+            self.remove()
+            raise CpuQuotaError(f"cannot keep the server on CPUs {listed} in {self.path}: {err}") from None
+
+    def describe(self) -> dict:
+        return {"cpus": self.cpus, "cgroup": str(self.path), "cgroup_version": self.version}
 
 
 def remove_prefix(prefix: str) -> list[str]:
-    """Removes the CPU quota cgroup of testbed ``prefix`` (a killed run's leftovers)."""
-    try:
-        root, _ = controller_root()
-    except (CpuQuotaError, OSError):
-        return []
-    path = root / CGROUP_NAME.format(prefix=prefix)
-    if not path.is_dir():
-        return []
-    remove_cgroup(path)
-    return [f"cgroup {path}"]
+    """Removes the CPU quota and cpuset cgroups of testbed ``prefix`` (a killed run's leftovers)."""
+    removed = []
+    for controller, name in (("cpu", CGROUP_NAME), ("cpuset", CPUSET_NAME)):
+        try:
+            root, _ = controller_root(controller)
+        except (CpuQuotaError, OSError):
+            continue
+        path = root / name.format(prefix=prefix)
+        if path.is_dir():
+            remove_cgroup(path)
+            removed.append(f"cgroup {path}")
+    return removed

@@ -40,7 +40,7 @@ from .config import (
 from .counters import CLOCK_TICKS, CounterSampler, ns_processes
 from .emulator import Emulator
 from .cgroups import TestbedCgroups
-from .cpu import ServerCpu
+from .cpu import ServerCpu, ServerCpuset
 from .rto import InitialRto
 
 ROLES = ("srv", "rtr", "cli")
@@ -79,6 +79,8 @@ class Testbed:
         self._initial_rto: dict[str, InitialRto] = {}
         # The server's CPU quota (a cgroup of the server's processes alone), when configured.
         self.server_cpu: ServerCpu | None = None
+        # The CPUs the server under test may run on (a cgroup of its processes alone), when configured.
+        self.server_cpuset: ServerCpuset | None = None
         # What `up` removed of a run that died with this prefix (its owner record and the list).
         self.leftovers: dict | None = None
 
@@ -159,6 +161,8 @@ class Testbed:
                 self._initial_rto[ns] = InitialRto(self.cgroups.side(side), knobs.initial_rto_ms)
         if cfg.server_cpus is not None:
             self.server_cpu = ServerCpu(cfg.prefix, cfg.server_cpus, cfg.server_cpu_period_ms)
+        if cfg.server_cpuset is not None:
+            self.server_cpuset = ServerCpuset(cfg.prefix, cfg.server_cpuset)
         self._anchor = self._spawn(srv, ["sleep", "infinity"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         sysnet.wait_in_namespace(self._anchor.pid, srv)
         if cfg.uses_emulator:
@@ -214,9 +218,10 @@ class Testbed:
             if self.cgroups:
                 self.cgroups.remove()
                 self.cgroups = None
-            if self.server_cpu:
-                self.server_cpu.remove()
-                self.server_cpu = None
+            for limit in (self.server_cpu, self.server_cpuset):
+                if limit:
+                    limit.remove()
+            self.server_cpu = self.server_cpuset = None
             if self._is_up:
                 sysnet.remove_prefix(self.config.prefix)
                 self._is_up = False
@@ -242,15 +247,16 @@ class Testbed:
 
     def server_preexec(self):
         """The ``preexec_fn`` of the server under test: the server side's settings that
-        follow processes (:meth:`preexec`) and the server's CPU quota."""
-        steps = [step for step in (self.preexec(self.server_ns), self.server_cpu and self.server_cpu.join) if step]
+        follow processes (:meth:`preexec`), the server's CPU quota and its cpuset."""
+        steps = [step for step in (self.preexec(self.server_ns), self.server_cpu and self.server_cpu.join,
+                                   self.server_cpuset and self.server_cpuset.join) if step]
         if len(steps) < 2:
             return steps[0] if steps else None
 
-        def both() -> None:
+        def every() -> None:
             for step in steps:
                 step()
-        return both
+        return every
 
     def _spawn(self, ns: str, argv: list[str], **kwargs) -> subprocess.Popen:
         kwargs.setdefault("stdin", subprocess.DEVNULL)
@@ -325,6 +331,7 @@ class Testbed:
             "cgroup": self.cgroups.describe()["cgroup"] if self.cgroups else None,
             "initial_rto": {ns: cgroup.describe() for ns, cgroup in self._initial_rto.items()},
             "server_cpu": self.server_cpu.describe() if self.server_cpu else None,
+            "server_cpuset": self.server_cpuset.describe() if self.server_cpuset else None,
             "versions": {
                 "kernel": platform.release(),
                 "iproute2": sysnet.run(["ip", "-V"]).strip(),
