@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import time
+from functools import partial
 from pathlib import Path
 
 TREE_NAME = "sojourn-{prefix}"
@@ -75,22 +76,20 @@ class TestbedCgroups:
 
     def preexec(self, side: str):
         """A ``preexec_fn`` that moves the child into ``side``'s cgroup before it execs."""
-        procs = str(self.side(side) / "cgroup.procs")
-
-        def join() -> None:
-            with open(procs, "w") as out:
-                out.write(str(os.getpid()))
-        return join
+        return partial(join_cgroup, self.side(side))
 
     def io_stall_us(self) -> int:
         """Microseconds, since the tree was made, in which some task of the testbed waited for I/O."""
         return pressure_stall_us((self.path / "io.pressure").read_text())
 
-    def describe(self) -> dict:
-        return {"cgroup": str(self.path)}
-
     def remove(self) -> None:
         remove_tree(self.path)
+
+
+def join_cgroup(path: Path) -> None:
+    """Moves the calling process into the cgroup at ``path`` (its children follow)."""
+    with open(path / "cgroup.procs", "w") as out:
+        out.write(str(os.getpid()))
 
 
 def remove_cgroup(path: Path) -> None:

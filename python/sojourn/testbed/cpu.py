@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .cgroups import CgroupError, cgroup2_root, remove_cgroup
+from .cgroups import CgroupError, cgroup2_root, join_cgroup, remove_cgroup
 
 CGROUP_NAME = "sojourn-{prefix}-srvcpu"
 CPUSET_NAME = "sojourn-{prefix}-srvcpuset"
@@ -77,8 +77,7 @@ class ServerCgroup:
 
     def join(self) -> None:
         """Moves the calling process into the cgroup (its children follow)."""
-        with open(self.path / "cgroup.procs", "w") as out:
-            out.write(str(os.getpid()))
+        join_cgroup(self.path)
 
     def remove(self) -> None:
         remove_cgroup(self.path)

@@ -328,7 +328,7 @@ class Testbed:
             "routes": {ns: sysnet.ip(ns, "route", "show") for ns in (self.server_ns, self.client_ns)},
             "sysctls": {ns: sysnet.read_sysctls(ns, keys) for ns in (self.server_ns, self.client_ns)},
             "emulator": self.emulator.describe() if self.emulator else None,
-            "cgroup": self.cgroups.describe()["cgroup"] if self.cgroups else None,
+            "cgroup": str(self.cgroups.path) if self.cgroups else None,
             "initial_rto": {ns: cgroup.describe() for ns, cgroup in self._initial_rto.items()},
             "server_cpu": self.server_cpu.describe() if self.server_cpu else None,
             "server_cpuset": self.server_cpuset.describe() if self.server_cpuset else None,
