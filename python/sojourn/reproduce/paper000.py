@@ -1097,7 +1097,7 @@ def _largest_paired_factors(ctx: Context, e: str, profile: str) -> tuple[str | N
         return ctx.mean(experiment, run, "incomplete") / ctx.mean(experiment, run, "requests")
 
     parts, within = [], False
-    for factor, words in REALISTIC_FACTORS.items():
+    for factor, words in WORKLOADS_REALISTIC_FACTORS.items():
         srpt, fair = (_run(f"{policy}-{factor}", "profile", profile) for policy in ("srpt", "fair"))
         ratio = (ctx.mean(factors_experiment, srpt, "response_largest_1pct_mean")
                  / ctx.mean(factors_experiment, fair, "response_largest_1pct_mean"))
@@ -1181,7 +1181,7 @@ def _largest_anatomy(ctx: Context, e: str, profile: str) -> str | None:
 LARGEST_FACTOR_RUNS = {"workloads": "workloads-largest"}
 LARGEST_ANATOMY_RUNS = {"workloads": "workloads-anatomy"}
 # The runs that change one factor of both policies alike on the set-up of a largest-1% row's
-# experiment, named <policy>-<factor> for the factors of REALISTIC_FACTORS.
+# experiment, named <policy>-<factor> for the factors of WORKLOADS_REALISTIC_FACTORS.
 PAIRED_FACTOR_RUNS = {"workloads-realistic": "workloads-realistic-why"}
 
 # What `workloads-largest` changes of SRPT, in the words of the largest-1% rows.
@@ -1216,7 +1216,7 @@ def _realistic_incomplete_rows(ctx: Context) -> list[Row]:
 
 # One factor at a time under a workload of the realistic set-up (`workloads-realistic-why`, a run
 # named <policy>-<factor>), in the words of the incomplete and largest-1% rows.
-REALISTIC_FACTORS = {"slots2000": "2000 connection slots instead of 350",
+WORKLOADS_REALISTIC_FACTORS = {"slots2000": "2000 connection slots instead of 350",
                       "synq8192": "a SYN queue of 8192 instead of 512"}
 
 
@@ -1228,18 +1228,18 @@ def _incomplete_factor_why(ctx: Context, policy: str, profile: str, claim, share
     e = "workloads-realistic-why"
     shares = {}
     if ctx.has(e) and share.ok and known:
-        runs = {factor: _run(f"{policy}-{factor}", "profile", profile) for factor in REALISTIC_FACTORS}
+        runs = {factor: _run(f"{policy}-{factor}", "profile", profile) for factor in WORKLOADS_REALISTIC_FACTORS}
         shares = {factor: ratio for factor, run in runs.items()
                   if not math.isnan(ratio := ctx.mean(e, run, "incomplete") / ctx.mean(e, run, "requests"))}
     if not shares:
         return None
     text = f"{known}; one factor at a time (`{e}`): " + ", ".join(
-        f"with {REALISTIC_FACTORS[factor]} {value:.2%}" for factor, value in shares.items())
+        f"with {WORKLOADS_REALISTIC_FACTORS[factor]} {value:.2%}" for factor, value in shares.items())
     for factor, value in shares.items():
         how = (f"{value:.2%} meets the row's range" if claim.kind == "bound" and bound_met(claim.bound, value)
                else None if claim.kind == "bound" else _factor_placement(claim.paper_value, share.value, value))
         if how:
-            return measured(f"{text}: with {REALISTIC_FACTORS[factor]}, {how}")
+            return measured(f"{text}: with {WORKLOADS_REALISTIC_FACTORS[factor]}, {how}")
     return unexplained(f"{text}, none of which accounts for the miss")
 
 
