@@ -40,6 +40,19 @@ def test_every_paper_spec_is_valid_at_both_scales(path):
         assert names and len(names) == len(set(names))
 
 
+@pytest.mark.parametrize("path", [p for p in PAPER_SPECS if p.parent.name == "000"], ids=lambda p: p.name)
+def test_every_srpt_run_of_000_is_the_papers_srpt_unless_it_says_otherwise(path):
+    """000 §3: its SRPT is the kernel's, the responses' remaining sizes mapped to priority
+    bands, over the server's own (FAIR) order. A factor run changed from SRPT keeps that, or a
+    row would compare another policy under SRPT's name (srpt-slots2000 once ran the
+    application's SRPT order without bands); only a run named for the application's order
+    (srpt-app) may drop the bands."""
+    for run in load_spec(path).runs:
+        if run.variant.startswith("srpt") and not run.variant.startswith("srpt-app"):
+            assert run.config["server"]["kernel_bands"], f"{path.name}: {run.name} runs SRPT without kernel bands"
+            assert run.config["server"]["policy"] == "fair", f"{path.name}: {run.name} orders writes by size"
+
+
 @pytest.mark.parametrize("tag", [t for t in PAPERS if (REPO / "python/sojourn/reproduce" / f"paper{t}.py").is_file()])
 def test_every_entry_of_a_paper_names_a_spec_that_exists(tag):
     paper = load_paper(tag)
