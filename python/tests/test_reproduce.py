@@ -529,7 +529,7 @@ def test_repetitions_that_failed_are_a_failure_not_nothing_new(tmp_path, monkeyp
 def test_results_of_a_changed_spec_are_set_aside_and_the_new_version_runs(tmp_path, monkeypatch):
     """A reproduction whose spec changed after some repetitions completed (000's persistent
     connections got five client pools) runs the new version instead of refusing to run at
-    all; the old results are moved aside whole, not deleted. Partial results of the old
+    all; the old results of the runs it changed are moved aside, not deleted. Partial results of the old
     version alone pin nothing (the runner replaces them)."""
     from rich.console import Console
 
@@ -556,8 +556,9 @@ def test_results_of_a_changed_spec_are_set_aside_and_the_new_version_runs(tmp_pa
     aside = [p for p in old.parent.iterdir() if p.name.startswith("000-baseline.before-")]
     assert len(aside) == 1 and layout.is_complete(aside[0] / "fair" / "0")
     assert (aside[0] / "spec.toml").read_text() == "# an older version\n"
-    assert seen[-1] == [aside[0].name] and not old.exists()  # the runner starts the new version afresh
-    assert f"they are kept in {aside[0].name}" in console.export_text()
+    assert seen[-1] == sorted(["000-baseline", aside[0].name]) and not (old / "fair").exists()  # run afresh
+    told = console.export_text()
+    assert "configures fair otherwise than when they ran" in told and f"their results are kept in {aside[0].name}" in told
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="sojourn reproduce refuses testbed experiments without root")
@@ -1636,7 +1637,41 @@ def test_a_publication_is_restored_for_a_spec_given_a_new_variant(tmp_path):
     changed = load_spec(spec)
     assert published_reps(changed, published, False) == []
     aside = set_aside_other_version(results / "e", changed)
-    assert aside is not None and layout.is_complete(aside / "a" / "0") and not (results / "e").exists()
+    assert aside is not None and layout.is_complete(aside / "a" / "0") and not (results / "e" / "a").exists()
+    assert (aside / "spec.toml").read_text() == grown.text
+
+
+def test_a_run_configured_otherwise_is_run_again_and_the_others_keep_their_results(tmp_path):
+    """000's srpt-slots2000 was corrected (the paper's SRPT, not the application's order)
+    beside five runs it left alike: only its repetitions are set aside (with the spec they ran
+    from) and not restored from the publication; the others' are restored and counted."""
+    from sojourn.reproduce.publish import published_reps, restore_published, set_aside_other_version
+    from sojourn.runner import layout
+
+    spec = tmp_path / "e.toml"
+    spec.write_text('name = "e"\n[workload]\nrho = 0.5\n[variants.a]\nserver.policy = "fair"\n'
+                    '[variants.b]\nserver.policy = "srpt"\n')
+    first = load_spec(spec)
+    published, results = tmp_path / "published", tmp_path / "results"
+    for where in (published, results / "e"):
+        for run in first.runs:
+            for rep in ("0", "1"):
+                (where / run.name / rep).mkdir(parents=True)
+                layout.mark(where / run.name / rep, "complete")
+                layout.write_json(where / run.name / rep / "run.json", {"run": run.name, "config": run.config})
+        (where / "spec.toml").write_text(first.text)
+    (published / "meta.json").write_text(json.dumps({"scale": "full"}))
+    spec.write_text(spec.read_text().replace('policy = "srpt"', 'policy = "fair"'))
+    corrected = load_spec(spec)
+    assert [f"{p.parent.name}/{p.name}" for p in published_reps(corrected, published, False)] == ["a/0", "a/1"]
+    aside = set_aside_other_version(results / "e", corrected)
+    assert aside is not None and sorted(p.name for p in aside.iterdir()) == ["b", "spec.toml"]
+    assert layout.is_complete(aside / "b" / "1") and (aside / "spec.toml").read_text() == first.text
+    assert layout.is_complete(results / "e" / "a" / "1") and not (results / "e" / "b").exists()
+    assert set_aside_other_version(results / "e", corrected) is None
+    shutil.rmtree(results / "e" / "a")
+    assert restore_published(corrected, published, results, quick=False) == 2
+    assert layout.is_complete(results / "e" / "a" / "0") and not (results / "e" / "b").exists()
 
 
 def test_a_key_the_schema_gained_since_a_run_keeps_its_results_only_at_its_default(tmp_path):

@@ -24,7 +24,7 @@ from sojourn.reproduce import REPO, SHARED, Entry, Paper
 from sojourn.reproduce.concurrency import measured_concurrency
 from sojourn.reproduce.doc import figure_run, relative_paths
 from sojourn.runner import layout
-from sojourn.runner.spec import changed_runs, load_spec
+from sojourn.runner.spec import changed_reps, changed_runs, load_spec
 from sojourn.runner.experiment import NOT_STARTED
 
 # Per repetition: the files summary numbers come from (no per-request records; the kernel
@@ -90,14 +90,16 @@ RESTORED = "restored.json"
 
 
 def published_reps(experiment, published: Path, quick: bool) -> list[Path]:
-    """The complete repetitions published in ``published`` from the same spec (the same
-    text, or runs configured alike: :func:`sojourn.runner.spec.changed_runs`) at the same
-    scale (their directories, run/rep): what a campaign need not run again."""
+    """The complete repetitions published in ``published`` at the same scale whose run the
+    spec still configures alike (the same text, or :func:`sojourn.runner.spec.changed_reps`
+    leaves them out), their directories run/rep: what a campaign need not run again. A run
+    whose configuration changed is run again; the others keep what they measured."""
     published = Path(published)
-    if not (published / "spec.toml").is_file() or not _published_at(published, quick) \
-            or changed_runs(published, experiment):
+    if not (published / "spec.toml").is_file() or not _published_at(published, quick):
         return []
-    return [status.parent for status in sorted(published.glob("*/*/status.json")) if layout.is_complete(status.parent)]
+    changed = set(changed_reps(published, experiment))
+    return [status.parent for status in sorted(published.glob("*/*/status.json"))
+            if layout.is_complete(status.parent) and status.parent not in changed]
 
 
 def _published_at(directory: Path, quick: bool) -> bool:
@@ -201,16 +203,27 @@ def restore_published(experiment, published: Path, results: Path, quick: bool, s
 
 
 def set_aside_other_version(directory: Path, experiment) -> Path | None:
-    """Moves ``directory`` aside when it holds complete repetitions of a different version of
-    ``experiment``'s spec (a run's configuration changed since they ran, ``changed_runs``),
-    so the new version runs afresh and nothing is lost: returns where they went,
-    ``<directory>.before-<time>``."""
+    """Moves aside what ``directory`` holds of the runs ``experiment``'s spec now configures
+    otherwise (a run whose complete repetitions ran with another configuration, or that the
+    spec no longer has: ``changed_reps``), every repetition of such a run, with the spec they
+    ran from, so those runs run afresh, the others keep what they measured, and nothing is
+    lost: returns where they went, ``<directory>.before-<time>``; None when nothing changed."""
     saved = directory / "spec.toml"
-    if not saved.is_file() or not changed_runs(directory, experiment):
+    if not saved.is_file():
+        return None
+    runs = sorted({rep.parent.name for rep in changed_reps(directory, experiment)})
+    if not runs:
         return None
     stamp = time.strftime("%Y%m%dT%H%M%S", time.localtime(saved.stat().st_mtime))
     target = directory.with_name(f"{directory.name}.before-{stamp}")
-    directory.rename(target)
+    attempt = 1
+    while target.exists():  # an earlier set-aside of the same version: never merged into
+        attempt += 1
+        target = directory.with_name(f"{directory.name}.before-{stamp}-{attempt}")
+    target.mkdir(parents=True)
+    shutil.copy2(saved, target / "spec.toml")
+    for run in runs:
+        os.replace(directory / run, target / run)
     return target
 
 
@@ -249,8 +262,10 @@ def run_resuming(console, label: str, experiment, root: Path, published: Path | 
 
     aside = set_aside_other_version(layout.experiment_dir(root, experiment.name), experiment)
     if aside:
-        console.print(f"{label}: its spec changed since the results under {relative_paths(str(aside.parent))} ran; "
-                      f"they are kept in {aside.name} and this version runs afresh", markup=False, highlight=False)
+        runs = ", ".join(sorted(path.name for path in aside.iterdir() if path.is_dir()))
+        console.print(f"{label}: its spec configures {runs} otherwise than when they ran under "
+                      f"{relative_paths(str(aside.parent))}; their results are kept in {aside.name} and they run "
+                      "afresh", markup=False, highlight=False)
     restored = restore_published(experiment, published, root, quick, share) if published else 0
     testbeds = at_once(experiment, concurrency, most)
     restored_from = f"{restored} repetition(s) restored from {relative_paths(str(published.parent))}; " if restored else ""

@@ -682,13 +682,13 @@ def configured_alike(now: Any, ran: Any, path: str = "") -> bool:
     return now == ran
 
 
-def changed_runs(directory: Path, experiment: Experiment) -> list[str]:
+def changed_reps(directory: Path, experiment: Experiment) -> list[Path]:
     """The complete repetitions under ``directory`` (``<run>/<rep>/``, beside the
-    ``spec.toml`` they ran from) that ``experiment`` would not run alike now, as ``run rep
-    N``: none when its spec's text is the saved one, else those whose run it no longer has or
-    configures otherwise. A spec that only added runs, or touched comments or keys that
-    resolve the same, keeps the results of the old text, as does a key the schema gained
-    since at its default (:func:`configured_alike`)."""
+    ``spec.toml`` they ran from) that ``experiment`` would not run alike now: none when its
+    spec's text is the saved one, else those whose run it no longer has or configures
+    otherwise. A spec that only added runs, or touched comments or keys that resolve the
+    same, keeps the results of the old text, as does a key the schema gained since at its
+    default (:func:`configured_alike`)."""
     saved = Path(directory) / "spec.toml"
     if saved.is_file() and saved.read_text() == experiment.text:
         return []
@@ -703,8 +703,13 @@ def changed_runs(directory: Path, experiment: Experiment) -> list[str]:
         except (OSError, json.JSONDecodeError):
             ran = None
         if ran is None or rep.parent.name not in resolved or not configured_alike(resolved[rep.parent.name], ran):
-            changed.append(f"{rep.parent.name} rep {rep.name}")
+            changed.append(rep)
     return changed
+
+
+def changed_runs(directory: Path, experiment: Experiment) -> list[str]:
+    """:func:`changed_reps` as ``run rep N``."""
+    return [f"{rep.parent.name} rep {rep.name}" for rep in changed_reps(directory, experiment)]
 
 
 def apply_quick(raw: dict) -> dict:
