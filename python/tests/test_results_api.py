@@ -112,3 +112,25 @@ def test_the_first_periods_load_is_read_from_the_uplinks_counters_inside_it(tmp_
     assert load == {"first_period_target_rho": 0.9, "first_period_wire_rho": pytest.approx(0.9)}
     assert first_period_load(counters, trace_periods(tmp_path / "absent"), 10e6) == {}
     assert first_period_load(counters.iloc[:1], periods, 10e6) == {}
+
+
+def test_a_redrawn_repetition_is_summarized_by_the_current_analysis_keeping_its_fidelity(tmp_path):
+    """`sojourn reproduce --redraw` rewrites a repetition's summary.json from its saved files
+    (a figure added to the analysis since it ran reaches its publication), keeping the fidelity
+    record its run made; a repetition with classes of sessions gets their summary too."""
+    import json
+
+    from sojourn.reproduce.publish import resummarize
+    from sojourn.runner.layout import write_json
+
+    write_repetition(tmp_path, "fair", 0, slow_factor=1.0)
+    rep = tmp_path / "fair" / "0"
+    write_json(rep / "summary.json", {"response_mean": -1.0, "fidelity": {"valid": True, "violations": []}})
+    resummarize(rep)
+    summary = json.loads((rep / "summary.json").read_text())
+    assert summary["response_mean"] > 0 and summary["fidelity"] == {"valid": True, "violations": []}
+    assert "size_largest_1pct_mean" in summary and "sessions" not in summary
+    write_json(rep / "classes.json", {"class_names": ["all"], "delay_bounds_s": [1.0], "address_classes": [0]})
+    resummarize(rep)
+    sessions = json.loads((rep / "summary.json").read_text())["sessions"]
+    assert sessions["class_names"] == ["all"] and sessions["overall"]["requests"] == 400

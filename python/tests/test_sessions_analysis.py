@@ -95,13 +95,16 @@ def test_series_queue_lengths_and_anatomy(tmp_path):
     assert parts.loc["MM", "processing_mean_s"] == pytest.approx(0.10 / 20)
     assert parts.loc["MM", "dropped"] == 3
     assert parts["weight_mean"].isna().all()  # a series from before 28 Nov 2026 has no weights
+    assert parts["cpu_s"].isna().all()  # nor the stages' CPU
     weighted = tmp_path / "weighted.csv"
     weighted.write_text("t_s,stage,queue_length,completed,late,dropped_waiting_room,dropped_deadline,queueing_s,"
                         "processing_s,cpu_s,weight\n"
                         "0.5,MM,3,10,0,0,0,1.0,0.05,0.05,0.75\n0.5,CO,1,2,0,0,0,0.5,0.02,0.02,0.25\n"
                         "1.5,MM,0,20,1,2,1,3.0,0.10,0.10,0.25\n1.5,CO,4,2,0,0,0,0.5,0.02,0.02,0.75\n")
-    weights = sessions.anatomy(sessions.read_series(weighted))["weight_mean"]
+    weighted_parts = sessions.anatomy(sessions.read_series(weighted))
+    weights = weighted_parts["weight_mean"]
     assert weights["MM"] == pytest.approx(0.5) and weights["CO"] == pytest.approx(0.5)
+    assert weighted_parts.loc["MM", "cpu_s"] == pytest.approx(0.10)  # the last cumulative sample
     bad = tmp_path / "bad.csv"
     bad.write_text("t_s,stage\n")
     with pytest.raises(ValueError, match="missing column"):

@@ -29,6 +29,7 @@ import pandas as pd
 from sojourn.analysis.inversion import service_inversion_index
 from sojourn.analysis.metrics import by_arrival, by_group, counter_metrics, largest_share_mean, summarize
 from sojourn.analysis.records import read_intervals, read_records, requests
+from sojourn.analysis.session_metrics import summarize_directory as summarize_sessions
 from sojourn.analysis.sweeps import over_repetitions
 
 # Summary keys the report's table shows (and the demo prints), with their labels.
@@ -146,7 +147,9 @@ def summarize_repetition(directory: Path, link_bps: float, groups: list[dict] | 
     too): :func:`metrics.summarize` over records.csv, the service-inversion index,
     :func:`metrics.counter_metrics` over counters.csv, and the load generator's own
     summary under ``load_generator``; with several client ``groups`` (the run's
-    network.groups), ``by_group`` holds each group's statistics. NaN becomes null (JSON)."""
+    network.groups), ``by_group`` holds each group's statistics; with classes of sessions
+    (classes.json), ``sessions``. NaN becomes null (JSON). The runner adds its fidelity
+    record (``fidelity``)."""
     directory = Path(directory)
     summary: dict = {"link_bps": link_bps}
     records = directory / "records.csv"
@@ -185,6 +188,8 @@ def summarize_repetition(directory: Path, link_bps: float, groups: list[dict] | 
     ideal = directory / "ideal.parquet"
     if ideal.is_file():
         summary["ideal"] = ideal_metrics(pd.read_parquet(ideal))
+    if (directory / "classes.json").is_file():  # sessions in classes (003): per class and stage
+        summary["sessions"] = summarize_sessions(directory)
     return _null_nans(summary)
 
 

@@ -158,6 +158,9 @@ def anatomy(series: pd.DataFrame) -> pd.DataFrame:
         "dropped_waiting_room": last["dropped_waiting_room"].astype(int),
         "dropped_deadline": last["dropped_deadline"].astype(int),
         "late": last["late"].astype(int),
+        # The CPU the stage's work burned in all, where the series has it: set against the
+        # server's process CPU it leaves what the front end took (accepting, parsing, writing).
+        "cpu_s": last["cpu_s"] if "cpu_s" in last else np.nan,
         # The mean sampled share, where the series has it (003 §4.2: DWFS's weights follow
         # the queue lengths and the timeout).
         "weight_mean": series.groupby("stage")["weight"].mean() if "weight" in series else np.nan,

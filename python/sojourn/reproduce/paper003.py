@@ -706,14 +706,20 @@ def _served_by(service: str) -> str:
     return "" if service == "one" else f", {_service_words(service)},"
 
 
-def _service_words(service: str) -> str:
-    """How a reason names a way of serving the CPU (section5_model.SERVICES)."""
-    threads, ready_queue, patient = SERVICES[service]
+def _service_words(service: str, point: dict | None = None) -> str:
+    """How a reason names a way of serving the CPU (section5_model.SERVICES), with the front
+    end's cost per request that ``point`` (a `section5-model` point) was replayed with."""
+    threads, ready_queue, patient, front_end = SERVICES[service]
     if threads == 1:
         return "one request at a time"
     words = (f"a ready queue of {threads} refilled when empty" if ready_queue
              else f"{threads} threads each taking a request when free")
-    return words + (" and sessions going on after a late response, as the testbed's clients' do" if patient else "")
+    words += " and sessions going on after a late response, as the testbed's clients' do" if patient else ""
+    if front_end:
+        cost = _served(point or {}, service).get("front_end_s")
+        words += (f", each request costing {cost * 1e3:.3f} ms more, the CPU the server's front end spent on one "
+                  "(`section5-demand-workers-onecore`)" if cost else ", each request costing the front end's CPU more")
+    return words
 
 
 # How a reason names each of DWFS's orders within a stage (sched::dispatch::StageOrder).
@@ -744,7 +750,7 @@ def _model_split_why(ctx: Context, experiment: str, users: int, ours: Measure, o
     shared = {other: value for other in SERVICES if other != service
               and not math.isnan(value := _model_split(point, order, other))}
     sharing = (f"; in the same order {'with the CPU shared' if service == 'one' else 'served otherwise'}: " + ", ".join(
-        f"{_service_words(other)} {value:.3g}" for other, value in shared.items())) if shared else ""
+        f"{_service_words(other, point)} {value:.3g}" for other, value in shared.items())) if shared else ""
     if abs(math.log(split[order] / ours.value)) < abs(math.log(split[order] / paper)):
         return measured(f"{text}: nearer ours than the paper's {paper:.3g}, so DWFS's policy sets the split here, "
                         f"not the testbed{sharing}")
@@ -852,7 +858,7 @@ def _sharing_note(points: list) -> list[str]:
              "the CPU shared (`sojourn-engine stages --threads --ready-queue`): drops gold / bronze (the dispatcher's: "
              "refused, dropped early or expired), then the share finished past its bound gold / bronze, then bronze / "
              f"gold mean response (the paper's drops and split: {paper}):", "",
-             "| k | " + " | ".join(_service_words(s) for s in services) + " |",
+             "| k | " + " | ".join(_service_words(s, shared[0][1]) for s in services) + " |",
              "|---|" + "---|" * len(services)]
     for k, point in shared:
         cells = []

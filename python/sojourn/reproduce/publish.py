@@ -376,7 +376,21 @@ def redraw_entry(console, paper: Paper, entry: Entry, results: Path, quick: bool
     if lost:
         return refuse(f"{len(lost)} run(s) have no per-request records here ({', '.join(sorted(lost))}); their "
                       "figures would be lost: redraw where they ran, or run them again")
+    for records in sorted(directory.glob("*/*/records.csv")):
+        resummarize(records.parent)
     return directory, 0
+
+
+def resummarize(rep: Path) -> None:
+    """Writes a repetition's summary.json afresh from its saved files with the current
+    analysis, keeping the fidelity record its run made (the guard judged the run as it ran)."""
+    from sojourn.analysis.results import open_repetition, summarize_repetition
+
+    repetition = open_repetition(rep)
+    summary = summarize_repetition(rep, repetition.link_bps, repetition.config.get("network", {}).get("groups"))
+    if "fidelity" in repetition.summary:
+        summary["fidelity"] = repetition.summary["fidelity"]
+    layout.write_json(rep / "summary.json", summary)
 
 
 def _carry_run_figures(published: Path, staging: Path, undrawn: set[str]) -> None:

@@ -9,7 +9,8 @@ binds user u to class address u mod 3), Fig. 5's transitions with its exit proba
 its users thinking an exponential ``think_s``, each session aborted by a request that misses its
 bound (or, as the testbed's clients, only by one slower than their delay bound), through the
 same ``Dispatcher`` the server runs (crates/sched/src/dispatch.rs), once in each way of sharing
-the CPU (SERVICES) and each of DWFS's orders within a stage (STAGE_ORDERS: earliest deadline
+the CPU (SERVICES; one of them adds to each request the CPU the server's front end spent on one,
+measured where it ran on a core of its own, FRONT_END_RUNS, once that is published) and each of DWFS's orders within a stage (STAGE_ORDERS: earliest deadline
 first, the server's default, and the other readings of 003 §5.2's "the shorter timeout ..., the
 higher is its priority"; the server takes any of them as ``server.stages.stage_order``). What is
 left out is everything else of the testbed: HTTP, sockets, the front end's threads, the clocks
@@ -54,10 +55,13 @@ class Service(NamedTuple):
     """How the model serves the requests DWFS dispatched: ``threads`` at once sharing the CPU,
     refilled only when all are done (``ready_queue``) or each when free; ``patient``: a session
     goes on after a late response within the client's delay bound, as the testbed's clients
-    take one (``sojourn-engine stages --session-bound``), instead of ending at the missed bound."""
+    take one (``sojourn-engine stages --session-bound``), instead of ending at the missed bound;
+    ``front_end``: each request costs the CPU the server's front end spent on one besides its
+    stage's cost (:func:`front_end_cost_s`)."""
     threads: int
     ready_queue: bool = False
     patient: bool = False
+    front_end: bool = False
 
 
 # The ways of serving, by name. "one": one at a time, as the server's single stage worker
@@ -67,14 +71,43 @@ class Service(NamedTuple):
 # whose worker threads served it sharing the CPU, its size not given (the weights were "the
 # number of requests from the queues to be dispatched to the ready queue").
 SERVICES = {"one": Service(1), "threads-4": Service(4), "threads-4-patient": Service(4, patient=True),
+            "threads-4-patient-front-end": Service(4, patient=True, front_end=True),
             "ready-queue-4": Service(4, True), "ready-queue-8": Service(8, True), "ready-queue-16": Service(16, True)}
 
+# Where the front end's cost is measured: four stage workers on a core of their own, nothing
+# throttling them, the whole server on that core (its front end too), at 60 clients.
+FRONT_END_RUNS = REPO / "docs" / "reproduction" / "003" / "section5-demand-workers-onecore"
 
-def stages_argv(config: dict, seed: int, stage_order: str = STAGE_ORDERS[0], service: str = "one") -> list[str]:
-    """``sojourn-engine stages`` options for one run's resolved config (seconds throughout)."""
-    threads, ready_queue, patient = SERVICES[service]
+
+def front_end_cost_s(published: Path) -> float | None:
+    """The server's CPU per request outside its stages' work (accepting, parsing, dispatching,
+    writing), the mean over the published repetitions of (process CPU, counters.csv server_cpu
+    over the run, less the stages' CPU, summary.json's session anatomy cpu_s) / requests; None
+    while no repetition has both."""
+    costs = []
+    for path in sorted(Path(published).glob("*/*/summary.json")):
+        sessions = json.loads(path.read_text()).get("sessions") or {}
+        stages = [part.get("cpu_s") for part in sessions.get("anatomy") or []]
+        requests = (sessions.get("overall") or {}).get("requests")
+        counters = path.parent / "counters.csv"
+        if not stages or None in stages or not requests or not counters.is_file():
+            continue
+        frame = pd.read_csv(counters, usecols=["t_s", "server_cpu"])
+        process = float((frame["server_cpu"] * frame["t_s"].diff().fillna(0)).sum())
+        costs.append((process - sum(stages)) / requests)
+    return sum(costs) / len(costs) if costs else None
+
+
+def stages_argv(config: dict, seed: int, stage_order: str = STAGE_ORDERS[0], service: str = "one",
+                front_end_s: float | None = None) -> list[str]:
+    """``sojourn-engine stages`` options for one run's resolved config (seconds throughout);
+    a ``front_end`` service adds ``front_end_s`` to every stage's cost."""
+    threads, ready_queue, patient, front_end = SERVICES[service]
+    if front_end and front_end_s is None:
+        raise ValueError(f"service {service} needs the front end's cost per request (front_end_s)")
+    extra = front_end_s if front_end else 0.0
     stages, sessions = config["server"]["stages"], config["workload"]["sessions"]
-    costs = ",".join(str(stage["processing_ms"] / 1000) for stage in stages["stage"])
+    costs = ",".join(str(stage["processing_ms"] / 1000 + extra) for stage in stages["stage"])
     timeouts = ",".join(str(c["timeout_ms"] / 1000) for c in stages["class"])
     return [str(engine_path()), "stages", "--json", "--policy", stages["policy"], "--deterministic-service",
             "--service-times", costs, "--timeout", timeouts, "--clients", str(sessions["users"]),
@@ -84,29 +117,33 @@ def stages_argv(config: dict, seed: int, stage_order: str = STAGE_ORDERS[0], ser
         ["--session-bound", str(sessions["delay_bound_s"])] if patient else [])
 
 
-def model_rows(experiment: str, spec: Path, seeds) -> list[dict]:
+def model_rows(experiment: str, spec: Path, seeds, front_end_s: float | None = None) -> list[dict]:
+    """Every replay of ``spec``'s DWFS runs; the ``front_end`` services only with
+    ``front_end_s``."""
     from sojourn.runner.spec import load_spec
 
+    services = [name for name, service in SERVICES.items() if front_end_s is not None or not service.front_end]
     rows = []
     for run in load_spec(spec).runs:
         config = run.config
         if config["server"]["stages"]["policy"] != "dwfs":
             continue
         names = [c["name"] for c in config["server"]["stages"]["class"]]
-        for service in SERVICES:
+        for service in services:
             for stage_order in STAGE_ORDERS:
                 for seed in seeds:
-                    rows += _seed_rows(experiment, run.name, config, names, service, stage_order, seed)
+                    rows += _seed_rows(experiment, run.name, config, names, service, stage_order, seed, front_end_s)
     return rows
 
 
 def _seed_rows(experiment: str, run: str, config: dict, names: list[str], service: str, stage_order: str,
-               seed: int) -> list[dict]:
+               seed: int, front_end_s: float | None = None) -> list[dict]:
     """One replay's rows, a row per class."""
-    argv = stages_argv(config, seed, stage_order, service)
+    argv = stages_argv(config, seed, stage_order, service, front_end_s)
     result = json.loads(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
     return [{"experiment": experiment, "run": run, "users": config["workload"]["sessions"]["users"],
-             "service": service, "stage_order": stage_order,
+             "service": service, "front_end_s": front_end_s if SERVICES[service].front_end else 0.0,
+             "stage_order": stage_order,
              "server_order": config["server"]["stages"].get("stage_order", STAGE_ORDERS[0]),
              "seed": seed, "class": name, "completed": completed, "timed_out": timed_out, "late": late,
              "drop_rate": (timed_out - late) / max(completed + timed_out, 1), "response_sum_s": response_sum}
@@ -135,7 +172,8 @@ def summarize(model: pd.DataFrame) -> dict:
     and in each, and per way of sharing the CPU (``by_service``)."""
     summary = {}
     for (experiment, run), group in model.groupby(["experiment", "run"], sort=False):
-        services = {service: _by_order(rows) for service, rows in group.groupby("service", sort=False)}
+        services = {service: {**_by_order(rows), "front_end_s": float(rows["front_end_s"].iloc[0])}
+                    for service, rows in group.groupby("service", sort=False)}
         summary[f"{experiment}/{run}"] = {
             "seeds": int(group["seed"].nunique()),
             "drop_rate": services["one"]["drop_rate_by_stage_order"][group["server_order"].iloc[0]],
@@ -146,7 +184,9 @@ def summarize(model: pd.DataFrame) -> dict:
 def main(argv: list[str] | None = None) -> int:
     args = command_args(__doc__, "model.csv, summary.json", "three seeds instead of ten", argv)
     seeds = SEEDS["quick" if args.quick else "full"]
-    rows = [row for experiment, spec in SPECS.items() for row in model_rows(experiment, REPO / spec, seeds)]
+    front_end_s = front_end_cost_s(FRONT_END_RUNS)
+    rows = [row for experiment, spec in SPECS.items()
+            for row in model_rows(experiment, REPO / spec, seeds, front_end_s)]
     args.out.mkdir(parents=True, exist_ok=True)
     model = pd.DataFrame(rows)
     model.to_csv(args.out / "model.csv", index=False)

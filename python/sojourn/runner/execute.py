@@ -29,7 +29,6 @@ import pandas as pd
 from sojourn import analysis, servers
 from sojourn.analysis.results import server_metric_means, summarize_repetition
 from sojourn.engine import engine_path
-from sojourn.analysis import session_metrics as session_analysis
 from sojourn.runner import fidelity, layout, load_parts
 from sojourn.runner.derived import write_derived
 from sojourn.runner import session_workload
@@ -292,8 +291,6 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
                 (directory / "derived.log").write_text("\n".join(notes) + "\n")
             summary = summarize_repetition(directory, link_bps, run.config["network"]["groups"])
             summary["fidelity"] = record
-            if (directory / "classes.json").is_file():
-                summary["sessions"] = session_analysis.summarize_directory(directory)
             layout.write_json(directory / "summary.json", summary)
         except Exception as err:  # noqa: BLE001 - a broken records file must not hide the run's own error
             state, reason = "partial", f"{reason}; summary failed: {err}".lstrip("; ")
