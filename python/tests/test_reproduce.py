@@ -924,11 +924,16 @@ def test_realistic_largest_1pct_are_told_by_their_own_runs_not_by_the_baselines_
     assert "ours took 0.41x the ideal under SRPT" in row.why_text() and "where the time went" not in row.why_text()
 
 
-def _as_srpt_slots2000_w7(why: Path) -> None:
-    """SRPT's run with 2000 slots under W7 in the copied `workloads-realistic-why`, made from
-    the published SRPT of `workloads-realistic` (the tests set the figures they read)."""
+def _realistic_why_w7(tmp_path: Path) -> Path:
+    """Copies of `workloads-realistic` and `workloads-realistic-why`, the latter with SRPT's run
+    with 2000 slots under W7 made from the published SRPT of `workloads-realistic` (the tests
+    set the figures they read); the copy of `workloads-realistic-why`."""
+    for experiment in ("workloads-realistic", "workloads-realistic-why"):
+        _published(tmp_path, "000", experiment)
+    why = tmp_path / "000" / "workloads-realistic-why"
     shutil.rmtree(why / "srpt-slots2000-profile=W7", ignore_errors=True)
     _publish_as(DOCS / "000" / "workloads-realistic" / "srpt-profile=W7" / "0", why, "srpt-slots2000-profile=W7")
+    return why
 
 
 def test_realistic_largest_1pct_are_put_down_to_a_factor_changed_for_both_policies(tmp_path):
@@ -938,10 +943,7 @@ def test_realistic_largest_1pct_are_put_down_to_a_factor_changed_for_both_polici
     reason; one beyond it leaves the row unexplained, saying what it gave. W8 without SRPT's
     factor run (FAIR's alone) says nothing of the pair. (The factor runs' figures are set here.)"""
     paper = load_paper("000")
-    for experiment in ("workloads-realistic", "workloads-realistic-why"):
-        _published(tmp_path, "000", experiment)
-    why = tmp_path / "000" / "workloads-realistic-why"
-    _as_srpt_slots2000_w7(why)
+    why = _realistic_why_w7(tmp_path)
 
     def with_srpt_over_fair(ratio: float) -> Row:
         fair = json.loads(next(why.glob("fair-slots2000-profile=W7/*/summary.json")).read_text())
@@ -968,10 +970,7 @@ def test_the_least_realistic_ratio_is_put_down_to_a_factor_changed_for_both_poli
     the paper's, in its departure from 1 too, is the measured reason; one that is not leaves the
     row unexplained, saying what it gave. (The factor runs' means are set here.)"""
     paper = load_paper("000")
-    for experiment in ("workloads-realistic", "workloads-realistic-why"):
-        _published(tmp_path, "000", experiment)
-    why = tmp_path / "000" / "workloads-realistic-why"
-    _as_srpt_slots2000_w7(why)
+    why = _realistic_why_w7(tmp_path)
 
     def with_fair_over_srpt(ratio: float) -> Row:
         srpt = json.loads(next(why.glob("srpt-slots2000-profile=W7/*/summary.json")).read_text())["response_mean"]
