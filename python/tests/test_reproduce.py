@@ -967,8 +967,9 @@ def test_realistic_largest_1pct_are_put_down_to_a_factor_changed_for_both_polici
 def test_the_least_realistic_ratio_is_put_down_to_a_factor_changed_for_both_policies_once_it_accounts(tmp_path):
     """000 §5.2, realistic set-up: FAIR / SRPT was least under W7 (1.07, the paper's least 1.4).
     With a factor changed for both policies (`workloads-realistic-why`), a ratio within 2x of
-    the paper's, in its departure from 1 too, is the measured reason; one that is not leaves the
-    row unexplained, saying what it gave. (The factor runs' means are set here.)"""
+    the paper's, in its departure from 1 too, or within the paper's range over its workloads
+    (1.4-4), is the measured reason; one that is neither leaves the row unexplained, saying what
+    it gave. (The factor runs' means are set here.)"""
     paper = load_paper("000")
     why = _realistic_why_w7(tmp_path)
 
@@ -981,8 +982,11 @@ def test_the_least_realistic_ratio_is_put_down_to_a_factor_changed_for_both_poli
     row = with_fair_over_srpt(1.5)
     assert row.ours.at == "profile=W7" and row.verdict() == "same direction beyond 2x"
     assert row.reason() == "measured"
-    assert "with 2000 connection slots instead of 350 for both, FAIR / SRPT 1.50 within 2x of the paper's 1.4" \
-        in row.why_text()
+    assert "with 2000 connection slots instead of 350 for both, FAIR / SRPT 1.50 within 2x of the paper's 1.4 or in " \
+        "its range 1.4-4," in row.why_text()
+    # Beyond 2x of the paper's least, but within the range it printed for all its workloads.
+    assert with_fair_over_srpt(2.9).reason() == "measured"
+    assert with_fair_over_srpt(4.5).reason() == "unexplained"
     row = with_fair_over_srpt(1.1)
     assert row.reason() == "unexplained" and "FAIR / SRPT 1.10," in row.why_text()
     assert row.why_text().endswith("none of which accounts for the miss")

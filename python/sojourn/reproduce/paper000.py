@@ -1121,16 +1121,21 @@ def _paired_factors(ctx: Context, e: str, profile: str, metric: str, over: str,
     return f"both policies changed alike (`{factors_experiment}`): " + "; ".join(parts) + f", {base}", within
 
 
-def _realistic_range_why(ctx: Context, found: Measure, what: str, paper_value: float):
+def _realistic_range_why(ctx: Context, printed: tuple[float, float], found: Measure, what: str, paper_value: float):
     """FAIR / SRPT at the workload where the realistic set-up's extreme was found, with one
     factor changed for both policies alike (:func:`_paired_factors`): measured when a factor
-    brings the ratio within 2x of the paper's (:func:`departs_alike`), else unexplained with
-    what each gave; None without such runs."""
+    brings the ratio within 2x of the paper's extreme (:func:`departs_alike`) or into the range
+    the paper ``printed`` for all its workloads (that workload no longer lies outside it), else
+    unexplained with what each gave; None without such runs."""
     if not found.at or not found.ok or departs_alike(found.value, paper_value):
         return None
-    text, within = _paired_factors(ctx, "workloads-realistic", _sweep_point(found), "response_mean", "srpt",
-                                   lambda ratio: ratio > 1 and departs_alike(ratio, paper_value),
-                                   f"within 2x of the paper's {paper_value:.3g}")
+    low, high = printed
+
+    def accounts(ratio: float) -> bool:
+        return ratio > 1 and (departs_alike(ratio, paper_value) or low <= ratio <= high)
+
+    text, within = _paired_factors(ctx, "workloads-realistic", _sweep_point(found), "response_mean", "srpt", accounts,
+                                   f"within 2x of the paper's {paper_value:.3g} or in its range {low:.3g}-{high:.3g}")
     if not text:
         return None
     return measured(text) if within else unexplained(f"{text}, none of which accounts for the miss")
@@ -1658,7 +1663,8 @@ def claims(ctx: Context) -> list[Row]:
                 "abort": _abort_rows, "realistic": _realistic_rows, "workloads": _workload_rows,
                 "workloads-realistic": lambda ctx: _range_rows(ctx, "workloads-realistic", REALISTIC_FACTOR,
                                                                "1.4-4 across the eight workloads",
-                                                               functools.partial(_realistic_range_why, ctx))
+                                                               functools.partial(_realistic_range_why, ctx,
+                                                                                 REALISTIC_FACTOR))
                 + _largest_share_rows(ctx, "workloads-realistic") + _realistic_incomplete_rows(ctx),
                 PERSISTENT_WHY: _persistent_why_rows, "overload": _overload_rows, "overload-srpt": _overload_srpt_rows,
                 **syn_queues,
