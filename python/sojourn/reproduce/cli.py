@@ -51,8 +51,8 @@ def register(parser: argparse.ArgumentParser) -> None:
                         help="run nothing: publish the chosen experiments again from their publication and the "
                              "results here, so their figures and summaries are the current code's (after a change to "
                              "the report or the analysis: each repetition with records here is summarized afresh, its "
-                             "fidelity record kept); refused for an experiment whose figures need per-request records that are "
-                             "not here. Example: sojourn reproduce 002 --only loss --redraw")
+                             "fidelity record kept); refused for an experiment whose figures need per-request records "
+                             "that are not here. Example: sojourn reproduce 002 --only loss --redraw")
     add_stop_after(parser)
     parser.set_defaults(func=main)
 

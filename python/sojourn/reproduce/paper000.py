@@ -18,8 +18,7 @@ from sojourn import papers
 from sojourn.reproduce import Context, Entry, Paper, per_rep_quotient, quotient, rows_of
 from sojourn.reproduce.beside import Band, Panel, Printed, Series, draw
 from sojourn.reproduce.rows import (NEGATIVE, Measure, Row, about_one, between, bound, bound_met, departs_alike,
-                                    direction, measured,
-                                    point, unexplained, within_2x)
+                                    direction, measured, point, unexplained, within_2x)
 from sojourn.runner.spec import run_name
 from sojourn.testbed.uplink import DEFAULT_QUEUE_PACKETS
 from sojourn.theory.formulas import tcp_loss_throughput
@@ -1041,7 +1040,7 @@ def _largest_share_why(ctx: Context, e: str, profile: str):
     survivors = _largest_survivors(ctx, e, srpt, fair)
     if survivors:
         return measured(f"{text}; {survivors}")
-    paired, within = _paired_factors(ctx, e, profile, "response_largest_1pct_mean", "fair",
+    paired, within = _paired_factors(ctx, e, profile, "response_largest_1pct_mean", "srpt",
                                      lambda ratio: bound_met(LARGEST_SHARE_BOUND.bound, ratio), "meets the bound")
     if paired:
         text += f"; {paired}"
@@ -1085,10 +1084,10 @@ def _largest_survivors(ctx: Context, e: str, srpt: str, fair: str) -> str | None
             f"{sizes['SRPT'] / 1024:.0f} KB (summary.json size_largest_1pct_mean, incomplete_largest_1pct_share)")
 
 
-def _paired_factors(ctx: Context, e: str, profile: str, metric: str, over: str,
+def _paired_factors(ctx: Context, e: str, profile: str, metric: str, numerator: str,
                     accounts: Callable[[float], bool], how: str) -> tuple[str | None, bool]:
-    """A ratio of the policies' ``metric`` (SRPT's over FAIR's, or FAIR's over SRPT's when
-    ``over`` is "srpt") under ``profile`` with one factor changed for both alike (the runs
+    """A ratio of the policies' ``metric``, ``numerator``'s ("fair" or "srpt") over the
+    other's, under ``profile`` with one factor changed for both alike (the runs
     <policy>-<factor> of ``PAIRED_FACTOR_RUNS[e]``), each beside the share of requests each
     policy never completed there and in e's own runs: response times are taken of the completed
     requests, so a policy that lost more of its load left its survivors less to compete with.
@@ -1101,7 +1100,7 @@ def _paired_factors(ctx: Context, e: str, profile: str, metric: str, over: str,
     def lost(experiment: str, run: str) -> float:
         return ctx.mean(experiment, run, "incomplete") / ctx.mean(experiment, run, "requests")
 
-    top, bottom = ("fair", "srpt") if over == "srpt" else ("srpt", "fair")
+    top, bottom = numerator, "fair" if numerator == "srpt" else "srpt"
     label = f"{VARIANT_NAMES[top]} / {VARIANT_NAMES[bottom]}"
     parts, within = [], False
     for factor, words in WORKLOADS_REALISTIC_FACTORS.items():
@@ -1134,7 +1133,7 @@ def _realistic_range_why(ctx: Context, printed: tuple[float, float], found: Meas
     def accounts(ratio: float) -> bool:
         return ratio > 1 and (departs_alike(ratio, paper_value) or low <= ratio <= high)
 
-    text, within = _paired_factors(ctx, "workloads-realistic", _sweep_point(found), "response_mean", "srpt", accounts,
+    text, within = _paired_factors(ctx, "workloads-realistic", _sweep_point(found), "response_mean", "fair", accounts,
                                    f"within 2x of the paper's {paper_value:.3g} or in its range {low:.3g}-{high:.3g}")
     if not text:
         return None
@@ -1243,7 +1242,7 @@ def _realistic_incomplete_rows(ctx: Context) -> list[Row]:
 # One factor at a time under a workload of the realistic set-up (`workloads-realistic-why`, a run
 # named <policy>-<factor>), in the words of the incomplete and largest-1% rows.
 WORKLOADS_REALISTIC_FACTORS = {"slots2000": "2000 connection slots instead of 350",
-                      "synq8192": "a SYN queue of 8192 instead of 512"}
+                               "synq8192": "a SYN queue of 8192 instead of 512"}
 
 
 def _incomplete_factor_why(ctx: Context, policy: str, profile: str, claim, share: Measure, known: str | None):

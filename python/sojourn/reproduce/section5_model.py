@@ -9,10 +9,11 @@ binds user u to class address u mod 3), Fig. 5's transitions with its exit proba
 its users thinking an exponential ``think_s``, each session aborted by a request that misses its
 bound (or, as the testbed's clients, only by one slower than their delay bound), through the
 same ``Dispatcher`` the server runs (crates/sched/src/dispatch.rs), once in each way of sharing
-the CPU (SERVICES; one of them adds to each request the CPU the server's front end spent on one,
-measured where it ran on a core of its own, FRONT_END_RUNS, once that is published) and each of DWFS's orders within a stage (STAGE_ORDERS: earliest deadline
-first, the server's default, and the other readings of 003 §5.2's "the shorter timeout ..., the
-higher is its priority"; the server takes any of them as ``server.stages.stage_order``). What is
+the CPU (SERVICES; one of them adds to each request the CPU the server's front end spent on
+one, measured where it ran on a core of its own, FRONT_END_RUNS, once that is published) and
+each of DWFS's orders within a stage (STAGE_ORDERS: earliest deadline first, the server's
+default, and the other readings of 003 §5.2's "the shorter timeout ..., the higher is its
+priority"; the server takes any of them as ``server.stages.stage_order``). What is
 left out is everything else of the testbed: HTTP, sockets, the front end's threads, the clocks
 of a loaded two-core machine. Where the model's drop rates agree with the testbed's, the policy
 alone sets them; where they part, the server does.
