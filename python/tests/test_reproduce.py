@@ -43,14 +43,18 @@ def test_every_paper_spec_is_valid_at_both_scales(path):
 @pytest.mark.parametrize("path", [p for p in PAPER_SPECS if p.parent.name == "000"], ids=lambda p: p.name)
 def test_every_srpt_run_of_000_is_the_papers_srpt_unless_it_says_otherwise(path):
     """000 §3: its SRPT is the kernel's, the responses' remaining sizes mapped to priority
-    bands, over the server's own (FAIR) order. A factor run changed from SRPT keeps that, or a
-    row would compare another policy under SRPT's name (srpt-slots2000 once ran the
-    application's SRPT order without bands); only a run named for the application's order
-    (srpt-app) may drop the bands."""
+    bands, over the server's own (FAIR) order, and its FAIR the same server without bands. A
+    factor run changed from either keeps that, or a row would compare another policy under its
+    name (srpt-slots2000 once ran the application's SRPT order without bands); only a run named
+    for the difference may have it: srpt-app (the application's order), fair-synack-band (the
+    SYN-ACKs in a band of their own)."""
     for run in load_spec(path).runs:
+        server = run.config["server"]
         if run.variant.startswith("srpt") and not run.variant.startswith("srpt-app"):
-            assert run.config["server"]["kernel_bands"], f"{path.name}: {run.name} runs SRPT without kernel bands"
-            assert run.config["server"]["policy"] == "fair", f"{path.name}: {run.name} orders writes by size"
+            assert server["kernel_bands"], f"{path.name}: {run.name} runs SRPT without kernel bands"
+            assert server["policy"] == "fair", f"{path.name}: {run.name} orders writes by size"
+        if run.variant.startswith("fair") and "synack-band" not in run.variant:
+            assert not server["kernel_bands"] and server["policy"] == "fair", f"{path.name}: {run.name} is not FAIR"
 
 
 @pytest.mark.parametrize("tag", [t for t in PAPERS if (REPO / "python/sojourn/reproduce" / f"paper{t}.py").is_file()])
