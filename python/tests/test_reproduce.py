@@ -996,6 +996,28 @@ def test_the_least_realistic_ratio_is_put_down_to_a_factor_changed_for_both_poli
     assert row.why_text().endswith("none of which accounts for the miss")
 
 
+def test_the_rtt_effect_under_loss_is_told_in_seconds_where_its_ratio_misses(tmp_path):
+    """000 (D) right: "the negative effect of a given RTT is accentuated under high loss". As
+    ratios to the 0-ms mean SRPT's effect under 5% loss fell (0.29), but 150 ms added more
+    seconds under the loss than without it: the measured reason, withdrawn once it adds fewer.
+    FAIR's mean does not rise with the RTT at all: unexplained, saying so."""
+    paper = load_paper("000")
+    grid = _published(tmp_path, "000", "rtt-loss-grid")
+    claim = "SRPT: (150 ms / 0 ms at 5% loss) / (150 ms / 0 ms without loss)"
+    row = _the_row(paper, tmp_path, "rtt-loss-grid", claim)
+    assert row.verdict() == "missed" and row.reason() == "measured"
+    assert "accentuated in seconds" in row.why_text()
+    clean = {rtt: json.loads(next(grid.glob(f"srpt-loss0-rtt_ms={rtt}/*/summary.json")).read_text())["response_mean"]
+             for rtt in (0, 150)}
+    for rep in grid.glob("srpt-loss5-rtt_ms=150/*/"):  # 150 ms adds half the seconds it adds without loss
+        _in_summary(lambda summary: summary.update(response_mean=0.5 * (clean[150] - clean[0]) + json.loads(
+            next(grid.glob("srpt-loss5-rtt_ms=0/*/summary.json")).read_text())["response_mean"]))(rep)
+    row = _the_row(paper, tmp_path, "rtt-loss-grid", claim)
+    assert row.reason() == "unexplained" and row.why_text().endswith("the RTT adds fewer seconds under loss")
+    fair = _the_row(paper, tmp_path, "rtt-loss-grid", "FAIR: (150 ms / 0 ms at 5% loss) / (150 ms / 0 ms without loss)")
+    assert fair.reason() == "unexplained" and fair.why_text().endswith("the RTT does not raise the mean")
+
+
 def test_an_incomplete_share_is_put_down_to_the_one_factor_run_that_brings_it_within_the_row(tmp_path):
     """000 §5.2, realistic set-up, W7: FAIR never completed 30% of its requests, SRPT 24%, past
     the range between the paper's 0.2% (load 0.7) and 10-15% (0.9). `workloads-realistic-why`
