@@ -1706,8 +1706,8 @@ def test_a_publication_is_restored_for_a_spec_given_a_new_variant(tmp_path):
     changed = load_spec(spec)
     assert published_reps(changed, published, False) == []
     aside = set_aside_other_version(results / "e", changed)
-    assert aside is not None and layout.is_complete(aside / "a" / "0") and not (results / "e" / "a").exists()
-    assert (aside / "spec.toml").read_text() == grown.text
+    assert aside is not None and aside.runs == ["a"] and not (results / "e" / "a").exists()
+    assert layout.is_complete(aside.directory / "a" / "0") and (aside.directory / "spec.toml").read_text() == grown.text
 
 
 def test_a_run_configured_otherwise_is_run_again_and_the_others_keep_their_results(tmp_path):
@@ -1734,8 +1734,8 @@ def test_a_run_configured_otherwise_is_run_again_and_the_others_keep_their_resul
     corrected = load_spec(spec)
     assert [f"{p.parent.name}/{p.name}" for p in published_reps(corrected, published, False)] == ["a/0", "a/1"]
     aside = set_aside_other_version(results / "e", corrected)
-    assert aside is not None and sorted(p.name for p in aside.iterdir()) == ["b", "spec.toml"]
-    assert layout.is_complete(aside / "b" / "1") and (aside / "spec.toml").read_text() == first.text
+    assert aside is not None and aside.runs == ["b"] and sorted(p.name for p in aside.directory.iterdir()) == ["b", "spec.toml"]
+    assert layout.is_complete(aside.directory / "b" / "1") and (aside.directory / "spec.toml").read_text() == first.text
     assert layout.is_complete(results / "e" / "a" / "1") and not (results / "e" / "b").exists()
     assert set_aside_other_version(results / "e", corrected) is None
     shutil.rmtree(results / "e" / "a")

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from sojourn.analysis.sweeps import swept_users
 from sojourn.reproduce import REPO, SHARED, Entry, Paper
@@ -202,12 +203,19 @@ def restore_published(experiment, published: Path, results: Path, quick: bool, s
     return restored
 
 
-def set_aside_other_version(directory: Path, experiment) -> Path | None:
+class SetAside(NamedTuple):
+    """Where :func:`set_aside_other_version` moved results, and the runs it moved."""
+    directory: Path
+    runs: list[str]
+
+
+def set_aside_other_version(directory: Path, experiment) -> SetAside | None:
     """Moves aside what ``directory`` holds of the runs ``experiment``'s spec now configures
     otherwise (a run whose complete repetitions ran with another configuration, or that the
     spec no longer has: ``changed_reps``), every repetition of such a run, with the spec they
     ran from, so those runs run afresh, the others keep what they measured, and nothing is
-    lost: returns where they went, ``<directory>.before-<time>``; None when nothing changed."""
+    lost: returns where they went, ``<directory>.before-<time>``, and the runs; None when
+    nothing changed."""
     saved = directory / "spec.toml"
     if not saved.is_file():
         return None
@@ -224,7 +232,7 @@ def set_aside_other_version(directory: Path, experiment) -> Path | None:
     shutil.copy2(saved, target / "spec.toml")
     for run in runs:
         os.replace(directory / run, target / run)
-    return target
+    return SetAside(target, runs)
 
 
 def has_unpublished(directory: Path) -> bool:
@@ -262,9 +270,9 @@ def run_resuming(console, label: str, experiment, root: Path, published: Path | 
 
     aside = set_aside_other_version(layout.experiment_dir(root, experiment.name), experiment)
     if aside:
-        runs = ", ".join(sorted(path.name for path in aside.iterdir() if path.is_dir()))
-        console.print(f"{label}: its spec configures {runs} otherwise than when they ran under "
-                      f"{relative_paths(str(aside.parent))}; their results are kept in {aside.name} and they run "
+        console.print(f"{label}: its spec configures {', '.join(aside.runs)} otherwise than when they ran under "
+                      f"{relative_paths(str(aside.directory.parent))}; their results are kept in "
+                      f"{aside.directory.name} and they run "
                       "afresh", markup=False, highlight=False)
     restored = restore_published(experiment, published, root, quick, share) if published else 0
     testbeds = at_once(experiment, concurrency, most)
@@ -369,7 +377,8 @@ def redraw_entry(console, paper: Paper, entry: Entry, results: Path, quick: bool
     directory = layout.experiment_dir(results_root(results, paper, quick), experiment.name)
     aside = set_aside_other_version(directory, experiment)
     if aside:
-        console.print(f"{entry.name}: results of another version of its spec moved to {aside.name}", markup=False,
+        console.print(f"{entry.name}: results of another version of its spec moved to {aside.directory.name}",
+                      markup=False,
                       highlight=False)
     restore_published(experiment, published, directory.parent, quick)
     lost = undrawn_runs(directory)
@@ -384,13 +393,12 @@ def redraw_entry(console, paper: Paper, entry: Entry, results: Path, quick: bool
 def resummarize(rep: Path) -> None:
     """Writes a repetition's summary.json afresh from its saved files with the current
     analysis, keeping the fidelity record its run made (the guard judged the run as it ran)."""
-    from sojourn.analysis.results import open_repetition, summarize_repetition
+    from sojourn.analysis.results import open_repetition
+    from sojourn.runner.execute import write_summary
 
     repetition = open_repetition(rep)
-    summary = summarize_repetition(rep, repetition.link_bps, repetition.config.get("network", {}).get("groups"))
-    if "fidelity" in repetition.summary:
-        summary["fidelity"] = repetition.summary["fidelity"]
-    layout.write_json(rep / "summary.json", summary)
+    write_summary(rep, repetition.link_bps, repetition.config.get("network", {}).get("groups"),
+                  repetition.summary.get("fidelity"))
 
 
 def _carry_run_figures(published: Path, staging: Path, undrawn: set[str]) -> None:

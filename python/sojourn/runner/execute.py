@@ -289,9 +289,7 @@ def run_repetition(run: Run, rep: int, directory: Path, inputs: Inputs, prefix: 
             notes = write_derived(directory, link_bps, timestamps=run.config["network"]["tcp"]["timestamps"])
             if notes:
                 (directory / "derived.log").write_text("\n".join(notes) + "\n")
-            summary = summarize_repetition(directory, link_bps, run.config["network"]["groups"])
-            summary["fidelity"] = record
-            layout.write_json(directory / "summary.json", summary)
+            write_summary(directory, link_bps, run.config["network"]["groups"], record)
         except Exception as err:  # noqa: BLE001 - a broken records file must not hide the run's own error
             state, reason = "partial", f"{reason}; summary failed: {err}".lstrip("; ")
         layout.mark(directory, state, reason)
@@ -449,6 +447,15 @@ def _save_server_metrics(tb, peer: servers.Server, path: Path) -> None:
     answer = tb.run(tb.server_ns, ["curl", "-s", "--max-time", "5", peer.metrics_url], capture_output=True)
     if answer.returncode == 0 and answer.stdout:
         path.write_bytes(answer.stdout)
+
+
+def write_summary(directory: Path, link_bps: float, groups, fidelity_record: dict | None) -> None:
+    """Writes a repetition's summary.json from its saved files, with the fidelity guard's
+    record of the run (none for a repetition that predates the guard)."""
+    summary = summarize_repetition(directory, link_bps, groups)
+    if fidelity_record is not None:
+        summary["fidelity"] = fidelity_record
+    layout.write_json(directory / "summary.json", summary)
 
 
 def _adopt_load_summary(directory: Path) -> None:
