@@ -1000,7 +1000,7 @@ def test_the_rtt_effect_under_loss_is_told_in_seconds_where_its_ratio_misses(tmp
     """000 (D) right: "the negative effect of a given RTT is accentuated under high loss". As
     ratios to the 0-ms mean SRPT's effect under 5% loss fell (0.29), but 150 ms added more
     seconds under the loss than without it: the measured reason, withdrawn once it adds fewer.
-    FAIR's mean does not rise with the RTT at all: unexplained, saying so."""
+    FAIR's mean does not rise with the RTT at all: its handshake's share is told apart."""
     paper = load_paper("000")
     grid = _published(tmp_path, "000", "rtt-loss-grid")
     claim = "SRPT: (150 ms / 0 ms at 5% loss) / (150 ms / 0 ms without loss)"
@@ -1014,7 +1014,15 @@ def test_the_rtt_effect_under_loss_is_told_in_seconds_where_its_ratio_misses(tmp
             next(grid.glob("srpt-loss5-rtt_ms=0/*/summary.json")).read_text())["response_mean"]))(rep)
     row = _the_row(paper, tmp_path, "rtt-loss-grid", claim)
     assert row.reason() == "unexplained" and row.why_text().endswith("the RTT adds fewer seconds under loss")
-    fair = _the_row(paper, tmp_path, "rtt-loss-grid", "FAIR: (150 ms / 0 ms at 5% loss) / (150 ms / 0 ms without loss)")
+    # FAIR's mean does not rise with the RTT: its handshake got shorter (fewer SYN-ACKs and SYNs
+    # dropped) while the rest of the response got longer; unexplained once the handshake does not.
+    claim = "FAIR: (150 ms / 0 ms at 5% loss) / (150 ms / 0 ms without loss)"
+    fair = _the_row(paper, tmp_path, "rtt-loss-grid", claim)
+    assert fair.reason() == "measured" and "the handshake got shorter with the RTT" in fair.why_text()
+    assert "(synacks_dropped)" in fair.why_text() and "past the handshake 150 ms added +" in fair.why_text()
+    for rep in grid.glob("fair-loss5-rtt_ms=150/*/"):
+        _in_summary(lambda summary: summary.update(connect_mean=10.0))(rep)
+    fair = _the_row(paper, tmp_path, "rtt-loss-grid", claim)
     assert fair.reason() == "unexplained" and fair.why_text().endswith("the RTT does not raise the mean")
 
 

@@ -1656,7 +1656,8 @@ def _grid_effect_why(ctx: Context, e: str, variant: str, key: str):
     its effect without loss: the same effect in seconds (150 ms's mean less 0 ms's, means over
     the repetitions). Measured when the RTT adds more seconds under loss than without, an
     effect accentuated as the paper's figure (the mean against the RTT) shows one, the ratio
-    falling because the loss raised the 0-ms mean too; else unexplained with the seconds."""
+    falling because the loss raised the 0-ms mean too; else split into the handshake and the
+    rest (:func:`_grid_handshake_why`)."""
     means = {(loss, rtt): ctx.mean(e, _run(f"{variant}-{loss}", key, rtt), "response_mean")
              for loss in ("loss5", "loss0") for rtt in (150, 0)}
     if any(math.isnan(v) for v in means.values()):
@@ -1668,8 +1669,38 @@ def _grid_effect_why(ctx: Context, e: str, variant: str, key: str):
     if clean > 0 and lossy > clean:
         return measured(f"{text}: accentuated in seconds, as a mean plotted against the RTT shows it; the ratio falls "
                         f"because the loss raised the 0-ms mean {means[('loss5', 0)] / means[('loss0', 0)]:.3g}-fold")
-    return unexplained(f"{text}: " + ("the RTT does not raise the mean" if min(clean, lossy) <= 0
-                                       else "the RTT adds fewer seconds under loss"))
+    return (_grid_handshake_why(ctx, e, variant, key, text)
+            or unexplained(f"{text}: " + ("the RTT does not raise the mean" if min(clean, lossy) <= 0
+                                          else "the RTT adds fewer seconds under loss")))
+
+
+def _grid_handshake_why(ctx: Context, e: str, variant: str, key: str, text: str):
+    """The RTT's effect split into the handshake (summary.json connect_mean, a part of every
+    response: (D) runs without persistent connections) and the rest of the response: measured
+    when the handshake got shorter with the RTT at both loss rates while the rest got longer,
+    the SYN drops telling why the handshake got shorter; None otherwise."""
+    def at(loss: str, rtt: int, metric: str) -> float:
+        return ctx.mean(e, _run(f"{variant}-{loss}", key, rtt), metric)
+
+    handshake = {loss: at(loss, 150, "connect_mean") - at(loss, 0, "connect_mean") for loss in ("loss5", "loss0")}
+    rest = {loss: at(loss, 150, "response_mean") - at(loss, 0, "response_mean") - handshake[loss]
+            for loss in ("loss5", "loss0")}
+    if any(math.isnan(v) for v in (*handshake.values(), *rest.values())):
+        return None
+    if not (max(handshake.values()) < 0 < min(rest.values())):
+        return None
+    def fell(metric: str) -> str:
+        """``metric`` at 0 ms and at 150 ms, under loss and without."""
+        return ", ".join(f"{at(loss, 0, metric):,.0f} to {at(loss, 150, metric):,.0f} {words}"
+                         for loss, words in (("loss5", "under loss"), ("loss0", "without")))
+
+    how = "more" if rest["loss5"] > rest["loss0"] else "fewer"
+    return measured(
+        f"{text}; the handshake got shorter with the RTT ({handshake['loss5']:+.3f} s at 5% loss, "
+        f"{handshake['loss0']:+.3f} s without; summary.json connect_mean), fewer of its packets lost at the "
+        f"server: SYN-ACKs dropped in the uplink's FIFO {fell('synacks_dropped')} (synacks_dropped), SYNs dropped "
+        f"in the SYN queue {fell('syn_drops')} (syn_drops); past the handshake 150 ms added {rest['loss5']:+.3f} s "
+        f"under loss and {rest['loss0']:+.3f} s without, {how} under loss")
 
 
 HELD = ("held: established less those in the accept queue (counters.csv); the FIN-WAIT sockets Fig. 6 also counts "
