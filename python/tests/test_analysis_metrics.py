@@ -352,6 +352,9 @@ def test_the_ideal_schedules_give_each_policys_mean_and_largest_1pct():
         "ps": {"response_mean": pytest.approx(1.005), "response_largest_1pct_mean": 1.995, "ttfb_largest_1pct_mean": 0},
         "srpt": {"response_mean": pytest.approx(0.5025), "response_largest_1pct_mean": 0.9975,
                  "ttfb_largest_1pct_mean": pytest.approx(0.49875)}}
+    # Users aborting after 1.5 s (000 Table 2 (H)): PS keeps sizes 151-200 past it, SRPT none.
+    aborting = ideal_metrics(ideal, abort_after_s=1.5)
+    assert aborting["ps"]["share_past_abort"] == 0.25 and aborting["srpt"]["share_past_abort"] == 0
 
 
 def test_capacity_levels_in_requests_and_bits_per_second():

@@ -187,23 +187,29 @@ def summarize_repetition(directory: Path, link_bps: float, groups: list[dict] | 
         summary["load_generator"] = json.loads(load_summary.read_text())
     ideal = directory / "ideal.parquet"
     if ideal.is_file():
-        summary["ideal"] = ideal_metrics(pd.read_parquet(ideal))
+        workload = _read_json(directory / "run.json").get("config", {}).get("workload", {})
+        summary["ideal"] = ideal_metrics(pd.read_parquet(ideal), workload.get("abort_after_s") or 0.0)
     if (directory / "classes.json").is_file():  # sessions in classes (003): per class and stage
         summary["sessions"] = summarize_sessions(directory)
     return _null_nans(summary)
 
 
-def ideal_metrics(ideal: pd.DataFrame) -> dict:
+def ideal_metrics(ideal: pd.DataFrame, abort_after_s: float = 0.0) -> dict:
     """Per policy of the ideal fluid schedules of a repetition's requests (ideal.parquet,
     sojourn.theory.bounds.ideal): the mean response time and that of the largest 1% (000
     §5.2's claim for the largest requests, against what theory gives on the same arrivals),
-    and those requests' wait for their first byte."""
+    and those requests' wait for their first byte; where users abort after ``abort_after_s``
+    (000 Table 2 (H)), the share of requests the schedule keeps past it (``share_past_abort``:
+    what the schedule alone would have users abort on their first try, 000 §5.2's incomplete
+    requests being those aborted on every try)."""
     out = {}
     for policy, schedule in ideal.groupby("policy"):
         schedule = schedule.assign(completed=True, ttfb_s=schedule["first_byte_s"] - schedule["scheduled_s"])
         out[policy] = {"response_mean": float(schedule["response_s"].mean()),
                        "response_largest_1pct_mean": largest_share_mean(schedule, 0.01),
                        "ttfb_largest_1pct_mean": largest_share_mean(schedule, 0.01, "ttfb_s")}
+        if abort_after_s > 0:
+            out[policy]["share_past_abort"] = float((schedule["response_s"] > abort_after_s).mean())
     return out
 
 

@@ -17,7 +17,7 @@ import pandas as pd
 from sojourn import papers
 from sojourn.reproduce import Context, Entry, Paper, per_rep_quotient, quotient, rows_of
 from sojourn.reproduce.beside import Band, Panel, Printed, Series, draw
-from sojourn.reproduce.rows import (NEGATIVE, Measure, Row, about_one, between, bound, bound_met, departs_alike,
+from sojourn.reproduce.rows import (NEGATIVE, Measure, Row, Why, about_one, between, bound, bound_met, departs_alike,
                                     direction, measured, point, unexplained, within_2x)
 from sojourn.runner.spec import run_name
 from sojourn.testbed.uplink import DEFAULT_QUEUE_PACKETS
@@ -806,14 +806,16 @@ def _incomplete_text(ctx: Context, e: str, variant: str, run: str) -> str | None
                         f"{median / 1000:.3g} KB (incomplete_largest_1pct_share, incomplete_size_median)")
 
 
-def _incomplete_why(ctx: Context, e: str, variant: str, run: str = "", both_hosts: bool = True):
+def _incomplete_why(ctx: Context, e: str, variant: str, run: str = "", both_hosts: bool = True,
+                    known: str | None = None):
     """What is known of the requests of ``e``'s ``run`` (default: the run named ``variant``)
-    that never completed: how many gave up after every try, and, where the summaries have it,
-    whether they were the largest (incomplete_by_size). Measured where `realistic-why`'s run
-    with the loss met at both hosts (W1, as (J); ``both_hosts``) accounts for the share's miss
-    (:func:`_factor_placement`), else unexplained."""
+    that never completed (``known``, else :func:`_incomplete_text`): how many gave up after
+    every try, and, where the summaries have it, whether they were the largest
+    (incomplete_by_size). Measured where `realistic-why`'s run with the loss met at both hosts
+    (W1, as (J); ``both_hosts``) accounts for the share's miss (:func:`_factor_placement`),
+    else unexplained."""
     run = run or variant
-    text = _incomplete_text(ctx, e, variant, run)
+    text = known or _incomplete_text(ctx, e, variant, run)
     if text is None:
         return None
     factor = f"{variant}-loss-both-hosts"
@@ -1232,11 +1234,52 @@ def _realistic_incomplete_rows(ctx: Context) -> list[Row]:
         for v in ("fair", "srpt"):
             run = _run(v, "profile", profile)
             share = ctx.ratio((e, run, "incomplete"), (e, run, "requests"))
-            why = (_incomplete_factor_why(ctx, v, profile, claim, share, _incomplete_text(ctx, e, v, run))
-                   or _incomplete_why(ctx, e, v, run, both_hosts=profile == "W1"))
+            known, schedule = _incomplete_text(ctx, e, v, run), _schedule_share(ctx, e, v, profile, claim, share)
+            if known and schedule:
+                known = f"{known}; {schedule.text}"
+            factor = _incomplete_factor_why(ctx, v, profile, claim, share, known)
+            if factor and factor.measured:
+                why = factor
+            elif schedule and schedule.measured:
+                why = measured(known)
+            else:
+                why = factor or _incomplete_why(ctx, e, v, run, both_hosts=profile == "W1", known=known)
             rows.append(ctx.row(e, f"{VARIANT_NAMES[v]}: share of requests incomplete, {profile} (load {load:.2g})",
                                 claim, share, why))
     return rows
+
+
+# Which ideal fluid schedule (summary.json ideal, sojourn.theory.bounds.ideal) a policy is set against.
+IDEAL_OF = {"fair": "ps", "srpt": "srpt"}
+
+
+def _schedule_share(ctx: Context, e: str, policy: str, profile: str, claim, share: Measure) -> Why | None:
+    """The share of ``profile``'s requests that the ideal fluid schedules of its arrivals and
+    sizes keep past the users' first abort (summary.json ideal.<policy>.share_past_abort; the
+    same in every run of a workload, so read from either policy's): a request that never
+    completed was aborted on its first try too. Measured when ``policy``'s share is the
+    workload's own (within 2x of its ideal schedule's) and the paper's lies beyond 2x of both
+    schedules' (what its testbed lost lay outside the server's schedule), else the figures
+    alone (unexplained); None without them."""
+    if not share.ok or claim.kind != "point":
+        return None
+    past = {}
+    for ideal in ("ps", "srpt"):
+        values = [ctx.mean(e, _run(run, "profile", profile), f"ideal.{ideal}.share_past_abort") for run in IDEAL_OF]
+        past[ideal] = next((v for v in values if not math.isnan(v)), math.nan)
+    if any(math.isnan(v) for v in past.values()):
+        return None
+    own = past[IDEAL_OF[policy]]
+    abort = ctx.config(e, _run(policy, "profile", profile), "workload.abort_after_s")
+    beyond = claim.paper_value / max(past.values())
+    text = (f"the workload's ideal fluid schedules keep {past['ps']:.3%} (PS) and {past['srpt']:.3%} (SRPT) of its "
+            f"requests past the first abort at {abort:g} s (summary.json ideal share_past_abort), the paper's "
+            f"{claim.paper_value:.3g} {f'{beyond:.3g}' if beyond < 100 else f'{beyond:,.0f}'}x the larger")
+    if own > 0 and share.value / own <= 2 and claim.paper_value > 2 * max(past.values()):
+        return measured(f"{text}: ours ({share.value:.3%}) is the workload's own under its ideal "
+                        f"{IDEAL_OF[policy].upper()}, {share.value / own:.2f}x; the paper's lost more than the "
+                        "server's schedule leaves")
+    return unexplained(text)
 
 
 # One factor at a time under a workload of the realistic set-up (`workloads-realistic-why`, a run
