@@ -355,6 +355,22 @@ def test_the_ideal_schedules_give_each_policys_mean_and_largest_1pct():
     # Users aborting after 1.5 s (000 Table 2 (H)): PS keeps sizes 151-200 past it, SRPT none.
     aborting = ideal_metrics(ideal, abort_after_s=1.5)
     assert aborting["ps"]["share_past_abort"] == 0.25 and aborting["srpt"]["share_past_abort"] == 0
+    assert "share_past_abort_on_path" not in aborting["ps"]
+    # A path carrying 400 size units a second adds size / 400 s: past 0.9 s SRPT keeps sizes from
+    # 181 alone, on the path those from 121 (121/200 + 121/400 = 0.9075 s); PS from 73 on the
+    # path (0.73 + 0.1825 = 0.9125 s).
+    on_path = ideal_metrics(ideal, abort_after_s=0.9, path_rate=400)
+    assert on_path["srpt"]["share_past_abort_on_path"] == 0.4 and on_path["srpt"]["share_past_abort"] == 0.1
+    assert on_path["ps"]["share_past_abort_on_path"] == pytest.approx(0.64)
+
+
+def test_one_connection_over_a_lossy_path_carries_what_mathis_gives():
+    """000 (J)'s path, 100 ms and 5% loss at a 1500-byte MTU: 1448 / 0.1 * sqrt(1.5 / 0.05)
+    bytes/s; none for several groups, or a path without loss, where the link limits."""
+    from sojourn.analysis.results import path_bytes_per_s
+    assert path_bytes_per_s([{"rtt_ms": 100.0, "loss": 0.05, "mtu": 1500}]) == pytest.approx(1448 / 0.1 * math.sqrt(30))
+    assert path_bytes_per_s([{"rtt_ms": 100.0, "loss": 0.0, "mtu": 1500}]) is None
+    assert path_bytes_per_s([{"rtt_ms": 100.0, "loss": 0.05}] * 2) is None
 
 
 def test_capacity_levels_in_requests_and_bits_per_second():

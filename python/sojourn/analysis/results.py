@@ -187,21 +187,39 @@ def summarize_repetition(directory: Path, link_bps: float, groups: list[dict] | 
         summary["load_generator"] = json.loads(load_summary.read_text())
     ideal = directory / "ideal.parquet"
     if ideal.is_file():
-        workload = _read_json(directory / "run.json").get("config", {}).get("workload", {})
-        summary["ideal"] = ideal_metrics(pd.read_parquet(ideal), workload.get("abort_after_s") or 0.0)
+        config = _read_json(directory / "run.json").get("config", {})
+        summary["ideal"] = ideal_metrics(pd.read_parquet(ideal), config.get("workload", {}).get("abort_after_s") or 0.0,
+                                         path_bytes_per_s(config.get("network", {}).get("groups") or []))
     if (directory / "classes.json").is_file():  # sessions in classes (003): per class and stage
         summary["sessions"] = summarize_sessions(directory)
     return _null_nans(summary)
 
 
-def ideal_metrics(ideal: pd.DataFrame, abort_after_s: float = 0.0) -> dict:
+def path_bytes_per_s(groups: list[dict]) -> float | None:
+    """What one TCP connection carries over the clients' emulated path (network.groups, one
+    group with a round trip and loss): :func:`sojourn.theory.formulas.tcp_loss_throughput` at its
+    RTT, loss and MTU (less 52 bytes of IP, TCP and timestamps); None for several groups or a
+    path without loss, where the link, not the path, limits a transfer."""
+    from sojourn.theory.formulas import tcp_loss_throughput
+
+    if len(groups) != 1 or not groups[0].get("loss") or not groups[0].get("rtt_ms"):
+        return None
+    group = groups[0]
+    return tcp_loss_throughput(group["rtt_ms"] / 1000, group["loss"], group.get("mtu", 1500) - 52)
+
+
+def ideal_metrics(ideal: pd.DataFrame, abort_after_s: float = 0.0, path_rate: float | None = None) -> dict:
     """Per policy of the ideal fluid schedules of a repetition's requests (ideal.parquet,
     sojourn.theory.bounds.ideal): the mean response time and that of the largest 1% (000
     §5.2's claim for the largest requests, against what theory gives on the same arrivals),
-    and those requests' wait for their first byte; where users abort after ``abort_after_s``
+    and those requests' wait for their first byte. Where users abort after ``abort_after_s``
     (000 Table 2 (H)), the share of requests the schedule keeps past it (``share_past_abort``:
-    what the schedule alone would have users abort on their first try, 000 §5.2's incomplete
-    requests being those aborted on every try)."""
+    those the schedule alone would have users abort on their first try, 000 §5.2's incomplete
+    requests being those aborted on every try) and, over a lossy path carrying ``path_rate``
+    bytes/s a connection (:func:`path_bytes_per_s`), the share past it once each request's
+    time also holds its transfer over the path (``share_past_abort_on_path``: the schedule's
+    response plus size / path_rate, the link's own transfer time counted twice, a few percent
+    of the path's)."""
     out = {}
     for policy, schedule in ideal.groupby("policy"):
         schedule = schedule.assign(completed=True, ttfb_s=schedule["first_byte_s"] - schedule["scheduled_s"])
@@ -210,6 +228,9 @@ def ideal_metrics(ideal: pd.DataFrame, abort_after_s: float = 0.0) -> dict:
                        "ttfb_largest_1pct_mean": largest_share_mean(schedule, 0.01, "ttfb_s")}
         if abort_after_s > 0:
             out[policy]["share_past_abort"] = float((schedule["response_s"] > abort_after_s).mean())
+            if path_rate:
+                on_path = schedule["response_s"] + schedule["size"] / path_rate
+                out[policy]["share_past_abort_on_path"] = float((on_path > abort_after_s).mean())
     return out
 
 
