@@ -2153,6 +2153,37 @@ def test_realistic_misses_are_put_down_to_a_factor_only_once_a_run_isolates_it(t
     assert mean.reason() == "measured" and "`srpt-2000-tcp`: the second is 0.92x the paper's" in mean.why_text()
 
 
+def test_realistic_largest_1pct_is_set_against_the_ideal_schedule_with_the_path_added(tmp_path):
+    """000 (J): FAIR's largest 1% took 8.87 s against the paper's 2.23 s. The ideal fluid PS of
+    (J)'s arrivals and sizes keeps them 3.81 s, and the path alone (`light-patient`) took 2.33
+    s: 6.14 s together, ours 1.44x that, while the paper's lies below the ideal PS alone. That
+    is the measured reason; not once ours is beyond 2x of the sum, nor once the ideal keeps
+    them less than the paper's. SRPT / FAIR 0.78 where the paper's was 1.02: the ideal SRPT
+    gives the largest 1% 0.42x the ideal PS's, the workload's own; not once it gives more."""
+    paper = load_paper("000")
+    for experiment in ("realistic", "realistic-why"):
+        _published(tmp_path, "000", experiment)
+    fair = _the_row(paper, tmp_path, "realistic", "FAIR mean of the largest 1%")
+    assert fair.reason() == "measured"
+    assert ("the ideal fluid PS of (J)'s arrivals and sizes keeps them 3.81 s (summary.json ideal), 6.14 s with the "
+            "path alone's added, ours 1.44x that" in fair.why_text())
+    ratio = _the_row(paper, tmp_path, "realistic", "SRPT / FAIR mean of the largest 1%")
+    assert ratio.reason() == "measured" and "1.59 s under SRPT and 3.81 s under PS (0.42" in ratio.why_text()
+
+    def ideal(policy: str, seconds: float) -> None:
+        for rep in (tmp_path / "000" / "realistic").glob("*/*/"):
+            _in_summary(lambda summary: summary["ideal"][policy].update(response_largest_1pct_mean=seconds))(rep)
+
+    ideal("ps", 2.2)  # below the paper's 2.23 s, though ours lies within 2x of the 4.53 s sum
+    assert _the_row(paper, tmp_path, "realistic", "FAIR mean of the largest 1%").reason() == "unexplained"
+    ideal("ps", 3.81)
+    for rep in (tmp_path / "000" / "realistic" / "fair").glob("*/"):  # ours 14 s: 2.28x the 6.14 s
+        _in_summary(lambda summary: summary.update(response_largest_1pct_mean=14.0))(rep)
+    assert _the_row(paper, tmp_path, "realistic", "FAIR mean of the largest 1%").reason() == "unexplained"
+    ideal("srpt", 4.0)  # the ideal SRPT slower than the ideal PS: SRPT's advantage is not the workload's
+    assert _the_row(paper, tmp_path, "realistic", "SRPT / FAIR mean of the largest 1%").reason() == "unexplained"
+
+
 def test_fairs_few_impatient_incompletes_are_put_down_to_the_count_of_tries_only_where_two_tries_reach_5_percent(tmp_path):
     """000 (H): 3.04% of FAIR's requests never completed with abort after 3 s and 2 retries,
     against the paper's "more than 5 percent". With 2 tries in all (`abort-impatient-why`,
