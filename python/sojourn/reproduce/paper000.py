@@ -913,9 +913,8 @@ def _realistic_largest_why(ctx: Context, variant: str):
     text += (f"; the ideal fluid {IDEAL_OF[variant].upper()} of (J)'s arrivals and sizes keeps them {ideal:.2f} s "
              f"(summary.json ideal), {model:.2f} s with the path alone's added, ours {ours / model:.2f}x that")
     if 0.5 <= ours / model <= 2 and paper < ideal:
-        return measured(f"{text}: the workload's schedule and the path; the paper's {paper:g} s lies below the ideal "
-                        f"{IDEAL_OF[variant].upper()}'s alone on these arrivals and sizes, as if its largest requests "
-                        "had not waited at the server")
+        return measured(f"{text}: the workload's schedule and the path; the paper's {paper:g} s lies below what the "
+                        f"ideal {IDEAL_OF[variant].upper()} alone keeps them on these arrivals and sizes")
     return unexplained(text)
 
 
