@@ -1020,6 +1020,12 @@ def test_the_rtt_effect_under_loss_is_told_in_seconds_where_its_ratio_misses(tmp
     fair = _the_row(paper, tmp_path, "rtt-loss-grid", claim)
     assert fair.reason() == "measured" and "the handshake got shorter with the RTT" in fair.why_text()
     assert "(synacks_dropped)" in fair.why_text() and "past the handshake 150 ms added +" in fair.why_text()
+    for rep in grid.glob("fair-loss0-rtt_ms=150/*/"):  # more handshake packets dropped at 150 ms: no reason
+        _in_summary(lambda summary: summary.update(syn_drops=summary["syn_drops"] + 100_000))(rep)
+    assert _the_row(paper, tmp_path, "rtt-loss-grid", claim).reason() == "unexplained"
+    for rep in grid.glob("fair-loss0-rtt_ms=150/*/"):
+        _in_summary(lambda summary: summary.update(syn_drops=summary["syn_drops"] - 100_000))(rep)
+    assert _the_row(paper, tmp_path, "rtt-loss-grid", claim).reason() == "measured"
     for rep in grid.glob("fair-loss5-rtt_ms=150/*/"):
         _in_summary(lambda summary: summary.update(connect_mean=10.0))(rep)
     fair = _the_row(paper, tmp_path, "rtt-loss-grid", claim)

@@ -1283,12 +1283,16 @@ def _schedule_share(ctx: Context, e: str, policy: str, profile: str, claim, shar
     if not share.ok or claim.kind != "point":
         return None
     runs = [_run(run, "profile", profile) for run in IDEAL_OF]
-    key = next((key for key in ("share_past_abort_on_path", "share_past_abort")
-                if any(not math.isnan(ctx.mean(e, run, f"ideal.srpt.{key}")) for run in runs)), None)
+
+    def read(key: str) -> dict[str, float]:
+        """Each ideal schedule's ``key``, from the first of the workload's runs that has it."""
+        return {ideal: next((v for run in runs if not math.isnan(v := ctx.mean(e, run, f"ideal.{ideal}.{key}"))),
+                            math.nan) for ideal in ("ps", "srpt")}
+    readings = [(key, read(key)) for key in ("share_past_abort_on_path", "share_past_abort")]
+    key, past = next(((key, past) for key, past in readings if not any(math.isnan(v) for v in past.values())),
+                     (None, None))
     if key is None:
         return None
-    past = {ideal: next(v for run in runs if not math.isnan(v := ctx.mean(e, run, f"ideal.{ideal}.{key}")))
-            for ideal in ("ps", "srpt")}
     own, abort = past[IDEAL_OF[policy]], ctx.config(e, runs[0], "workload.abort_after_s")
     beyond = claim.paper_value / max(past.values())
     what = "the workload's ideal fluid schedules"
@@ -1745,18 +1749,22 @@ def _grid_effect_why(ctx: Context, e: str, variant: str, key: str):
 def _grid_handshake_why(ctx: Context, e: str, variant: str, key: str, text: str):
     """The RTT's effect split into the handshake (summary.json connect_mean, a part of every
     response: (D) runs without persistent connections) and the rest of the response: measured
-    when the handshake got shorter with the RTT at both loss rates while the rest got longer,
-    the SYN drops telling why the handshake got shorter; None otherwise."""
+    when the handshake got shorter with the RTT at both loss rates, with fewer of its packets
+    dropped at the server (SYN-ACKs in the uplink's FIFO and SYNs in the SYN queue), while the
+    rest got longer; None otherwise."""
     def at(loss: str, rtt: int, metric: str) -> float:
         return ctx.mean(e, _run(f"{variant}-{loss}", key, rtt), metric)
 
-    handshake = {loss: at(loss, 150, "connect_mean") - at(loss, 0, "connect_mean") for loss in ("loss5", "loss0")}
-    rest = {loss: at(loss, 150, "response_mean") - at(loss, 0, "response_mean") - handshake[loss]
-            for loss in ("loss5", "loss0")}
-    if any(math.isnan(v) for v in (*handshake.values(), *rest.values())):
+    losses = ("loss5", "loss0")
+    handshake = {loss: at(loss, 150, "connect_mean") - at(loss, 0, "connect_mean") for loss in losses}
+    rest = {loss: at(loss, 150, "response_mean") - at(loss, 0, "response_mean") - handshake[loss] for loss in losses}
+    dropped = {loss: at(loss, 150, "synacks_dropped") + at(loss, 150, "syn_drops")
+               - at(loss, 0, "synacks_dropped") - at(loss, 0, "syn_drops") for loss in losses}
+    if any(math.isnan(v) for v in (*handshake.values(), *rest.values(), *dropped.values())):
         return None
-    if not (max(handshake.values()) < 0 < min(rest.values())):
+    if not (max(handshake.values()) < 0 < min(rest.values()) and max(dropped.values()) < 0):
         return None
+
     def fell(metric: str) -> str:
         """``metric`` at 0 ms and at 150 ms, under loss and without."""
         return ", ".join(f"{at(loss, 0, metric):,.0f} to {at(loss, 150, metric):,.0f} {words}"
