@@ -51,9 +51,11 @@ def test_003_fig5_table2_and_classes():
     for name, row in zip(sessions["stages"], sessions["fig5_percent"]):
         line = "\t".join([name] + [f"{p:.1f}" for p in row])
         assert line in printed, f"003 Fig. 5 has no row {line!r}"
-    for weights, productivity in zip(sessions["table2_weights"], sessions["table2_productivity"]):
-        row = r"\(" + r",\s*".join(str(w) for w in weights) + rf"\)\t\d+\t\d+\t{productivity}\n"
+    for weights, completed, timed_out, productivity in zip(sessions["table2_weights"], sessions["table2_completed"],
+                                                          sessions["table2_timed_out"], sessions["table2_productivity"]):
+        row = r"\(" + r",\s*".join(str(w) for w in weights) + rf"\)\t{completed}\t{timed_out}\t{productivity}\n"
         assert re.search(row, printed), f"003 Table 2 has no row {row!r}"
+        assert completed - timed_out == productivity  # §4.1: productivity = completed - timed out
     times = ", ".join(number(t) for t in sessions["study_service_times"][:-1])
     assert f"processing times of the stages are {times}, and {number(sessions['study_service_times'][-1])}" in \
         re.sub(r"\s\d{3}\s", " ", printed)
