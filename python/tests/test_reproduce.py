@@ -1321,6 +1321,19 @@ def test_a_variant_of_ours_is_explained_by_putting_its_factors_back_one_at_a_tim
         next(c for c in summary["sessions"]["classes"] if c["name"] == "bronze")["response_mean_s"] = 1.3 * fifo_mean
         path.write_text(json.dumps(summary))
     assert _the_row(paper, tmp_path, "section5", bronze_claim).reason() == "unexplained"
+    # At 50 clients section5-demand's 0.931 [0.841, 1.02] misses the paper's 0.83 by its
+    # departure from 1, but lies beyond it from ours (0.147) on its side of 1: the cost's
+    # reading places the paper's value, measured; not once it passes 1.
+    claim = "DWFS bronze / FIFO mean response time, 50 clients"
+    row = _the_row(paper, tmp_path, "section5", claim)
+    assert row.reason() == "measured" and "the paper's 0.83 lies between the two" in row.why_text()
+    for fifo_path in demand.glob("fifo-users=50/*/summary.json"):
+        path = demand / "dwfs-users=50" / fifo_path.parent.name / "summary.json"
+        summary = json.loads(path.read_text())
+        fifo_mean = json.loads(fifo_path.read_text())["sessions"]["overall"]["response_mean_s"]
+        next(c for c in summary["sessions"]["classes"] if c["name"] == "bronze")["response_mean_s"] = 1.2 * fifo_mean
+        path.write_text(json.dumps(summary))
+    assert _the_row(paper, tmp_path, "section5", claim).reason() == "unexplained"
 
 
 def test_throughput_that_did_not_grow_with_write_slots_is_put_down_to_a_busy_link(tmp_path):

@@ -217,14 +217,16 @@ def _stated(measure: Measure, words: str) -> str:
     return f"{measure.value:{words}}{interval}"
 
 
-def _larger_k(ctx: Context, experiment: str, quantity, in_line, words: str):
+def _larger_k(ctx: Context, experiment: str, quantity, in_line, words: str, paper_value: float | None = None):
     """A measured reason for a §5 row that differs from the paper: the same quantity
     (``quantity(experiment)``, a Measure) in line with the paper (``in_line``, given that
     Measure) in a run with the stage costs divided by a larger k at the same think time
-    (DEMAND_RUNS). When no such run is in line: unexplained, with what each gave (for a row
-    no other reason accounts for); None without such runs."""
+    (DEMAND_RUNS), or, given the paper's ratio ``paper_value``, beyond it from ours on its side
+    of 1 (the reading of the costs places the paper's value between the two). When no such run is:
+    unexplained, with what each gave (for a row no other reason accounts for); None without
+    such runs."""
     k, think = next((k, t) for e, k, t in DEMAND_RUNS if e == experiment)
-    gave = []
+    ours, gave = quantity(experiment), []
     for other, other_k, other_think in DEMAND_RUNS:
         if other_k > k and other_think == think and ctx.has(other):
             theirs = quantity(other)
@@ -232,6 +234,12 @@ def _larger_k(ctx: Context, experiment: str, quantity, in_line, words: str):
                 return measured(f"with the stage costs divided by {other_k} instead of {k} (`{other}`) it was "
                                 f"{_stated(theirs, words)}: §5.1's latencies taken as CPU time leave the stages no "
                                 "slack under the class bounds")
+            # Between, and on the paper's side of 1 (a ratio past 1 turns the direction).
+            if theirs.ok and ours.ok and paper_value is not None and (theirs.value - 1) * (paper_value - 1) > 0 and \
+                    min(ours.value, theirs.value) <= paper_value <= max(ours.value, theirs.value):
+                return measured(f"with the stage costs divided by {other_k} instead of {k} (`{other}`) it was "
+                                f"{_stated(theirs, words)}: the paper's {paper_value:{words}} lies between the two, "
+                                "so how §5.1's latencies are read as CPU time places it")
             if theirs.ok:
                 gave.append(f"with the stage costs divided by {other_k} (`{other}`) {_stated(theirs, words)}")
     return unexplained("; ".join(gave) + ", not in line with the paper's either") if gave else None
@@ -379,7 +387,7 @@ def _section5_rows(ctx: Context, experiment: str = "section5",
             return ((value - 1) * (paper - 1) > 0 and departs_alike(value, paper)) or \
                 (interval is not None and interval[0] <= paper <= interval[1])
 
-        larger = _larger_k(ctx, experiment, quantity, in_line, ".3g")
+        larger = _larger_k(ctx, experiment, quantity, in_line, ".3g", paper)
         why = ((larger if larger and larger.measured else None)
                or _one_factor_why(ctx, experiment, quantity, in_line, ".3g") or otherwise(ours) or larger)
         return ctx.row(experiment, claim, direction(paper, text), ours, why)
