@@ -90,7 +90,7 @@ EXPERIMENTS = [
           spec=_spec("workloads-handshake"), of_paper=False),
     Entry("workloads-realistic", "W1-W10 less W3, W6, realistic set-up (§5.2)", spec=_spec("workloads-realistic")),
     Entry("workloads-realistic-why", "why the share of requests never completed differs from the paper's (FAIR under W4, "
-          "W7 and W8, SRPT under W7 and W8), and SRPT's largest 1% exceed FAIR's under W7 and W8: 2000 connection "
+          "W5, W7, W8 and W10, SRPT under W7 and W8), and SRPT's largest 1% exceed FAIR's under W7 and W8: 2000 connection "
           "slots instead of 350, a SYN queue of 8192 instead of 512",
           spec=_spec("workloads-realistic-why"), of_paper=False),
     Entry("overload", "persistent overload (Figs. 6-7)", spec=_spec("overload")),
