@@ -272,8 +272,7 @@ def run_resuming(console, label: str, experiment, root: Path, published: Path | 
     if aside:
         console.print(f"{label}: its spec configures {', '.join(aside.runs)} otherwise than when they ran under "
                       f"{relative_paths(str(aside.directory.parent))}; their results are kept in "
-                      f"{aside.directory.name} and they run "
-                      "afresh", markup=False, highlight=False)
+                      f"{aside.directory.name} and they run afresh", markup=False, highlight=False)
     restored = restore_published(experiment, published, root, quick, share) if published else 0
     testbeds = at_once(experiment, concurrency, most)
     restored_from = f"{restored} repetition(s) restored from {relative_paths(str(published.parent))}; " if restored else ""
@@ -378,8 +377,7 @@ def redraw_entry(console, paper: Paper, entry: Entry, results: Path, quick: bool
     aside = set_aside_other_version(directory, experiment)
     if aside:
         console.print(f"{entry.name}: results of another version of its spec moved to {aside.directory.name}",
-                      markup=False,
-                      highlight=False)
+                      markup=False, highlight=False)
     restore_published(experiment, published, directory.parent, quick)
     lost = undrawn_runs(directory)
     if lost:
