@@ -187,9 +187,9 @@ def summarize_repetition(directory: Path, link_bps: float, groups: list[dict] | 
         summary["load_generator"] = json.loads(load_summary.read_text())
     ideal = directory / "ideal.parquet"
     if ideal.is_file():
-        config = _read_json(directory / "run.json").get("config", {})
-        summary["ideal"] = ideal_metrics(pd.read_parquet(ideal), config.get("workload", {}).get("abort_after_s") or 0.0,
-                                         path_bytes_per_s(config.get("network", {}).get("groups") or []))
+        workload = _read_json(directory / "run.json").get("config", {}).get("workload", {})
+        summary["ideal"] = ideal_metrics(pd.read_parquet(ideal), workload.get("abort_after_s") or 0.0,
+                                         path_bytes_per_s(groups or []))
     if (directory / "classes.json").is_file():  # sessions in classes (003): per class and stage
         summary["sessions"] = summarize_sessions(directory)
     return _null_nans(summary)
@@ -200,7 +200,7 @@ def path_bytes_per_s(groups: list[dict]) -> float | None:
     group with a round trip and loss): :func:`sojourn.theory.formulas.tcp_loss_throughput` at its
     RTT, loss and MTU (less 52 bytes of IP, TCP and timestamps); None for several groups or a
     path without loss, where the link, not the path, limits a transfer."""
-    from sojourn.theory.formulas import tcp_loss_throughput
+    from sojourn.theory.formulas import tcp_loss_throughput  # scipy's import, only where a summary needs it
 
     if len(groups) != 1 or not groups[0].get("loss") or not groups[0].get("rtt_ms"):
         return None

@@ -912,7 +912,7 @@ def _realistic_largest_why(ctx: Context, variant: str):
     model, ours = ideal + alone, ctx.mean(e, variant, "response_largest_1pct_mean")
     text += (f"; the ideal fluid {IDEAL_OF[variant].upper()} of (J)'s arrivals and sizes keeps them {ideal:.2f} s "
              f"(summary.json ideal), {model:.2f} s with the path alone's added, ours {ours / model:.2f}x that")
-    if 0.5 <= ours / model <= 2 and paper < ideal:
+    if within_2x(ours / model) and paper < ideal:
         return measured(f"{text}: the workload's schedule and the path; the paper's {paper:g} s lies below what the "
                         f"ideal {IDEAL_OF[variant].upper()} alone keeps them on these arrivals and sizes")
     return unexplained(text)
@@ -1279,6 +1279,14 @@ class ScheduleShare(NamedTuple):
     own: float
     beyond: float
 
+    def is_own(self, share: float) -> bool:
+        """Whether an incomplete ``share`` is the workload's own (within 2x of what its ideal
+        schedule keeps past the abort) while the paper's lies beyond 2x of both schedules'."""
+        return self.own > 0 and within_2x(share / self.own) and self.beyond > 2
+
+
+BEYOND_THE_SCHEDULE = "the paper's lost more than the schedule and the path account for"
+
 
 def _schedule_share(ctx: Context, e: str, policy: str, profile: str, claim, share: Measure) -> ScheduleShare | None:
     """The share of ``profile``'s requests that the ideal fluid schedules of its arrivals and
@@ -1313,11 +1321,12 @@ def _schedule_share(ctx: Context, e: str, policy: str, profile: str, claim, shar
     text = (f"{what} keep {past['ps']:.3%} (PS) and {past['srpt']:.3%} (SRPT) of its requests past the first abort at "
             f"{abort:g} s (summary.json ideal {key}), the paper's {claim.paper_value:.3g} "
             f"{f'{beyond:.3g}' if beyond < 100 else f'{beyond:,.0f}'}x the larger")
-    if own > 0 and within_2x(share.value / own) and beyond > 2:
-        return ScheduleShare(measured(f"{text}: ours ({share.value:.3%}) is the workload's own under its ideal "
-                                      f"{IDEAL_OF[policy].upper()}, {share.value / own:.2f}x; the paper's lost more "
-                                      "than the schedule and the path account for"), own, beyond)
-    return ScheduleShare(unexplained(text), own, beyond)
+    found = ScheduleShare(unexplained(text), own, beyond)
+    if found.is_own(share.value):
+        return found._replace(why=measured(f"{text}: ours ({share.value:.3%}) is the workload's own under its ideal "
+                                           f"{IDEAL_OF[policy].upper()}, {share.value / own:.2f}x; "
+                                           f"{BEYOND_THE_SCHEDULE}"))
+    return found
 
 
 # One factor at a time under a workload of the realistic set-up (`workloads-realistic-why`, a run
@@ -1351,11 +1360,10 @@ def _incomplete_factor_why(ctx: Context, policy: str, profile: str, claim, share
         if how:
             return measured(f"{text}: with {WORKLOADS_REALISTIC_FACTORS[factor]}, {how}")
     for factor, value in shares.items():
-        if schedule and schedule.own > 0 and schedule.beyond > 2 and within_2x(value / schedule.own) \
-                and not within_2x(share.value / schedule.own):
+        if schedule and schedule.is_own(value) and not schedule.is_own(share.value):
             return measured(f"{text}: with {WORKLOADS_REALISTIC_FACTORS[factor]} ours is {value / schedule.own:.2f}x "
                             f"its ideal {IDEAL_OF[policy].upper()}'s, the workload's own, so what ours lost beyond "
-                            "that went to the factor; the paper's lost more than the schedule and the path account for")
+                            f"that went to the factor; {BEYOND_THE_SCHEDULE}")
     return unexplained(f"{text}, none of which accounts for the miss")
 
 
@@ -1724,6 +1732,10 @@ def _few_aborted_why(ctx: Context, e: str):
                     "(link_utilization), too little load to double the mean as the paper's did")
 
 
+# The grid's two loss rates its RTT's effect is compared at (runs <policy>-<loss>).
+GRID_LOSSES = ("loss5", "loss0")
+
+
 def _rtt_loss_grid_rows(ctx: Context) -> list[Row]:
     e = "rtt-loss-grid"
     key = "rtt_ms"
@@ -1734,7 +1746,7 @@ def _rtt_loss_grid_rows(ctx: Context) -> list[Row]:
             """150 ms over 0 ms per repetition at one loss rate."""
             far, near = (ctx.per_rep(e, _run(f"{variant}-{loss}", key, rtt), "response_mean") for rtt in (150, 0))
             return per_rep_quotient(far, near)
-        runs = tuple((e, _run(f"{variant}-{loss}", key, rtt)) for loss in ("loss5", "loss0") for rtt in (150, 0))
+        runs = tuple((e, _run(f"{variant}-{loss}", key, rtt)) for loss in GRID_LOSSES for rtt in (150, 0))
         ours = quotient(effect("loss5"), effect("loss0"), runs, ctx.absent(e, runs[0][1], "response_mean"))
         rows.append(ctx.row(e, f"{VARIANT_NAMES[variant]}: (150 ms / 0 ms at 5% loss) / (150 ms / 0 ms without loss)",
                             bound(">", 1, text="the effect of a given RTT is accentuated under high loss"), ours,
@@ -1749,36 +1761,37 @@ def _grid_effect_why(ctx: Context, e: str, variant: str, key: str):
     effect accentuated as the paper's figure (the mean against the RTT) shows one, the ratio
     falling because the loss raised the 0-ms mean too; else split into the handshake and the
     rest (:func:`_grid_handshake_why`)."""
-    means = {(loss, rtt): ctx.mean(e, _run(f"{variant}-{loss}", key, rtt), "response_mean")
-             for loss in ("loss5", "loss0") for rtt in (150, 0)}
+    def at(loss: str, rtt: int, metric: str) -> float:
+        """``metric`` of the grid's run at ``loss`` and ``rtt`` ms, the mean over its repetitions."""
+        return ctx.mean(e, _run(f"{variant}-{loss}", key, rtt), metric)
+
+    means = {(loss, rtt): at(loss, rtt, "response_mean") for loss in GRID_LOSSES for rtt in (150, 0)}
     if any(math.isnan(v) for v in means.values()):
         return None
-    lossy, clean = (means[(loss, 150)] - means[(loss, 0)] for loss in ("loss5", "loss0"))
+    effect = {loss: means[(loss, 150)] - means[(loss, 0)] for loss in GRID_LOSSES}
+    lossy, clean = effect["loss5"], effect["loss0"]
     text = (f"in seconds 150 ms added {lossy:+.3f} s to the 0-ms mean at 5% loss ({means[('loss5', 0)]:.3g} to "
             f"{means[('loss5', 150)]:.3g} s) and {clean:+.3f} s without loss ({means[('loss0', 0)]:.3g} to "
             f"{means[('loss0', 150)]:.3g} s)")
     if clean > 0 and lossy > clean:
         return measured(f"{text}: accentuated in seconds, as a mean plotted against the RTT shows it; the ratio falls "
                         f"because the loss raised the 0-ms mean {means[('loss5', 0)] / means[('loss0', 0)]:.3g}-fold")
-    return (_grid_handshake_why(ctx, e, variant, key, text)
+    return (_grid_handshake_why(at, effect, text)
             or unexplained(f"{text}: " + ("the RTT does not raise the mean" if min(clean, lossy) <= 0
                                           else "the RTT adds fewer seconds under loss")))
 
 
-def _grid_handshake_why(ctx: Context, e: str, variant: str, key: str, text: str):
-    """The RTT's effect split into the handshake (summary.json connect_mean, a part of every
-    response: (D) runs without persistent connections) and the rest of the response: measured
-    when the handshake got shorter with the RTT at both loss rates, with fewer of its packets
-    dropped at the server (SYN-ACKs in the uplink's FIFO and SYNs in the SYN queue), while the
-    rest got longer; None otherwise."""
-    def at(loss: str, rtt: int, metric: str) -> float:
-        return ctx.mean(e, _run(f"{variant}-{loss}", key, rtt), metric)
-
-    losses = ("loss5", "loss0")
-    handshake = {loss: at(loss, 150, "connect_mean") - at(loss, 0, "connect_mean") for loss in losses}
-    rest = {loss: at(loss, 150, "response_mean") - at(loss, 0, "response_mean") - handshake[loss] for loss in losses}
+def _grid_handshake_why(at: Callable[[str, int, str], float], effect: dict[str, float], text: str):
+    """The RTT's ``effect`` on the mean (150 ms's less 0 ms's, per loss rate; ``at`` reads a
+    metric of the grid's run at a loss and RTT) split into the handshake (summary.json
+    connect_mean, a part of every response: (D) runs without persistent connections) and the
+    rest of the response: measured when the handshake got shorter with the RTT at both loss
+    rates, with fewer of its packets dropped at the server (SYN-ACKs in the uplink's FIFO and
+    SYNs in the SYN queue), while the rest got longer; None otherwise."""
+    handshake = {loss: at(loss, 150, "connect_mean") - at(loss, 0, "connect_mean") for loss in GRID_LOSSES}
+    rest = {loss: effect[loss] - handshake[loss] for loss in GRID_LOSSES}
     dropped = {loss: at(loss, 150, "synacks_dropped") + at(loss, 150, "syn_drops")
-               - at(loss, 0, "synacks_dropped") - at(loss, 0, "syn_drops") for loss in losses}
+               - at(loss, 0, "synacks_dropped") - at(loss, 0, "syn_drops") for loss in GRID_LOSSES}
     if any(math.isnan(v) for v in (*handshake.values(), *rest.values(), *dropped.values())):
         return None
     if not (max(handshake.values()) < 0 < min(rest.values()) and max(dropped.values()) < 0):

@@ -57,12 +57,13 @@ EXPERIMENTS = [
           spec="experiments/003/timeouts-demand.toml", quick_s=80),
 ]
 
-# 003 Table 2 (completed - timed out per weight assignment) and Tables 3-7.
-TABLE2 = dict(zip(TABLE2_ASSIGNMENTS, papers.sessions()["table2_productivity"]))
+# 003 Table 2 and Tables 3-7.
 EVEN = ",".join(["1"] * len(STAGES))  # Table 2's equal weights, the assignments' reference
-# What Table 2 prints beside the productivity (completed - timed out, §4.1).
-TABLE2_COUNTS = {"completed": dict(zip(TABLE2_ASSIGNMENTS, papers.sessions()["table2_completed"])),
-                 "timed_out": dict(zip(TABLE2_ASSIGNMENTS, papers.sessions()["table2_timed_out"]))}
+# Each count Table 2 prints per assignment: completed, timed out and their difference, the
+# productivity (§4.1).
+TABLE2_COUNTS = {count: dict(zip(TABLE2_ASSIGNMENTS, papers.sessions()[f"table2_{count}"]))
+                 for count in ("completed", "timed_out", "productivity")}
+TABLE2 = TABLE2_COUNTS["productivity"]  # completed - timed out
 # Average response time (s) per class at 40, 50, 60 clients (Tables 3-5: timeouts 10, 15, 20 s).
 DWFS_RESPONSE = {"gold": {40: 6.902, 50: 7.152, 60: 6.968}, "silver": {40: 8.537, 50: 8.357, 60: 8.772},
                  "bronze": {40: 9.512, 50: 9.864, 60: 10.584}}
@@ -119,8 +120,8 @@ def _study_rows(ctx: Context) -> list[Row]:
                 _per_seed(study, 20, ("rr", "5,1,1,1"), ("rr", EVEN)),
                 _load_why(study, 20, "5,1,1,1", EVEN)),
         *(ctx.row(e, f"Table 2: (5,1,1,1) / (1,1,1,1) requests {count.replace('_', ' ')}, 20 clients",
-                  direction(_table2(count, "5,1,1,1") / _table2(count, EVEN),
-                            f"{_table2(count, '5,1,1,1')} / {_table2(count, EVEN)}"),
+                  direction(TABLE2_COUNTS[count]["5,1,1,1"] / TABLE2_COUNTS[count][EVEN],
+                            f"{TABLE2_COUNTS[count]['5,1,1,1']} / {TABLE2_COUNTS[count][EVEN]}"),
                   _per_seed(study, 20, ("rr", "5,1,1,1"), ("rr", EVEN), count),
                   _load_why(study, 20, "5,1,1,1", EVEN, count))
           for count in ("completed", "timed_out")),
@@ -183,17 +184,12 @@ def _load_why(study, clients: int, top: str, bottom: str, count: str = "producti
             "§4.1 gives no number of clients for")
     if nearest == clients:
         return unexplained(f"{text}; no other client count of the study comes nearer the paper's")
-    papers_ratio = _table2(count, top) / _table2(count, bottom)
+    papers_ratio = TABLE2_COUNTS[count][top] / TABLE2_COUNTS[count][bottom]
     ratio = means[nearest].loc[top, count] / means[nearest].loc[bottom, count]
     text += (f"; at {nearest} clients, where ({EVEN}) timed out {per_completion[nearest]:.2f} per completion (the "
              f"nearest of {', '.join(str(n) for n in sorted(per_completion))}), ({top}) / ({bottom}) "
              f"{count.replace('_', ' ')} was {ratio:.2f} against the paper's {papers_ratio:.3g}")
     return measured(text) if departs_alike(ratio, papers_ratio) else unexplained(text)
-
-
-def _table2(count: str, weights: str) -> float:
-    """Table 2's printed ``count`` (productivity, completed, timed_out) for an assignment."""
-    return TABLE2[weights] if count == "productivity" else TABLE2_COUNTS[count][weights]
 
 
 def _stage_share(study, clients: int, policy: tuple[str, str], stage: str = "MM") -> float:
